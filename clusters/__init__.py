@@ -1,0 +1,1 @@
+"""The lab: provisioning of pinned components, cluster providers, PKI and supervision."""

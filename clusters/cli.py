@@ -1,0 +1,57 @@
+"""The `dralab` command."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from clusters.errors import DralabError
+from clusters.progress import console
+
+
+class Group(click.Group):
+    """Turns dralab errors into their exit codes (RP-04) with the message, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except DralabError as e:
+            console.print(f"[red]error:[/red] {e}")
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted[/yellow]")
+            sys.exit(130)
+
+
+@click.group(cls=Group)
+def main() -> None:
+    """dralab: conformance suite and emulated hardware lab for Kubernetes DRA."""
+
+
+@main.command()
+@click.option("--offline", is_flag=True, help="Only check the cache; build nothing.")
+def provision(offline: bool) -> None:
+    """Build every pinned component into the cache (LAB-01)."""
+    from clusters.provision import cache_root, provision as do_provision
+
+    start = time.monotonic()
+    tools = do_provision(offline=offline)
+    console.print(f"provisioned in {time.monotonic() - start:.1f}s under {cache_root()}")
+    for name, path in (("kubernetes", tools.kubernetes), ("etcd", tools.etcd), ("containerd", tools.containerd),
+                       ("runc", tools.runc), ("lab tools", tools.lab_tools)):
+        console.print(f"  {name:11} {path}")
+    for image in tools.images:
+        console.print(f"  image      {image.ref} {image.digest[:19]} {image.archive}")
+
+
+def _register_lab_commands() -> None:
+    from clusters import lab_cli
+
+    for command in lab_cli.COMMANDS:
+        main.add_command(command)
+
+
+_register_lab_commands()

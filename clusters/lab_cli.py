@@ -1,0 +1,143 @@
+"""Lab lifecycle commands: up, down, status, residue."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+from pydantic import ValidationError
+
+from clusters.config import ClusterConfig
+from clusters.errors import BadInput
+from clusters.progress import console
+
+
+def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
+    gates = {}
+    for item in values:
+        for part in filter(None, item.split(",")):
+            name, _, value = part.partition("=")
+            if value.lower() not in ("true", "false"):
+                raise BadInput(f"{flag} {part!r}: expected NAME=true or NAME=false")
+            gates[name.strip()] = value.lower() == "true"
+    return gates
+
+
+@click.command()
+@click.option("--name", default="default", show_default=True, help="Lab name (one lab directory each).")
+@click.option("--nodes", default=2, show_default=True, help="kubelet-backed nodes.")
+@click.option("--slice-only-nodes", default=0, show_default=True, help="Node objects without a kubelet.")
+@click.option("--feature-gates", multiple=True, help="NAME=true|false,... for every component.")
+@click.option("--scheduler-feature-gates", multiple=True, help="Overrides for kube-scheduler only.")
+@click.option("--runtime-config", multiple=True, help="API groups/versions, e.g. resource.k8s.io/v1beta2=true.")
+@click.option("--kubelet-root-dir", default="/var/lib/kubelet", show_default=True)
+@click.option("--slot", default=0, help="Network slot 1-50 (10.99.SLOT.0/24); default: first free.")
+@click.option("--offline", is_flag=True, help="Do not build: fail if a component is not cached.")
+def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, ...],
+       scheduler_feature_gates: tuple[str, ...], runtime_config: tuple[str, ...], kubelet_root_dir: str,
+       slot: int, offline: bool) -> None:
+    """Start a local lab cluster (LAB-02, LAB-03)."""
+    from clusters.local.cluster import LocalCluster
+
+    try:
+        cfg = ClusterConfig(
+            name=name, nodes=nodes, slice_only_nodes=slice_only_nodes,
+            feature_gates=_gates(feature_gates, "--feature-gates"),
+            component_feature_gates={"kube-scheduler": _gates(scheduler_feature_gates, "--scheduler-feature-gates")}
+            if scheduler_feature_gates else {},
+            runtime_config=_gates(runtime_config, "--runtime-config"), kubelet_root_dir=kubelet_root_dir, slot=slot)
+    except ValidationError as e:
+        raise BadInput("invalid lab settings:\n" + "\n".join(f"  {'.'.join(map(str, err['loc']))}: {err['msg']}"
+                                                            for err in e.errors())) from None
+    start = time.monotonic()
+    cluster = LocalCluster.up(cfg, offline=offline)
+    console.print(f"lab {cfg.name!r} up in {time.monotonic() - start:.1f}s")
+    console.print(f"  kubeconfig: {cluster.kubeconfig}")
+    console.print(f"  kubectl:    {cluster.tools.kubectl} --kubeconfig {cluster.kubeconfig} get nodes")
+    console.print(f"  logs:       {cluster.log_dir}")
+
+
+@click.command()
+@click.option("--name", default="default", show_default=True)
+@click.option("--force", is_flag=True, help="Also clean up a lab whose state is missing or from a crashed run.")
+def down(name: str, force: bool) -> None:
+    """Stop a lab and remove everything it created (LAB-05)."""
+    from clusters.config import labs_root
+    from clusters.local.cluster import LocalCluster, teardown
+    from clusters.local.preflight import require_root
+    from clusters import residue
+
+    require_root("down")
+    start = time.monotonic()
+    state = LocalCluster.state_file(name)
+    if state.exists():
+        cfg = ClusterConfig.model_validate_json(state.read_text())
+    elif force:
+        cfg = ClusterConfig(name=name)  # slot unknown: links are found by the residue scan below
+    else:
+        raise BadInput(f"no lab named {name!r} ({state} does not exist); `dralab down --name {name} --force` "
+                       "cleans up whatever a crashed run left")
+    problems = teardown(cfg)
+    left = residue.find(name)
+    if force and not state.exists():
+        from clusters.local import network
+
+        network.delete_links([r.what for r in left if r.kind == "link"])
+        left = residue.find(name)
+    console.print(f"lab {name!r} down in {time.monotonic() - start:.1f}s; logs kept under {labs_root() / 'logs' / name}")
+    for item in problems + [str(r) for r in left]:
+        console.print(f"[red]left behind:[/red] {item}")
+    if problems or left:
+        sys.exit(3)
+
+
+@click.command()
+@click.option("--name", default=None, help="One lab; default: every lab.")
+def status(name: str | None) -> None:
+    """Show each lab's components (alive or dead, with the log tail of dead ones) and nodes."""
+    from clusters.errors import log_tail
+    from clusters.local.cluster import LocalCluster
+
+    names = [name] if name else LocalCluster.names()
+    if not names:
+        console.print("no labs")
+        return
+    broken = False
+    for lab in names:
+        cluster = LocalCluster.load(lab)
+        console.print(f"[bold]lab {lab}[/bold]  {cluster.server}  kubeconfig {cluster.kubeconfig}")
+        for comp in cluster.components().values():
+            alive = comp.alive()
+            broken |= not alive
+            console.print(f"  {'[green]running[/green]' if alive else '[red]dead[/red]   '} {comp.name:28} pid {comp.pid}")
+            if not alive:
+                console.print("    " + log_tail(comp.log, 8).replace("\n", "\n    "))
+        try:
+            from kubernetes import client
+
+            for node in client.CoreV1Api(cluster.api()).list_node().items:
+                ready = next((c.status for c in node.status.conditions or [] if c.type == "Ready"), "?")
+                console.print(f"  node {node.metadata.name:20} Ready={ready}")
+        except Exception as e:  # the API server may be the dead component
+            console.print(f"  [red]API server unreachable:[/red] {e}")
+            broken = True
+    if broken:
+        sys.exit(3)
+
+
+@click.command("residue")
+@click.option("--name", default=None, help="One lab; default: anything of any lab.")
+def residue_command(name: str | None) -> None:
+    """List what labs left behind: processes, mounts, netns, links, cgroups, files. Exit 1 if any."""
+    from clusters import residue
+
+    found = residue.find(name)
+    for item in found:
+        console.print(str(item))
+    console.print(f"{len(found)} residue item(s)")
+    if found:
+        sys.exit(1)
+
+
+COMMANDS: list[click.Command] = [up, down, status, residue_command]

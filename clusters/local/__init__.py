@@ -1,0 +1,1 @@
+"""The `local` cluster provider: Kubernetes components as host processes, nodes in namespaces."""

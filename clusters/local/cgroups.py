@@ -1,0 +1,76 @@
+"""cgroup v1 trees of a lab: each node's kubelet gets `/dralab/<lab>/<node>` as its cgroupRoot."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def hierarchies() -> list[Path]:
+    """The mounted v1 hierarchies (cpu and cpuacct may be one, linked twice: count it once)."""
+    seen, result = set(), []
+    for d in sorted(CGROUP_ROOT.iterdir()):
+        real = d.resolve()
+        if d.is_dir() and real not in seen and (real / "cgroup.procs").exists():
+            seen.add(real)
+            result.append(real)
+    return result
+
+
+def create(path: str) -> None:
+    """Create `path` in every hierarchy; cpuset children start empty and must inherit cpus/mems."""
+    for h in hierarchies():
+        current = h
+        for part in Path(path).parts[1:]:
+            current = current / part
+            if not current.exists():
+                current.mkdir()
+                for name in ("cpuset.cpus", "cpuset.mems"):
+                    if (current / name).exists():
+                        (current / name).write_text((current.parent / name).read_text())
+
+
+def trees(path: str) -> list[Path]:
+    return [h / path.lstrip("/") for h in hierarchies() if (h / path.lstrip("/")).exists()]
+
+
+def pids(path: str) -> set[int]:
+    found: set[int] = set()
+    for tree in trees(path):
+        for procs in tree.rglob("cgroup.procs"):
+            try:
+                found.update(int(p) for p in procs.read_text().split())
+            except OSError:
+                continue
+    return found
+
+
+def kill_all(path: str) -> None:
+    for pid in pids(path):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def remove(path: str) -> list[str]:
+    """rmdir the trees bottom-up; returns the directories that could not be removed."""
+    failed = []
+    for tree in trees(path):
+        for d in sorted((p for p in [tree, *tree.rglob("*")] if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            try:
+                d.rmdir()
+            except OSError as e:
+                failed.append(f"{d}: {e.strerror}")
+        # The shared parent (/dralab) goes with the last lab.
+        for parent in tree.parents:
+            if parent in hierarchies() or not parent.exists():
+                break
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+    return failed

@@ -1,0 +1,236 @@
+"""The `local` provider: a multi-node cluster of host processes under one lab directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterator
+
+from clusters.config import ClusterConfig, labs_root
+from clusters.errors import BadInput
+from clusters.local import cgroups, configs, network, preflight, supervisor
+from clusters.local.node import LocalNode
+from clusters.local.waits import https_ok, wait_for
+from clusters.pki import PKI, CertKey, write_kubeconfig
+from clusters.progress import console, step
+from clusters.provision import Toolchain, provision
+
+
+class LocalCluster:
+    def __init__(self, cfg: ClusterConfig, tools: Toolchain) -> None:
+        self.cfg = cfg
+        self.tools = tools
+        self.nodes = [LocalNode(cfg, tools, name, i) for i, name in enumerate(cfg.node_names(), start=1)]
+
+    # Where things are -------------------------------------------------------------------
+
+    @property
+    def lab_dir(self) -> Path:
+        return self.cfg.lab_dir
+
+    @property
+    def log_dir(self) -> Path:
+        return self.lab_dir / "logs"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.lab_dir / "pki" / "admin.kubeconfig"
+
+    @property
+    def server(self) -> str:
+        return f"https://{self.cfg.host_ip}:{configs.APISERVER_PORT}"
+
+    @property
+    def ca(self) -> Path:
+        return self.lab_dir / "pki" / "ca.crt"
+
+    def node(self, name: str) -> LocalNode:
+        return next(n for n in self.nodes if n.name == name)
+
+    def components(self) -> dict[str, supervisor.Component]:
+        return supervisor.load(self.lab_dir)
+
+    # Loading an existing lab --------------------------------------------------------------
+
+    @staticmethod
+    def state_file(name: str) -> Path:
+        return labs_root() / "labs" / name / "cluster.json"
+
+    @classmethod
+    def load(cls, name: str) -> "LocalCluster":
+        path = cls.state_file(name)
+        if not path.exists():
+            raise BadInput(f"no lab named {name!r} ({path} does not exist); start one with `dralab up`")
+        return cls(ClusterConfig.model_validate(json.loads(path.read_text())), provision(offline=True))
+
+    @staticmethod
+    def names() -> list[str]:
+        return sorted(p.parent.name for p in (labs_root() / "labs").glob("*/cluster.json"))
+
+    # Bring-up -----------------------------------------------------------------------------
+
+    @classmethod
+    def up(cls, cfg: ClusterConfig, *, offline: bool = False) -> "LocalCluster":
+        """Start a lab; on any failure or interrupt tear down what was started, then re-raise."""
+        preflight.require_root("up")
+        preflight.require_no_lab(cfg)
+        tools = provision(offline=offline)
+        preflight.require_known_gates(cfg, tools)
+        cfg = preflight.allocate_slot(cfg)
+        preflight.require_free_ports(cfg)
+        cluster = cls(cfg, tools)
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            cluster._bring_up()
+        except BaseException:
+            console.print(f"[red]bring-up of lab {cfg.name!r} failed: tearing down; logs kept under "
+                          f"{labs_root() / 'logs' / cfg.name}[/red]")
+            cluster.down()
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        return cluster
+
+    def _bring_up(self) -> None:
+        cfg = self.cfg
+        self.lab_dir.mkdir(parents=True)
+        # Written first: a crashed bring-up can always be found and torn down.
+        self.state_file(cfg.name).write_text(cfg.model_dump_json(indent=2))
+        with step(f"Starting lab {cfg.name!r}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only, "
+                  f"network {cfg.subnet}"):
+            pki = self._write_pki()
+            network.create_bridge(cfg)
+            network.create_mount_ns_dir(cfg)
+            etcd = self._start("etcd", configs.etcd_command(self.tools, cfg, self.lab_dir / "etcd"))
+            apiserver = self._start("kube-apiserver", configs.apiserver_command(self.tools, cfg, pki, pki["ca"].cert))
+            _parallel(lambda n: n.create(self._pki, self.server), self.nodes)
+            for node in self.nodes:
+                node.start_containerd()
+            _parallel(lambda n: (n.wait_containerd(), n.import_images()), self.nodes)
+            for node in self.nodes:
+                node.start_kubelet()
+                node.start_kube_proxy()
+            wait_for("kube-apiserver /readyz", lambda: https_ok(f"{self.server}/readyz", self.ca, pki["admin"].cert,
+                                                                 pki["admin"].key), 60, [etcd, apiserver])
+            # Started once the API server has bootstrapped RBAC: they read configmaps at start-up.
+            self._start("kube-controller-manager", configs.controller_manager_command(
+                self.tools, cfg, self._component_kubeconfig("controller-manager", "system:kube-controller-manager"), pki))
+            self._start("kube-scheduler", configs.scheduler_command(
+                self.tools, cfg, self._component_kubeconfig("scheduler", "system:kube-scheduler")))
+            if cfg.slice_only_nodes:
+                from clusters.local import slice_only_nodes
+
+                slice_only_nodes.register(self.api(), cfg.slice_only_node_names())
+                self._start("slice-only-node-heartbeat", slice_only_nodes.agent_command(
+                    self.kubeconfig, cfg.slice_only_node_names()))
+            self.wait_ready()
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        from clusters.local.readiness import wait_cluster_ready
+
+        wait_cluster_ready(self, timeout)
+
+    def _write_pki(self) -> dict[str, CertKey]:
+        cfg = self.cfg
+        self._pki = pki = PKI(self.lab_dir / "pki")
+        certs = {
+            "ca": pki.ca,
+            "apiserver": pki.issue("apiserver", "kube-apiserver", server=True, client=False,
+                                   dns=("kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                                        "kubernetes.default.svc.cluster.local", "localhost"),
+                                   ips=(cfg.host_ip, "10.96.0.1", "127.0.0.1")),
+            "apiserver-kubelet-client": pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
+                                                  ("system:masters",)),
+            "admin": pki.issue("admin", "dralab-admin", ("system:masters",)),
+            "sa": pki.service_account_keys(),
+        }
+        write_kubeconfig(self.kubeconfig, self.server, pki.ca.cert, certs["admin"], "dralab-admin")
+        return certs
+
+    def _component_kubeconfig(self, name: str, user: str) -> Path:
+        creds = self._pki.issue(name, user)
+        return write_kubeconfig(self.lab_dir / "pki" / f"{name}.kubeconfig", self.server, self._pki.ca.cert, creds, user)
+
+    def _start(self, name: str, cmd: list[str]) -> supervisor.Component:
+        return supervisor.start(name, cmd, lab_dir=self.lab_dir, log_dir=self.log_dir)
+
+    def api(self):  # -> kubernetes.client.ApiClient
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    # Health -------------------------------------------------------------------------------
+
+    def check_components(self) -> None:
+        supervisor.check_alive(list(self.components().values()))
+
+    # Teardown -----------------------------------------------------------------------------
+
+    def down(self) -> list[str]:
+        """Remove everything the lab created; return what could not be removed."""
+        return teardown(self.cfg)
+
+
+def teardown(cfg: ClusterConfig) -> list[str]:
+    """Kill, unmount and delete every trace of a lab; works from the state file alone."""
+    lab_dir = cfg.lab_dir
+    problems: list[str] = []
+    # Processes first: every lab process (marker in its environment), every process in the
+    # lab's cgroups (containers) and in its nodes' namespaces (shims), all at once.
+    pids = set(supervisor.lab_processes(lab_dir)) | cgroups.pids(cfg.cgroup_parent)
+    pids |= set(_namespace_members(cfg))
+    supervisor.kill_and_wait(sorted(pids))
+    supervisor.reap_children()
+    network.unmount_all(lab_dir)
+    network.delete_netns(network.netns_named(f"dralab-{cfg.name}-"))
+    if cfg.slot:
+        network.delete_links(network.links_named(f"dralab{cfg.slot}n") + [cfg.bridge])
+    problems += cgroups.remove(cfg.cgroup_parent)
+    if lab_dir.exists():
+        _keep_logs(cfg)
+        shutil.rmtree(lab_dir, ignore_errors=True)
+        if lab_dir.exists():
+            problems.append(f"{lab_dir} could not be removed")
+    return problems
+
+
+def _namespace_members(cfg: ClusterConfig) -> Iterator[int]:
+    inodes = set()
+    for ns_file in (cfg.lab_dir / "ns").glob("*.mnt"):
+        try:
+            inodes.add(f"mnt:[{ns_file.stat().st_ino}]")
+        except OSError:
+            continue
+    for name in network.netns_named(f"dralab-{cfg.name}-"):
+        inodes.add(f"net:[{Path('/run/netns', name).stat().st_ino}]")
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if os.readlink(proc / "ns" / "mnt") in inodes or os.readlink(proc / "ns" / "net") in inodes:
+                    yield int(proc.name)
+            except OSError:
+                continue
+
+
+def _keep_logs(cfg: ClusterConfig) -> None:
+    """LAB-07: a run's component logs outlive the lab, under DRALAB_LABS/logs/<lab>/<time>."""
+    logs = cfg.lab_dir / "logs"
+    if logs.is_dir():
+        dest = labs_root() / "logs" / cfg.name / time.strftime("%Y%m%d-%H%M%S")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(logs), str(dest))
+
+
+def _parallel(fn: Callable[[LocalNode], object], nodes: list[LocalNode]) -> None:
+    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+        for future in [pool.submit(fn, n) for n in nodes]:
+            future.result()
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

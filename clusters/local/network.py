@@ -1,0 +1,136 @@
+"""Kernel objects of a local lab: the host bridge, and per node a network namespace joined to it
+by a veth pair plus a persistent mount namespace in which the node's /var/lib, /run and /var/log
+are its own directories in the lab dir (so kubelet, containerd, CDI and NRI use their standard
+paths and two nodes never collide).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+from clusters.config import ClusterConfig, labs_root
+from clusters.errors import LabBroken
+
+# Directories of the host that a node replaces with its own (host path -> name in the node dir).
+NODE_PRIVATE_DIRS = {"/var/lib": "var-lib", "/run": "run", "/var/log": "var-log"}
+
+
+def sh(*cmd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise LabBroken(f"`{' '.join(map(str, cmd))}` failed: {result.stderr.strip() or result.stdout.strip()}")
+    return result
+
+
+def in_netns(netns: str, *cmd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return sh("ip", "netns", "exec", netns, *cmd, check=check)
+
+
+def create_bridge(cfg: ClusterConfig) -> None:
+    sh("ip", "link", "add", cfg.bridge, "type", "bridge")
+    sh("ip", "addr", "add", f"{cfg.host_ip}/{cfg.subnet.prefixlen}", "dev", cfg.bridge)
+    sh("ip", "link", "set", cfg.bridge, "up")
+
+
+def create_node_network(cfg: ClusterConfig, index: int, node: str) -> None:
+    ns, veth = cfg.netns(node), cfg.veth(index)
+    sh("ip", "netns", "add", ns)
+    sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+    sh("ip", "link", "set", veth, "master", cfg.bridge, "up")
+    in_netns(ns, "ip", "link", "set", "lo", "up")
+    in_netns(ns, "ip", "addr", "add", f"{cfg.node_ip(index)}/{cfg.subnet.prefixlen}", "dev", "eth0")
+    in_netns(ns, "ip", "link", "set", "eth0", "up")
+    in_netns(ns, "ip", "route", "add", "default", "via", cfg.host_ip)
+    # The node routes between its pods (cni0) and the lab network (eth0).
+    in_netns(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    # Pod traffic to a Service is DNATed by kube-proxy; when the backend is a pod on the same
+    # bridge the packet is bridged, and only br_netfilter makes iptables see it.
+    in_netns(ns, "sysctl", "-qw", "net.bridge.bridge-nf-call-iptables=1", check=False)
+    for other, _ in enumerate(cfg.node_names(), start=1):
+        if other != index:
+            in_netns(ns, "ip", "route", "add", cfg.pod_cidr(other), "via", cfg.node_ip(other))
+    # The host (API server) answers pods directly, without masquerading.
+    sh("ip", "route", "add", cfg.pod_cidr(index), "via", cfg.node_ip(index))
+
+
+def mount_ns_dir(cfg: ClusterConfig) -> Path:
+    return cfg.lab_dir / "ns"
+
+
+def mount_ns_file(cfg: ClusterConfig, node: str) -> Path:
+    return mount_ns_dir(cfg) / f"{node}.mnt"
+
+
+def create_mount_ns_dir(cfg: ClusterConfig) -> None:
+    # A persistent mount namespace is a bind mount of /proc/PID/ns/mnt, which the kernel
+    # only allows on a mount that does not propagate.
+    ns_dir = mount_ns_dir(cfg)
+    ns_dir.mkdir(parents=True, exist_ok=True)
+    sh("mount", "--bind", ns_dir, ns_dir)
+    sh("mount", "--make-private", ns_dir)
+
+
+def create_node_mount_ns(cfg: ClusterConfig, node: str, node_dir: Path) -> None:
+    ns_file = mount_ns_file(cfg, node)
+    ns_file.touch()
+    # The new namespace starts as a copy of the host's mounts. Copies of network and mount
+    # namespace files (under /run/netns and other labs' ns dirs) would keep those namespaces,
+    # and their veths, alive after their owner deletes them: detach them first.
+    script = [
+        "umount -l /run || true",
+        f"for m in $(awk '{{print $5}}' /proc/self/mountinfo | grep -E '^{labs_root()}(/|$)' | sort -r); "
+        "do umount -l \"$m\" || true; done",
+    ]
+    for host_path, name in NODE_PRIVATE_DIRS.items():
+        (node_dir / name).mkdir(parents=True, exist_ok=True)
+        script.append(f"mount --bind {node_dir / name} {host_path}")
+    sh("unshare", f"--mount={ns_file}", "--propagation", "private", "sh", "-ec", "\n".join(script))
+
+
+def node_exec_prefix(cfg: ClusterConfig, node: str) -> list[str]:
+    """Run a command as a process of `node`: in its network and mount namespaces."""
+    return ["nsenter", f"--net=/run/netns/{cfg.netns(node)}", f"--mount={mount_ns_file(cfg, node)}", "--"]
+
+
+def _mountinfo() -> list[str]:
+    return Path("/proc/self/mountinfo").read_text().splitlines()
+
+
+def mounts_under(prefix: Path) -> list[str]:
+    """Mount points at or under `prefix`, deepest first (the order to unmount them in)."""
+    points = [line.split()[4] for line in _mountinfo()]
+    inside = [p for p in points if p == str(prefix) or p.startswith(f"{prefix}/")]
+    return sorted(set(inside), key=lambda p: p.count("/"), reverse=True)
+
+
+def unmount_all(prefix: Path) -> None:
+    # Loop: a point can be mounted more than once, one mount over another.
+    for _ in range(10):
+        points = mounts_under(prefix)
+        if not points:
+            return
+        for point in points:
+            sh("umount", "-l", point, check=False)
+
+
+def links_named(prefix: str) -> list[str]:
+    out = sh("ip", "-o", "link", "show", check=False).stdout
+    names = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line]
+    return [n for n in names if n.startswith(prefix)]
+
+
+def netns_named(prefix: str) -> list[str]:
+    d = Path("/run/netns")
+    return sorted(p.name for p in d.iterdir() if p.name.startswith(prefix)) if d.is_dir() else []
+
+
+def delete_links(names: Sequence[str]) -> None:
+    for name in names:
+        sh("ip", "link", "delete", name, check=False)
+
+
+def delete_netns(names: Sequence[str]) -> None:
+    for name in names:
+        sh("ip", "netns", "delete", name, check=False)

@@ -1,0 +1,165 @@
+"""A kubelet-backed node of a local lab: its namespaces, paths and the handles to its components."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from clusters.config import ClusterConfig
+from clusters.local import cgroups, configs, network, supervisor
+from clusters.local.network import NODE_PRIVATE_DIRS
+from clusters.local.waits import wait_for
+from clusters.pki import PKI, write_kubeconfig
+from clusters.progress import run_logged
+from clusters.provision import Toolchain
+
+
+@dataclass
+class LocalNode:
+    cfg: ClusterConfig
+    tools: Toolchain
+    name: str
+    index: int
+
+    # Where things are --------------------------------------------------------------
+
+    @property
+    def dir(self) -> Path:
+        return self.cfg.lab_dir / "nodes" / self.name
+
+    @property
+    def ip(self) -> str:
+        return self.cfg.node_ip(self.index)
+
+    @property
+    def netns(self) -> str:
+        return self.cfg.netns(self.name)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.cfg.lab_dir / "logs" / self.name
+
+    def host_path(self, node_path: str) -> Path:
+        """The host path of a path as this node's processes see it."""
+        p = Path(node_path.replace("/var/run/", "/run/", 1) if node_path.startswith("/var/run/") else node_path)
+        for private, name in NODE_PRIVATE_DIRS.items():
+            if p == Path(private) or Path(private) in p.parents:
+                return self.dir / name / p.relative_to(private)
+        return p
+
+    @property
+    def kubelet_root_dir(self) -> str:
+        return self.cfg.kubelet_root_dir
+
+    @property
+    def host_kubelet_root_dir(self) -> Path:
+        return self.host_path(self.cfg.kubelet_root_dir)
+
+    @property
+    def cdi_dirs(self) -> tuple[Path, ...]:
+        return tuple(self.host_path(d) for d in configs.CDI_DIRS)
+
+    @property
+    def nri_socket(self) -> Path:
+        return self.host_path(configs.NRI_SOCKET)
+
+    @property
+    def containerd_socket(self) -> Path:
+        return self.host_path(configs.CONTAINERD_SOCKET)
+
+    @property
+    def cgroup(self) -> str:
+        return f"{self.cfg.cgroup_parent}/{self.name}"
+
+    # Running things in the node ------------------------------------------------------
+
+    def exec_prefix(self) -> list[str]:
+        return network.node_exec_prefix(self.cfg, self.name)
+
+    def run(self, *cmd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run a command as a process of this node (its network and mount namespaces)."""
+        return network.sh(*self.exec_prefix(), *cmd, check=check)
+
+    def _start(self, component: str, cmd: Sequence[str], env: dict[str, str] | None = None) -> supervisor.Component:
+        return supervisor.start(f"{self.name}-{component}", [*self.exec_prefix(), *cmd], lab_dir=self.cfg.lab_dir,
+                                log_dir=self.log_dir, env=env)
+
+    def component(self, component: str) -> supervisor.Component:
+        return supervisor.load(self.cfg.lab_dir)[f"{self.name}-{component}"]
+
+    # Set-up ---------------------------------------------------------------------------
+
+    def create(self, pki: PKI, server: str) -> None:
+        """Namespaces, network, cgroups and config files; starts nothing."""
+        network.create_node_network(self.cfg, self.index, self.name)
+        network.create_node_mount_ns(self.cfg, self.name, self.dir)
+        cgroups.create(self.cgroup)
+        conf = self.dir / "conf"
+        (conf / "cni").mkdir(parents=True, exist_ok=True)
+        (conf / "cni" / "10-dralab.conflist").write_text(configs.cni_conflist(self.cfg.pod_cidr(self.index)))
+        (conf / "containerd.toml").write_text(configs.containerd_toml(self.tools, conf / "cni"))
+        client = pki.issue(f"{self.name}-kubelet-client", f"system:node:{self.name}", ("system:nodes",))
+        serving = pki.issue(f"{self.name}-kubelet-serving", f"system:node:{self.name}", ("system:nodes",),
+                            dns=(self.name,), ips=(self.ip,), server=True, client=False)
+        write_kubeconfig(conf / "kubelet.kubeconfig", server, pki.ca.cert, client, f"system:node:{self.name}")
+        (conf / "kubelet.yaml").write_text(configs.kubelet_config(self.cfg, self.name, pki.ca.cert, serving))
+        proxy = pki.issue(f"{self.name}-kube-proxy", "system:kube-proxy")
+        write_kubeconfig(conf / "kube-proxy.kubeconfig", server, pki.ca.cert, proxy, "system:kube-proxy")
+        (conf / "kube-proxy.yaml").write_text(configs.kube_proxy_config(self.cfg, self.name, conf / "kube-proxy.kubeconfig"))
+        for d in self.cdi_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+
+    def start_containerd(self) -> supervisor.Component:
+        env = {"PATH": f"{self.tools.containerd}:{self.tools.runc_dir}:/usr/sbin:/usr/bin:/sbin:/bin"}
+        return self._start("containerd", [str(self.tools.containerd / "containerd"),
+                                          f"--config={self.dir / 'conf' / 'containerd.toml'}"], env)
+
+    def ctr(self, *args: str) -> list[str]:
+        return [str(self.tools.containerd / "ctr"), f"--address={self.containerd_socket}", "-n", "k8s.io", *args]
+
+    def wait_containerd(self, timeout: float = 30) -> None:
+        wait_for(f"containerd on {self.name} ({self.containerd_socket})",
+                 lambda: subprocess.run(self.ctr("version"), capture_output=True).returncode == 0,
+                 timeout, [self.component("containerd")])
+
+    def import_images(self) -> None:
+        log = self.log_dir / "image-import.log"
+        for image in self.tools.images:
+            run_logged(self.ctr("images", "import", str(image.archive)), log,
+                       what=f"importing {image.ref} into containerd on {self.name}")
+
+    def start_kubelet(self) -> supervisor.Component:
+        conf = self.dir / "conf"
+        return self._start("kubelet", configs.kubelet_command(self.tools, self.cfg, self.name, self.index,
+                                                              conf / "kubelet.yaml", conf / "kubelet.kubeconfig"))
+
+    def start_kube_proxy(self) -> supervisor.Component:
+        return self._start("kube-proxy", [str(self.tools.kube("kube-proxy")),
+                                          f"--config={self.dir / 'conf' / 'kube-proxy.yaml'}", "--v=1"])
+
+    def wait_kube_proxy(self, timeout: float = 30) -> None:
+        probe = "import urllib.request as u; u.urlopen('http://127.0.0.1:10256/healthz', timeout=2)"
+        wait_for(f"kube-proxy on {self.name} to program Services",
+                 lambda: network.in_netns(self.netns, "python3", "-c", probe, check=False).returncode == 0,
+                 timeout, [self.component("kube-proxy")])
+
+    # Restart handles for restart tests ------------------------------------------------
+
+    def stop_kubelet(self) -> None:
+        self.component("kubelet").stop()
+
+    def restart_kubelet(self) -> None:
+        self.stop_kubelet()
+        self.start_kubelet()
+
+    def stop_containerd(self) -> None:
+        # Stopping containerd leaves its shims and containers running, as on a real node.
+        self.component("containerd").stop()
+
+    def restart_containerd(self) -> None:
+        self.stop_containerd()
+        self.start_containerd()
+        self.wait_containerd()
+

@@ -1,0 +1,100 @@
+"""Checks made before anything is started, so bad input leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from clusters.config import MAX_SLOTS, ClusterConfig, labs_root
+from clusters.errors import BadInput
+from clusters.local import configs, network
+from clusters.provision import Toolchain
+
+
+def require_root(action: str) -> None:
+    if os.geteuid() != 0:
+        raise BadInput(f"`dralab {action}` creates network namespaces, mounts and cgroups and must run as root "
+                       f"(try: sudo dralab {action})")
+
+
+def require_no_lab(cfg: ClusterConfig) -> None:
+    if cfg.lab_dir.exists():
+        raise BadInput(f"a lab named {cfg.name!r} already exists at {cfg.lab_dir} (running, or left by a crashed run); "
+                       f"run `dralab down --name {cfg.name} --force` to remove it")
+
+
+def known_feature_gates(tools: Toolchain) -> set[str]:
+    """Gate names the pinned kube-apiserver knows, parsed from its --help once and cached."""
+    cache = tools.kubernetes / "feature-gates.txt"
+    if not cache.exists():
+        help_text = subprocess.run([str(tools.kube("kube-apiserver")), "--help"], capture_output=True, text=True).stdout
+        gates = sorted(set(re.findall(r"^\s+([A-Z][A-Za-z0-9]+)=true\|false", help_text, re.MULTILINE)))
+        cache.write_text("\n".join(gates) + "\n")
+    return set(cache.read_text().split())
+
+
+def require_known_gates(cfg: ClusterConfig, tools: Toolchain) -> None:
+    known = known_feature_gates(tools)
+    asked = set(cfg.feature_gates) | {g for gates in cfg.component_feature_gates.values() for g in gates}
+    unknown = sorted(asked - known)
+    if unknown:
+        close = {g: [k for k in known if k.lower().startswith(g.lower()[:6])][:3] for g in unknown}
+        hints = "; ".join(f"{g} (similar: {', '.join(c) or 'none'})" for g, c in close.items())
+        raise BadInput(f"unknown feature gate(s) for Kubernetes {tools.versions()['kubernetes']}: {hints}")
+
+
+def _listeners() -> dict[tuple[str, int], int]:
+    """(address, port) -> socket inode of every listening TCP socket of the host netns."""
+    result = {}
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] != "0A":  # LISTEN
+            continue
+        hex_ip, hex_port = fields[1].split(":")
+        ip = ".".join(str(int(hex_ip[i:i + 2], 16)) for i in (6, 4, 2, 0))
+        result[(ip, int(hex_port, 16))] = int(fields[9])
+    return result
+
+
+def _owner(inode: int) -> str:
+    target = f"socket:[{inode}]"
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            for fd in (proc / "fd").iterdir():
+                if os.readlink(fd) == target:
+                    return f"pid {proc.name} ({(proc / 'comm').read_text().strip()})"
+        except OSError:
+            continue
+    return "an unknown process"
+
+
+def require_free_ports(cfg: ClusterConfig) -> None:
+    listeners = _listeners()
+    ports = {configs.ETCD_PORT: "etcd", configs.ETCD_PORT + 1: "etcd peer", configs.APISERVER_PORT: "kube-apiserver",
+             configs.CONTROLLER_MANAGER_PORT: "kube-controller-manager", configs.SCHEDULER_PORT: "kube-scheduler"}
+    for port, component in ports.items():
+        for addr in ("0.0.0.0", cfg.host_ip):
+            if (addr, port) in listeners:
+                raise BadInput(f"port {port} on {addr} (needed by {component}) is already in use by "
+                               f"{_owner(listeners[(addr, port)])}; stop it, or pick another lab slot with --slot")
+
+
+def allocate_slot(cfg: ClusterConfig) -> ClusterConfig:
+    """The config with a free slot: no other lab uses it and no bridge of that name exists."""
+    taken = {int(json.loads(p.read_text())["slot"]) for p in (labs_root() / "labs").glob("*/cluster.json")
+             if p.parent.name != cfg.name}
+    bridges = (re.fullmatch(r"dralab(\d+)", n) for n in network.links_named("dralab"))
+    taken |= {int(m.group(1)) for m in bridges if m}
+    if cfg.slot:
+        if cfg.slot in taken:
+            raise BadInput(f"lab slot {cfg.slot} is used by another lab; choose another --slot or omit it")
+        return cfg
+    for slot in range(1, MAX_SLOTS + 1):
+        if slot not in taken:
+            return cfg.model_copy(update={"slot": slot})
+    raise BadInput(f"all {MAX_SLOTS} lab slots are in use: `dralab status --all` lists the labs; `dralab down` one")

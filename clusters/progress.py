@@ -1,0 +1,74 @@
+"""Terminal progress for long steps: a spinner with elapsed time, and a final line with the duration."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from clusters.errors import LabBroken, log_tail
+
+console = Console(stderr=True, highlight=False, soft_wrap=True)
+HEARTBEAT_SECONDS = 60
+
+
+@contextlib.contextmanager
+def _live(title: str) -> Iterator[None]:
+    if console.is_terminal:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=console, transient=True) as progress:
+            progress.add_task(title, total=None)
+            yield
+        return
+    # Not a terminal (CI logs): a line now and then so a 30-minute build shows it is alive.
+    console.print(f"… {title}")
+    done = threading.Event()
+    start = time.monotonic()
+
+    def heartbeat() -> None:
+        while not done.wait(HEARTBEAT_SECONDS):
+            console.print(f"  … still {title.lower()}: {time.monotonic() - start:.0f}s")
+
+    threading.Thread(target=heartbeat, daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+@contextlib.contextmanager
+def step(title: str) -> Iterator[None]:
+    """Show `title` with elapsed time while it runs; print ok/failed with its seconds at the end."""
+    start = time.monotonic()
+    try:
+        with _live(title):
+            yield
+    except BaseException:
+        console.print(f"[red]✗[/red] {title} [dim]({time.monotonic() - start:.1f}s)[/dim]")
+        raise
+    console.print(f"[green]✓[/green] {title} [dim]({time.monotonic() - start:.1f}s)[/dim]")
+
+
+def run_logged(
+    cmd: Sequence[str | Path],
+    log: Path,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    what: str,
+) -> None:
+    """Run `cmd` with its output appended to `log`; on failure raise with the log's tail."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        out.write(f"\n$ {' '.join(map(str, cmd))}\n".encode())
+        out.flush()
+        rc = subprocess.call([str(c) for c in cmd], cwd=cwd, env=dict(env) if env else None,
+                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if rc != 0:
+        raise LabBroken(f"{what} failed (exit {rc}); full log: {log}\n{log_tail(log)}")

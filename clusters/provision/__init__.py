@@ -1,0 +1,171 @@
+"""`dralab provision` (LAB-01): every pinned component, built once and cached by version and recipe.
+
+The cache lives in a stable directory (DRALAB_CACHE, default /var/cache/dralab) so a second
+run, a CI run on the same machine and every `dralab up` reuse it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusters import versions
+from clusters.errors import BadInput, LabBroken
+from clusters.progress import console, run_logged, step
+from clusters.provision import gobuild, images
+from clusters.provision.components import (
+    CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, ETCD, GO_RECIPES, KUBERNETES, LAB_TOOLS, RUNC,
+)
+from clusters.provision.gobuild import RECIPES, GoRecipe
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("DRALAB_CACHE", "/var/cache/dralab"))
+
+
+@dataclass(frozen=True)
+class Image:
+    ref: str
+    archive: Path
+    digest: str
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """Where the provisioned binaries and image archives are."""
+
+    kubernetes: Path
+    etcd_dir: Path
+    containerd: Path
+    runc_dir: Path
+    lab_tools: Path
+    images: tuple[Image, ...]
+
+    def kube(self, component: str) -> Path:
+        return self.kubernetes / component
+
+    @property
+    def kubectl(self) -> Path:
+        return self.kube("kubectl")
+
+    @property
+    def etcd(self) -> Path:
+        return self.etcd_dir / "etcd"
+
+    @property
+    def runc(self) -> Path:
+        return self.runc_dir / "runc"
+
+    @property
+    def cni_bin_dir(self) -> Path:
+        return CNI_BIN_DIR
+
+    def versions(self) -> dict[str, str]:
+        return dict(versions.ALL)
+
+
+def _component_dir(recipe: GoRecipe) -> Path:
+    return cache_root() / "components" / f"{recipe.name}-{recipe.version}-{recipe.key()}"
+
+
+def _ensure_debian_packages(offline: bool) -> None:
+    missing = [pkg for pkg, marker in DEBIAN_PACKAGES.items() if not marker.exists()]
+    if not missing:
+        return
+    if offline:
+        raise BadInput(f"Debian packages missing: {', '.join(missing)}; run `dralab provision` without --offline")
+    log = cache_root() / "logs" / "apt.log"
+    with step(f"Installing Debian packages: {', '.join(missing)}"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        run_logged(["apt-get", "update", "-q"], log, env=env, what="apt-get update")
+        run_logged(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], log, env=env,
+                   what=f"apt-get install {' '.join(missing)}")
+
+
+def _ensure_go(recipe: GoRecipe, offline: bool) -> Path:
+    out = _component_dir(recipe)
+    if out.is_dir():
+        return out
+    if offline:
+        raise BadInput(f"{recipe.name} {recipe.version} is not in the cache ({out}); "
+                       "run `dralab provision` without --offline first")
+    log = cache_root() / "logs" / f"build-{recipe.name}.log"
+    log.unlink(missing_ok=True)
+    with step(f"Building {recipe.name} {recipe.version} from Go modules (log: {log})"):
+        gobuild.build(recipe, out, cache_root() / "work" / f"{recipe.name}-{recipe.key()}", log)
+    return out
+
+
+def _pause_binary(offline: bool) -> Path:
+    source = RECIPES / "images" / "pause.c"
+    key = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    out = cache_root() / "components" / f"pause-{key}" / "pause"
+    if out.exists():
+        return out
+    if offline:
+        raise BadInput(f"the pause binary is not in the cache ({out}); run `dralab provision` without --offline")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    run_logged(["gcc", "-static", "-Os", "-s", "-o", f"{out}.partial", source], cache_root() / "logs" / "build-pause.log",
+               what="compiling the pause binary with gcc -static")
+    os.rename(f"{out}.partial", out)
+    return out
+
+
+def _busybox_applets() -> list[str]:
+    out = subprocess.run(["/bin/busybox", "--list"], capture_output=True, text=True, check=True).stdout
+    return [a for a in out.split() if a != "busybox"]
+
+
+def image_specs(pause: Path, lab_tools: Path) -> list[images.ImageSpec]:
+    applets = {f"/bin/{a}": "busybox" for a in _busybox_applets()}
+    return [
+        images.ImageSpec(ref=versions.PAUSE_IMAGE, files={"/pause": pause}, entrypoint=["/pause"]),
+        images.ImageSpec(
+            ref=versions.WORKLOAD_IMAGE,
+            files={"/bin/busybox": Path("/bin/busybox"),
+                   "/usr/local/bin/incluster-whoami": lab_tools / "incluster-whoami"},
+            symlinks=applets, dirs=("/tmp", "/etc", "/proc", "/sys", "/dev", "/var/run"),
+            cmd=["/bin/sh"],
+        ),
+    ]
+
+
+def _ensure_images(pause: Path, lab_tools: Path) -> tuple[Image, ...]:
+    result = []
+    for spec in image_specs(pause, lab_tools):
+        archive, digest = images.oci_archive(spec)
+        path = cache_root() / "images" / f"{spec.ref.rsplit('/', 1)[-1].replace(':', '_')}-{digest[7:19]}.tar"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.with_suffix(".partial").write_bytes(archive)
+            path.with_suffix(".partial").rename(path)
+        result.append(Image(spec.ref, path, digest))
+    return tuple(result)
+
+
+def provision(offline: bool = False) -> Toolchain:
+    """Build or find every component; with `offline`, only find (BadInput if anything is missing)."""
+    if os.geteuid() != 0 and not offline:
+        raise BadInput("dralab provision installs Debian packages and must run as root (try: sudo dralab provision)")
+    cache_root().mkdir(parents=True, exist_ok=True)
+    _ensure_debian_packages(offline)
+    dirs = {r.name: _ensure_go(r, offline) for r in GO_RECIPES}
+    pause = _pause_binary(offline)
+    with step("Building the pause and workload images"):
+        imgs = _ensure_images(pause, dirs[LAB_TOOLS.name])
+    return Toolchain(
+        kubernetes=dirs[KUBERNETES.name], etcd_dir=dirs[ETCD.name], containerd=dirs[CONTAINERD.name],
+        runc_dir=dirs[RUNC.name], lab_tools=dirs[LAB_TOOLS.name], images=imgs,
+    )
+
+
+def check_toolchain_usable(tools: Toolchain) -> None:
+    for path in (tools.kube("kube-apiserver"), tools.etcd, tools.containerd / "containerd", tools.runc):
+        if not os.access(path, os.X_OK):
+            raise LabBroken(f"{path} is missing or not executable; remove {path.parent} and run `dralab provision`")
+    if shutil.which("iptables") is None:
+        raise BadInput("iptables is not installed (kube-proxy needs it); run `dralab provision`")

@@ -1,0 +1,91 @@
+"""The recipes for every binary the lab runs, at the versions pinned in clusters.versions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clusters import versions
+from clusters.provision.gobuild import RECIPES, GoRecipe
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _stamp(package: str, values: dict[str, str]) -> str:
+    return " ".join(f"-X {package}.{k}={v}" for k, v in values.items())
+
+
+_k8s_version = {
+    "gitVersion": versions.KUBERNETES,
+    "gitMajor": versions.KUBERNETES.split(".")[0].lstrip("v"),
+    "gitMinor": versions.KUBERNETES.split(".")[1],
+    "gitTreeState": "clean",
+}
+
+KUBE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl")
+
+KUBERNETES = GoRecipe(
+    name="kubernetes",
+    version=versions.KUBERNETES,
+    requires={"k8s.io/kubernetes": versions.KUBERNETES},
+    pin_unversioned_requires_of=("k8s.io/kubernetes", versions.KUBERNETES_STAGING),
+    recipe_dir=RECIPES / "kubernetes",
+    binaries={"kube": "."},
+    links={name: "kube" for name in KUBE_COMPONENTS},
+    ldflags=" ".join(["-s -w", _stamp("k8s.io/component-base/version", _k8s_version),
+                      _stamp("k8s.io/client-go/pkg/version", _k8s_version)]),
+)
+
+ETCD = GoRecipe(
+    name="etcd",
+    version=versions.ETCD,
+    requires={m: versions.ETCD for m in (
+        "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/api/v3", "go.etcd.io/etcd/client/pkg/v3",
+        "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/pkg/v3")},
+    recipe_dir=RECIPES / "etcd",
+    binaries={"etcd": "."},
+)
+
+_containerd = "github.com/containerd/containerd/v2"
+CONTAINERD = GoRecipe(
+    name="containerd",
+    version=versions.CONTAINERD,
+    requires={_containerd: versions.CONTAINERD},
+    binaries={name: f"{_containerd}/cmd/{name}" for name in ("containerd", "containerd-shim-runc-v2", "ctr")},
+    tags=("urfave_cli_no_docs", "no_btrfs"),
+    ldflags=f"-s -w -X {_containerd}/version.Version={versions.CONTAINERD}",
+)
+
+RUNC = GoRecipe(
+    name="runc",
+    version=versions.RUNC,
+    requires={"github.com/opencontainers/runc": versions.RUNC},
+    binaries={"runc": "github.com/opencontainers/runc"},
+    cgo=True,  # runc's nsenter is C
+    tags=("seccomp",),
+    ldflags=f"-s -w -X main.version={versions.RUNC.lstrip('v')}",
+)
+
+# Our own Go programs (one module under drivers_under_test/): the workload image's helpers
+# and the probes the lab's e2e tests attach to a node.
+LAB_TOOLS = GoRecipe(
+    name="lab-tools",
+    version="local",
+    local_module=REPO / "drivers_under_test",
+    binaries={
+        "incluster-whoami": "./cmd/incluster-whoami",
+        "nri-probe": "./cmd/nri-probe",
+    },
+)
+
+GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, LAB_TOOLS)
+
+# Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
+# image's busybox, and libseccomp for building runc.
+DEBIAN_PACKAGES = {
+    "containernetworking-plugins": Path("/usr/lib/cni/bridge"),
+    "busybox-static": Path("/bin/busybox"),
+    "libseccomp-dev": Path("/usr/include/seccomp.h"),
+    "iptables": Path("/usr/sbin/iptables"),
+    "conntrack": Path("/usr/sbin/conntrack"),
+}
+CNI_BIN_DIR = Path("/usr/lib/cni")

@@ -1,0 +1,98 @@
+"""Container images built from files by our own code, written as OCI image layout tarballs.
+
+No registry is reachable, so the pause image (tagged exactly as containerd's pinned sandbox
+image) and the workload image are assembled here and imported with `ctr images import`.
+Everything is deterministic (fixed mtimes, sorted entries), so the digests are stable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"
+PLATFORM = {"architecture": "amd64", "os": "linux"}
+
+
+@dataclass
+class ImageSpec:
+    ref: str
+    files: dict[str, Path] = field(default_factory=dict)  # path in image -> host file
+    symlinks: dict[str, str] = field(default_factory=dict)  # path in image -> target
+    dirs: tuple[str, ...] = ()
+    entrypoint: list[str] = field(default_factory=list)
+    cmd: list[str] = field(default_factory=list)
+
+
+def _add(tar: tarfile.TarFile, info: tarfile.TarInfo, data: bytes | None = None) -> None:
+    info.mtime = 0
+    info.uid = info.gid = 0
+    tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+def layer_tar(spec: ImageSpec) -> bytes:
+    buf = io.BytesIO()
+    paths = set(spec.files) | set(spec.symlinks) | set(spec.dirs)
+    parents = {str(p) for path in paths for p in Path(path.lstrip("/")).parents if str(p) != "."}
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for d in sorted(parents | {d.lstrip("/") for d in spec.dirs}):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
+            _add(tar, info)
+        for path, src in sorted(spec.files.items()):
+            data = src.read_bytes()
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode = len(data), 0o755
+            _add(tar, info, data)
+        for path, target in sorted(spec.symlinks.items()):
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
+            _add(tar, info)
+    return buf.getvalue()
+
+
+def _blob(blobs: dict[str, bytes], data: bytes, media_type: str) -> dict:
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    blobs[digest] = data
+    return {"mediaType": media_type, "digest": digest, "size": len(data)}
+
+
+def oci_archive(spec: ImageSpec) -> tuple[bytes, str]:
+    """The OCI layout tarball of `spec` and its manifest digest."""
+    blobs: dict[str, bytes] = {}
+    layer = layer_tar(spec)
+    layer_desc = _blob(blobs, layer, OCI_LAYER)
+    config = {
+        **PLATFORM,
+        "config": {"Entrypoint": spec.entrypoint or None, "Cmd": spec.cmd or None,
+                   "Env": ["PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"], "WorkingDir": "/"},
+        "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]},
+    }
+    config_desc = _blob(blobs, json.dumps(config, sort_keys=True).encode(), OCI_CONFIG)
+    manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": config_desc, "layers": [layer_desc]}
+    manifest_desc = _blob(blobs, json.dumps(manifest, sort_keys=True).encode(), OCI_MANIFEST)
+    index = {"schemaVersion": 2, "manifests": [{
+        **manifest_desc, "platform": PLATFORM,
+        "annotations": {"io.containerd.image.name": spec.ref,
+                        "org.opencontainers.image.ref.name": spec.ref.rsplit(":", 1)[-1]},
+    }]}
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        entries = {"oci-layout": json.dumps({"imageLayoutVersion": "1.0.0"}).encode(),
+                   "index.json": json.dumps(index, sort_keys=True).encode()}
+        entries.update({f"blobs/sha256/{d.split(':')[1]}": b for d, b in blobs.items()})
+        for d in ("blobs", "blobs/sha256"):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            _add(tar, info)
+        for name, data in sorted(entries.items()):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            _add(tar, info, data)
+    return out.getvalue(), manifest_desc["digest"]

@@ -1,0 +1,54 @@
+"""`dralab residue` (LAB-05): anything a lab left behind on the host."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusters.config import labs_root
+from clusters.local import cgroups, network, supervisor
+
+
+@dataclass(frozen=True)
+class Residue:
+    kind: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.kind:9} {self.what}"
+
+
+def find(lab: str | None = None) -> list[Residue]:
+    """Residue of one lab (by name) or of every lab. The kept logs are not residue (LAB-07)."""
+    labs = labs_root() / "labs"
+    lab_dir = labs / lab if lab else None
+    found: list[Residue] = []
+    for pid in supervisor.lab_processes(lab_dir):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:160]
+        except OSError:
+            continue
+        found.append(Residue("process", f"{pid} {cmd}"))
+    for point in network.mounts_under(lab_dir or labs):
+        found.append(Residue("mount", point))
+    for ns in network.netns_named(f"dralab-{lab}-" if lab else "dralab-"):
+        found.append(Residue("netns", ns))
+    if lab is None:
+        found += [Residue("link", name) for name in network.links_named("dralab")]
+    elif (lab_dir / "cluster.json").exists():
+        import json
+
+        slot = json.loads((lab_dir / "cluster.json").read_text()).get("slot")
+        found += [Residue("link", n) for n in network.links_named(f"dralab{slot}") if n == f"dralab{slot}" or
+                  n.startswith(f"dralab{slot}n")]
+    cgroup = f"/dralab/{lab}" if lab else "/dralab"
+    for tree in cgroups.trees(cgroup):
+        found.append(Residue("cgroup", str(tree)))
+    for pid in cgroups.pids(cgroup):
+        found.append(Residue("process", f"{pid} in cgroup {cgroup}"))
+    candidates = [lab_dir] if lab_dir else (sorted(labs.iterdir()) if labs.is_dir() else [])
+    for d in candidates:
+        if d.exists():
+            sockets = [str(p) for p in d.rglob("*.sock")][:5]
+            found.append(Residue("files", f"{d}" + (f" (sockets: {', '.join(sockets)})" if sockets else "")))
+    return found

@@ -1,0 +1,22 @@
+"""Pinned versions of every component the lab builds. Changing one changes the cache key."""
+
+KUBERNETES = "v1.37.1"
+# k8s.io/kubernetes requires its staging modules at v0.0.0; the wrapper module replaces them.
+KUBERNETES_STAGING = "v0.37.1"
+ETCD = "v3.7.3"
+CONTAINERD = "v2.3.7"
+RUNC = "v1.4.3"
+NRI = "v0.12.5"
+
+# containerd's pinned sandbox image (internal/cri/config DefaultSandboxImage in CONTAINERD):
+# the local pause image is tagged exactly so, so containerd never tries to pull it.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.2"
+WORKLOAD_IMAGE = "dralab.dev/workload:lab"
+
+ALL = {
+    "kubernetes": KUBERNETES,
+    "etcd": ETCD,
+    "containerd": CONTAINERD,
+    "runc": RUNC,
+    "nri": NRI,
+}

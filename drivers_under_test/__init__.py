@@ -1,0 +1,1 @@
+"""Reference drivers, their broken variants and driver profiles (Go module beside this file)."""
