@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from clusters.config import MAX_SLOTS, ClusterConfig, labs_root
-from clusters.errors import BadInput
+from clusters.errors import BadInput, LabBroken
 from clusters.local import configs, network
 from clusters.provision import Toolchain
 
@@ -31,7 +31,9 @@ def known_feature_gates(tools: Toolchain) -> set[str]:
     cache = tools.kubernetes / "feature-gates.txt"
     if not cache.exists():
         help_text = subprocess.run([str(tools.kube("kube-apiserver")), "--help"], capture_output=True, text=True).stdout
-        gates = sorted(set(re.findall(r"^\s+([A-Z][A-Za-z0-9]+)=true\|false", help_text, re.MULTILINE)))
+        gates = sorted(set(re.findall(r"^\s+(?:kube:)?([A-Z][A-Za-z0-9]+)=true\|false", help_text, re.MULTILINE)))
+        if not gates:
+            raise LabBroken(f"could not read the feature gate list from `{tools.kube('kube-apiserver')} --help`")
         cache.write_text("\n".join(gates) + "\n")
     return set(cache.read_text().split())
 

@@ -155,8 +155,7 @@ def provision(offline: bool = False) -> Toolchain:
     _ensure_debian_packages(offline)
     dirs = {r.name: _ensure_go(r, offline) for r in GO_RECIPES}
     pause = _pause_binary(offline)
-    with step("Building the pause and workload images"):
-        imgs = _ensure_images(pause, dirs[LAB_TOOLS.name])
+    imgs = _ensure_images(pause, dirs[LAB_TOOLS.name])
     return Toolchain(
         kubernetes=dirs[KUBERNETES.name], etcd_dir=dirs[ETCD.name], containerd=dirs[CONTAINERD.name],
         runc_dir=dirs[RUNC.name], lab_tools=dirs[LAB_TOOLS.name], images=imgs,

@@ -1,6 +1,8 @@
 // Command nri-probe is an NRI plugin on the containerd/nri stub that records the pod
 // sandbox events it is sent, one JSON line each, so tests can see that a node's NRI socket
-// reaches plugins.
+// reaches plugins. It also injects the CDI device named in a pod's CDIDeviceAnnotation into
+// the pod's containers: kubelet does not pass pod annotations to the runtime, so this is how a
+// test asks the runtime to apply a CDI spec from the node's CDI dirs without a driver.
 package main
 
 import (
@@ -14,6 +16,9 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
 )
+
+// CDIDeviceAnnotation names a fully qualified CDI device (vendor/class=name) to inject.
+const CDIDeviceAnnotation = "nri-probe.dralab.dev/cdi-device"
 
 type probe struct {
 	mu  sync.Mutex
@@ -36,6 +41,17 @@ func (p *probe) RunPodSandbox(_ context.Context, pod *api.PodSandbox) error {
 func (p *probe) StopPodSandbox(_ context.Context, pod *api.PodSandbox) error {
 	p.record("StopPodSandbox", pod)
 	return nil
+}
+
+func (p *probe) CreateContainer(_ context.Context, pod *api.PodSandbox, _ *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	device, ok := pod.GetAnnotations()[CDIDeviceAnnotation]
+	if !ok {
+		return nil, nil, nil
+	}
+	p.record("CreateContainer", pod)
+	adjust := &api.ContainerAdjustment{}
+	adjust.AddCDIDevice(&api.CDIDevice{Name: device})
+	return adjust, nil, nil
 }
 
 func main() {

@@ -1,0 +1,93 @@
+"""Cluster providers as the suites see them: a `Lab` with API access, nodes and logs.
+
+`local` starts the embedded lab; `kubeconfig` uses an existing cluster (for example one with
+real hardware), where what only a local lab can do (restarting a node's kubelet, reaching its
+NRI socket from the host) is reported as unsupported and the tests that need it skip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from clusters.local.cluster import LocalCluster
+from clusters.local.node import LocalNode
+from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
+
+
+class NotSupported(Exception):
+    """The provider cannot do this (e.g. restart a kubelet of a cluster it does not own)."""
+
+
+class NodeHandle(Protocol):
+    name: str
+
+    @property
+    def kubelet_root_dir(self) -> str: ...
+    def host_path(self, node_path: str) -> Path: ...
+    def restart_kubelet(self) -> None: ...
+    def restart_containerd(self) -> None: ...
+    def stop_kubelet(self) -> None: ...
+    def start_kubelet(self) -> object: ...
+
+
+@dataclass
+class RemoteNode:
+    """A node of a cluster dralab does not own: known by name and its kubelet root dir only."""
+
+    name: str
+    kubelet_root_dir: str = "/var/lib/kubelet"
+
+    def host_path(self, node_path: str) -> Path:
+        raise NotSupported(f"node {self.name} is not a local lab node: its files are not on this host")
+
+    def _unsupported(self, *_: object) -> None:
+        raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab cannot restart its components")
+
+    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = _unsupported
+
+
+@dataclass
+class Lab:
+    provider: str
+    kubeconfig: Path
+    kubectl: Path
+    log_dir: Path
+    nodes: list[NodeHandle]
+    slice_only_nodes: list[str] = field(default_factory=list)
+    local: LocalCluster | None = None
+
+    def api(self):  # -> kubernetes.client.ApiClient
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def node(self, name: str) -> NodeHandle:
+        return next(n for n in self.nodes if n.name == name)
+
+    def local_node(self, name: str) -> LocalNode:
+        if self.local is None:
+            raise NotSupported(f"the {self.provider} provider has no host access to node {name}")
+        return self.local.node(name)
+
+    def check_components(self) -> None:
+        if self.local is not None:
+            self.local.check_components()
+
+
+def local_lab(cluster: LocalCluster) -> Lab:
+    return Lab(provider="local", kubeconfig=cluster.kubeconfig, kubectl=cluster.tools.kubectl,
+               log_dir=cluster.log_dir, nodes=list(cluster.nodes),
+               slice_only_nodes=cluster.cfg.slice_only_node_names(), local=cluster)
+
+
+def kubeconfig_lab(kubeconfig: Path, kubectl: Path, log_dir: Path, kubelet_root_dir: str) -> Lab:
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    nodes = client.CoreV1Api(api).list_node().items
+    kubelet_nodes = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL not in (n.metadata.labels or {})]
+    slice_only = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL in (n.metadata.labels or {})]
+    return Lab(provider="kubeconfig", kubeconfig=kubeconfig, kubectl=kubectl, log_dir=log_dir,
+               nodes=[RemoteNode(n, kubelet_root_dir) for n in kubelet_nodes], slice_only_nodes=slice_only)

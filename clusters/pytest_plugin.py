@@ -1,0 +1,149 @@
+"""The pytest plugin: cluster options, the session `lab`, extra labs, and component logs on failure (LAB-07)."""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from clusters.config import ClusterConfig
+from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
+
+LOG_ATTACH_LIMIT = 3000  # characters per component log attached to a failing test
+
+# The session lab: two kubelet nodes, two slice-only nodes, DRA alpha features on.
+SESSION_LAB = ClusterConfig(
+    name="e2e", nodes=2, slice_only_nodes=2,
+    feature_gates={"DRADerivedAttributes": True, "DRAListTypeAttributes": True},
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("dralab")
+    group.addoption("--cluster", choices=("local", "kubeconfig"), default="local",
+                    help="local: start the embedded lab (default); kubeconfig: use an existing cluster")
+    group.addoption("--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=kubeconfig")
+    group.addoption("--kubelet-root-dir", default="/var/lib/kubelet",
+                    help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "requirement(id): requirement ID from the catalogue")
+    config.addinivalue_line("markers", "e2e: needs a running cluster")
+    config.addinivalue_line("markers", "local_only: needs the local provider (host access to nodes)")
+
+
+@pytest.fixture(scope="session")
+def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
+    option = request.config.getoption
+    if option("--cluster") == "kubeconfig":
+        kubeconfig = option("--kubeconfig")
+        if not kubeconfig or not Path(kubeconfig).exists():
+            raise pytest.UsageError(f"--cluster=kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
+        from clusters.provision import provision
+
+        yield kubeconfig_lab(Path(kubeconfig), provision(offline=True).kubectl,
+                             Path(tempfile.mkdtemp(prefix="dralab-logs-")), option("--kubelet-root-dir"))
+        return
+    from clusters.local.cluster import LocalCluster
+
+    cluster = LocalCluster.up(SESSION_LAB)
+    try:
+        yield local_lab(cluster)
+    finally:
+        cluster.down()
+
+
+@pytest.fixture(scope="session")
+def extra_lab() -> Iterator[Callable[[ClusterConfig], Lab]]:
+    """Start further local labs (other feature gates, other paths); all are torn down at the end."""
+    from clusters.local.cluster import LocalCluster
+
+    started: dict[str, LocalCluster] = {}
+
+    def start(cfg: ClusterConfig) -> Lab:
+        if cfg.name not in started:
+            started[cfg.name] = LocalCluster.up(cfg)
+        return local_lab(started[cfg.name])
+
+    try:
+        yield start
+    finally:
+        for cluster in started.values():
+            cluster.down()
+
+
+@pytest.fixture(scope="session")
+def api(lab: Lab):
+    return lab.api()
+
+
+@pytest.fixture
+def namespace(api) -> Iterator[str]:
+    """A fresh namespace per test, deleted afterwards (without waiting)."""
+    from kubernetes import client
+
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": name}})
+    from suites.framework.waits import wait_for
+
+    wait_for(f"ServiceAccount default in namespace {name}",
+             lambda: core.read_namespaced_service_account("default", name), timeout=30)
+    yield name
+    core.delete_namespace(name, grace_period_seconds=0)
+
+
+@pytest.fixture
+def local_only(lab: Lab) -> Lab:
+    if lab.local is None:
+        pytest.skip(f"needs host access to the nodes, which the {lab.provider} provider does not give")
+    return lab
+
+
+# LAB-07: each failing test gets what the components logged while it ran ---------------------
+
+_log_marks = pytest.StashKey[dict[Path, int]]()
+
+
+def _component_logs(item: pytest.Item) -> list[Path]:
+    labs: list[Lab] = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Lab)]
+    if not labs and "lab" in getattr(item, "fixturenames", ()):
+        try:
+            labs = [item._request.getfixturevalue("lab")]  # type: ignore[attr-defined]
+        except Exception:
+            return []
+    return [p for lab in labs for p in sorted(lab.log_dir.rglob("*.log"))] if labs else []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    item.stash[_log_marks] = {p: p.stat().st_size for p in _component_logs(item)}
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is not None and call.excinfo.errisinstance(NotSupported):
+        report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {call.excinfo.value}")
+        return
+    if report.when != "call" or not report.failed:
+        return
+    marks = item.stash.get(_log_marks, {})
+    for path in _component_logs(item):
+        start = marks.get(path, 0)
+        try:
+            with open(path, "rb") as f:
+                f.seek(start)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if text.strip():
+            if len(text) > LOG_ATTACH_LIMIT:
+                text = "[...]\n" + text[-LOG_ATTACH_LIMIT:]
+            report.sections.append((f"component log {path.relative_to(path.parents[1])} (during the test)", text))

@@ -1,0 +1,1 @@
+"""Conformance suites, one package per KEP; every test carries a requirement ID."""

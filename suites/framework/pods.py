@@ -1,0 +1,109 @@
+"""Pod builders and the things tests do with pods: create and wait, exec, read logs and events."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+
+from clusters import versions
+from clusters.providers import Lab
+from suites.framework.waits import wait_for
+
+POD_TIMEOUT = 90
+
+
+@dataclass
+class PodBuilder:
+    """A pod running the lab's workload image; chain the with_* calls, then `build()`."""
+
+    name: str
+    command: list[str] = field(default_factory=lambda: ["sleep", "3600"])
+    node_name: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    env: list[dict[str, Any]] = field(default_factory=list)
+    volumes: list[dict[str, Any]] = field(default_factory=list)
+    mounts: list[dict[str, Any]] = field(default_factory=list)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    restart_policy: str = "Always"
+
+    def on_node(self, node: str) -> "PodBuilder":
+        """Through the scheduler, not spec.nodeName: the scheduler is part of what is tested."""
+        self.node_selector["kubernetes.io/hostname"] = node
+        return self
+
+    def running(self, *command: str) -> "PodBuilder":
+        self.command = list(command)
+        return self
+
+    def once(self) -> "PodBuilder":
+        """Run the command to completion, no restarts: the pod ends Succeeded or Failed."""
+        self.restart_policy = "Never"
+        return self
+
+    def with_env_from_field(self, name: str, field_path: str) -> "PodBuilder":
+        self.env.append({"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}})
+        return self
+
+    def with_annotation(self, key: str, value: str) -> "PodBuilder":
+        self.annotations[key] = value
+        return self
+
+    def with_volume(self, volume: dict[str, Any], mount_path: str) -> "PodBuilder":
+        self.volumes.append(volume)
+        self.mounts.append({"name": volume["name"], "mountPath": mount_path})
+        return self
+
+    def build(self) -> dict[str, Any]:
+        container = {"name": "main", "image": versions.WORKLOAD_IMAGE, "imagePullPolicy": "Never",
+                     "command": self.command, "env": self.env, "volumeMounts": self.mounts}
+        spec: dict[str, Any] = {"containers": [container], "volumes": self.volumes, "terminationGracePeriodSeconds": 1,
+                                "nodeSelector": self.node_selector, "tolerations": self.tolerations,
+                                "restartPolicy": self.restart_policy}
+        if self.node_name:
+            spec["nodeName"] = self.node_name
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": self.name, "annotations": self.annotations}, "spec": spec}
+
+
+def create(api: client.ApiClient, namespace: str, pod: PodBuilder | dict[str, Any]) -> str:
+    body = pod.build() if isinstance(pod, PodBuilder) else pod
+    client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+    return body["metadata"]["name"]
+
+
+def events(api: client.ApiClient, namespace: str, name: str) -> str:
+    items = client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+    return "\n".join(f"{e.type} {e.reason}: {e.message}" for e in items) or "(no events)"
+
+
+def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[str, ...] = ("Running",),
+               timeout: float = POD_TIMEOUT) -> client.V1Pod:
+    core = client.CoreV1Api(api)
+
+    def reached() -> client.V1Pod | None:
+        pod = core.read_namespaced_pod(name, namespace)
+        return pod if pod.status.phase in phases else None
+
+    try:
+        return wait_for(f"pod {namespace}/{name} to be {'/'.join(phases)}", reached, timeout)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nevents of {name}:\n{events(api, namespace, name)}") from None
+
+
+def run(api: client.ApiClient, namespace: str, pod: PodBuilder) -> client.V1Pod:
+    create(api, namespace, pod)
+    return wait_phase(api, namespace, pod.name)
+
+
+def logs(api: client.ApiClient, namespace: str, name: str) -> str:
+    return client.CoreV1Api(api).read_namespaced_pod_log(name, namespace)
+
+
+def exec_in(lab: Lab, namespace: str, name: str, *command: str) -> subprocess.CompletedProcess[str]:
+    """Run a command in the pod's container (through the API server and kubelet, as kubectl does)."""
+    return subprocess.run([str(lab.kubectl), "--kubeconfig", str(lab.kubeconfig), "exec", "-n", namespace, name,
+                           "--", *command], capture_output=True, text=True, timeout=60)

@@ -1,0 +1,1 @@
+"""LAB: checks that the cluster under test is a working DRA lab."""

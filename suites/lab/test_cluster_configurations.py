@@ -1,0 +1,92 @@
+"""LAB checks that need a lab of their own: feature gates per cluster, a non-default kubelet root dir."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from clusters.config import ClusterConfig
+from clusters.providers import Lab
+from suites.framework import pods
+from suites.framework.pods import PodBuilder
+
+pytestmark = pytest.mark.e2e
+
+# A second lab: DRADerivedAttributes off everywhere, kubelets rooted at a non-default path.
+GATES_OFF = ClusterConfig(name="e2e-gates-off", nodes=1, feature_gates={"DRADerivedAttributes": False},
+                          kubelet_root_dir="/var/lib/kubelet-dralab")
+
+
+def claim_with_derived_attribute(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+        "spec": {"devices": {
+            "requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "lab-probe.dralab.dev",
+                "derivedAttributes": [{"name": "derived/numa", "expression": "device.attributes['gpu.dralab.dev'].numa"}],
+            }}],
+            "constraints": [{"requests": ["gpu"], "matchAttribute": "derived/numa"}],
+        }},
+    }
+
+
+def create_claim(api, namespace: str) -> dict[str, Any]:
+    custom = client.CustomObjectsApi(api)
+    try:
+        custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "lab-probe.dralab.dev"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.dralab.dev'"}}]}})
+    except client.ApiException as e:
+        if e.status != 409:
+            raise
+    name = f"derived-{uuid.uuid4().hex[:6]}"
+    custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims",
+                                           claim_with_derived_attribute(name))
+    return custom.get_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims", name)
+
+
+@pytest.mark.requirement("LAB-02")
+def test_cluster_with_derived_attributes_gate_on_serves_the_field(lab: Lab, api, namespace: str) -> None:
+    if lab.local is None or not lab.local.cfg.feature_gates.get("DRADerivedAttributes"):
+        pytest.skip("needs the session lab started with DRADerivedAttributes=true")
+    stored = create_claim(api, namespace)
+    assert stored["spec"]["devices"]["requests"][0]["exactly"].get("derivedAttributes") == \
+        claim_with_derived_attribute("x")["spec"]["devices"]["requests"][0]["exactly"]["derivedAttributes"]
+
+
+@pytest.fixture(scope="module")
+def gates_off_lab(lab: Lab, extra_lab) -> Lab:
+    if lab.local is None:
+        pytest.skip("starting a lab with other feature gates needs the local provider")
+    return extra_lab(GATES_OFF)
+
+
+@pytest.mark.requirement("LAB-02")
+def test_cluster_with_derived_attributes_gate_off_drops_the_field(gates_off_lab: Lab) -> None:
+    api = gates_off_lab.api()
+    namespace = "default"
+    stored = create_claim(api, namespace)
+    assert "derivedAttributes" not in stored["spec"]["devices"]["requests"][0]["exactly"], stored
+
+
+@pytest.mark.requirement("LAB-04")
+def test_non_default_kubelet_root_dir_holds_pod_volumes(gates_off_lab: Lab) -> None:
+    api = gates_off_lab.api()
+    node = gates_off_lab.local_node(gates_off_lab.nodes[0].name)
+    assert node.kubelet_root_dir == "/var/lib/kubelet-dralab"
+    pod = pods.run(api, "default", PodBuilder(f"rootdir-{uuid.uuid4().hex[:6]}").on_node(node.name)
+                   .with_volume({"name": "scratch", "emptyDir": {}}, "/scratch")
+                   .running("sh", "-c", "echo kept > /scratch/marker; sleep 3600"))
+    volume = node.host_path(f"/var/lib/kubelet-dralab/pods/{pod.metadata.uid}/volumes/kubernetes.io~empty-dir/scratch")
+    from suites.framework.waits import wait_for
+
+    wait_for(f"{volume}/marker written by the pod", lambda: (volume / "marker").exists(), 30)
+    assert (volume / "marker").read_text() == "kept\n"
+    # kubelet serves the device plugin Registration socket at a path hardcoded in
+    # k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1 (KubeletSocket), whatever --root-dir says.
+    default = node.host_path("/var/lib/kubelet")
+    written = sorted(p.name for p in default.iterdir()) if default.exists() else []
+    assert written in ([], ["device-plugins"]), f"kubelet wrote {written} under the default root dir {default}"
