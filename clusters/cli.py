@@ -47,11 +47,16 @@ def provision(offline: bool) -> None:
         console.print(f"  image      {image.ref} {image.digest[:19]} {image.archive}")
 
 
-def _register_lab_commands() -> None:
+def _register_commands() -> None:
     from clusters import lab_cli
+    from reports.certify import certify
 
-    for command in lab_cli.COMMANDS:
+    for command in [*lab_cli.COMMANDS, certify]:
         main.add_command(command)
 
 
-_register_lab_commands()
+_register_commands()
+
+
+if __name__ == "__main__":
+    main()

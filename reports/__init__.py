@@ -1,0 +1,1 @@
+"""Certification and performance reports."""

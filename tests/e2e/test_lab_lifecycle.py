@@ -1,0 +1,146 @@
+"""The lab's own lifecycle, through the `dralab` command as a user runs it: up/down/residue, bad
+input, crashes and interrupts (LAB-05), supervision, and the warm bring-up benchmark."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clusters import residue
+from clusters.config import labs_root
+
+pytestmark = pytest.mark.e2e
+
+
+def dralab(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "clusters.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def start_dralab(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "clusters.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def assert_no_residue(lab: str) -> None:
+    found = residue.find(lab)
+    assert not found, "left behind:\n" + "\n".join(map(str, found))
+
+
+def wait_until(what: str, check, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+@pytest.mark.benchmark
+@pytest.mark.requirement("LAB-05")
+def test_up_down_residue_ten_times_and_bring_up_figures(capsys) -> None:
+    """Also the warm bring-up benchmark: prints the figures, asserts none of them."""
+    ups, downs = [], []
+    for i in range(10):
+        start = time.monotonic()
+        up = dralab("up", "--name", "cycle", "--offline")
+        ups.append(time.monotonic() - start)
+        assert up.returncode == 0, f"round {i + 1}: up failed:\n{up.stderr}"
+        start = time.monotonic()
+        down = dralab("down", "--name", "cycle")
+        downs.append(time.monotonic() - start)
+        assert down.returncode == 0, f"round {i + 1}: down failed:\n{down.stderr}"
+        check = dralab("residue", "--name", "cycle")
+        assert check.returncode == 0, f"round {i + 1}: residue found:\n{check.stdout}{check.stderr}"
+    with capsys.disabled():
+        print(f"\nBENCHMARK warm bring-up of a 2-node lab (command start to all nodes Ready), 10 runs: "
+              f"median {statistics.median(ups):.1f}s, min {min(ups):.1f}s, max {max(ups):.1f}s")
+        print(f"BENCHMARK teardown, 10 runs: median {statistics.median(downs):.2f}s, min {min(downs):.2f}s, "
+              f"max {max(downs):.2f}s")
+
+
+@pytest.mark.requirement("LAB-05")
+def test_unknown_feature_gate_is_refused_before_anything_starts() -> None:
+    result = dralab("up", "--name", "badgate", "--feature-gates", "DRADerivedAttributez=true", "--offline")
+    assert result.returncode == 2, result.stderr
+    assert "unknown feature gate(s)" in result.stderr and "DRADerivedAttributez" in result.stderr
+    assert "DRADerivedAttributes" in result.stderr  # the suggestion
+    assert not (labs_root() / "labs" / "badgate").exists()
+    assert_no_residue("badgate")
+
+
+@pytest.mark.requirement("LAB-01")
+def test_missing_cache_with_offline_is_refused(tmp_path: Path) -> None:
+    result = dralab("up", "--name", "nocache", "--offline", env={"DRALAB_CACHE": str(tmp_path)})
+    assert result.returncode == 2, result.stderr
+    assert "is not in the cache" in result.stderr and "without --offline" in result.stderr
+    assert_no_residue("nocache")
+
+
+@pytest.mark.requirement("LAB-05")
+def test_port_in_use_is_refused_naming_the_port_and_its_owner() -> None:
+    address = "10.99.45.1"  # the host address lab slot 45 would use
+    subprocess.run(["ip", "addr", "add", f"{address}/32", "dev", "lo"], check=True)
+    listener = socket.socket()
+    try:
+        listener.bind((address, 6443))
+        listener.listen()
+        result = dralab("up", "--name", "busyport", "--slot", "45", "--offline")
+    finally:
+        listener.close()
+        subprocess.run(["ip", "addr", "del", f"{address}/32", "dev", "lo"], check=True)
+    assert result.returncode == 2, result.stderr
+    assert f"port 6443 on {address} (needed by kube-apiserver) is already in use by pid {os.getpid()}" in result.stderr
+    assert_no_residue("busyport")
+
+
+@pytest.mark.requirement("LAB-05")
+def test_lab_of_a_crashed_run_is_refused_until_down_force_removes_it() -> None:
+    crashed = start_dralab("up", "--name", "crashed", "--offline")
+    pids = labs_root() / "labs" / "crashed" / "pids"
+    wait_until("the crashed run to start containerd", lambda: (pids / "node-1-containerd.json").exists())
+    crashed.kill()  # SIGKILL: no teardown runs
+    crashed.wait()
+    again = dralab("up", "--name", "crashed", "--offline")
+    assert again.returncode == 2
+    assert "dralab down --name crashed --force" in again.stderr
+    assert residue.find("crashed"), "the crashed run should have left its lab behind"
+    down = dralab("down", "--name", "crashed", "--force")
+    assert down.returncode == 0, down.stderr
+    assert_no_residue("crashed")
+
+
+@pytest.mark.requirement("LAB-05")
+def test_ctrl_c_during_bring_up_tears_everything_down() -> None:
+    up = start_dralab("up", "--name", "interrupted", "--offline")
+    pids = labs_root() / "labs" / "interrupted" / "pids"
+    wait_until("bring-up to start the kubelets", lambda: (pids / "node-2-kubelet.json").exists())
+    up.send_signal(signal.SIGINT)
+    output = up.communicate(timeout=60)[0]
+    assert up.returncode == 130, output
+    assert "tearing down" in output
+    assert_no_residue("interrupted")
+
+
+@pytest.mark.requirement("LAB-02")
+def test_dead_component_is_reported_by_name_with_its_log() -> None:
+    assert dralab("up", "--name", "supervised", "--nodes", "1", "--offline").returncode == 0
+    try:
+        import json
+
+        pidfile = labs_root() / "labs" / "supervised" / "pids" / "kube-scheduler.json"
+        os.kill(json.loads(pidfile.read_text())["pid"], signal.SIGKILL)
+        time.sleep(0.5)
+        status = dralab("status", "--name", "supervised")
+        assert status.returncode == 3, status.stderr
+        assert "dead" in status.stderr and "kube-scheduler" in status.stderr
+        assert "node node-1" in status.stderr  # the rest is still reported
+    finally:
+        assert dralab("down", "--name", "supervised").returncode == 0
+    assert_no_residue("supervised")

@@ -1,0 +1,24 @@
+import os
+
+from click.testing import CliRunner
+
+from clusters.cli import main
+
+
+def test_up_as_non_root_exits_2_and_says_so(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("DRALAB_LABS", str(tmp_path))
+    result = CliRunner().invoke(main, ["up", "--name", "nonroot"])
+    assert result.exit_code == 2
+    assert "must run as root" in result.output
+    assert not (tmp_path / "labs").exists()
+
+
+def test_malformed_feature_gates_exit_2_naming_the_flag() -> None:
+    result = CliRunner().invoke(main, ["up", "--feature-gates", "DRADerivedAttributes"])
+    assert result.exit_code == 2 and "--feature-gates 'DRADerivedAttributes': expected NAME=true" in result.output
+
+
+def test_invalid_lab_name_exits_2_naming_the_field() -> None:
+    result = CliRunner().invoke(main, ["up", "--name", "Not_A_Label"])
+    assert result.exit_code == 2 and "name:" in result.output and "DNS label" in result.output

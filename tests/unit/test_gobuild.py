@@ -1,0 +1,40 @@
+from pathlib import Path
+
+from clusters.provision import gobuild
+from clusters.provision.components import KUBERNETES
+from clusters.provision.gobuild import GoRecipe
+
+KUBERNETES_GOMOD = """module k8s.io/kubernetes
+
+require (
+	github.com/spf13/cobra v1.10.2
+	k8s.io/api v0.0.0
+	k8s.io/cri-streaming v0.0.0
+)
+"""
+
+
+def test_wrapper_module_replaces_every_unversioned_staging_module(monkeypatch) -> None:
+    monkeypatch.setattr(gobuild, "module_gomod", lambda module, version: KUBERNETES_GOMOD)
+    gomod = KUBERNETES.go_mod("1.26")
+    assert "require k8s.io/kubernetes v1.37.1" in gomod
+    assert "replace k8s.io/api => k8s.io/api v0.37.1" in gomod
+    assert "replace k8s.io/cri-streaming => k8s.io/cri-streaming v0.37.1" in gomod
+    assert "cobra" not in gomod
+
+
+def test_dependency_packages_become_tool_directives() -> None:
+    recipe = GoRecipe(name="x", version="v1", requires={"example.com/m": "v1"},
+                      binaries={"a": "example.com/m/cmd/a", "b": "example.com/m/cmd/b"})
+    gomod = recipe.go_mod("1.26")
+    assert "tool example.com/m/cmd/a" in gomod and "tool example.com/m/cmd/b" in gomod
+
+
+def test_cache_key_changes_with_version_and_recipe_source(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(gobuild, "go_version", lambda: "go1.26.8")
+    (tmp_path / "main.go").write_text("package main\n")
+    base = GoRecipe(name="x", version="v1", recipe_dir=tmp_path, binaries={"x": "."})
+    key = base.key()
+    assert GoRecipe(name="x", version="v2", recipe_dir=tmp_path, binaries={"x": "."}).key() != key
+    (tmp_path / "main.go").write_text("package main // changed\n")
+    assert base.key() != key

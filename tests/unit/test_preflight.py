@@ -1,0 +1,40 @@
+import json
+
+import pytest
+
+from clusters.config import ClusterConfig
+from clusters.errors import BadInput
+from clusters.local import network, preflight
+
+# One listener on 0.0.0.0:6443 (0x192B), one established connection on 2379 (not a listener).
+PROC_NET_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:192B 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0 100 0 0 10 0
+   1: 0100007F:094B 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 4343 1 0 100 0 0 10 0
+"""
+
+
+def test_a_port_in_use_is_refused_naming_port_and_component(fs) -> None:
+    fs.create_file("/proc/net/tcp", contents=PROC_NET_TCP)
+    with pytest.raises(BadInput, match=r"port 6443 on 0.0.0.0 \(needed by kube-apiserver\) is already in use"):
+        preflight.require_free_ports(ClusterConfig(slot=4))
+
+
+def test_established_connections_do_not_count_as_listeners(fs) -> None:
+    fs.create_file("/proc/net/tcp", contents=PROC_NET_TCP.replace(" 0A ", " 01 "))
+    preflight.require_free_ports(ClusterConfig(slot=4))
+
+
+def test_first_free_slot_skips_other_labs(fs, monkeypatch) -> None:
+    monkeypatch.setenv("DRALAB_LABS", "/srv/dralab")
+    monkeypatch.setattr(network, "links_named", lambda prefix: ["dralab2", "dralab2n1"])
+    fs.create_file("/srv/dralab/labs/other/cluster.json", contents=json.dumps({"slot": 1}))
+    assert preflight.allocate_slot(ClusterConfig(name="mine")).slot == 3
+    with pytest.raises(BadInput, match="slot 1 is used by another lab"):
+        preflight.allocate_slot(ClusterConfig(name="mine", slot=1))
+
+
+def test_existing_lab_dir_is_refused_with_the_force_hint(fs, monkeypatch) -> None:
+    monkeypatch.setenv("DRALAB_LABS", "/srv/dralab")
+    fs.create_dir("/srv/dralab/labs/crashed")
+    with pytest.raises(BadInput, match="dralab down --name crashed --force"):
+        preflight.require_no_lab(ClusterConfig(name="crashed"))
