@@ -33,7 +33,7 @@ def _live(title: str) -> Iterator[None]:
 
     def heartbeat() -> None:
         while not done.wait(HEARTBEAT_SECONDS):
-            console.print(f"  … still {title.lower()}: {time.monotonic() - start:.0f}s")
+            console.print(f"  … {title}: still running after {time.monotonic() - start:.0f}s")
 
     threading.Thread(target=heartbeat, daemon=True).start()
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,15 @@ class Residue:
         return f"{self.kind:9} {self.what}"
 
 
+def _links_of(lab_dir: Path) -> set[str]:
+    """The bridge and veths of a lab, known from its slot while its state file exists."""
+    state = lab_dir / "cluster.json"
+    if not state.exists():
+        return set()
+    slot = json.loads(state.read_text())["slot"]
+    return {f"dralab{slot}"} | set(network.links_named(f"dralab{slot}n"))
+
+
 def find(lab: str | None = None) -> list[Residue]:
     """Residue of one lab (by name) or of every lab. The kept logs are not residue (LAB-07)."""
     labs = labs_root() / "labs"
@@ -31,16 +41,10 @@ def find(lab: str | None = None) -> list[Residue]:
         found.append(Residue("process", f"{pid} {cmd}"))
     for point in network.mounts_under(lab_dir or labs):
         found.append(Residue("mount", point))
-    for ns in network.netns_named(f"dralab-{lab}-" if lab else "dralab-"):
+    for ns in network.lab_netns(lab):
         found.append(Residue("netns", ns))
-    if lab is None:
-        found += [Residue("link", name) for name in network.links_named("dralab")]
-    elif (lab_dir / "cluster.json").exists():
-        import json
-
-        slot = json.loads((lab_dir / "cluster.json").read_text()).get("slot")
-        found += [Residue("link", n) for n in network.links_named(f"dralab{slot}") if n == f"dralab{slot}" or
-                  n.startswith(f"dralab{slot}n")]
+    lab_links = _links_of(lab_dir) if lab_dir else None
+    found += [Residue("link", n) for n in network.links_named("dralab") if lab_links is None or n in lab_links]
     cgroup = f"/dralab/{lab}" if lab else "/dralab"
     for tree in cgroups.trees(cgroup):
         found.append(Residue("cgroup", str(tree)))

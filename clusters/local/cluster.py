@@ -187,7 +187,7 @@ def teardown(cfg: ClusterConfig) -> list[str]:
     supervisor.kill_and_wait(sorted(pids))
     supervisor.reap_children()
     network.unmount_all(lab_dir)
-    network.delete_netns(network.netns_named(f"dralab-{cfg.name}-"))
+    network.delete_netns(network.lab_netns(cfg.name))
     if cfg.slot:
         network.delete_links(network.links_named(f"dralab{cfg.slot}n") + [cfg.bridge])
     problems += cgroups.remove(cfg.cgroup_parent)
@@ -206,7 +206,7 @@ def _namespace_members(cfg: ClusterConfig) -> Iterator[int]:
             inodes.add(f"mnt:[{ns_file.stat().st_ino}]")
         except OSError:
             continue
-    for name in network.netns_named(f"dralab-{cfg.name}-"):
+    for name in network.lab_netns(cfg.name):
         inodes.add(f"net:[{Path('/run/netns', name).stat().st_ino}]")
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():

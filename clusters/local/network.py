@@ -6,6 +6,7 @@ paths and two nodes never collide).
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Sequence
@@ -121,9 +122,11 @@ def links_named(prefix: str) -> list[str]:
     return [n for n in names if n.startswith(prefix)]
 
 
-def netns_named(prefix: str) -> list[str]:
+def lab_netns(lab: str | None) -> list[str]:
+    """Node network namespaces of one lab (exactly: lab "e2e" must not match "e2e-x"), or of any."""
     d = Path("/run/netns")
-    return sorted(p.name for p in d.iterdir() if p.name.startswith(prefix)) if d.is_dir() else []
+    pattern = re.compile(rf"^dralab-{re.escape(lab) if lab else '.+'}-node-\d+$")
+    return sorted(p.name for p in d.iterdir() if pattern.match(p.name)) if d.is_dir() else []
 
 
 def delete_links(names: Sequence[str]) -> None:

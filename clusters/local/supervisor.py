@@ -129,16 +129,19 @@ def reap_children() -> None:
 
 
 def lab_processes(lab_dir: Path | None = None) -> list[int]:
-    """Pids of processes carrying the lab marker (of one lab, or of any)."""
-    marker = f"{LAB_ENV}={lab_dir}\0".encode() if lab_dir else f"{LAB_ENV}=".encode()
+    """Pids of live processes carrying the lab marker (of one lab, or of any)."""
+    wanted = f"{LAB_ENV}={lab_dir}".encode() if lab_dir else None
+    prefix = f"{LAB_ENV}=".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            environ = (entry / "environ").read_bytes()
+            variables = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if marker in environ and (lab_dir is not None or environ.startswith(marker) or b"\0" + marker in environ):
-            found.append(int(entry.name))
+        if (wanted in variables) if wanted else any(v.startswith(prefix) for v in variables):
+            stat = _stat(int(entry.name))
+            if stat is not None and stat[0] not in ("Z", "X"):
+                found.append(int(entry.name))
     return found

@@ -15,9 +15,15 @@ from suites.framework.pods import PodBuilder
 
 pytestmark = pytest.mark.e2e
 
-# A second lab: DRADerivedAttributes off everywhere, kubelets rooted at a non-default path.
+# A second lab: DRADerivedAttributes off everywhere, resource.k8s.io/v1beta2 served, kubelets
+# rooted at a non-default path.
 GATES_OFF = ClusterConfig(name="e2e-gates-off", nodes=1, feature_gates={"DRADerivedAttributes": False},
-                          kubelet_root_dir="/var/lib/kubelet-dralab")
+                          runtime_config={"resource.k8s.io/v1beta2": True}, kubelet_root_dir="/var/lib/kubelet-dralab")
+
+
+def served_resource_versions(api) -> set[str]:
+    groups = client.ApisApi(api).get_api_versions().groups
+    return {v.version for g in groups if g.name == "resource.k8s.io" for v in g.versions}
 
 
 def claim_with_derived_attribute(name: str) -> dict[str, Any]:
@@ -70,6 +76,12 @@ def test_cluster_with_derived_attributes_gate_off_drops_the_field(gates_off_lab:
     namespace = "default"
     stored = create_claim(api, namespace)
     assert "derivedAttributes" not in stored["spec"]["devices"]["requests"][0]["exactly"], stored
+
+
+@pytest.mark.requirement("LAB-02")
+def test_runtime_config_is_applied_per_cluster(lab: Lab, gates_off_lab: Lab) -> None:
+    assert "v1beta2" in served_resource_versions(gates_off_lab.api())
+    assert served_resource_versions(lab.api()) == {"v1"}, "the session lab serves only the default version"
 
 
 @pytest.mark.requirement("LAB-04")

@@ -25,21 +25,22 @@ def dralab(*args: str, env: dict[str, str] | None = None, timeout: float = 300) 
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
-def start_dralab(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "clusters.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+def up_in_background(lab: str, until_started: str) -> subprocess.Popen[str]:
+    """`dralab up` running in the background, returned once it has started component `until_started`."""
+    up = subprocess.Popen([sys.executable, "-m", "clusters.cli", "up", "--name", lab, "--offline"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pidfile = labs_root() / "labs" / lab / "pids" / f"{until_started}.json"
+    deadline = time.monotonic() + 60
+    while not pidfile.exists():
+        assert up.poll() is None, f"dralab up ended early: {up.communicate()[0]}"
+        assert time.monotonic() < deadline, f"timed out waiting for bring-up of {lab} to start {until_started}"
+        time.sleep(0.1)
+    return up
 
 
 def assert_no_residue(lab: str) -> None:
     found = residue.find(lab)
     assert not found, "left behind:\n" + "\n".join(map(str, found))
-
-
-def wait_until(what: str, check, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 @pytest.mark.benchmark
@@ -76,6 +77,13 @@ def test_unknown_feature_gate_is_refused_before_anything_starts() -> None:
 
 
 @pytest.mark.requirement("LAB-01")
+def test_second_provision_builds_nothing() -> None:
+    result = dralab("provision")
+    assert result.returncode == 0, result.stderr
+    assert "Building" not in result.stderr and "Installing" not in result.stderr, result.stderr
+
+
+@pytest.mark.requirement("LAB-01")
 def test_missing_cache_with_offline_is_refused(tmp_path: Path) -> None:
     result = dralab("up", "--name", "nocache", "--offline", env={"DRALAB_CACHE": str(tmp_path)})
     assert result.returncode == 2, result.stderr
@@ -102,9 +110,7 @@ def test_port_in_use_is_refused_naming_the_port_and_its_owner() -> None:
 
 @pytest.mark.requirement("LAB-05")
 def test_lab_of_a_crashed_run_is_refused_until_down_force_removes_it() -> None:
-    crashed = start_dralab("up", "--name", "crashed", "--offline")
-    pids = labs_root() / "labs" / "crashed" / "pids"
-    wait_until("the crashed run to start containerd", lambda: (pids / "node-1-containerd.json").exists())
+    crashed = up_in_background("crashed", until_started="node-1-containerd")
     crashed.kill()  # SIGKILL: no teardown runs
     crashed.wait()
     again = dralab("up", "--name", "crashed", "--offline")
@@ -118,9 +124,7 @@ def test_lab_of_a_crashed_run_is_refused_until_down_force_removes_it() -> None:
 
 @pytest.mark.requirement("LAB-05")
 def test_ctrl_c_during_bring_up_tears_everything_down() -> None:
-    up = start_dralab("up", "--name", "interrupted", "--offline")
-    pids = labs_root() / "labs" / "interrupted" / "pids"
-    wait_until("bring-up to start the kubelets", lambda: (pids / "node-2-kubelet.json").exists())
+    up = up_in_background("interrupted", until_started="node-2-kubelet")
     up.send_signal(signal.SIGINT)
     output = up.communicate(timeout=60)[0]
     assert up.returncode == 130, output
