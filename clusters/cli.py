@@ -24,6 +24,11 @@ class Group(click.Group):
         except KeyboardInterrupt:
             console.print("[yellow]interrupted[/yellow]")
             sys.exit(130)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception:  # a bug or an unforeseen failure: the lab broke (RP-04), keep the evidence
+            console.print_exception()
+            sys.exit(3)
 
 
 @click.group(cls=Group)

@@ -26,11 +26,12 @@ def create(path: str) -> None:
         current = h
         for part in Path(path).parts[1:]:
             current = current / part
-            if not current.exists():
-                current.mkdir()
-                for name in ("cpuset.cpus", "cpuset.mems"):
-                    if (current / name).exists():
-                        (current / name).write_text((current.parent / name).read_text())
+            if current.exists():
+                continue
+            current.mkdir()
+            for name in ("cpuset.cpus", "cpuset.mems"):
+                if (current / name).exists():
+                    (current / name).write_text((current.parent / name).read_text())
 
 
 def trees(path: str) -> list[Path]:

@@ -106,6 +106,7 @@ class LocalCluster:
             pki = self._write_pki()
             network.create_bridge(cfg)
             network.create_mount_ns_dir(cfg)
+            cgroups.create(cfg.cgroup_parent)  # the nodes' shared parent, before they are set up in parallel
             etcd = self._start("etcd", configs.etcd_command(self.tools, cfg, self.lab_dir / "etcd"))
             apiserver = self._start("kube-apiserver", configs.apiserver_command(self.tools, cfg, pki, pki["ca"].cert))
             _parallel(lambda n: n.create(self._pki, self.server), self.nodes)
