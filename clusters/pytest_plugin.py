@@ -109,14 +109,16 @@ def local_only(lab: Lab) -> Lab:
 _log_marks = pytest.StashKey[dict[Path, int]]()
 
 
-def _component_logs(item: pytest.Item) -> list[Path]:
+def _component_logs(item: pytest.Item) -> dict[Path, str]:
+    """The component logs of the labs a test uses, each with a label naming lab and component."""
     labs: list[Lab] = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Lab)]
     if not labs and "lab" in getattr(item, "fixturenames", ()):
         try:
             labs = [item._request.getfixturevalue("lab")]  # type: ignore[attr-defined]
         except Exception:
-            return []
-    return [p for lab in labs for p in sorted(lab.log_dir.rglob("*.log"))] if labs else []
+            return {}
+    return {path: f"{path.relative_to(lab.log_dir)} (lab {lab.log_dir.parent.name})"
+            for lab in labs for path in sorted(lab.log_dir.rglob("*.log"))}
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -135,15 +137,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     if report.when != "call" or not report.failed:
         return
     marks = item.stash.get(_log_marks, {})
-    for path in _component_logs(item):
-        start = marks.get(path, 0)
+    for path, label in _component_logs(item).items():
         try:
             with open(path, "rb") as f:
-                f.seek(start)
+                f.seek(marks.get(path, 0))
                 text = f.read().decode(errors="replace")
         except OSError:
             continue
         if text.strip():
             if len(text) > LOG_ATTACH_LIMIT:
                 text = "[...]\n" + text[-LOG_ATTACH_LIMIT:]
-            report.sections.append((f"component log {path.relative_to(path.parents[1])} (during the test)", text))
+            report.sections.append((f"component log {label} during the test", text))

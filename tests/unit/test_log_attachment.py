@@ -1,0 +1,42 @@
+"""LAB-07: a failing test gets what the components logged while it ran, and only that."""
+
+import re
+
+INNER_TEST = '''
+from pathlib import Path
+
+import pytest
+
+from clusters.providers import Lab
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("logs")
+    (logs / "node-1").mkdir()
+    (logs / "node-1" / "node-1-kubelet.log").write_text("logged before the test\\n")
+    (logs / "etcd.log").write_text("etcd was quiet\\n")
+    return Lab(provider="fake", kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=logs, nodes=[])
+
+
+def test_fails(lab):
+    with open(lab.log_dir / "node-1" / "node-1-kubelet.log", "a") as log:
+        log.write("kubelet logged this during the test\\n")
+    assert False
+
+
+def test_passes(lab):
+    with open(lab.log_dir / "etcd.log", "a") as log:
+        log.write("etcd logged this during a passing test\\n")
+'''
+
+
+def test_failing_test_report_carries_component_log_lines_written_during_it(pytester) -> None:
+    pytester.makepyfile(INNER_TEST)
+    result = pytester.runpytest("-p", "clusters.pytest_plugin")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert re.search(r"component log node-1/node-1-kubelet.log \(lab \S+\) during the test", out)
+    assert "kubelet logged this during the test" in out
+    assert "logged before the test" not in out
+    assert "etcd logged this during a passing test" not in out
