@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class DralabError(Exception):
     """Base class: the message names the input or component and the fix."""
@@ -21,10 +23,10 @@ class LabBroken(DralabError):
     exit_code = 3
 
 
-def log_tail(path: "str | object", lines: int = 25) -> str:
+def log_tail(path: "str | Path", lines: int = 25) -> str:
     """The last lines of a log file, for error messages that carry their evidence."""
     try:
-        with open(path, "rb") as f:  # type: ignore[arg-type]
+        with open(path, "rb") as f:
             f.seek(0, 2)
             f.seek(max(0, f.tell() - 16384))
             text = f.read().decode(errors="replace")

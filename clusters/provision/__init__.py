@@ -15,7 +15,7 @@ from pathlib import Path
 
 from clusters import versions
 from clusters.errors import BadInput, LabBroken
-from clusters.progress import console, run_logged, step
+from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
     CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, ETCD, GO_RECIPES, KUBERNETES, LAB_TOOLS, RUNC,
