@@ -53,9 +53,10 @@ def provision(offline: bool) -> None:
 
 def _register_commands() -> None:
     from clusters import lab_cli
+    from fake_hardware.cli import hw
     from reports.certify import certify
 
-    for command in [*lab_cli.COMMANDS, certify]:
+    for command in [*lab_cli.COMMANDS, hw, certify]:
         main.add_command(command)
 
 

@@ -38,6 +38,9 @@ class ClusterConfig(BaseModel):
     runtime_config: dict[str, bool] = Field(default_factory=dict)
     kubelet_root_dir: str = "/var/lib/kubelet"
     slot: int = Field(0, ge=0, le=MAX_SLOTS, description="0: pick the first free one")
+    # Emulated hardware: node name -> hardware profile (fake_hardware/profiles), and the seed of its IDs.
+    hardware: dict[str, str] = Field(default_factory=dict)
+    hardware_seed: int = 0
 
     @field_validator("name")
     @classmethod
@@ -95,6 +98,17 @@ class ClusterConfig(BaseModel):
     @property
     def bridge(self) -> str:
         return f"dralab{self.slot}"
+
+    def slot_links(self, names: list[str]) -> list[str]:
+        """The links of this lab's slot among `names` (slot 1 must not match slot 10's dralab10)."""
+        return [n for n in names if re.fullmatch(rf"dralab{self.slot}(?:[a-z].*)?", n)]
+
+    @property
+    def fabric_bridge(self) -> str:
+        return f"dralab{self.slot}fab"
+
+    def fabric_peer(self, node_index: int, k: int) -> str:
+        return f"dralab{self.slot}f{node_index}x{k}"
 
     def veth(self, index: int) -> str:
         return f"dralab{self.slot}n{index}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import click
 from pydantic import ValidationError
@@ -33,10 +34,13 @@ def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
 @click.option("--runtime-config", multiple=True, help="API groups/versions, e.g. resource.k8s.io/v1beta2=true.")
 @click.option("--kubelet-root-dir", default="/var/lib/kubelet", show_default=True)
 @click.option("--slot", default=0, help="Network slot 1-50 (10.99.SLOT.0/24); default: first free.")
+@click.option("--hardware", default=None, help="Emulated hardware profile for every node (e.g. dgx-like).")
+@click.option("--hardware-profile", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="YAML: seed and a hardware profile per node.")
 @click.option("--offline", is_flag=True, help="Do not build: fail if a component is not cached.")
 def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, ...],
        scheduler_feature_gates: tuple[str, ...], runtime_config: tuple[str, ...], kubelet_root_dir: str,
-       slot: int, offline: bool) -> None:
+       slot: int, hardware: str | None, hardware_profile: Path | None, offline: bool) -> None:
     """Start a local lab cluster (LAB-02, LAB-03)."""
     from clusters.local.cluster import LocalCluster
 
@@ -50,6 +54,11 @@ def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, .
     except ValidationError as e:
         raise BadInput("invalid lab settings:\n" + "\n".join(f"  {'.'.join(map(str, err['loc']))}: {err['msg']}"
                                                             for err in e.errors())) from None
+    if hardware or hardware_profile:
+        from fake_hardware.cli import hardware_assignment
+
+        assignment, seed = hardware_assignment(hardware, hardware_profile, cfg.node_names())
+        cfg = cfg.model_copy(update={"hardware": assignment, "hardware_seed": seed})
     start = time.monotonic()
     cluster = LocalCluster.up(cfg, offline=offline)
     console.print(f"lab {cfg.name!r} up in {time.monotonic() - start:.1f}s")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.config import labs_root
+from clusters.config import ClusterConfig, labs_root
 from clusters.local import cgroups, network, supervisor
 
 
@@ -20,12 +19,11 @@ class Residue:
 
 
 def _links_of(lab_dir: Path) -> set[str]:
-    """The bridge and veths of a lab, known from its slot while its state file exists."""
+    """The links of a lab (bridge, node veths, fabric), known from its slot while its state file exists."""
     state = lab_dir / "cluster.json"
     if not state.exists():
         return set()
-    slot = json.loads(state.read_text())["slot"]
-    return {f"dralab{slot}"} | set(network.links_named(f"dralab{slot}n"))
+    return set(ClusterConfig.model_validate_json(state.read_text()).slot_links(network.links_named("dralab")))
 
 
 def find(lab: str | None = None) -> list[Residue]:

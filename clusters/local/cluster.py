@@ -81,6 +81,10 @@ class LocalCluster:
         preflight.require_no_lab(cfg)
         tools = provision(offline=offline)
         preflight.require_known_gates(cfg, tools)
+        if cfg.hardware:
+            from fake_hardware.lab import HardwareLab
+
+            HardwareLab(cfg)  # profiles and node names are checked before anything starts
         cfg = preflight.allocate_slot(cfg)
         preflight.require_free_ports(cfg)
         cluster = cls(cfg, tools)
@@ -110,6 +114,10 @@ class LocalCluster:
             etcd = self._start("etcd", configs.etcd_command(self.tools, cfg, self.lab_dir / "etcd"))
             apiserver = self._start("kube-apiserver", configs.apiserver_command(self.tools, cfg, pki, pki["ca"].cert))
             _parallel(lambda n: n.create(self._pki, self.server), self.nodes)
+            if cfg.hardware:  # before the kubelets, so drivers find their devices from the start
+                from fake_hardware.lab import HardwareLab
+
+                HardwareLab(cfg).build()
             for node in self.nodes:
                 node.start_containerd()
             _parallel(lambda n: (n.wait_containerd(), n.import_images()), self.nodes)
@@ -190,7 +198,7 @@ def teardown(cfg: ClusterConfig) -> list[str]:
     network.unmount_all(lab_dir)
     network.delete_netns(network.lab_netns(cfg.name))
     if cfg.slot:
-        network.delete_links(network.links_named(f"dralab{cfg.slot}n") + [cfg.bridge])
+        network.delete_links(cfg.slot_links(network.links_named("dralab")))
     problems += cgroups.remove(cfg.cgroup_parent)
     if lab_dir.exists():
         _keep_logs(cfg)

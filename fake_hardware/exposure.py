@@ -1,0 +1,34 @@
+"""How a driver container sees the emulated hardware (HW-05).
+
+Unmodified drivers read /sys/bus/pci, /sys/devices, /sys/class/net and /sys/kernel/iommu_groups:
+`standard_sysfs_mounts` bind-mounts the node's tree over exactly those paths. Drivers that take
+a root prefix (`--sysfs-root`) get the whole tree at one path instead (`sysfs_root_mount`).
+Host paths are as the node sees them; each node's private /var/lib makes them the same on every
+node, so one DaemonSet serves all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fake_hardware.lab import NODE_SYSFS_ROOT
+
+STANDARD_PATHS = ("bus/pci", "devices", "class/net", "kernel/iommu_groups")
+SYSFS_ROOT_IN_CONTAINER = "/var/run/dralab/sys"
+
+
+def standard_sysfs_mounts(root: str = NODE_SYSFS_ROOT) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, volumeMounts) putting the fake tree at the standard /sys paths, read-only."""
+    volumes, mounts = [], []
+    for sub in STANDARD_PATHS:
+        name = "fake-sys-" + sub.replace("/", "-").replace("_", "-")
+        volumes.append({"name": name, "hostPath": {"path": f"{root}/{sub}", "type": "Directory"}})
+        mounts.append({"name": name, "mountPath": f"/sys/{sub}", "readOnly": True})
+    return volumes, mounts
+
+
+def sysfs_root_mount(root: str = NODE_SYSFS_ROOT) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """(volume, volumeMount, flag) for drivers that read sysfs under a prefix."""
+    return ({"name": "fake-sysfs-root", "hostPath": {"path": root, "type": "Directory"}},
+            {"name": "fake-sysfs-root", "mountPath": SYSFS_ROOT_IN_CONTAINER, "readOnly": True},
+            f"--sysfs-root={SYSFS_ROOT_IN_CONTAINER}")

@@ -1,0 +1,150 @@
+"""The emulated hardware of a lab's nodes: build it, inject faults (HW-04), show it.
+
+Each node's tree lives in the node's private /var/lib (see clusters/local/network.py), so on
+every node it is at the same path as the node sees it, NODE_SYSFS_ROOT, which is what a driver
+DaemonSet mounts. Teardown is the lab's: deleting the node network namespaces and the slot's
+links removes the netdevs and the fabric, removing the lab dir removes the trees.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusters.config import ClusterConfig
+from clusters.errors import BadInput
+from fake_hardware import netdevs, sysfs
+from fake_hardware.profile import load_node_profile
+from fake_hardware.topology import NodePlan, PciFunction, plan_node
+
+NODE_SYSFS_ROOT = "/var/lib/dralab-hardware/sys"
+
+
+@dataclass
+class NodeHardware:
+    cfg: ClusterConfig
+    index: int
+    plan: NodePlan
+
+    @property
+    def name(self) -> str:
+        return self.plan.node
+
+    @property
+    def netns(self) -> str:
+        return self.cfg.netns(self.name)
+
+    @property
+    def sys_root(self) -> Path:
+        """The tree's host path: NODE_SYSFS_ROOT inside the node's private /var/lib."""
+        return self.cfg.lab_dir / "nodes" / self.name / "var-lib" / Path(NODE_SYSFS_ROOT).relative_to("/var/lib")
+
+    def peer(self, fn: PciFunction) -> str:
+        return self.cfg.fabric_peer(self.index, self.plan.netdevs().index(fn))
+
+
+class HardwareLab:
+    def __init__(self, cfg: ClusterConfig) -> None:
+        self.cfg = cfg
+        unknown = sorted(set(cfg.hardware) - set(cfg.node_names()))
+        if unknown:
+            raise BadInput(f"hardware is assigned to {', '.join(unknown)}, which the lab does not have "
+                           f"(its nodes: {', '.join(cfg.node_names())})")
+        self.nodes = {name: NodeHardware(cfg, cfg.node_names().index(name) + 1,
+                                         plan_node(load_node_profile(profile), name, cfg.hardware_seed))
+                      for name, profile in cfg.hardware.items()}
+
+    @property
+    def state_file(self) -> Path:
+        return self.cfg.lab_dir / "hardware-faults.json"
+
+    def node(self, name: str) -> NodeHardware:
+        if name not in self.nodes:
+            raise BadInput(f"node {name!r} has no emulated hardware (nodes with hardware: {', '.join(self.nodes)})")
+        return self.nodes[name]
+
+    # Build ------------------------------------------------------------------------------
+
+    def build(self) -> None:
+        netdevs.create_fabric(self.cfg.fabric_bridge)
+        for hw in self.nodes.values():
+            sysfs.write_tree(hw.sys_root, hw.plan)
+            netdevs.create([(fn, hw.peer(fn)) for fn in hw.plan.netdevs()], hw.netns, self.cfg.fabric_bridge)
+        self._save({})
+
+    # Faults (HW-04) ----------------------------------------------------------------------
+
+    def faults(self) -> dict[str, dict[str, list[str]]]:
+        return json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+
+    def _save(self, faults: dict[str, dict[str, list[str]]]) -> None:
+        sysfs.write_atomic(self.state_file, json.dumps(faults, indent=2))
+
+    def _record(self, node: str, kind: str, device: str, present: bool) -> None:
+        faults = self.faults()
+        entries = faults.setdefault(node, {}).setdefault(kind, [])
+        if present and device not in entries:
+            entries.append(device)
+        elif not present and device in entries:
+            entries.remove(device)
+        self._save(faults)
+
+    def _with_vfs(self, hw: NodeHardware, fn: PciFunction) -> list[PciFunction]:
+        return [fn] + [hw.plan.by_bdf(vf) for vf in fn.virtfns]
+
+    def remove_device(self, node: str, device: str) -> None:
+        """The device disappears: its tree entries (a NIC's VFs too) and its netdevs."""
+        hw = self.node(node)
+        fn = self._device(hw, device, ("gpu", "nic", "vf"))
+        for f in reversed(self._with_vfs(hw, fn)):
+            sysfs.remove_function(hw.sys_root, hw.plan, f)
+        netdevs.delete([hw.peer(f) for f in self._with_vfs(hw, fn) if f.netdev])
+        if fn.kind == "vf":
+            pf = hw.plan.by_bdf(fn.physfn or "")
+            sysfs.set_num_vfs(hw.sys_root, pf, sum(sysfs.device_dir(hw.sys_root, hw.plan.by_bdf(v)).exists()
+                                                   for v in pf.virtfns))
+        self._record(node, "removed", device, True)
+
+    def restore_device(self, node: str, device: str) -> None:
+        hw = self.node(node)
+        fn = self._device(hw, device, ("gpu", "nic", "vf"))
+        restored = self._with_vfs(hw, fn)
+        for f in restored:
+            sysfs.write_function(hw.sys_root, hw.plan, f)
+        netdevs.create([(f, hw.peer(f)) for f in restored if f.netdev], hw.netns, self.cfg.fabric_bridge)
+        if fn.kind == "vf":
+            pf = hw.plan.by_bdf(fn.physfn or "")
+            sysfs.set_num_vfs(hw.sys_root, pf, sum(sysfs.device_dir(hw.sys_root, hw.plan.by_bdf(v)).exists()
+                                                   for v in pf.virtfns))
+        self._record(node, "removed", device, False)
+
+    def set_gpu_health(self, node: str, device: str, healthy: bool) -> None:
+        hw = self.node(node)
+        sysfs.set_gpu_health(hw.sys_root, self._device(hw, device, ("gpu",)), healthy)
+        self._record(node, "unhealthy", device, not healthy)
+
+    def _device(self, hw: NodeHardware, device: str, kinds: tuple[str, ...]) -> PciFunction:
+        try:
+            fn = hw.plan.by_name(device)
+        except KeyError as e:
+            raise BadInput(str(e.args[0])) from None
+        if fn.kind not in kinds:
+            raise BadInput(f"{device} on {hw.name} is a {fn.kind}; this fault applies to: {', '.join(kinds)}")
+        return fn
+
+    # Show ---------------------------------------------------------------------------------
+
+    def describe(self) -> list[dict[str, object]]:
+        faults = self.faults()
+        rows = []
+        for hw in self.nodes.values():
+            removed = set(faults.get(hw.name, {}).get("removed", []))
+            unhealthy = set(faults.get(hw.name, {}).get("unhealthy", []))
+            for fn in hw.plan.functions:
+                if fn.kind in ("gpu", "nic", "vf"):
+                    state = "removed" if fn.name in removed or (fn.physfn and hw.plan.by_bdf(fn.physfn).name in removed) \
+                        else "unhealthy" if fn.name in unhealthy else "present"
+                    rows.append({"node": hw.name, "device": fn.name, "kind": fn.kind, "bdf": fn.bdf, "numa": fn.numa,
+                                 "netdev": fn.netdev, "mac": fn.mac, "uuid": (fn.gpu or {}).get("uuid"), "state": state})
+        return rows

@@ -1,0 +1,244 @@
+"""Hardware profiles (HW-01, HW-02, HW-03): what one node has, and which node has which profile.
+
+A node profile lists NUMA nodes, PCIe root ports and switches, GPUs and NICs (optionally with
+SR-IOV). Identifiers that must differ between nodes (GPU UUIDs, MAC addresses) are derived
+from the cluster profile's seed and the node name (HW-06); PCI addresses follow from the
+topology, so identical nodes have identical addresses, as identical servers do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from pathlib import Path
+from typing import Annotated
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from clusters.errors import BadInput
+
+PROFILES_DIR = Path(__file__).parent / "profiles"
+HEX16 = Annotated[str, Field(pattern=r"^0x[0-9a-f]{4}$")]
+CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+IFNAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # leaves room for the "v<N>" of VF names (15 max)
+QUANTITY = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti)$")
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NumaNode(Model):
+    id: int = Field(ge=0, le=63)
+    cpus: str
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, v: str) -> str:
+        if not CPU_LIST.match(v):
+            raise ValueError(f"{v!r} is not a CPU list like 0-31 or 0-15,32-47")
+        return v
+
+
+class RootPort(Model):
+    name: str
+    numa: int
+    vendor: HEX16 = "0x8086"
+    device: HEX16 = "0x2030"  # Intel Sky Lake-E PCI Express Root Port A
+
+
+class Switch(Model):
+    name: str
+    root_port: str
+    vendor: HEX16 = "0x1000"
+    device: HEX16 = "0xc030"  # Broadcom PEX890xx PCIe Gen 5 Switch
+
+
+class PciEndpoint(Model):
+    name: str
+    vendor: HEX16
+    device: HEX16
+    subsystem_vendor: HEX16 | None = None
+    subsystem_device: HEX16 | None = None
+    numa: int
+    switch: str | None = None
+    root_port: str | None = None
+    link_speed: str = "16.0 GT/s PCIe"
+    link_width: int = Field(16, ge=1, le=32)
+    driver: str
+
+    @model_validator(mode="after")
+    def _one_parent(self) -> "PciEndpoint":
+        if (self.switch is None) == (self.root_port is None):
+            raise ValueError(f"{self.name}: give exactly one of switch or root_port as its parent")
+        return self
+
+
+class Gpu(PciEndpoint):
+    model: str
+    memory: str
+    driver: str = "nvidia"
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, v: str) -> str:
+        if not QUANTITY.match(v):
+            raise ValueError(f"{v!r} is not a quantity like 80Gi")
+        return v
+
+    def memory_bytes(self) -> int:
+        number, unit = QUANTITY.match(self.memory).groups()  # type: ignore[union-attr]
+        return int(number) * 1024 ** ("KiMiGiTi".index(unit) // 2 + 1)
+
+
+class Sriov(Model):
+    total_vfs: int = Field(ge=1, le=256)
+    num_vfs: int = Field(ge=0)
+    vf_device: HEX16
+
+    @model_validator(mode="after")
+    def _enabled_within_total(self) -> "Sriov":
+        if self.num_vfs > self.total_vfs:
+            raise ValueError(f"num_vfs ({self.num_vfs}) is more than total_vfs ({self.total_vfs})")
+        return self
+
+
+class Nic(PciEndpoint):
+    ifname: str
+    driver: str = "mlx5_core"
+    sriov: Sriov | None = None
+
+    @field_validator("ifname")
+    @classmethod
+    def _ifname(cls, v: str) -> str:
+        if not IFNAME.match(v):
+            raise ValueError(f"{v!r}: interface names are 1-12 lower-case letters and digits, starting with a letter")
+        return v
+
+
+class NodeProfile(Model):
+    name: str
+    description: str = ""
+    numa_nodes: list[NumaNode]
+    root_ports: list[RootPort]
+    switches: list[Switch] = []
+    gpus: list[Gpu] = []
+    nics: list[Nic] = []
+
+    @model_validator(mode="after")
+    def _references(self) -> "NodeProfile":
+        numa = {n.id for n in self.numa_nodes}
+        ports = {p.name for p in self.root_ports}
+        switches = {s.name for s in self.switches}
+        names: list[str] = [p.name for p in self.root_ports] + [s.name for s in self.switches] + \
+            [d.name for d in [*self.gpus, *self.nics]]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate names: {', '.join(dupes)} (root ports, switches, GPUs and NICs share one namespace)")
+        ifnames = [n.ifname for n in self.nics]
+        if len(set(ifnames)) != len(ifnames):
+            raise ValueError(f"duplicate NIC ifname in {ifnames}")
+        for kind, items in (("root_ports", self.root_ports), ("gpus", self.gpus), ("nics", self.nics)):
+            for i, item in enumerate(items):
+                if item.numa not in numa:
+                    raise ValueError(f"{kind}[{i}] ({item.name}): NUMA node {item.numa} does not exist "
+                                     f"(numa_nodes: {sorted(numa)})")
+        for i, sw in enumerate(self.switches):
+            if sw.root_port not in ports:
+                raise ValueError(f"switches[{i}] ({sw.name}): root port {sw.root_port!r} does not exist")
+        for port in ports:
+            below = [s.name for s in self.switches if s.root_port == port] + \
+                [d.name for d in [*self.gpus, *self.nics] if d.root_port == port]
+            if len(below) > 1:
+                raise ValueError(f"root port {port!r} has {', '.join(below)} below it: a root port links to one "
+                                 "switch or one device; put a switch in between")
+        for kind, items in (("gpus", self.gpus), ("nics", self.nics)):
+            for i, dev in enumerate(items):
+                if dev.switch is not None and dev.switch not in switches:
+                    raise ValueError(f"{kind}[{i}] ({dev.name}): switch {dev.switch!r} does not exist")
+                if dev.root_port is not None and dev.root_port not in ports:
+                    raise ValueError(f"{kind}[{i}] ({dev.name}): root port {dev.root_port!r} does not exist")
+        return self
+
+    def child_of(self, root_port: str) -> "Switch | PciEndpoint | None":
+        """What sits below a root port: PCIe links are point to point, so at most one thing."""
+        children = [s for s in self.switches if s.root_port == root_port] + \
+            [d for d in [*self.gpus, *self.nics] if d.root_port == root_port]
+        return children[0] if children else None
+
+    def cpus_of(self, numa: int) -> str:
+        return next(n.cpus for n in self.numa_nodes if n.id == numa)
+
+
+class ClusterHardware(Model):
+    """Which node profile each node gets, and the seed its identifiers derive from."""
+
+    seed: int = 0
+    nodes: dict[str, str]
+
+
+# Identifiers ------------------------------------------------------------------------------
+
+
+def _digest(seed: int, node: str, *parts: object) -> bytes:
+    return hashlib.sha256("/".join(map(str, (seed, node, *parts))).encode()).digest()
+
+
+def gpu_uuid(seed: int, node: str, gpu: str) -> str:
+    return "GPU-" + str(uuid.UUID(bytes=_digest(seed, node, "gpu", gpu)[:16], version=4))
+
+
+def mac_address(seed: int, node: str, device: str, vf: int | None = None) -> str:
+    raw = bytearray(_digest(seed, node, "mac", device, vf)[:6])
+    raw[0] = (raw[0] & 0xFC) | 0x02  # locally administered, unicast
+    return ":".join(f"{b:02x}" for b in raw)
+
+
+# Loading ----------------------------------------------------------------------------------
+
+
+def _load_yaml(path: Path) -> object:
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise BadInput(f"cannot read hardware profile {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        raise BadInput(f"hardware profile {path} is not valid YAML{at}: {getattr(e, 'problem', e)}") from None
+
+
+def _validated(model: type[Model], data: object, path: Path) -> Model:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        lines = [f"  {'.'.join(map(str, err['loc'])) or '(top level)'}: {err['msg']}" for err in e.errors()]
+        raise BadInput(f"hardware profile {path} is invalid:\n" + "\n".join(lines)) from None
+
+
+def node_profile_path(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml"):
+        return path
+    shipped = PROFILES_DIR / f"{name_or_path}.yaml"
+    if not shipped.exists():
+        known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
+        raise BadInput(f"unknown hardware profile {name_or_path!r}: shipped profiles are {known}, or give a .yaml path")
+    return shipped
+
+
+def load_node_profile(name_or_path: str) -> NodeProfile:
+    path = node_profile_path(name_or_path)
+    return _validated(NodeProfile, _load_yaml(path), path)  # type: ignore[return-value]
+
+
+def load_cluster_hardware(path: Path) -> ClusterHardware:
+    return _validated(ClusterHardware, _load_yaml(path), path)  # type: ignore[return-value]
+
+
+def uniform(profile: str, nodes: list[str], seed: int = 0) -> ClusterHardware:
+    """Every node gets the same node profile (the common case: `--hardware dgx-like`)."""
+    load_node_profile(profile)  # fail early on an unknown name
+    return ClusterHardware(seed=seed, nodes={n: profile for n in nodes})
