@@ -14,10 +14,12 @@ from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
 
 LOG_ATTACH_LIMIT = 3000  # characters per component log attached to a failing test
 
-# The session lab: two kubelet nodes, two slice-only nodes, DRA alpha features on.
+# The session lab: two kubelet nodes with dgx-like emulated hardware, two slice-only nodes,
+# DRA alpha features on.
 SESSION_LAB = ClusterConfig(
     name="e2e", nodes=2, slice_only_nodes=2,
     feature_gates={"DRADerivedAttributes": True, "DRAListTypeAttributes": True},
+    hardware={"node-1": "dgx-like", "node-2": "dgx-like"},
 )
 
 
