@@ -100,10 +100,7 @@ class HardwareLab:
         for f in reversed(self._with_vfs(hw, fn)):
             sysfs.remove_function(hw.sys_root, hw.plan, f)
         netdevs.delete([hw.peer(f) for f in self._with_vfs(hw, fn) if f.netdev])
-        if fn.kind == "vf":
-            pf = hw.plan.by_bdf(fn.physfn or "")
-            sysfs.set_num_vfs(hw.sys_root, pf, sum(sysfs.device_dir(hw.sys_root, hw.plan.by_bdf(v)).exists()
-                                                   for v in pf.virtfns))
+        self._sync_num_vfs(hw, fn)
         self._record(node, "removed", device, True)
 
     def restore_device(self, node: str, device: str) -> None:
@@ -113,11 +110,16 @@ class HardwareLab:
         for f in restored:
             sysfs.write_function(hw.sys_root, hw.plan, f)
         netdevs.create([(f, hw.peer(f)) for f in restored if f.netdev], hw.netns, self.cfg.fabric_bridge)
+        self._sync_num_vfs(hw, fn)
+        self._record(node, "removed", device, False)
+
+    @staticmethod
+    def _sync_num_vfs(hw: NodeHardware, fn: PciFunction) -> None:
+        """After a VF came or went, its PF's sriov_numvfs counts the VFs present."""
         if fn.kind == "vf":
             pf = hw.plan.by_bdf(fn.physfn or "")
-            sysfs.set_num_vfs(hw.sys_root, pf, sum(sysfs.device_dir(hw.sys_root, hw.plan.by_bdf(v)).exists()
-                                                   for v in pf.virtfns))
-        self._record(node, "removed", device, False)
+            present = sum(sysfs.device_dir(hw.sys_root, hw.plan.by_bdf(v)).exists() for v in pf.virtfns)
+            sysfs.set_num_vfs(hw.sys_root, pf, present)
 
     def set_gpu_health(self, node: str, device: str, healthy: bool) -> None:
         hw = self.node(node)

@@ -1,6 +1,5 @@
 """Hardware profile validation (HW-01): each mistake is a clear error naming the field."""
 
-from pathlib import Path
 
 import pytest
 
