@@ -73,9 +73,8 @@ def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, .
 def down(name: str, force: bool) -> None:
     """Stop a lab and remove everything it created (LAB-05)."""
     from clusters.config import labs_root
-    from clusters.local.cluster import LocalCluster, teardown
+    from clusters.local.cluster import LocalCluster, remove
     from clusters.local.preflight import require_root
-    from clusters import residue
 
     require_root("down")
     start = time.monotonic()
@@ -83,21 +82,20 @@ def down(name: str, force: bool) -> None:
     if state.exists():
         cfg = ClusterConfig.model_validate_json(state.read_text())
     elif force:
-        cfg = ClusterConfig(name=name)  # slot unknown: links are found by the residue scan below
+        cfg = ClusterConfig(name=name)  # no state: remove what is found by the lab's name
     else:
         raise BadInput(f"no lab named {name!r} ({state} does not exist); `dralab down --name {name} --force` "
                        "cleans up whatever a crashed run left")
-    problems = teardown(cfg)
-    left = residue.find(name)
-    if force and not state.exists():
-        from clusters.local import network
-
-        network.delete_links([r.what for r in left if r.kind == "link"])
-        left = residue.find(name)
+    left = remove(cfg)
     console.print(f"lab {name!r} down in {time.monotonic() - start:.1f}s; logs kept under {labs_root() / 'logs' / name}")
-    for item in problems + [str(r) for r in left]:
+    exit_if_left_behind(left)
+
+
+def exit_if_left_behind(left: list[str]) -> None:
+    """Name what teardown could not remove and exit 3 (the lab broke, RP-04)."""
+    for item in left:
         console.print(f"[red]left behind:[/red] {item}")
-    if problems or left:
+    if left:
         sys.exit(3)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -113,15 +112,12 @@ def fault(action: str, name: str, node: str, device: str) -> None:
 @click.option("--name", default="hw", show_default=True)
 def down(name: str) -> None:
     """Remove a hardware-only lab: netdevs, fabric, namespaces and trees."""
-    from clusters import residue
-    from clusters.local.cluster import teardown
+    from clusters.lab_cli import exit_if_left_behind
+    from clusters.local.cluster import remove
     from clusters.local.preflight import require_root
 
     require_root("hw down")
     start = time.monotonic()
-    problems = teardown(_lab(name).cfg) + [str(r) for r in residue.find(name)]
+    left = remove(_lab(name).cfg)
     console.print(f"hardware lab {name!r} down in {time.monotonic() - start:.2f}s")
-    for p in problems:
-        console.print(f"[red]left behind:[/red] {p}")
-    if problems:
-        sys.exit(3)
+    exit_if_left_behind(left)

@@ -97,9 +97,10 @@ class HardwareLab:
         """The device disappears: its tree entries (a NIC's VFs too) and its netdevs."""
         hw = self.node(node)
         fn = self._device(hw, device, ("gpu", "nic", "vf"))
-        for f in reversed(self._with_vfs(hw, fn)):
+        removed = self._with_vfs(hw, fn)
+        for f in reversed(removed):
             sysfs.remove_function(hw.sys_root, hw.plan, f)
-        netdevs.delete([hw.peer(f) for f in self._with_vfs(hw, fn) if f.netdev])
+        netdevs.delete([hw.peer(f) for f in removed if f.netdev])
         self._sync_num_vfs(hw, fn)
         self._record(node, "removed", device, True)
 

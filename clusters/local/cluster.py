@@ -208,6 +208,13 @@ def teardown(cfg: ClusterConfig) -> list[str]:
     return problems
 
 
+def remove(cfg: ClusterConfig) -> list[str]:
+    """Tear a lab down, then scan for its residue: what could not be removed, for the user to see."""
+    from clusters import residue
+
+    return teardown(cfg) + [str(r) for r in residue.find(cfg.name)]
+
+
 def _namespace_members(cfg: ClusterConfig) -> Iterator[int]:
     inodes = set()
     for ns_file in (cfg.lab_dir / "ns").glob("*.mnt"):

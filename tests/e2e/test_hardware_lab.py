@@ -127,6 +127,12 @@ def test_lspci_reads_the_tree_with_names_numa_nodes_and_topology(hw: HardwareLab
     assert "+-02.0-[05]--+-00.0" in tree and "\\-00.4" in tree, tree
 
 
+def identities(cfg: ClusterConfig) -> dict[str, list[tuple[str, str | None, object]]]:
+    """Per node: address, MAC and GPU UUID of every PCI function."""
+    return {n: [(f.bdf, f.mac, (f.gpu or {}).get("uuid")) for f in hw.plan.functions]
+            for n, hw in HardwareLab(cfg).nodes.items()}
+
+
 @pytest.mark.benchmark
 @pytest.mark.requirement("HW-06")
 def test_build_and_teardown_benchmark_and_determinism(capsys) -> None:
@@ -134,14 +140,12 @@ def test_build_and_teardown_benchmark_and_determinism(capsys) -> None:
     dralab("hw", "up", "--name", "hwbench", "--profile", "dgx-like", "--nodes", "2")
     built = time.monotonic() - start
     state = ClusterConfig.model_validate_json(LocalCluster.state_file("hwbench").read_text())
-    first = {n: [(f.bdf, f.mac, (f.gpu or {}).get("uuid")) for f in hw.plan.functions]
-             for n, hw in HardwareLab(state).nodes.items()}
+    first = identities(state)
     start = time.monotonic()
     dralab("hw", "down", "--name", "hwbench")
     torn = time.monotonic() - start
     assert not residue.find("hwbench")
-    again = {n: [(f.bdf, f.mac, (f.gpu or {}).get("uuid")) for f in hw.plan.functions]
-             for n, hw in HardwareLab(state).nodes.items()}
+    again = identities(state)
     assert first == again, "the same seed and node names must give the same hardware"
     with capsys.disabled():
         print(f"\nBENCHMARK dgx-like hardware (72 PCI functions, 40 netdevs per node), 2 nodes: "
