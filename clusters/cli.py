@@ -45,7 +45,7 @@ def provision(offline: bool) -> None:
     tools = do_provision(offline=offline)
     console.print(f"provisioned in {time.monotonic() - start:.1f}s under {cache_root()}")
     for name, path in (("kubernetes", tools.kubernetes), ("etcd", tools.etcd), ("containerd", tools.containerd),
-                       ("runc", tools.runc), ("lab tools", tools.lab_tools)):
+                       ("runc", tools.runc), ("drivers under test", tools.drivers_under_test)):
         console.print(f"  {name:11} {path}")
     for image in tools.images:
         console.print(f"  image      {image.ref} {image.digest[:19]} {image.archive}")

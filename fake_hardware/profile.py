@@ -14,10 +14,9 @@ import uuid
 from pathlib import Path
 from typing import Annotated
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from clusters.errors import BadInput
+from clusters.yaml_profiles import load_yaml, profile_path, validated
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 HEX16 = Annotated[str, Field(pattern=r"^0x[0-9a-f]{4}$")]
@@ -199,43 +198,20 @@ def mac_address(seed: int, node: str, device: str, vf: int | None = None) -> str
 # Loading ----------------------------------------------------------------------------------
 
 
-def _load_yaml(path: Path) -> object:
-    try:
-        return yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise BadInput(f"cannot read hardware profile {path}: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        where = getattr(e, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        raise BadInput(f"hardware profile {path} is not valid YAML{at}: {getattr(e, 'problem', e)}") from None
-
-
-def _validated(model: type[Model], data: object, path: Path) -> Model:
-    try:
-        return model.model_validate(data)
-    except ValidationError as e:
-        lines = [f"  {'.'.join(map(str, err['loc'])) or '(top level)'}: {err['msg']}" for err in e.errors()]
-        raise BadInput(f"hardware profile {path} is invalid:\n" + "\n".join(lines)) from None
+WHAT = "hardware profile"
 
 
 def node_profile_path(name_or_path: str) -> Path:
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml"):
-        return path
-    shipped = PROFILES_DIR / f"{name_or_path}.yaml"
-    if not shipped.exists():
-        known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
-        raise BadInput(f"unknown hardware profile {name_or_path!r}: shipped profiles are {known}, or give a .yaml path")
-    return shipped
+    return profile_path(name_or_path, PROFILES_DIR, WHAT)
 
 
 def load_node_profile(name_or_path: str) -> NodeProfile:
     path = node_profile_path(name_or_path)
-    return _validated(NodeProfile, _load_yaml(path), path)  # type: ignore[return-value]
+    return validated(NodeProfile, load_yaml(path, WHAT), path, WHAT)
 
 
 def load_cluster_hardware(path: Path) -> ClusterHardware:
-    return _validated(ClusterHardware, _load_yaml(path), path)  # type: ignore[return-value]
+    return validated(ClusterHardware, load_yaml(path, WHAT), path, WHAT)
 
 
 def uniform(profile: str, nodes: list[str], seed: int = 0) -> ClusterHardware:

@@ -9,7 +9,7 @@ import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from clusters.config import ClusterConfig, labs_root
 from clusters.errors import BadInput
@@ -120,7 +120,7 @@ class LocalCluster:
                 HardwareLab(cfg).build()
             for node in self.nodes:
                 node.start_containerd()
-            _parallel(lambda n: (n.wait_containerd(), n.import_images()), self.nodes)
+            _parallel(lambda n: (n.wait_containerd(), n.import_images([i.archive for i in self.tools.node_images])), self.nodes)
             for node in self.nodes:
                 node.start_kubelet()
                 node.start_kube_proxy()
@@ -174,6 +174,9 @@ class LocalCluster:
         return config.new_client_from_config(config_file=str(self.kubeconfig))
 
     # Health -------------------------------------------------------------------------------
+
+    def import_images(self, archives: Sequence[Path]) -> None:
+        _parallel(lambda n: n.import_images(archives), self.nodes)
 
     def check_components(self) -> None:
         supervisor.check_alive(list(self.components().values()))

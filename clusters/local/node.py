@@ -124,11 +124,12 @@ class LocalNode:
                  lambda: subprocess.run(self.ctr("version"), capture_output=True).returncode == 0,
                  timeout, [self.component("containerd")])
 
-    def import_images(self) -> None:
+    def import_images(self, archives: Sequence[Path]) -> None:
+        """Import image tarballs (OCI layout or docker-archive) into this node's containerd."""
         log = self.log_dir / "image-import.log"
-        for image in self.tools.images:
-            run_logged(self.ctr("images", "import", str(image.archive)), log,
-                       what=f"importing {image.ref} into containerd on {self.name}")
+        for archive in archives:
+            run_logged(self.ctr("images", "import", str(archive)), log,
+                       what=f"importing {archive} into containerd on {self.name}")
 
     def start_kubelet(self) -> supervisor.Component:
         conf = self.dir / "conf"

@@ -18,7 +18,7 @@ from clusters.errors import BadInput, LabBroken
 from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
-    CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, ETCD, GO_RECIPES, KUBERNETES, LAB_TOOLS, RUNC,
+    CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, DRIVER_BINARIES, DRIVERS_UNDER_TEST, ETCD, GO_RECIPES, KUBERNETES, RUNC,
 )
 from clusters.provision.gobuild import RECIPES, GoRecipe
 
@@ -42,7 +42,7 @@ class Toolchain:
     etcd_dir: Path
     containerd: Path
     runc_dir: Path
-    lab_tools: Path
+    drivers_under_test: Path
     images: tuple[Image, ...]
 
     def kube(self, component: str) -> Path:
@@ -63,6 +63,14 @@ class Toolchain:
     @property
     def cni_bin_dir(self) -> Path:
         return CNI_BIN_DIR
+
+    @property
+    def node_images(self) -> tuple[Image, ...]:
+        """What every node gets at bring-up; driver images are imported when a driver is deployed."""
+        return tuple(i for i in self.images if i.ref != versions.DRIVERS_IMAGE)
+
+    def image(self, ref: str) -> Image:
+        return next(i for i in self.images if i.ref == ref)
 
     def versions(self) -> dict[str, str]:
         return dict(versions.ALL)
@@ -120,23 +128,30 @@ def _busybox_applets() -> list[str]:
     return [a for a in out.split() if a != "busybox"]
 
 
-def image_specs(pause: Path, lab_tools: Path) -> list[images.ImageSpec]:
+def image_specs(pause: Path, built: Path) -> list[images.ImageSpec]:
+    """The pause image, the workload image and the reference drivers' image (busybox for a shell)."""
     applets = {f"/bin/{a}": "busybox" for a in _busybox_applets()}
+    base_dirs = ("/tmp", "/etc", "/proc", "/sys", "/dev", "/var/run")
     return [
         images.ImageSpec(ref=versions.PAUSE_IMAGE, files={"/pause": pause}, entrypoint=["/pause"]),
         images.ImageSpec(
             ref=versions.WORKLOAD_IMAGE,
             files={"/bin/busybox": Path("/bin/busybox"),
-                   "/usr/local/bin/incluster-whoami": lab_tools / "incluster-whoami"},
-            symlinks=applets, dirs=("/tmp", "/etc", "/proc", "/sys", "/dev", "/var/run"),
-            cmd=["/bin/sh"],
+                   "/usr/local/bin/incluster-whoami": built / "incluster-whoami"},
+            symlinks=applets, dirs=base_dirs, cmd=["/bin/sh"],
+        ),
+        images.ImageSpec(
+            ref=versions.DRIVERS_IMAGE,
+            files={"/bin/busybox": Path("/bin/busybox"),
+                   **{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES}},
+            symlinks=applets, dirs=base_dirs, cmd=["/bin/sh"],
         ),
     ]
 
 
-def _ensure_images(pause: Path, lab_tools: Path) -> tuple[Image, ...]:
+def _ensure_images(pause: Path, built: Path) -> tuple[Image, ...]:
     result = []
-    for spec in image_specs(pause, lab_tools):
+    for spec in image_specs(pause, built):
         archive, digest = images.oci_archive(spec)
         path = cache_root() / "images" / f"{spec.ref.rsplit('/', 1)[-1].replace(':', '_')}-{digest[7:19]}.tar"
         if not path.exists():
@@ -155,10 +170,10 @@ def provision(offline: bool = False) -> Toolchain:
     _ensure_debian_packages(offline)
     dirs = {r.name: _ensure_go(r, offline) for r in GO_RECIPES}
     pause = _pause_binary(offline)
-    imgs = _ensure_images(pause, dirs[LAB_TOOLS.name])
+    imgs = _ensure_images(pause, dirs[DRIVERS_UNDER_TEST.name])
     return Toolchain(
         kubernetes=dirs[KUBERNETES.name], etcd_dir=dirs[ETCD.name], containerd=dirs[CONTAINERD.name],
-        runc_dir=dirs[RUNC.name], lab_tools=dirs[LAB_TOOLS.name], images=imgs,
+        runc_dir=dirs[RUNC.name], drivers_under_test=dirs[DRIVERS_UNDER_TEST.name], images=imgs,
     )
 
 

@@ -65,19 +65,17 @@ RUNC = GoRecipe(
     ldflags=f"-s -w -X main.version={versions.RUNC.lstrip('v')}",
 )
 
-# Our own Go programs (one module under drivers_under_test/): the workload image's helpers
-# and the probes the lab's e2e tests attach to a node.
-LAB_TOOLS = GoRecipe(
-    name="lab-tools",
+# Our own Go module under drivers_under_test/: the reference drivers, the workload image's
+# helpers and the probes the lab's e2e tests attach to a node.
+DRIVER_BINARIES = ("gpu-dra-driver", "vf-dra-driver", "fake-gpu-plugin")
+DRIVERS_UNDER_TEST = GoRecipe(
+    name="drivers-under-test",
     version="local",
     local_module=REPO / "drivers_under_test",
-    binaries={
-        "incluster-whoami": "./cmd/incluster-whoami",
-        "nri-probe": "./cmd/nri-probe",
-    },
+    binaries={name: f"./cmd/{name}" for name in ("incluster-whoami", "nri-probe", *DRIVER_BINARIES)},
 )
 
-GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, LAB_TOOLS)
+GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST)
 
 # Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
 # image's busybox, and libseccomp for building runc.

@@ -49,7 +49,8 @@ class GoRecipe:
         roots = [p for p in (self.recipe_dir, self.local_module) if p is not None]
         files: list[Path] = []
         for root in roots:
-            files += sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".go", ".mod", ".sum", ".c"})
+            files += sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".go", ".mod", ".sum", ".c"}
+                           and not p.name.endswith("_test.go"))  # tests do not change the binaries
         return files
 
     def key(self) -> str:

@@ -89,7 +89,7 @@ class NRIProbe:
 
     def __init__(self, node, events: Path) -> None:
         self.node, self.events = node, events
-        self.process = subprocess.Popen([str(node.tools.lab_tools / "nri-probe"), "--socket", str(node.nri_socket),
+        self.process = subprocess.Popen([str(node.tools.drivers_under_test / "nri-probe"), "--socket", str(node.nri_socket),
                                          "--events", str(events)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True)
 

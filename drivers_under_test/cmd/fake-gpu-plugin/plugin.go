@@ -1,0 +1,346 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"dralab.dev/drivers/internal/sysfs"
+	"dralab.dev/drivers/internal/variant"
+)
+
+const (
+	socketName   = "dralab-fake-gpu.sock"
+	kubeletName  = "kubelet.sock"
+	containerDir = "/var/run/dralab/fake-gpu" // where a container sees each GPU's sysfs dir
+
+	neverUnhealthy = "never-unhealthy"
+)
+
+var variants = map[string]string{
+	neverUnhealthy: "ListAndWatch never reports a device unhealthy (breaks DP-03)",
+}
+
+// plugin serves the device plugin API for the GPUs under sysfsRoot. The GPUs are read from
+// sysfs on every call rather than cached, so each answer reflects the hardware as it is.
+type plugin struct {
+	pluginapi.UnimplementedDevicePluginServer
+
+	sysfsRoot     string
+	hostSysfsRoot string // where the node has sysfsRoot, for mount host paths
+	pluginDir     string
+	cdiDir        string
+	resource      string
+	poll          time.Duration // sysfs health poll
+	watch         time.Duration // check for a kubelet restart
+	variant       *variant.Selected
+}
+
+func options() *pluginapi.DevicePluginOptions {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true, PreStartRequired: true}
+}
+
+// run writes the CDI spec, serves the API and registers with kubelet, then re-registers
+// whenever kubelet restarts, until ctx ends.
+func (p *plugin) run(ctx context.Context) error {
+	gpus, err := sysfs.GPUs(p.sysfsRoot)
+	if err != nil {
+		return err
+	}
+	klog.InfoS("Starting fake GPU device plugin", "variant", p.variant.Describe(),
+		"resource", p.resource, "devices", describe(gpus))
+
+	spec := filepath.Join(p.cdiDir, cdiSpecName)
+	if err := writeCDISpec(spec, gpus); err != nil {
+		return err
+	}
+	defer func() {
+		if err := os.Remove(spec); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			klog.ErrorS(err, "Removing the CDI spec")
+		}
+	}()
+
+	stop, err := p.serve()
+	if err != nil {
+		return err
+	}
+	defer func() { stop() }()
+	registered, err := p.register(ctx)
+	if ctx.Err() != nil {
+		return nil // told to stop while registering
+	} else if err != nil {
+		return err
+	}
+
+	sock := filepath.Join(p.pluginDir, socketName)
+	tick := time.NewTicker(p.watch)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			klog.InfoS("Stopping")
+			return nil
+		case <-tick.C:
+		}
+		// A starting kubelet removes the plugin sockets, then creates kubelet.sock anew.
+		if _, err := os.Stat(sock); errors.Is(err, fs.ErrNotExist) {
+			klog.InfoS("Plugin socket removed, serving again", "socket", sock)
+			stop()
+			next, err := p.serve()
+			if err != nil {
+				return err
+			}
+			stop, registered = next, nil
+		}
+		kubelet, err := os.Stat(filepath.Join(p.pluginDir, kubeletName))
+		if err != nil || (registered != nil && sameSocket(registered, kubelet)) {
+			continue // kubelet is down, or still the one we registered with
+		}
+		if registered, err = p.register(ctx); err != nil {
+			klog.ErrorS(err, "Re-registering, will retry")
+		}
+	}
+}
+
+// sameSocket tells a socket from one created anew at the same path, which may reuse the inode.
+func sameSocket(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.ModTime().Equal(b.ModTime())
+}
+
+// serve serves the API on the plugin socket until stop, which removes the socket.
+func (p *plugin) serve() (stop func(), err error) {
+	sock := filepath.Join(p.pluginDir, socketName)
+	// A socket left behind by a killed instance would make Listen fail.
+	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	// stop removes the socket itself: the listener would unlink the path whenever grpc gets
+	// to close it, possibly after the next server took that path.
+	lis.SetUnlinkOnClose(false)
+	srv := grpc.NewServer()
+	pluginapi.RegisterDevicePluginServer(srv, p)
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			klog.ErrorS(err, "Serving the device plugin API")
+		}
+	}()
+	return func() {
+		srv.Stop()
+		if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			klog.ErrorS(err, "Removing the plugin socket")
+		}
+	}, nil
+}
+
+// register registers with kubelet and returns kubelet's socket as it was, to tell when
+// kubelet restarts.
+func (p *plugin) register(ctx context.Context) (os.FileInfo, error) {
+	sock := filepath.Join(p.pluginDir, kubeletName)
+	kubelet, err := os.Stat(sock)
+	if err != nil {
+		return nil, fmt.Errorf("register with kubelet: %w", err)
+	}
+	conn, err := grpc.NewClient("unix:"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
+		Version:      pluginapi.Version,
+		Endpoint:     socketName,
+		ResourceName: p.resource,
+		Options:      options(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("register %s with kubelet at %s: %w", p.resource, sock, err)
+	}
+	klog.InfoS("Registered with kubelet", "resource", p.resource, "endpoint", socketName)
+	return kubelet, nil
+}
+
+func (p *plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	return options(), nil
+}
+
+// ListAndWatch sends the devices at once, then again whenever a device appears, disappears or
+// changes health.
+func (p *plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
+	tick := time.NewTicker(p.poll)
+	defer tick.Stop()
+	var last []*pluginapi.Device
+	sent := false
+	for {
+		gpus, err := sysfs.GPUs(p.sysfsRoot)
+		if err != nil {
+			// Keep kubelet's view rather than drop every device on a transient read error.
+			klog.ErrorS(err, "Reading GPUs")
+		} else if devices := p.devices(gpus); !sent || !sameDevices(devices, last) {
+			klog.InfoS("ListAndWatch", "devices", describeDevices(devices))
+			if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: devices}); err != nil {
+				return err
+			}
+			last, sent = devices, true
+		}
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func sameDevices(a, b []*pluginapi.Device) bool {
+	return slices.EqualFunc(a, b, func(x, y *pluginapi.Device) bool { return proto.Equal(x, y) })
+}
+
+func (p *plugin) devices(gpus []sysfs.GPU) []*pluginapi.Device {
+	devices := make([]*pluginapi.Device, 0, len(gpus))
+	for _, g := range gpus {
+		d := &pluginapi.Device{ID: g.UUID, Health: pluginapi.Healthy}
+		if !g.Healthy && !p.variant.Is(neverUnhealthy) {
+			d.Health = pluginapi.Unhealthy
+		}
+		if g.NUMA >= 0 { // sysfs reports -1 when the platform has no NUMA affinity
+			d.Topology = &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: int64(g.NUMA)}}}
+		}
+		devices = append(devices, d)
+	}
+	return devices
+}
+
+// GetPreferredAllocation prefers devices on one NUMA node: after the must-include devices it
+// takes those of the node with the most available devices first, lowest index first.
+func (p *plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	resp := &pluginapi.PreferredAllocationResponse{}
+	for _, creq := range req.ContainerRequests {
+		available, err := p.lookup(creq.AvailableDeviceIDs)
+		if err != nil {
+			return nil, err
+		}
+		perNUMA := map[int]int{}
+		for _, g := range available {
+			perNUMA[g.NUMA]++
+		}
+		slices.SortFunc(available, func(a, b sysfs.GPU) int {
+			return cmp.Or(cmp.Compare(perNUMA[b.NUMA], perNUMA[a.NUMA]), cmp.Compare(a.NUMA, b.NUMA), cmp.Compare(a.Index, b.Index))
+		})
+		ids := slices.Clone(creq.MustIncludeDeviceIDs)
+		for _, g := range available {
+			if len(ids) >= int(creq.AllocationSize) {
+				break
+			}
+			if !slices.Contains(ids, g.UUID) {
+				ids = append(ids, g.UUID)
+			}
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
+	}
+	return resp, nil
+}
+
+// Allocate hands each container its GPUs every way the API allows, so the suite can check
+// each path: env vars, a sysfs mount and a device node per GPU, and its CDI device.
+func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	// GPU.Dir has its symlinks resolved, so it is relative to the resolved root.
+	root, err := filepath.EvalSymlinks(p.sysfsRoot)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "sysfs root: %v", err)
+	}
+	resp := &pluginapi.AllocateResponse{}
+	for _, creq := range req.ContainerRequests {
+		gpus, err := p.lookup(creq.DevicesIds)
+		if err != nil {
+			return nil, err
+		}
+		c := &pluginapi.ContainerAllocateResponse{
+			Envs: map[string]string{"DRALAB_FAKE_GPU_UUIDS": strings.Join(creq.DevicesIds, ",")},
+		}
+		for _, g := range gpus {
+			rel, err := filepath.Rel(root, g.Dir)
+			if err != nil || !filepath.IsLocal(rel) {
+				return nil, status.Errorf(codes.Internal, "%s is outside %s", g.Dir, root)
+			}
+			c.Envs[fmt.Sprintf("DRALAB_FAKE_GPU_%d", g.Index)] = g.UUID
+			c.Mounts = append(c.Mounts, &pluginapi.Mount{
+				ContainerPath: path.Join(containerDir, g.UUID),
+				HostPath:      filepath.Join(p.hostSysfsRoot, rel),
+				ReadOnly:      true,
+			})
+			c.Devices = append(c.Devices, &pluginapi.DeviceSpec{
+				ContainerPath: fmt.Sprintf("/dev/dralab-fake-gpu%d", g.Index),
+				HostPath:      "/dev/null",
+				Permissions:   "rw",
+			})
+			c.CdiDevices = append(c.CdiDevices, &pluginapi.CDIDevice{Name: cdiKind + "=" + g.UUID})
+		}
+		klog.InfoS("Allocate", "devices", creq.DevicesIds)
+		resp.ContainerResponses = append(resp.ContainerResponses, c)
+	}
+	return resp, nil
+}
+
+// PreStartContainer only logs: the suite reads the pod log to see that kubelet calls it.
+func (p *plugin) PreStartContainer(_ context.Context, req *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	klog.InfoS("PreStartContainer", "devices", req.DevicesIds)
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
+
+// lookup reads sysfs and returns the GPUs with the given device IDs, in their order.
+func (p *plugin) lookup(ids []string) ([]sysfs.GPU, error) {
+	all, err := sysfs.GPUs(p.sysfsRoot)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "read GPUs: %v", err)
+	}
+	gpus := make([]sysfs.GPU, 0, len(ids))
+	for _, id := range ids {
+		i := slices.IndexFunc(all, func(g sysfs.GPU) bool { return g.UUID == id })
+		if i < 0 {
+			return nil, status.Errorf(codes.NotFound, "unknown device %q", id)
+		}
+		gpus = append(gpus, all[i])
+	}
+	return gpus, nil
+}
+
+func describe(gpus []sysfs.GPU) []string {
+	out := make([]string, 0, len(gpus))
+	for _, g := range gpus {
+		health := "healthy"
+		if !g.Healthy {
+			health = "unhealthy"
+		}
+		out = append(out, fmt.Sprintf("%s %s %s %s", g.UUID, g.Topology(), g.Model, health))
+	}
+	return out
+}
+
+func describeDevices(devices []*pluginapi.Device) []string {
+	out := make([]string, 0, len(devices))
+	for _, d := range devices {
+		out = append(out, d.ID+" "+d.Health)
+	}
+	return out
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/deviceattribute"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"dralab.dev/drivers/internal/cdi"
+	"dralab.dev/drivers/internal/dradriver"
+	"dralab.dev/drivers/internal/sysfs"
+)
+
+// driverVersion is published as the `driverVersion` attribute (a semantic version).
+const driverVersion = "1.37.0"
+
+// cdiClass is the class part of this driver's CDI kind, {driver}/gpu.
+const cdiClass = "gpu"
+
+// Variants only the GPU driver has.
+var ownVariants = map[string]string{
+	variantLeakOtherRequest:  "each device is reported for every request of its claim, so one request's container sees another's metadata (breaks MD-04)",
+	variantAttributeMismatch: "the metadata's index attribute differs from the ResourceSlice's (breaks MD-03)",
+	variantDropDevice:        "a request's metadata lists only its first device (breaks MD-02, MD-06)",
+	variantNoReadyCondition:  "status.devices entries carry no Ready condition (breaks ST-01)",
+	variantKeepUnhealthy:     "an unhealthy GPU stays in the ResourceSlice",
+}
+
+const (
+	variantLeakOtherRequest  = "leak-other-request"
+	variantAttributeMismatch = "attribute-mismatch"
+	variantDropDevice        = "drop-device"
+	variantNoReadyCondition  = "no-ready-condition"
+	variantKeepUnhealthy     = "keep-unhealthy"
+)
+
+type gpuDriver struct {
+	opts   *dradriver.Options
+	client kubernetes.Interface
+
+	mu   sync.Mutex
+	gpus map[string]sysfs.GPU // by device name, as last discovered
+}
+
+func deviceName(g sysfs.GPU) string { return fmt.Sprintf("gpu-%d", g.Index) }
+
+// attributes are the typed attributes of a GPU, published in the slice and, identically, in
+// the metadata file.
+func (d *gpuDriver) attributes(g sysfs.GPU) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+		"index":         {IntValue: ptr.To(int64(g.Index))},
+		"uuid":          {StringValue: ptr.To(g.UUID)},
+		"model":         {StringValue: ptr.To(g.Model)},
+		"driverVersion": {VersionValue: ptr.To(driverVersion)},
+		"numa":          {IntValue: ptr.To(int64(g.NUMA))},
+		"topology":      {StringValue: ptr.To(g.Topology())},
+		deviceattribute.StandardDeviceAttributePCIBusID: {StringValue: ptr.To(g.BDF)},
+	}
+	// Upstream's helper reads the PCIe root from the device's sysfs path, as real drivers do.
+	if root, err := deviceattribute.GetPCIeRootAttributeByPCIBusID(g.BDF, deviceattribute.WithFSFromRoot(d.opts.SysfsRoot)); err == nil {
+		attrs[root.Name] = root.Value
+	}
+	return attrs
+}
+
+// devices discovers the GPUs and returns the healthy ones as slice devices.
+func (d *gpuDriver) devices() ([]resourceapi.Device, error) {
+	found, err := sysfs.GPUs(d.opts.SysfsRoot)
+	if err != nil {
+		return nil, err
+	}
+	gpus := map[string]sysfs.GPU{}
+	var devices []resourceapi.Device
+	for _, g := range found {
+		if !g.Healthy && !d.opts.Variant.Is(variantKeepUnhealthy) {
+			continue
+		}
+		gpus[deviceName(g)] = g
+		devices = append(devices, resourceapi.Device{
+			Name:       deviceName(g),
+			Attributes: d.attributes(g),
+			Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+				"memory": {Value: *resource.NewQuantity(g.MemoryBytes, resource.BinarySI)},
+			},
+		})
+	}
+	d.mu.Lock()
+	d.gpus = gpus
+	d.mu.Unlock()
+	return devices, nil
+}
+
+func (d *gpuDriver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	result := map[types.UID]kubeletplugin.PrepareResult{}
+	for _, claim := range claims {
+		devices, err := d.prepare(ctx, claim)
+		result[claim.UID] = kubeletplugin.PrepareResult{Err: err, Devices: devices}
+	}
+	return result, nil
+}
+
+// ours are the claim's allocation results for this driver on this node.
+func (d *gpuDriver) ours(claim *resourceapi.ResourceClaim) []resourceapi.DeviceRequestAllocationResult {
+	var out []resourceapi.DeviceRequestAllocationResult
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver == d.opts.DriverName && r.Pool == d.opts.NodeName {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (d *gpuDriver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
+	results := d.ours(claim)
+	d.mu.Lock()
+	gpus := d.gpus
+	d.mu.Unlock()
+	cdiDevices := map[string]cdi.Edits{}
+	for _, r := range results {
+		g, ok := gpus[r.Device]
+		if !ok {
+			return nil, fmt.Errorf("device %s of claim %s/%s is not a healthy GPU on node %s", r.Device, claim.Namespace, claim.Name, d.opts.NodeName)
+		}
+		cdiDevices[r.Device] = cdi.Edits{
+			Env: []string{fmt.Sprintf("DRALAB_GPU_%d_UUID=%s", g.Index, g.UUID), "DRALAB_GPU_DRIVER=" + d.opts.DriverName},
+			// A device node per GPU, as a real driver hands out /dev/nvidiaN.
+			DeviceNodes: []cdi.DeviceNode{{Path: fmt.Sprintf("/dev/dralab-gpu%d", g.Index), HostPath: "/dev/null"}},
+		}
+	}
+	ids, err := d.opts.WriteClaimCDISpec(cdiClass, string(claim.UID), cdiDevices)
+	if err != nil {
+		return nil, err
+	}
+	requests := map[string]bool{}
+	for _, r := range results {
+		requests[r.Request] = true
+	}
+	var prepared []kubeletplugin.Device
+	listed := map[string]bool{}
+	for _, r := range results {
+		g := gpus[r.Device]
+		dev := kubeletplugin.Device{
+			Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device,
+			CDIDeviceIDs: []string{ids[r.Device]},
+			Metadata:     &kubeletplugin.DeviceMetadata{Attributes: d.metadataAttributes(g)},
+		}
+		switch {
+		case d.opts.Variant.Is(variantLeakOtherRequest):
+			dev.Requests = keys(requests)
+		case d.opts.Variant.Is(variantDropDevice) && listed[r.Request]:
+			// No request: the kubelet still hands its CDI device to the containers, but the
+			// framework leaves it out of every metadata file.
+			dev.Requests = nil
+		}
+		listed[r.Request] = true
+		prepared = append(prepared, dev)
+	}
+	if d.opts.ReportStatus && len(results) > 0 {
+		if err := d.reportStatus(ctx, claim, results, gpus); err != nil {
+			return nil, err
+		}
+	}
+	return prepared, nil
+}
+
+func (d *gpuDriver) metadataAttributes(g sysfs.GPU) map[string]resourceapi.DeviceAttribute {
+	attrs := map[string]resourceapi.DeviceAttribute{}
+	for k, v := range d.attributes(g) {
+		attrs[string(k)] = v
+	}
+	if d.opts.Variant.Is(variantAttributeMismatch) {
+		attrs["index"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(g.Index + 1))}
+	}
+	return attrs
+}
+
+func (d *gpuDriver) reportStatus(ctx context.Context, claim *resourceapi.ResourceClaim,
+	results []resourceapi.DeviceRequestAllocationResult, gpus map[string]sysfs.GPU) error {
+	var entries []dradriver.DeviceStatus
+	for _, r := range results {
+		entries = append(entries, dradriver.DeviceStatus{
+			Pool: r.Pool, Device: r.Device, Ready: !d.opts.Variant.Is(variantNoReadyCondition),
+			Data: map[string]any{"uuid": gpus[r.Device].UUID, "node": d.opts.NodeName},
+		})
+	}
+	return dradriver.ApplyStatus(ctx, d.client, d.opts.DriverName, claim.Namespace, claim.Name, entries)
+}
+
+func (d *gpuDriver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	result := map[types.UID]error{}
+	for _, claim := range claims {
+		result[claim.UID] = d.opts.RemoveClaimCDISpec(cdiClass, string(claim.UID))
+	}
+	return result, nil
+}
+
+func (d *gpuDriver) HandleError(ctx context.Context, err error, msg string) {
+	klog.FromContext(ctx).Error(err, msg)
+	if !errors.Is(err, kubeletplugin.ErrRecoverable) {
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+}
+
+func (d *gpuDriver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
+	return kubeletplugin.ErrHealthNotSupported
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

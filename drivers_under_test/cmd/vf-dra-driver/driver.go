@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/deviceattribute"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"dralab.dev/drivers/internal/dradriver"
+	"dralab.dev/drivers/internal/netdev"
+	"dralab.dev/drivers/internal/sysfs"
+)
+
+// Variants only the VF driver has.
+var ownVariants = map[string]string{
+	variantNetworkDataMismatch: "networkData reports an IP other than the one configured in the pod (breaks ST-02, MD-16)",
+}
+
+const variantNetworkDataMismatch = "networkdata-mismatch"
+
+// vfConfig is the opaque configuration a claim gives this driver for a request.
+type vfConfig struct {
+	InterfaceName   string   `json:"interfaceName,omitempty"`
+	IPs             []string `json:"ips,omitempty"`
+	HardwareAddress string   `json:"hardwareAddress,omitempty"`
+}
+
+type vfDriver struct {
+	opts   *dradriver.Options
+	client kubernetes.Interface
+	helper *kubeletplugin.Helper // set after Start; NRI hooks run only after that
+
+	mu    sync.Mutex
+	vfs   map[string]sysfs.VF // by device name, as last discovered
+	state *checkpoint
+	// Pod network namespaces held open from RunPodSandbox to StopPodSandbox, so the VF can be
+	// moved back even when the runtime has already released the namespace.
+	netns map[types.UID]*os.File
+}
+
+// deviceName is a DNS label: ens1f0 VF 2 -> ens1f0-vf2.
+func deviceName(vf sysfs.VF) string {
+	return strings.ToLower(fmt.Sprintf("%s-vf%d", vf.PFName, vf.Index))
+}
+
+func attributes(vf sysfs.VF) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+	return map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+		// numaNode, not numa as the GPU driver says: derived attributes (KEP-6080) bridge the two.
+		"numaNode": {IntValue: ptr.To(int64(vf.NUMA))},
+		"pciBusID": {StringValue: ptr.To(vf.BDF)},
+		deviceattribute.StandardDeviceAttributePCIBusID: {StringValue: ptr.To(vf.BDF)},
+		"pfName":     {StringValue: ptr.To(vf.PFName)},
+		"vfIndex":    {IntValue: ptr.To(int64(vf.Index))},
+		"macAddress": {StringValue: ptr.To(vf.MAC)},
+	}
+}
+
+func (d *vfDriver) devices() ([]resourceapi.Device, error) {
+	found, err := sysfs.VFs(d.opts.SysfsRoot)
+	if err != nil {
+		return nil, err
+	}
+	vfs := map[string]sysfs.VF{}
+	var devices []resourceapi.Device
+	for _, vf := range found {
+		vfs[deviceName(vf)] = vf
+		devices = append(devices, resourceapi.Device{Name: deviceName(vf), Attributes: attributes(vf)})
+	}
+	d.mu.Lock()
+	d.vfs = vfs
+	d.mu.Unlock()
+	return devices, nil
+}
+
+// configs are the claim's opaque configs for this driver by request; later ones (the claim's
+// after the class's) win. A config without requests applies to all.
+func (d *vfDriver) configs(claim *resourceapi.ResourceClaim) (map[string]vfConfig, error) {
+	out := map[string]vfConfig{}
+	for _, c := range claim.Status.Allocation.Devices.Config {
+		if c.Opaque == nil || c.Opaque.Driver != d.opts.DriverName {
+			continue
+		}
+		var cfg vfConfig
+		dec := json.NewDecoder(bytes.NewReader(c.Opaque.Parameters.Raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			return nil, fmt.Errorf("opaque config for %s: %w (fields: interfaceName, ips, hardwareAddress)", d.opts.DriverName, err)
+		}
+		requests := c.Requests
+		if len(requests) == 0 {
+			requests = []string{""}
+		}
+		for _, r := range requests {
+			out[r] = cfg
+		}
+	}
+	return out, nil
+}
+
+func configFor(configs map[string]vfConfig, request string) (vfConfig, bool) {
+	for _, key := range []string{request, strings.SplitN(request, "/", 2)[0], ""} {
+		if cfg, ok := configs[key]; ok {
+			return cfg, true
+		}
+	}
+	return vfConfig{}, false
+}
+
+func (d *vfDriver) PrepareResourceClaims(_ context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	result := map[types.UID]kubeletplugin.PrepareResult{}
+	for _, claim := range claims {
+		devices, err := d.prepare(claim)
+		result[claim.UID] = kubeletplugin.PrepareResult{Err: err, Devices: devices}
+	}
+	return result, d.state.save()
+}
+
+func (d *vfDriver) prepare(claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
+	configs, err := d.configs(claim)
+	if err != nil {
+		return nil, err
+	}
+	pc := &preparedClaim{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+	if old, ok := d.state.Claims[claim.UID]; ok {
+		pc = old // prepare again (kubelet restart): keep what is attached
+	}
+	pc.Pods = nil
+	for _, ref := range claim.Status.ReservedFor {
+		pc.Pods = append(pc.Pods, ref.UID)
+	}
+	perRequest := map[string]int{}
+	var prepared []kubeletplugin.Device
+	known := map[string]bool{}
+	for _, dev := range pc.Devices {
+		known[dev.Device] = true
+	}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != d.opts.DriverName || r.Pool != d.opts.NodeName {
+			continue
+		}
+		vf, ok := d.vfs[r.Device]
+		if !ok {
+			return nil, fmt.Errorf("device %s of claim %s/%s is not a VF on node %s", r.Device, claim.Namespace, claim.Name, d.opts.NodeName)
+		}
+		perRequest[r.Request]++
+		cfg, hasConfig := configFor(configs, r.Request)
+		if hasConfig && perRequest[r.Request] > 1 {
+			return nil, fmt.Errorf("request %s of claim %s/%s has a config for one interface but more than one device", r.Request, claim.Namespace, claim.Name)
+		}
+		nc := netdev.Config{InterfaceName: cfg.InterfaceName, IPs: cfg.IPs, HardwareAddress: cfg.HardwareAddress}
+		if nc.InterfaceName == "" {
+			nc.InterfaceName = vf.Netdev
+		}
+		if err := nc.Validate(); err != nil {
+			return nil, fmt.Errorf("config of request %s in claim %s/%s: %w", r.Request, claim.Namespace, claim.Name, err)
+		}
+		if !known[r.Device] {
+			pc.Devices = append(pc.Devices, preparedVF{Request: r.Request, Pool: r.Pool, Device: r.Device, VF: vf, Config: nc})
+		}
+		// No metadata here: it is deferred until RunPodSandbox knows the interface in the pod.
+		prepared = append(prepared, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device})
+	}
+	d.state.Claims[claim.UID] = pc
+	return prepared, nil
+}
+
+func (d *vfDriver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	result := map[types.UID]error{}
+	for _, claim := range claims {
+		pc, ok := d.state.Claims[claim.UID]
+		if !ok {
+			result[claim.UID] = nil
+			continue
+		}
+		var errs []error
+		for i := range pc.Devices {
+			errs = append(errs, d.detach(ctx, &pc.Devices[i], ""))
+		}
+		if result[claim.UID] = errors.Join(errs...); result[claim.UID] == nil {
+			delete(d.state.Claims, claim.UID)
+		}
+	}
+	return result, d.state.save()
+}
+
+func (d *vfDriver) HandleError(ctx context.Context, err error, msg string) {
+	klog.FromContext(ctx).Error(err, msg)
+	if !errors.Is(err, kubeletplugin.ErrRecoverable) {
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+}
+
+func (d *vfDriver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
+	return kubeletplugin.ErrHealthNotSupported
+}
+
+// attach moves the pod's VFs into its network namespace, then publishes what the pod sees as
+// deferred metadata (generation 2) and as status.devices networkData.
+func (d *vfDriver) attach(ctx context.Context, podUID types.UID, netnsPath string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	claims := d.state.podClaims(podUID)
+	if len(claims) == 0 {
+		return nil
+	}
+	ns, err := os.Open(netnsPath)
+	if err != nil {
+		return fmt.Errorf("open network namespace of pod %s: %w", podUID, err)
+	}
+	d.netns[podUID] = ns
+	nsPath := fmt.Sprintf("/proc/self/fd/%d", ns.Fd())
+	for _, pc := range claims {
+		for i := range pc.Devices {
+			dev := &pc.Devices[i]
+			if dev.Attached != nil {
+				continue
+			}
+			attached, err := netdev.MoveIn(dev.VF.Netdev, nsPath, dev.Config)
+			if err != nil {
+				return fmt.Errorf("claim %s/%s device %s: %w", pc.Namespace, pc.Name, dev.Device, err)
+			}
+			dev.Attached, dev.PodUID = &attached, podUID
+		}
+		if err := d.publish(ctx, pc); err != nil {
+			return err
+		}
+	}
+	return d.state.save()
+}
+
+// networkData is what the driver reports for an attached VF.
+func (d *vfDriver) networkData(a *netdev.Attached) *resourceapi.NetworkDeviceData {
+	ips := append([]string(nil), a.IPs...)
+	if d.opts.Variant.Is(variantNetworkDataMismatch) && len(ips) > 0 {
+		ips[0] = nextAddress(ips[0])
+	}
+	return &resourceapi.NetworkDeviceData{InterfaceName: a.InterfaceName, IPs: ips, HardwareAddress: a.HardwareAddress}
+}
+
+func nextAddress(cidr string) string {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return cidr
+	}
+	return netip.PrefixFrom(p.Addr().Next(), p.Bits()).String()
+}
+
+func (d *vfDriver) publish(ctx context.Context, pc *preparedClaim) error {
+	byRequest := map[string][]kubeletplugin.Device{}
+	var entries []dradriver.DeviceStatus
+	for _, dev := range pc.Devices {
+		nd := d.networkData(dev.Attached)
+		attrs := map[string]resourceapi.DeviceAttribute{}
+		for k, v := range attributes(dev.VF) {
+			attrs[string(k)] = v
+		}
+		byRequest[dev.Request] = append(byRequest[dev.Request], kubeletplugin.Device{
+			Requests: []string{dev.Request}, PoolName: dev.Pool, DeviceName: dev.Device,
+			Metadata: &kubeletplugin.DeviceMetadata{Attributes: attrs, NetworkData: nd},
+		})
+		entries = append(entries, dradriver.DeviceStatus{Pool: dev.Pool, Device: dev.Device, Ready: true, NetworkData: nd})
+	}
+	if d.opts.EnableDeviceMetadata {
+		for request, devices := range byRequest {
+			if err := d.helper.UpdateRequestMetadata(ctx, pc.Namespace, pc.Name, pc.UID, request, devices); err != nil {
+				return fmt.Errorf("update metadata of claim %s/%s request %s: %w", pc.Namespace, pc.Name, request, err)
+			}
+		}
+	}
+	if d.opts.ReportStatus {
+		return dradriver.ApplyStatus(ctx, d.client, d.opts.DriverName, pc.Namespace, pc.Name, entries)
+	}
+	return nil
+}
+
+// detachPod moves the pod's VFs back to the node.
+func (d *vfDriver) detachPod(ctx context.Context, podUID types.UID, netnsPath string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for _, pc := range d.state.podClaims(podUID) {
+		for i := range pc.Devices {
+			if pc.Devices[i].PodUID == podUID {
+				errs = append(errs, d.detach(ctx, &pc.Devices[i], netnsPath))
+			}
+		}
+	}
+	if ns, ok := d.netns[podUID]; ok {
+		ns.Close()
+		delete(d.netns, podUID)
+	}
+	return errors.Join(append(errs, d.state.save())...)
+}
+
+// detach moves one VF back under its own name and MAC, from the namespace held since
+// RunPodSandbox or, after a driver restart, from netnsPath (which may be gone with the pod).
+func (d *vfDriver) detach(ctx context.Context, dev *preparedVF, netnsPath string) error {
+	if dev.Attached == nil {
+		return nil
+	}
+	nsPath := netnsPath
+	if ns, ok := d.netns[dev.PodUID]; ok {
+		nsPath = fmt.Sprintf("/proc/self/fd/%d", ns.Fd())
+	}
+	if err := netdev.MoveOut(dev.Attached.InterfaceName, nsPath, dev.VF.Netdev, dev.VF.MAC); err != nil {
+		return fmt.Errorf("move %s back to the node: %w", dev.Device, err)
+	}
+	klog.FromContext(ctx).Info("VF back on the node", "device", dev.Device, "netdev", dev.VF.Netdev)
+	dev.Attached, dev.PodUID = nil, ""
+	return nil
+}

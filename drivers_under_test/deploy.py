@@ -1,0 +1,234 @@
+"""Deploy a driver profile into a lab and remove it again (`dralab driver deploy/remove`).
+
+Deploying imports the profile's images into every node's containerd, renders its manifests
+(parameters, the emulated-sysfs mounts of HW-05, the variant's args and manifests), applies
+them server-side and waits until every DaemonSet is ready, every DRA driver has published a
+ResourceSlice on every kubelet node and every device plugin resource is in every node's
+capacity. If that does not happen, the evidence (pod states, logs, events) is printed and
+everything is removed again: a failed deploy leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from clusters import versions
+from clusters.errors import BadInput, DralabError
+from clusters.progress import console, step
+from clusters.providers import Lab
+from clusters.provision import Toolchain
+from drivers_under_test.profile import LAB_PARAMETERS, DriverProfile, SysfsExposure
+from fake_hardware.exposure import standard_sysfs_mounts, sysfs_root_mount
+from fake_hardware.lab import NODE_SYSFS_ROOT
+
+PROFILE_LABEL = "dralab.dev/profile"
+VARIANT_LABEL = "dralab.dev/variant"
+WORKLOAD_KINDS = ("DaemonSet", "Deployment")
+
+
+class DeployFailed(DralabError):
+    """The driver under test did not come up; the message carries the evidence."""
+
+    exit_code = 1
+
+
+@dataclass
+class Rendered:
+    profile: DriverProfile
+    variant: str | None
+    objects: list[dict[str, Any]] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [o for o in self.objects if o.get("kind") == kind]
+
+
+def lab_parameters(lab: Lab) -> dict[str, str]:
+    return {"KUBELET_ROOT_DIR": lab.nodes[0].kubelet_root_dir, "DRIVERS_IMAGE": versions.DRIVERS_IMAGE,
+            "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT}  # NAMESPACE comes from the profile
+
+
+def _load_manifest(profile: DriverProfile, relative: Path, params: dict[str, str]) -> list[dict[str, Any]]:
+    path = profile.path(relative)
+    try:
+        text = string.Template(path.read_text()).substitute(params)
+    except KeyError as e:
+        raise BadInput(f"manifest {path} uses ${{{e.args[0]}}}, which neither driver profile {profile.name} "
+                       f"(parameters) nor the lab ({', '.join(LAB_PARAMETERS)}) sets") from None
+    except ValueError as e:
+        raise BadInput(f"manifest {path}: {e} (write a literal $ as $$)") from None
+    try:
+        return [d for d in yaml.safe_load_all(text) if d]
+    except yaml.YAMLError as e:
+        raise BadInput(f"manifest {path} is not valid YAML after substitution: {e}") from None
+
+
+def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj["spec"]["template"]["spec"]
+
+
+def _expose_sysfs(spec: dict[str, Any], exposure: SysfsExposure) -> None:
+    if exposure is SysfsExposure.NONE:
+        return
+    if exposure is SysfsExposure.STANDARD:
+        volumes, mounts = standard_sysfs_mounts()
+        args: list[str] = []
+    else:
+        volume, mount, flag = sysfs_root_mount()
+        volumes, mounts, args = [volume], [mount], [flag]
+    spec.setdefault("volumes", []).extend(volumes)
+    for c in spec["containers"]:
+        c.setdefault("volumeMounts", []).extend(mounts)
+        c["args"] = [*c.get("args", []), *args]
+
+
+def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, str],
+           all_variants: bool = False) -> Rendered:
+    """The profile's objects, labelled with the profile; with `all_variants`, every variant's
+    extra manifests too (what removal must find whichever variant was deployed)."""
+    chosen = profile.variant(variant)
+    params = {**profile.parameters, **lab_params, "NAMESPACE": profile.namespace}
+    manifests = list(profile.manifests)
+    if all_variants:
+        manifests += [m for v in profile.variants.values() for m in v.manifests]
+    elif chosen is not None:
+        manifests += chosen.manifests
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": profile.namespace}}
+    objects = [namespace] + [o for m in dict.fromkeys(manifests) for o in _load_manifest(profile, m, params)]
+    for obj in objects:
+        labels = obj.setdefault("metadata", {}).setdefault("labels", {})
+        labels[PROFILE_LABEL] = profile.name
+        labels[VARIANT_LABEL] = variant or "none"
+        if obj.get("kind") in WORKLOAD_KINDS:
+            spec = _pod_spec(obj)
+            _expose_sysfs(spec, profile.sysfs)
+            for c in spec["containers"]:
+                c["args"] = [*c.get("args", []), *(chosen.args if chosen else [])]
+    return Rendered(profile, variant, objects)
+
+
+def _kubectl(lab: Lab, *args: str, stdin: str | None = None, check: bool = True) -> str:
+    cmd = [str(lab.kubectl), f"--kubeconfig={lab.kubeconfig}", *args]
+    out = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
+    if check and out.returncode != 0:
+        raise DeployFailed(f"`kubectl {' '.join(args)}` failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def _as_list(objects: list[dict[str, Any]]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+
+
+def _import_images(lab: Lab, tools: Toolchain, profile: DriverProfile) -> None:
+    archives = [tools.image(versions.DRIVERS_IMAGE).archive if i.reference else profile.path(i.archive)
+                for i in profile.images if i.reference or i.archive]
+    if lab.local is None:
+        console.print(f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the nodes must "
+                      f"already have them ({', '.join(map(str, archives))})")
+        return
+    with step(f"Importing {len(archives)} image(s) of {profile.name} into {len(lab.local.nodes)} node(s)"):
+        lab.local.import_images(archives)
+
+
+def _check_hardware(lab: Lab, profile: DriverProfile) -> None:
+    if lab.local is None:
+        return
+    hardware = lab.local.cfg.hardware
+    if not hardware:
+        raise BadInput(f"driver profile {profile.name} expects emulated hardware {profile.hardware!r}, and lab "
+                       f"{lab.local.cfg.name} has none; start it with `dralab up --hardware {profile.hardware}`")
+    other = sorted({p for p in hardware.values() if p != profile.hardware})
+    if other:
+        console.print(f"[yellow]note:[/yellow] driver profile {profile.name} expects hardware {profile.hardware}; "
+                      f"this lab has {', '.join(other)}")
+
+
+def deploy(lab: Lab, tools: Toolchain, profile: DriverProfile, variant: str | None = None,
+           timeout: float = 120) -> Rendered:
+    _check_hardware(lab, profile)
+    rendered = render(profile, variant, lab_parameters(lab))
+    _import_images(lab, tools, profile)
+    label = f"{profile.name}" + (f" (BROKEN variant {variant})" if variant else "")
+    try:
+        with step(f"Deploying driver {label}"):
+            _kubectl(lab, "apply", "--server-side", "--field-manager=dralab", "--force-conflicts", "-f", "-",
+                     stdin=_as_list(rendered.objects))
+        with step(f"Waiting for {label} to register on {len(lab.nodes)} node(s)"):
+            _wait_ready(lab, rendered, timeout)
+    except BaseException as e:
+        evidence = _evidence(lab, profile) if isinstance(e, DeployFailed) else ""
+        remove(lab, profile)
+        if evidence:
+            raise DeployFailed(f"{e}\n{evidence}") from None
+        raise
+    return rendered
+
+
+def remove(lab: Lab, profile: DriverProfile, timeout: float = 120) -> None:
+    rendered = render(profile, None, lab_parameters(lab), all_variants=True)
+    with step(f"Removing driver {profile.name}"):
+        _kubectl(lab, "delete", "--ignore-not-found", "--wait=true", f"--timeout={int(timeout)}s", "-f", "-",
+                 stdin=_as_list(rendered.objects[::-1]))
+        # The kubelet deletes a driver's slices only after a grace period: do not leave them to the next driver.
+        for driver in profile.drivers:
+            _kubectl(lab, "delete", "resourceslices", f"--field-selector=spec.driver={driver}", "--ignore-not-found")
+
+
+# Readiness ------------------------------------------------------------------------------------
+
+
+def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
+    from kubernetes import client
+
+    api = lab.api()
+    apps, core, resource = client.AppsV1Api(api), client.CoreV1Api(api), client.ResourceV1Api(api)
+    nodes = [n.name for n in lab.nodes]
+    checks: list[tuple[str, Callable[[], list[str]]]] = []
+    for ds in rendered.of_kind("DaemonSet"):
+        ns, name = ds["metadata"].get("namespace", rendered.profile.namespace), ds["metadata"]["name"]
+
+        def daemonset(ns: str = ns, name: str = name) -> list[str]:
+            s = apps.read_namespaced_daemon_set(name, ns).status
+            desired = s.desired_number_scheduled or 0
+            ready = s.number_ready or 0
+            return [] if desired and ready == desired and (s.updated_number_scheduled or 0) == desired \
+                else [f"DaemonSet {ns}/{name}: {ready}/{desired} pods ready"]
+        checks.append(("daemonset", daemonset))
+    for driver in rendered.profile.drivers:
+        def slices(driver: str = driver) -> list[str]:
+            have = {s.spec.node_name for s in resource.list_resource_slice(field_selector=f"spec.driver={driver}").items}
+            return [f"no ResourceSlice of {driver} for node {n}" for n in nodes if n not in have]
+        checks.append(("slices", slices))
+    for res in rendered.profile.extended_resources:
+        def capacity(res: str = res) -> list[str]:
+            return [f"node {n.metadata.name} has no {res} in its capacity" for n in core.list_node().items
+                    if n.metadata.name in nodes and res not in (n.status.capacity or {})]
+        checks.append(("capacity", capacity))
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = [m for _, check in checks for m in check()]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise DeployFailed(f"driver {rendered.profile.name} was not ready after {timeout:.0f}s:\n  "
+                               + "\n  ".join(missing))
+        time.sleep(1)
+
+
+def _evidence(lab: Lab, profile: DriverProfile) -> str:
+    """Pod states, the last log lines of each container and the namespace's recent events."""
+    lines = ["pods:", _kubectl(lab, "get", "pods", "-n", profile.namespace, "-o", "wide", check=False).rstrip()]
+    pods = _kubectl(lab, "get", "pods", "-n", profile.namespace, "-o", "name", check=False).split()
+    for pod in pods:
+        logs = _kubectl(lab, "logs", "-n", profile.namespace, pod, "--all-containers", "--tail=15", check=False)
+        lines += [f"logs of {pod} (last 15 lines):", logs.rstrip() or "(none)"]
+    lines += ["events:", _kubectl(lab, "get", "events", "-n", profile.namespace, "--sort-by=.lastTimestamp",
+                                  check=False).rstrip()]
+    return "\n".join(lines)

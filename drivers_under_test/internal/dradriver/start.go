@@ -1,0 +1,61 @@
+package dradriver
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+)
+
+// Client is the driver's API client: in-cluster, whose service-account token the API server
+// binds to this node (what `associated-node:` status permissions require), or --kubeconfig.
+func (o *Options) Client() (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("API client: %w", err)
+	}
+	cfg.UserAgent = o.DriverName + "/" + o.NodeName
+	return kubernetes.NewForConfig(cfg)
+}
+
+// Start registers plugin with the kubelet through the upstream framework, with the kubelet
+// root dir, CDI dir and metadata options of o.
+func (o *Options) Start(ctx context.Context, plugin kubeletplugin.DRAPlugin, client kubernetes.Interface) (*kubeletplugin.Helper, error) {
+	opts := []kubeletplugin.Option{
+		kubeletplugin.DriverName(o.DriverName),
+		kubeletplugin.NodeName(o.NodeName),
+		kubeletplugin.KubeClient(client),
+		kubeletplugin.RegistrarDirectoryPath(filepath.Join(o.KubeletRootDir, "plugins_registry")),
+		kubeletplugin.PluginDataDirectoryPath(o.PluginDataDir()),
+		kubeletplugin.CDIDirectory(o.CDIDir),
+		// Health is published by withdrawing devices from the slice, not over the health API.
+		kubeletplugin.HealthService(false),
+	}
+	if o.EnableDeviceMetadata {
+		versions, err := o.metadataVersions()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kubeletplugin.EnableDeviceMetadata(true, versions),
+			kubeletplugin.MetadataFileOps(o.metadataFileOps()))
+	}
+	klog.FromContext(ctx).Info("Starting DRA driver", "driver", o.DriverName, "node", o.NodeName,
+		"kubeletRootDir", o.KubeletRootDir, "metadata", o.EnableDeviceMetadata, "metadataVersions", o.MetadataVersions,
+		"reportStatus", o.ReportStatus, "variant", o.Variant.Describe())
+	helper, err := kubeletplugin.Start(ctx, plugin, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("start kubelet plugin %s: %w", o.DriverName, err)
+	}
+	return helper, nil
+}

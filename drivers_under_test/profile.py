@@ -1,0 +1,163 @@
+"""Driver profiles: what dralab needs to know to deploy a driver and to decide, per
+requirement, whether it applies (PASS/FAIL) or not (SKIP).
+
+A profile is YAML. Paths in it are relative to the profile file. Manifests are templates:
+`${NAME}` is replaced by the profile's `parameters` and by what the lab provides
+(LAB_PARAMETERS), so the same manifests follow a non-default kubelet root dir (LAB-04) and a
+second instance of a driver can run under another name.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from clusters.errors import BadInput
+from clusters.yaml_profiles import load_yaml, profile_path, validated
+from fake_hardware.profile import node_profile_path
+
+PROFILES_DIR = Path(__file__).parent / "profiles"
+WHAT = "driver profile"
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+REQUIREMENT_ID = re.compile(r"^[A-Z]+-\d\d$")
+
+# What the lab fills in (the kubelet root dir of its nodes, the reference drivers' image, the
+# emulated sysfs as nodes see it) and the profile's own namespace.
+LAB_PARAMETERS = ("KUBELET_ROOT_DIR", "DRIVERS_IMAGE", "HARDWARE_SYSFS_ROOT", "NAMESPACE")
+
+
+class Capability(str, Enum):
+    METADATA = "metadata"  # KEP-5304 immediate metadata
+    METADATA_DEFERRED = "metadata-deferred"  # KEP-5304 updates after prepare (network drivers)
+    DEVICE_STATUS = "device-status"  # KEP-4817 status.devices
+    NETWORK_DATA = "network-data"  # KEP-4817 networkData
+    DEVICE_PLUGIN = "device-plugin"  # the classic device plugin API
+
+
+class SysfsExposure(str, Enum):
+    """How the emulated sysfs reaches the driver's containers (HW-05)."""
+
+    STANDARD = "standard"  # bind-mounted at /sys/bus/pci, /sys/devices, ... for unmodified drivers
+    ROOT = "root"  # the whole tree at one path, passed as --sysfs-root
+    NONE = "none"
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Image(Model):
+    """An image to import into every node: a tarball (OCI layout or docker-archive) the vendor
+    brings, or `reference: drivers`, dralab's own reference-driver image built by provision."""
+
+    archive: Path | None = None
+    reference: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "Image":
+        if (self.archive is None) == (self.reference is None):
+            raise ValueError("give exactly one of archive (a tarball path) or reference: drivers")
+        if self.reference not in (None, "drivers"):
+            raise ValueError(f"reference {self.reference!r}: the only reference image is 'drivers'")
+        return self
+
+
+class Variant(Model):
+    """A broken variant (MUT-01): extra container args and manifests, and what it must break."""
+
+    args: list[str] = Field(default_factory=list)
+    manifests: list[Path] = Field(default_factory=list)
+    breaks: list[str] = Field(min_length=1)
+
+    @field_validator("breaks")
+    @classmethod
+    def _ids(cls, v: list[str]) -> list[str]:
+        bad = [i for i in v if not REQUIREMENT_ID.match(i)]
+        if bad:
+            raise ValueError(f"{bad} are not requirement IDs like MD-04")
+        return v
+
+
+class DriverProfile(Model):
+    name: str = Field(pattern=r"^[a-z0-9][-a-z0-9]*$")
+    description: str
+    drivers: list[str] = Field(default_factory=list, description="DRA driver names")
+    extended_resources: list[str] = Field(default_factory=list, alias="extendedResources",
+                                          description="device plugin resource names")
+    capabilities: list[Capability]
+    device_classes: list[str] = Field(default_factory=list, alias="deviceClasses")
+    hardware: str = Field(description="the hardware profile the driver expects on every node")
+    sysfs: SysfsExposure = SysfsExposure.STANDARD
+    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    images: list[Image] = Field(min_length=1)
+    manifests: list[Path] = Field(min_length=1)
+    parameters: dict[str, str] = Field(default_factory=dict)
+    variants: dict[str, Variant] = Field(default_factory=dict)
+    # Where the profile file is; set by load_profile, resolves the relative paths above.
+    source: Path = Field(default=Path("."), exclude=True)
+
+    @field_validator("drivers", "device_classes")
+    @classmethod
+    def _dns(cls, v: list[str]) -> list[str]:
+        bad = [n for n in v if not DNS_SUBDOMAIN.match(n)]
+        if bad:
+            raise ValueError(f"{bad} are not DNS subdomains (lower case, dots, dashes)")
+        return v
+
+    @field_validator("parameters")
+    @classmethod
+    def _lab_owned(cls, v: dict[str, str]) -> dict[str, str]:
+        taken = sorted(set(v) & set(LAB_PARAMETERS))
+        if taken:
+            raise ValueError(f"{taken} are set by the lab, not by a profile")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "DriverProfile":
+        if not self.drivers and not self.extended_resources:
+            raise ValueError("name at least one DRA driver (drivers) or device plugin resource (extendedResources)")
+        if Capability.DEVICE_PLUGIN in self.capabilities and not self.extended_resources:
+            raise ValueError("capability device-plugin needs extendedResources")
+        if Capability.NETWORK_DATA in self.capabilities and Capability.DEVICE_STATUS not in self.capabilities:
+            raise ValueError("capability network-data is part of device-status: claim both")
+        return self
+
+    def has(self, capability: Capability | str) -> bool:
+        return Capability(capability) in self.capabilities
+
+    def path(self, relative: Path) -> Path:
+        return relative if relative.is_absolute() else self.source.parent / relative
+
+    def variant(self, name: str | None) -> Variant | None:
+        if name is None:
+            return None
+        if name not in self.variants:
+            known = ", ".join(sorted(self.variants)) or "none"
+            raise BadInput(f"driver profile {self.name} has no variant {name!r} (its variants: {known})")
+        return self.variants[name]
+
+    def check_files(self) -> None:
+        """Every file the profile names exists: refused before anything is deployed."""
+        files = [("manifest", m) for m in self.manifests]
+        files += [("image archive", i.archive) for i in self.images if i.archive is not None]
+        files += [(f"manifest of variant {n}", m) for n, v in self.variants.items() for m in v.manifests]
+        missing = [f"  {what} {self.path(p)}" for what, p in files if not self.path(p).is_file()]
+        if missing:
+            raise BadInput(f"driver profile {self.source} names files that do not exist:\n" + "\n".join(missing)
+                           + "\n(paths are relative to the profile file)")
+
+
+def load_profile(name_or_path: str) -> DriverProfile:
+    path = profile_path(name_or_path, PROFILES_DIR, WHAT)
+    data = load_yaml(path, WHAT)
+    profile = validated(DriverProfile, data, path, WHAT).model_copy(update={"source": path.resolve()})
+    profile.check_files()
+    node_profile_path(profile.hardware)  # an unknown hardware profile is refused by name
+    return profile
+
+
+def shipped_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
