@@ -53,10 +53,11 @@ def provision(offline: bool) -> None:
 
 def _register_commands() -> None:
     from clusters import lab_cli
+    from drivers_under_test.cli import driver
     from fake_hardware.cli import hw
     from reports.certify import certify
 
-    for command in [*lab_cli.COMMANDS, hw, certify]:
+    for command in [*lab_cli.COMMANDS, hw, driver, certify]:
         main.add_command(command)
 
 

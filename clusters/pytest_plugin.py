@@ -5,12 +5,15 @@ from __future__ import annotations
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
 from clusters.config import ClusterConfig
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
+
+if TYPE_CHECKING:
+    from drivers_under_test.profile import DriverProfile
 
 LOG_ATTACH_LIMIT = 3000  # characters per component log attached to a failing test
 
@@ -76,6 +79,32 @@ def extra_lab() -> Iterator[Callable[[ClusterConfig], Lab]]:
     finally:
         for cluster in started.values():
             cluster.down()
+
+
+DeployDriver = Callable[..., "DriverProfile"]
+
+
+@pytest.fixture(scope="session")
+def deploy_driver(lab: Lab) -> Iterator[DeployDriver]:
+    """deploy_driver(profile, variant=None) deploys a driver profile into the session lab once
+    (again only when the variant changes); every deployed profile is removed at the end."""
+    from drivers_under_test.deploy import deploy, remove
+    from drivers_under_test.profile import load_profile
+
+    deployed: dict[str, tuple[DriverProfile, str | None]] = {}
+
+    def deploy_one(name: str, variant: str | None = None) -> DriverProfile:
+        if name not in deployed or deployed[name][1] != variant:
+            profile = load_profile(name)
+            deploy(lab, profile, variant)
+            deployed[name] = (profile, variant)
+        return deployed[name][0]
+
+    try:
+        yield deploy_one
+    finally:
+        for profile, _ in deployed.values():
+            remove(lab, profile)
 
 
 @pytest.fixture(scope="session")

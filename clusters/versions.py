@@ -12,8 +12,9 @@ NRI = "v0.12.5"
 # the local pause image is tagged exactly so, so containerd never tries to pull it.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.2"
 WORKLOAD_IMAGE = "dralab.dev/workload:lab"
-# The reference drivers (drivers_under_test/), one image for all of them.
-DRIVERS_IMAGE = "dralab.dev/drivers:lab"
+# The reference drivers (drivers_under_test/), one image for all of them, tagged with the
+# build's source hash so that a rebuilt driver rolls out to running DaemonSets.
+DRIVERS_IMAGE_REPO = "dralab.dev/drivers"
 
 ALL = {
     "kubernetes": KUBERNETES,

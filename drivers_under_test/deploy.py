@@ -20,11 +20,10 @@ from typing import Any, Callable
 
 import yaml
 
-from clusters import versions
 from clusters.errors import BadInput, DralabError
+from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
 from clusters.progress import console, step
 from clusters.providers import Lab
-from clusters.provision import Toolchain
 from drivers_under_test.profile import LAB_PARAMETERS, DriverProfile, SysfsExposure
 from fake_hardware.exposure import standard_sysfs_mounts, sysfs_root_mount
 from fake_hardware.lab import NODE_SYSFS_ROOT
@@ -51,7 +50,10 @@ class Rendered:
 
 
 def lab_parameters(lab: Lab) -> dict[str, str]:
-    return {"KUBELET_ROOT_DIR": lab.nodes[0].kubelet_root_dir, "DRIVERS_IMAGE": versions.DRIVERS_IMAGE,
+    from clusters.provision import provision
+
+    tools = lab.local.tools if lab.local is not None else provision(offline=True)
+    return {"KUBELET_ROOT_DIR": lab.nodes[0].kubelet_root_dir, "DRIVERS_IMAGE": tools.drivers_image.ref,
             "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT}  # NAMESPACE comes from the profile
 
 
@@ -89,6 +91,14 @@ def _expose_sysfs(spec: dict[str, Any], exposure: SysfsExposure) -> None:
         c["args"] = [*c.get("args", []), *args]
 
 
+def _keep_off_slice_only_nodes(spec: dict[str, Any]) -> None:
+    """Slice-only nodes have no kubelet: a DaemonSet pod there would never start (nor end)."""
+    required = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {}).setdefault(
+        "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": [{}]})
+    for term in required["nodeSelectorTerms"]:
+        term.setdefault("matchExpressions", []).append({"key": SLICE_ONLY_LABEL, "operator": "DoesNotExist"})
+
+
 def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, str],
            all_variants: bool = False) -> Rendered:
     """The profile's objects, labelled with the profile; with `all_variants`, every variant's
@@ -107,7 +117,11 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
         labels[PROFILE_LABEL] = profile.name
         labels[VARIANT_LABEL] = variant or "none"
         if obj.get("kind") in WORKLOAD_KINDS:
+            # The pods carry the labels too: tests find the pods of a profile and variant by them.
+            obj["spec"]["template"].setdefault("metadata", {}).setdefault("labels", {}).update(
+                {PROFILE_LABEL: profile.name, VARIANT_LABEL: variant or "none"})
             spec = _pod_spec(obj)
+            _keep_off_slice_only_nodes(spec)
             _expose_sysfs(spec, profile.sysfs)
             for c in spec["containers"]:
                 c["args"] = [*c.get("args", []), *(chosen.args if chosen else [])]
@@ -126,13 +140,14 @@ def _as_list(objects: list[dict[str, Any]]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
 
 
-def _import_images(lab: Lab, tools: Toolchain, profile: DriverProfile) -> None:
-    archives = [tools.image(versions.DRIVERS_IMAGE).archive if i.reference else profile.path(i.archive)
-                for i in profile.images if i.reference or i.archive]
+def _import_images(lab: Lab, profile: DriverProfile) -> None:
     if lab.local is None:
-        console.print(f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the nodes must "
-                      f"already have them ({', '.join(map(str, archives))})")
+        console.print(f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the cluster's "
+                      f"nodes must already have the images of driver profile {profile.name}")
         return
+    tools = lab.local.tools
+    archives = [tools.drivers_image.archive if i.reference else profile.path(i.archive)
+                for i in profile.images if i.reference or i.archive]
     with step(f"Importing {len(archives)} image(s) of {profile.name} into {len(lab.local.nodes)} node(s)"):
         lab.local.import_images(archives)
 
@@ -150,11 +165,10 @@ def _check_hardware(lab: Lab, profile: DriverProfile) -> None:
                       f"this lab has {', '.join(other)}")
 
 
-def deploy(lab: Lab, tools: Toolchain, profile: DriverProfile, variant: str | None = None,
-           timeout: float = 120) -> Rendered:
+def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout: float = 120) -> Rendered:
     _check_hardware(lab, profile)
     rendered = render(profile, variant, lab_parameters(lab))
-    _import_images(lab, tools, profile)
+    _import_images(lab, profile)
     label = f"{profile.name}" + (f" (BROKEN variant {variant})" if variant else "")
     try:
         with step(f"Deploying driver {label}"):

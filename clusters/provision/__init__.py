@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from clusters import versions
 from clusters.errors import BadInput, LabBroken
@@ -67,10 +68,11 @@ class Toolchain:
     @property
     def node_images(self) -> tuple[Image, ...]:
         """What every node gets at bring-up; driver images are imported when a driver is deployed."""
-        return tuple(i for i in self.images if i.ref != versions.DRIVERS_IMAGE)
+        return tuple(i for i in self.images if i != self.drivers_image)
 
-    def image(self, ref: str) -> Image:
-        return next(i for i in self.images if i.ref == ref)
+    @property
+    def drivers_image(self) -> Image:
+        return next(i for i in self.images if i.ref.startswith(versions.DRIVERS_IMAGE_REPO + ":"))
 
     def versions(self) -> dict[str, str]:
         return dict(versions.ALL)
@@ -105,7 +107,15 @@ def _ensure_go(recipe: GoRecipe, offline: bool) -> Path:
     log.unlink(missing_ok=True)
     with step(f"Building {recipe.name} {recipe.version} from Go modules (log: {log})"):
         gobuild.build(recipe, out, cache_root() / "work" / f"{recipe.name}-{recipe.key()}", log)
+    if recipe.local_module is not None:  # our own code changes often: keep only the newest build
+        _prune(out.parent.glob(f"{recipe.name}-{recipe.version}-*"), keep=out)
     return out
+
+
+def _prune(paths: Iterable[Path], keep: Path) -> None:
+    for path in paths:
+        if path != keep:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def _pause_binary(offline: bool) -> Path:
@@ -141,7 +151,7 @@ def image_specs(pause: Path, built: Path) -> list[images.ImageSpec]:
             symlinks=applets, dirs=base_dirs, cmd=["/bin/sh"],
         ),
         images.ImageSpec(
-            ref=versions.DRIVERS_IMAGE,
+            ref=f"{versions.DRIVERS_IMAGE_REPO}:{built.name.rsplit('-', 1)[1]}",
             files={"/bin/busybox": Path("/bin/busybox"),
                    **{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES}},
             symlinks=applets, dirs=base_dirs, cmd=["/bin/sh"],
@@ -158,6 +168,7 @@ def _ensure_images(pause: Path, built: Path) -> tuple[Image, ...]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.with_suffix(".partial").write_bytes(archive)
             path.with_suffix(".partial").rename(path)
+            _prune(path.parent.glob(f"{path.name.split('_')[0]}_*.tar"), keep=path)  # older builds of this image
         result.append(Image(spec.ref, path, digest))
     return tuple(result)
 

@@ -29,6 +29,9 @@ class PodBuilder:
     mounts: list[dict[str, Any]] = field(default_factory=list)
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     restart_policy: str = "Always"
+    claims: list[dict[str, Any]] = field(default_factory=list)  # pod.spec.resourceClaims
+    container_claims: list[dict[str, Any]] = field(default_factory=list)  # resources.claims of the container
+    limits: dict[str, str] = field(default_factory=dict)
 
     def on_node(self, node: str) -> "PodBuilder":
         """Through the scheduler, not spec.nodeName: the scheduler is part of what is tested."""
@@ -57,12 +60,27 @@ class PodBuilder:
         self.mounts.append({"name": volume["name"], "mountPath": mount_path})
         return self
 
+    def with_claim(self, name: str, *, claim: str | None = None, template: str | None = None,
+                   requests: tuple[str, ...] = ()) -> "PodBuilder":
+        """Reference a ResourceClaim (by name) or a ResourceClaimTemplate as pod claim `name`; the
+        container uses it whole, or only `requests` of it."""
+        ref = {"resourceClaimName": claim} if claim else {"resourceClaimTemplateName": template}
+        self.claims.append({"name": name, **ref})
+        self.container_claims += [{"name": name, "request": r} for r in requests] or [{"name": name}]
+        return self
+
+    def with_limit(self, resource: str, count: int) -> "PodBuilder":
+        """An extended resource (a device plugin's) for the container."""
+        self.limits[resource] = str(count)
+        return self
+
     def build(self) -> dict[str, Any]:
         container = {"name": "main", "image": versions.WORKLOAD_IMAGE, "imagePullPolicy": "Never",
-                     "command": self.command, "env": self.env, "volumeMounts": self.mounts}
+                     "command": self.command, "env": self.env, "volumeMounts": self.mounts,
+                     "resources": {"claims": self.container_claims, "limits": self.limits}}
         spec: dict[str, Any] = {"containers": [container], "volumes": self.volumes, "terminationGracePeriodSeconds": 1,
                                 "nodeSelector": self.node_selector, "tolerations": self.tolerations,
-                                "restartPolicy": self.restart_policy}
+                                "restartPolicy": self.restart_policy, "resourceClaims": self.claims}
         if self.node_name:
             spec["nodeName"] = self.node_name
         return {"apiVersion": "v1", "kind": "Pod",

@@ -32,7 +32,6 @@ var ownVariants = map[string]string{
 	variantAttributeMismatch: "the metadata's index attribute differs from the ResourceSlice's (breaks MD-03)",
 	variantDropDevice:        "a request's metadata lists only its first device (breaks MD-02, MD-06)",
 	variantNoReadyCondition:  "status.devices entries carry no Ready condition (breaks ST-01)",
-	variantKeepUnhealthy:     "an unhealthy GPU stays in the ResourceSlice",
 }
 
 const (
@@ -40,7 +39,6 @@ const (
 	variantAttributeMismatch = "attribute-mismatch"
 	variantDropDevice        = "drop-device"
 	variantNoReadyCondition  = "no-ready-condition"
-	variantKeepUnhealthy     = "keep-unhealthy"
 )
 
 type gpuDriver struct {
@@ -81,7 +79,7 @@ func (d *gpuDriver) devices() ([]resourceapi.Device, error) {
 	gpus := map[string]sysfs.GPU{}
 	var devices []resourceapi.Device
 	for _, g := range found {
-		if !g.Healthy && !d.opts.Variant.Is(variantKeepUnhealthy) {
+		if !g.Healthy {
 			continue
 		}
 		gpus[deviceName(g)] = g
@@ -192,7 +190,7 @@ func (d *gpuDriver) reportStatus(ctx context.Context, claim *resourceapi.Resourc
 			Data: map[string]any{"uuid": gpus[r.Device].UUID, "node": d.opts.NodeName},
 		})
 	}
-	return dradriver.ApplyStatus(ctx, d.client, d.opts.DriverName, claim.Namespace, claim.Name, entries)
+	return dradriver.WriteStatus(ctx, d.client, d.opts.DriverName, claim.Namespace, claim.Name, entries)
 }
 
 func (d *gpuDriver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {

@@ -285,7 +285,7 @@ func (d *vfDriver) publish(ctx context.Context, pc *preparedClaim) error {
 		}
 	}
 	if d.opts.ReportStatus {
-		return dradriver.ApplyStatus(ctx, d.client, d.opts.DriverName, pc.Namespace, pc.Name, entries)
+		return dradriver.WriteStatus(ctx, d.client, d.opts.DriverName, pc.Namespace, pc.Name, entries)
 	}
 	return nil
 }

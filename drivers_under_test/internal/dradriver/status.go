@@ -8,9 +8,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
-	resourceapply "k8s.io/client-go/applyconfigurations/resource/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // DeviceStatus is one status.devices entry (KEP-4817) this driver reports for a claim.
@@ -21,35 +20,57 @@ type DeviceStatus struct {
 	NetworkData  *resourceapi.NetworkDeviceData
 }
 
-// ApplyStatus server-side applies the driver's entries of a claim's status.devices. The field
-// manager is the driver name, so entries of other drivers on the same claim are kept.
-func ApplyStatus(ctx context.Context, client kubernetes.Interface, driver, namespace, claim string, entries []DeviceStatus) error {
-	status := resourceapply.ResourceClaimStatus()
-	for _, e := range entries {
-		entry := resourceapply.AllocatedDeviceStatus().WithDriver(driver).WithPool(e.Pool).WithDevice(e.Device)
-		if e.Ready {
-			entry.WithConditions(metav1apply.Condition().WithType("Ready").WithStatus(metav1.ConditionTrue).
-				WithReason("DeviceConfigured").WithMessage("prepared by " + driver).
-				WithLastTransitionTime(metav1.Now()))
+func (e DeviceStatus) entry(driver string) (resourceapi.AllocatedDeviceStatus, error) {
+	out := resourceapi.AllocatedDeviceStatus{Driver: driver, Pool: e.Pool, Device: e.Device, NetworkData: e.NetworkData}
+	if e.Ready {
+		out.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DeviceConfigured",
+			Message: "configured by " + driver, LastTransitionTime: metav1.Now()}}
+	}
+	if e.Data != nil {
+		raw, err := json.Marshal(e.Data)
+		if err != nil {
+			return out, err
 		}
-		if e.Data != nil {
-			raw, err := json.Marshal(e.Data)
+		out.Data = &runtime.RawExtension{Raw: raw}
+	}
+	return out, nil
+}
+
+// WriteStatus replaces the driver's entries for these devices in a claim's status.devices and
+// keeps every other entry. It reads, modifies and updates (retrying on conflict) rather than
+// applying server-side: in v1.37.1 a server-side apply to the status of a claim whose
+// allocation holds a config without `requests` is refused with
+// "status.allocation: Invalid value: null: field cannot be modified once set".
+func WriteStatus(ctx context.Context, client kubernetes.Interface, driver, namespace, name string, entries []DeviceStatus) error {
+	claims := client.ResourceV1().ResourceClaims(namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		claim, err := claims.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ours := map[[2]string]bool{}
+		for _, e := range entries {
+			ours[[2]string{e.Pool, e.Device}] = true
+		}
+		var devices []resourceapi.AllocatedDeviceStatus
+		for _, d := range claim.Status.Devices {
+			if d.Driver != driver || !ours[[2]string{d.Pool, d.Device}] {
+				devices = append(devices, d)
+			}
+		}
+		for _, e := range entries {
+			entry, err := e.entry(driver)
 			if err != nil {
 				return err
 			}
-			entry.WithData(runtime.RawExtension{Raw: raw})
+			devices = append(devices, entry)
 		}
-		if nd := e.NetworkData; nd != nil {
-			entry.WithNetworkData(resourceapply.NetworkDeviceData().WithInterfaceName(nd.InterfaceName).
-				WithIPs(nd.IPs...).WithHardwareAddress(nd.HardwareAddress))
-		}
-		status.WithDevices(entry)
-	}
-	_, err := client.ResourceV1().ResourceClaims(namespace).ApplyStatus(ctx,
-		resourceapply.ResourceClaim(claim, namespace).WithStatus(status),
-		metav1.ApplyOptions{FieldManager: driver, Force: true})
+		claim.Status.Devices = devices
+		_, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: driver})
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("apply status.devices of claim %s/%s: %w", namespace, claim, err)
+		return fmt.Errorf("write status.devices of claim %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }

@@ -1,0 +1,171 @@
+"""The reference drivers on the session lab (dgx-like on both nodes): they register, publish
+typed attributes, and what a pod gets is what they promise. Each broken variant deploys and
+runs; the suites prove that each one fails what it breaks (MUT-01)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+from kubernetes import client
+
+from clusters.providers import Lab
+from drivers_under_test.profile import load_profile, shipped_profiles
+from fake_hardware.lab import HardwareLab
+from suites.framework import claims, pods
+from suites.framework.claims import ClaimBuilder
+from suites.framework.pods import PodBuilder
+from suites.framework.waits import wait_for
+
+pytestmark = pytest.mark.e2e
+
+GPU, VF = "gpu.dralab.dev", "vf.dralab.dev"
+METADATA_DIR = "/var/run/kubernetes.io/dra-device-attributes/resourceclaims"
+
+
+@pytest.fixture(scope="module")
+def reference_drivers(lab: Lab, deploy_driver) -> Lab:
+    if lab.local is None or not lab.local.cfg.hardware:
+        pytest.skip("needs the local lab with emulated hardware")
+    for name in ("gpu", "net", "fake-gpu-plugin"):
+        deploy_driver(name)
+    return lab
+
+
+def _slices(api, driver: str) -> dict[str, list[dict]]:
+    items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]
+    return {s["spec"]["nodeName"]: s["spec"]["devices"] for s in items if s["spec"]["driver"] == driver}
+
+
+def _output(api, namespace: str, pod: str) -> tuple[str, str]:
+    """What the pod printed before and after its `---` line, once the JSON after it is complete."""
+    def complete() -> tuple[str, str] | None:
+        before, marker, after = pods.logs(api, namespace, pod).partition("---\n")
+        return (before, after) if marker and after.strip().endswith("}") else None
+    return wait_for(f"pod {namespace}/{pod} to print its findings", complete, 30)
+
+
+def _first_object(stream: str) -> dict:
+    return json.JSONDecoder().raw_decode(stream.strip())[0]
+
+
+def test_slices_carry_typed_attributes(reference_drivers: Lab, api) -> None:
+    gpus, vfs = _slices(api, GPU), _slices(api, VF)
+    assert set(gpus) == set(vfs) == {n.name for n in reference_drivers.nodes}
+    for node, devices in gpus.items():
+        assert [d["name"] for d in devices] == [f"gpu-{i}" for i in range(8)], node
+        attrs = devices[3]["attributes"]
+        assert set(attrs) == {"index", "uuid", "model", "driverVersion", "numa", "topology",
+                              "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot"}
+        assert attrs["index"] == {"int": 3} and attrs["numa"] == {"int": 0}
+        assert attrs["driverVersion"].keys() == {"version"} and attrs["model"].keys() == {"string"}
+        assert re.fullmatch(r"numa0-pcie\d+-gpu3", attrs["topology"]["string"])
+        assert attrs["uuid"]["string"].startswith("GPU-")
+        assert devices[3]["capacity"] == {"memory": {"value": "40Gi"}}
+    for node, devices in vfs.items():
+        assert len(devices) == 32, node  # 8 NICs x 4 VFs in dgx-like
+        vf = next(d for d in devices if d["name"] == "ens1f0-vf2")["attributes"]
+        assert vf["numaNode"].keys() == {"int"} and vf["vfIndex"] == {"int": 2}
+        assert vf["pfName"] == {"string": "ens1f0"} and re.fullmatch(r"0000:[0-9a-f]{2}:00\.3", vf["pciBusID"]["string"])
+    # Different nodes get different hardware identities (HW-06), and the slices say so.
+    uuids = [d["attributes"]["uuid"]["string"] for devs in gpus.values() for d in devs]
+    assert len(set(uuids)) == len(uuids)
+
+
+def test_gpu_claim_gives_metadata_cdi_env_device_nodes_and_status(reference_drivers: Lab, api, namespace: str) -> None:
+    claims.create(api, namespace, ClaimBuilder("gpus").request("train", GPU, count=2))
+    pod = PodBuilder("gpu").with_claim("gpus", claim="gpus").running(
+        "sh", "-c", f"env | grep ^DRALAB_GPU | sort; ls /dev | grep dralab; echo ---; "
+                    f"cat {METADATA_DIR}/gpus/train/{GPU}-metadata.json; sleep 3600")
+    pods.run(api, namespace, pod)
+    env, metadata = _output(api, namespace, "gpu")
+    claim = claims.read(api, namespace, "gpus")
+    results = claims.allocated(claim, GPU)
+    devices = {d["name"]: d for d in _slices(api, GPU)[results[0]["pool"]]}
+    obj = _first_object(metadata)
+    assert obj["apiVersion"] == "metadata.resource.k8s.io/v1beta1" and obj["kind"] == "DeviceMetadata"
+    assert obj["metadata"]["uid"] == claim["metadata"]["uid"] and obj["metadata"]["generation"] == 1
+    listed = obj["requests"][0]["devices"]
+    assert [(d["pool"], d["name"]) for d in listed] == [(r["pool"], r["device"]) for r in results]
+    for d in listed:
+        slice_attrs = devices[d["name"]]["attributes"]
+        assert d["attributes"] == slice_attrs
+        index, uuid = slice_attrs["index"]["int"], slice_attrs["uuid"]["string"]
+        assert f"DRALAB_GPU_{index}_UUID={uuid}" in env and f"dralab-gpu{index}" in env
+    status = {s["device"]: s for s in claims.device_status(claim, GPU)}
+    assert set(status) == {r["device"] for r in results}
+    for name, entry in status.items():
+        assert entry["pool"] == results[0]["pool"]
+        assert [(c["type"], c["status"]) for c in entry["conditions"]] == [("Ready", "True")]
+        assert entry["data"]["uuid"] == devices[name]["attributes"]["uuid"]["string"]
+
+
+def test_vf_claim_gives_configured_interface_deferred_metadata_and_network_status(
+        reference_drivers: Lab, api, namespace: str) -> None:
+    config = {"interfaceName": "net1", "ips": ["10.97.0.5/24"], "hardwareAddress": "02:aa:bb:cc:dd:01"}
+    claims.create(api, namespace, ClaimBuilder("vf").request("nic", VF).opaque(VF, config))
+    pod = PodBuilder("vf").with_claim("vf", claim="vf").running(
+        "sh", "-c", f"ip addr show net1; echo ---; cat {METADATA_DIR}/vf/nic/{VF}-metadata.json; sleep 3600")
+    node = pods.run(api, namespace, pod).spec.node_name
+    shown, metadata = _output(api, namespace, "vf")
+    assert "inet 10.97.0.5/24" in shown and "link/ether 02:aa:bb:cc:dd:01" in shown and "UP" in shown
+    expected = {"interfaceName": "net1", "ips": ["10.97.0.5/24"], "hardwareAddress": "02:aa:bb:cc:dd:01"}
+    obj = _first_object(metadata)
+    assert obj["metadata"]["generation"] == 2  # identity-only file at 1, the NRI hook's update at 2
+    assert obj["requests"][0]["devices"][0]["networkData"] == expected
+    claim = claims.read(api, namespace, "vf")
+    (entry,) = claims.device_status(claim, VF)
+    assert entry["networkData"] == expected and entry["conditions"][0]["type"] == "Ready"
+    (result,) = claims.allocated(claim, VF)
+    assert result["pool"] == node == entry["pool"] and result["device"] == entry["device"]
+    # When the pod goes, the VF goes back to the node under its own name and MAC.
+    netdev = result["device"].replace("-vf", "v")
+    hw = HardwareLab(reference_drivers.local.cfg).node(node)
+    mac = next(f.mac for f in hw.plan.functions if f.netdev == netdev)
+    client.CoreV1Api(api).delete_namespaced_pod("vf", namespace)
+    wait_for(f"{netdev} back in {hw.netns} with MAC {mac}", lambda: mac in subprocess.run(
+        ["ip", "-n", hw.netns, "link", "show", netdev], capture_output=True, text=True).stdout, 60)
+
+
+def test_device_plugin_pod_gets_two_devices(reference_drivers: Lab, api, namespace: str) -> None:
+    pod = PodBuilder("dp").with_limit("dralab.dev/fake-gpu", 2).running(
+        "sh", "-c", "env | grep ^DRALAB_ | sort; ls /dev | grep dralab-fake-gpu; ls /var/run/dralab/fake-gpu; sleep 3600")
+    pods.run(api, namespace, pod)
+    out = wait_for("the pod's output", lambda: (o := pods.logs(api, namespace, "dp")).count("GPU-") >= 7 and o, 30)
+    uuids = re.search(r"DRALAB_FAKE_GPU_UUIDS=(\S+)", out).group(1).split(",")
+    assert len(set(uuids)) == 2
+    for uuid in uuids:
+        assert f"={uuid}" in out.split("DRALAB_FAKE_GPU_UUIDS")[0]  # per-device env and the CDI device's env
+        assert out.count(uuid) == 4  # DRALAB_CDI_GPU_n, DRALAB_FAKE_GPU_n, the list, the mount dir
+    assert len(re.findall(r"^dralab-fake-gpu\d+$", out, re.MULTILINE)) == 2
+
+
+def test_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers: Lab, api) -> None:
+    hardware, node = HardwareLab(reference_drivers.local.cfg), reference_drivers.nodes[0].name
+    names = lambda: [d["name"] for d in _slices(api, GPU)[node]]  # noqa: E731
+    hardware.set_gpu_health(node, "gpu5", healthy=False)
+    try:
+        wait_for(f"gpu-5 withdrawn from {node}'s slice", lambda: "gpu-5" not in names(), 20)
+    finally:
+        hardware.set_gpu_health(node, "gpu5", healthy=True)
+    wait_for(f"gpu-5 back in {node}'s slice", lambda: "gpu-5" in names(), 20)
+
+
+VARIANTS = [(p, v) for p in shipped_profiles() for v in sorted(load_profile(p).variants)]
+
+
+@pytest.mark.parametrize("profile,variant", VARIANTS, ids=[f"{p}:{v}" for p, v in VARIANTS])
+def test_broken_variant_deploys_and_runs(reference_drivers: Lab, deploy_driver, profile: str, variant: str) -> None:
+    p = deploy_driver(profile, variant)
+    logs = subprocess.run([str(reference_drivers.kubectl), f"--kubeconfig={reference_drivers.kubeconfig}", "logs",
+                           "-n", p.namespace, "-l", f"dralab.dev/variant={variant}", "--prefix", "--tail=-1"],
+                          capture_output=True, text=True).stdout
+    assert logs.count(f"BROKEN variant {variant}") == len(reference_drivers.nodes), logs[-2000:]
+
+
+def test_reference_drivers_restored_after_variants(reference_drivers: Lab, deploy_driver, api) -> None:
+    for name in ("gpu", "net", "fake-gpu-plugin"):
+        deploy_driver(name)
+    assert set(_slices(api, GPU)) == {n.name for n in reference_drivers.nodes}
