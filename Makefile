@@ -15,7 +15,9 @@ setup:
 certify: setup
 	$(DRALAB) certify --out $(OUT)
 
-# Unit tests, the lab's own e2e tests and the suites on a local lab; then nothing may be left behind.
+# Go unit tests of the reference drivers (as root: the netns tests make namespaces), unit tests,
+# the lab's own e2e tests and the suites on a local lab; then nothing may be left behind.
 test: setup
+	cd drivers_under_test && go test ./...
 	$(PYTHON) -m pytest tests suites
 	$(DRALAB) residue

@@ -155,7 +155,10 @@ def load_profile(name_or_path: str) -> DriverProfile:
     data = load_yaml(path, WHAT)
     profile = validated(DriverProfile, data, path, WHAT).model_copy(update={"source": path.resolve()})
     profile.check_files()
-    node_profile_path(profile.hardware)  # an unknown hardware profile is refused by name
+    try:
+        node_profile_path(profile.hardware)
+    except BadInput as e:
+        raise BadInput(f"driver profile {path}: hardware: {e}") from None
     return profile
 
 

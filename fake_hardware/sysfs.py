@@ -138,7 +138,10 @@ def set_num_vfs(root: Path, pf: PciFunction, count: int) -> None:
 
 
 def write_tree(root: Path, plan: NodePlan) -> None:
-    (root / "devices" / "pci0000:00").mkdir(parents=True, exist_ok=True)
+    # Every index exists, as in real sysfs, even with no device in it (a node without NICs still
+    # has /sys/class/net): drivers and their hostPath mounts rely on that.
+    for index in ("devices/pci0000:00", "bus/pci/devices", "bus/pci/drivers", "class/net", "kernel/iommu_groups"):
+        (root / index).mkdir(parents=True, exist_ok=True)
     for fn in plan.functions:
         write_function(root, plan, fn)
     numa_dir = root / "devices" / "system" / "node"

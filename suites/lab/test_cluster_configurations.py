@@ -16,9 +16,10 @@ from suites.framework.pods import PodBuilder
 pytestmark = pytest.mark.e2e
 
 # A second lab: DRADerivedAttributes off everywhere, resource.k8s.io/v1beta2 served, kubelets
-# rooted at a non-default path.
+# rooted at a non-default path (drivers deployed there must follow it), two emulated GPUs.
 GATES_OFF = ClusterConfig(name="e2e-gates-off", nodes=1, feature_gates={"DRADerivedAttributes": False},
-                          runtime_config={"resource.k8s.io/v1beta2": True}, kubelet_root_dir="/var/lib/kubelet-dralab")
+                          runtime_config={"resource.k8s.io/v1beta2": True}, kubelet_root_dir="/var/lib/kubelet-dralab",
+                          hardware={"node-1": "gpu-small"})
 
 
 def served_resource_versions(api) -> set[str]:

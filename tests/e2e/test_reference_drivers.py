@@ -153,6 +153,32 @@ def test_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers: Lab, api)
     wait_for(f"gpu-5 back in {node}'s slice", lambda: "gpu-5" in names(), 20)
 
 
+@pytest.mark.requirement("LAB-04")
+def test_driver_follows_a_non_default_kubelet_root_dir(lab: Lab, extra_lab) -> None:
+    from drivers_under_test.deploy import deploy, remove
+    from suites.lab.test_cluster_configurations import GATES_OFF
+
+    if lab.local is None:
+        pytest.skip("needs local labs")
+    other = extra_lab(GATES_OFF)
+    api, node = other.api(), other.local.nodes[0]
+    profile = load_profile("gpu")
+    deploy(other, profile)
+    try:
+        ns = "root-dir"
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": ns}})
+        wait_for("ServiceAccount default", lambda: client.CoreV1Api(api).read_namespaced_service_account("default", ns), 30)
+        claims.create(api, ns, ClaimBuilder("gpu").request("one", GPU))
+        pods.run(api, ns, PodBuilder("gpu").with_claim("gpu", claim="gpu").running(
+            "sh", "-c", f"echo ---; cat {METADATA_DIR}/gpu/one/{GPU}-metadata.json; sleep 3600"))
+        _, metadata = _output(api, ns, "gpu")
+        assert _first_object(metadata)["metadata"]["name"] == "gpu"
+        host = node.host_path(f"{node.kubelet_root_dir}/plugins/{GPU}/dra-device-metadata/{ns}_gpu/one/metadata.json")
+        assert node.kubelet_root_dir == "/var/lib/kubelet-dralab" and host.is_file()
+    finally:
+        remove(other, profile)
+
+
 VARIANTS = [(p, v) for p in shipped_profiles() for v in sorted(load_profile(p).variants)]
 
 

@@ -1,0 +1,141 @@
+"""Driver profiles: the shipped ones load and render; each mistake in a vendor's profile is
+refused with a message that names it; rendering follows the lab (kubelet root dir, sysfs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from clusters.cli import main
+from clusters.errors import BadInput
+from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
+from drivers_under_test.deploy import render
+from drivers_under_test.profile import Capability, load_profile, shipped_profiles
+
+LAB = {"KUBELET_ROOT_DIR": "/var/lib/kubelet-alt", "DRIVERS_IMAGE": "dralab.dev/drivers:abc",
+       "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys"}
+
+MANIFEST = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: vendor, namespace: ${NAMESPACE}}
+spec:
+  selector: {matchLabels: {app: vendor}}
+  template:
+    metadata: {labels: {app: vendor}}
+    spec:
+      containers:
+      - {name: plugin, image: vendor/driver:1.0, args: ["--root=${KUBELET_ROOT_DIR}", "--mode=${MODE}"]}
+"""
+
+PROFILE = """
+name: vendor
+description: A vendor's driver
+drivers: [gpu.vendor.example]
+capabilities: [metadata]
+hardware: gpu-small
+namespace: vendor-system
+images: [{archive: driver.tar}]
+manifests: [driver.yaml]
+parameters: {MODE: fast}
+variants:
+  broken: {args: [--broken], breaks: [MD-14]}
+"""
+
+
+def write_profile(tmp_path: Path, text: str = PROFILE, image: bool = True) -> Path:
+    (tmp_path / "driver.yaml").write_text(MANIFEST)
+    if image:
+        (tmp_path / "driver.tar").write_bytes(b"tar")
+    (tmp_path / "vendor.yaml").write_text(text)
+    return tmp_path / "vendor.yaml"
+
+
+@pytest.mark.parametrize("name", shipped_profiles())
+def test_shipped_profiles_load_and_render(name: str) -> None:
+    profile = load_profile(name)
+    rendered = render(profile, None, LAB)
+    assert rendered.of_kind("DaemonSet"), "every reference driver runs as a DaemonSet"
+    for variant in profile.variants:
+        render(profile, variant, LAB)
+
+
+def test_vendor_profile_renders_for_the_lab(tmp_path: Path) -> None:
+    profile = load_profile(str(write_profile(tmp_path)))
+    assert profile.has(Capability.METADATA) and not profile.has("device-status")
+    rendered = render(profile, "broken", LAB)
+    assert [o["kind"] for o in rendered.objects] == ["Namespace", "DaemonSet"]
+    (ds,) = rendered.of_kind("DaemonSet")
+    assert ds["metadata"]["namespace"] == "vendor-system"
+    assert ds["metadata"]["labels"] == {"dralab.dev/profile": "vendor", "dralab.dev/variant": "broken"}
+    assert ds["spec"]["template"]["metadata"]["labels"]["dralab.dev/variant"] == "broken"
+    spec = ds["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    assert container["args"] == ["--root=/var/lib/kubelet-alt", "--mode=fast", "--broken"]
+    # sysfs: standard (the default) puts the node's emulated tree at the standard paths, read-only.
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert set(mounts) == {"/sys/bus/pci", "/sys/devices", "/sys/class/net", "/sys/kernel/iommu_groups"}
+    assert all(m["readOnly"] for m in mounts.values())
+    hostpaths = {v["hostPath"]["path"] for v in spec["volumes"]}
+    assert "/var/lib/dralab-hardware/sys/bus/pci" in hostpaths
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": SLICE_ONLY_LABEL, "operator": "DoesNotExist"}]}]
+
+
+def test_root_exposure_passes_the_prefix_flag() -> None:
+    (ds,) = render(load_profile("net"), None, LAB).of_kind("DaemonSet")
+    (container,) = ds["spec"]["template"]["spec"]["containers"]
+    assert "--sysfs-root=/var/run/dralab/sys" in container["args"]
+    assert "--kubelet-root-dir=/var/lib/kubelet-alt" in container["args"]
+
+
+def test_removal_renders_every_variants_manifests() -> None:
+    names = {o["metadata"]["name"] for o in render(load_profile("gpu"), None, LAB, all_variants=True).objects}
+    assert "gpu.dralab.dev:arbitrary-node-status" in names
+
+
+@pytest.mark.parametrize("change, message", [
+    (("description: A vendor's driver\n", ""), "description: Field required"),
+    (("capabilities: [metadata]", "capabilities: [metadata, telepathy]"), "capabilities.1: Input should be 'metadata'"),
+    (("drivers: [gpu.vendor.example]", "drivers: [GPU_Vendor]"), "are not DNS subdomains"),
+    (("drivers: [gpu.vendor.example]", "drivers: []"), "name at least one DRA driver"),
+    (("capabilities: [metadata]", "capabilities: [network-data]"), "network-data is part of device-status"),
+    (("breaks: [MD-14]", "breaks: [cleanup]"), "are not requirement IDs"),
+    (("parameters: {MODE: fast}", "parameters: {MODE: fast, KUBELET_ROOT_DIR: /x}"), "are set by the lab"),
+    (("images: [{archive: driver.tar}]", "images: [{reference: vendor}]"), "the only reference image is 'drivers'"),
+    (("manifests: [driver.yaml]", "manifests: [missing.yaml]"), "manifest " ),
+    (("hardware: gpu-small", "hardware: quantum"), "unknown hardware profile 'quantum'"),
+    (("namespace: vendor-system", "namespace: Vendor System"), "namespace: String should match pattern"),
+])
+def test_profile_mistakes_are_refused_by_name(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    old, new = change
+    assert old in PROFILE
+    path = write_profile(tmp_path, PROFILE.replace(old, new))
+    with pytest.raises(BadInput) as e:
+        load_profile(str(path))
+    assert message in str(e.value) and str(path) in str(e.value)
+
+
+def test_missing_image_tarball_is_refused(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, image=False)
+    with pytest.raises(BadInput, match=r"image archive .*driver\.tar"):
+        load_profile(str(path))
+
+
+def test_undefined_manifest_parameter_is_refused(tmp_path: Path) -> None:
+    profile = load_profile(str(write_profile(tmp_path, PROFILE.replace("parameters: {MODE: fast}", ""))))
+    with pytest.raises(BadInput, match=r"driver\.yaml uses \$\{MODE\}"):
+        render(profile, None, LAB)
+
+
+def test_cli_refuses_bad_profiles_and_variants_before_touching_a_lab(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["driver", "deploy", "--profile", "no-such-driver", "--lab", "absent"])
+    assert result.exit_code == 2 and "unknown driver profile 'no-such-driver'" in result.output
+    result = runner.invoke(main, ["driver", "deploy", "--profile", "gpu", "--variant", "psychic", "--lab", "absent"])
+    assert result.exit_code == 2 and "driver profile gpu has no variant 'psychic'" in result.output
+    path = write_profile(tmp_path, image=False)
+    result = runner.invoke(main, ["driver", "deploy", "--profile", str(path), "--lab", "absent"])
+    assert result.exit_code == 2 and "driver.tar" in result.output
