@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -151,6 +153,36 @@ def test_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers: Lab, api)
     finally:
         hardware.set_gpu_health(node, "gpu5", healthy=True)
     wait_for(f"gpu-5 back in {node}'s slice", lambda: "gpu-5" in names(), 20)
+
+
+def test_vendor_style_profile_deploys_a_second_instance_from_a_tarball(reference_drivers: Lab, api, tmp_path) -> None:
+    """What a vendor does: a profile in its own directory, its own manifests and an image tarball;
+    here the reference GPU driver under another name, as MD-07 needs."""
+    from drivers_under_test.deploy import deploy, remove
+
+    manifests = Path(load_profile("gpu").source).parent.parent / "manifests"
+    for name in ("dra-driver-rbac.yaml", "gpu-dra-driver.yaml"):
+        shutil.copy(manifests / name, tmp_path / name)
+    (tmp_path / "gpu-b.yaml").write_text(f"""
+name: gpu-b
+description: the reference GPU driver as a second driver
+drivers: [gpu-b.dralab.dev]
+capabilities: [metadata, device-status]
+hardware: dgx-like
+namespace: gpu-b
+images: [{{archive: {reference_drivers.local.tools.drivers_image.archive}}}]
+manifests: [dra-driver-rbac.yaml, gpu-dra-driver.yaml]
+parameters: {{DRIVER_NAME: gpu-b.dralab.dev, COMPONENT: gpu-b-dra-driver,
+             METADATA_VERSIONS: metadata.resource.k8s.io/v1beta1}}
+""")
+    profile = load_profile(str(tmp_path / "gpu-b.yaml"))
+    deploy(reference_drivers, profile)
+    try:
+        assert set(_slices(api, "gpu-b.dralab.dev")) == {n.name for n in reference_drivers.nodes}
+        assert set(_slices(api, GPU)) == {n.name for n in reference_drivers.nodes}  # the first instance is untouched
+    finally:
+        remove(reference_drivers, profile)
+    assert _slices(api, "gpu-b.dralab.dev") == {}
 
 
 @pytest.mark.requirement("LAB-04")
