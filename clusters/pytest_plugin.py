@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -33,12 +33,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=kubeconfig")
     group.addoption("--kubelet-root-dir", default="/var/lib/kubelet",
                     help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
+    group.addoption("--driver", action="append", default=[],
+                    help="driver profile under test (name or .yaml; repeatable); default: each suite's reference drivers")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requirement(id): requirement ID from the catalogue")
     config.addinivalue_line("markers", "e2e: needs a running cluster")
     config.addinivalue_line("markers", "local_only: needs the local provider (host access to nodes)")
+    config.addinivalue_line("markers", "allure_label: allure label (set from the requirement marker)")
+
+
+# Requirement ID prefix -> the KEP or API it checks: the allure feature; the ID is the story.
+FEATURES = {"LAB": "Lab", "HW": "Emulated hardware", "MD": "KEP-5304 device metadata",
+            "ST": "KEP-4817 device status", "DA": "KEP-6080 derived attributes", "DP": "Device plugin API"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Allure labels from each test's requirement marker, so reports group by KEP and ID."""
+    for item in items:
+        for mark in item.iter_markers("requirement"):
+            req = mark.args[0]
+            item.add_marker(pytest.mark.allure_label(FEATURES.get(req.split("-")[0], "other"), label_type="feature"))
+            item.add_marker(pytest.mark.allure_label(req, label_type="story"))
 
 
 @pytest.fixture(scope="session")
@@ -112,20 +129,23 @@ def api(lab: Lab):
     return lab.api()
 
 
+@pytest.fixture(scope="session")
+def node_files(lab: Lab, api):  # -> suites.framework.node_files.NodeFiles
+    """Node host files, read through a pod per node (works on kubeconfig clusters too)."""
+    from suites.framework.node_files import NodeFiles
+
+    files = NodeFiles(lab, api)
+    yield files
+    files.close()
+
+
 @pytest.fixture
 def namespace(api) -> Iterator[str]:
     """A fresh namespace per test, deleted afterwards (without waiting)."""
-    from kubernetes import client
+    from suites.framework import namespaces
 
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    core = client.CoreV1Api(api)
-    core.create_namespace({"metadata": {"name": name}})
-    from suites.framework.waits import wait_for
-
-    wait_for(f"ServiceAccount default in namespace {name}",
-             lambda: core.read_namespaced_service_account("default", name), timeout=30)
-    yield name
-    core.delete_namespace(name, grace_period_seconds=0)
+    with namespaces.fresh(api) as name:
+        yield name
 
 
 @pytest.fixture
@@ -133,6 +153,26 @@ def local_only(lab: Lab) -> Lab:
     if lab.local is None:
         pytest.skip(f"needs host access to the nodes, which the {lab.provider} provider does not give")
     return lab
+
+
+class Evidence:
+    """What a check saw (file contents, listings, CDI specs, events): attached to its report if it fails."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str]] = []
+
+    def add(self, label: str, content: object) -> None:
+        text = content if isinstance(content, str) else json.dumps(content, indent=2, default=str)
+        self.items.append((label, text))
+
+
+_evidence = pytest.StashKey[Evidence]()
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> Evidence:
+    request.node.stash[_evidence] = Evidence()
+    return request.node.stash[_evidence]
 
 
 # LAB-07: each failing test gets what the components logged while it ran ---------------------
@@ -167,6 +207,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         return
     if report.when != "call" or not report.failed:
         return
+    for label, text in item.stash.get(_evidence, Evidence()).items:
+        report.sections.append((f"evidence: {label}", text))
     marks = item.stash.get(_log_marks, {})
     for path, label in _component_logs(item).items():
         try:

@@ -117,8 +117,8 @@ def run(api: client.ApiClient, namespace: str, pod: PodBuilder) -> client.V1Pod:
     return wait_phase(api, namespace, pod.name)
 
 
-def logs(api: client.ApiClient, namespace: str, name: str) -> str:
-    return client.CoreV1Api(api).read_namespaced_pod_log(name, namespace)
+def logs(api: client.ApiClient, namespace: str, name: str, container: str | None = None) -> str:
+    return client.CoreV1Api(api).read_namespaced_pod_log(name, namespace, container=container)
 
 
 def exec_in(lab: Lab, namespace: str, name: str, *command: str) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,140 @@
+"""The MD checks, each a function of an observed scenario: the tests call them, and the
+suite's self-check calls them against the broken variants and expects them to fail."""
+
+from __future__ import annotations
+
+import json
+
+from clusters.pytest_plugin import Evidence
+from drivers_under_test.profile import Capability
+from suites.device_metadata import paths
+from suites.device_metadata.scenario import Scenario
+from suites.framework import pods
+from suites.framework.metadata_file import V1BETA1, problems
+
+REQUESTS = ("req0", "req1")
+
+
+def expected_generation(s: Scenario) -> int:
+    """1 after prepare; a deferred (network) driver updates once before the pod starts."""
+    return 2 if s.driver.has(Capability.METADATA_DEFERRED) else 1
+
+
+def file_at_shipped_path(s: Scenario, ev: Evidence) -> None:  # MD-01
+    path = paths.in_container(s.claim_name, "req0", s.driver.name)
+    listing = s.sh("c0", f"find {paths.CONTAINER_ROOT} {paths.KEP_CONTAINER_ROOT} 2>/dev/null").stdout
+    ev.add("files under the metadata roots in container c0", listing or "(none)")
+    assert s.read_in("c0", path) is not None, f"container c0 has no file at {path}"
+
+
+def content(s: Scenario, ev: Evidence) -> None:  # MD-02
+    for request, container in (("req0", "c0"), ("req1", "c1")):
+        stream = s.stream_in(container, request)
+        ev.add(f"metadata of {request} in {container}", [*stream.objects])
+        assert V1BETA1 in stream.versions, f"the stream has versions {stream.versions}; v1beta1 must be one"
+        for obj in stream.objects:
+            assert obj["kind"] == "DeviceMetadata"
+            meta = obj["metadata"]
+            assert (meta["name"], meta["namespace"], meta["uid"]) == (s.claim_name, s.namespace, s.uid), meta
+            assert meta["generation"] == expected_generation(s), \
+                f"generation {meta['generation']}, want {expected_generation(s)}"
+            assert [r["name"] for r in obj["requests"]] == [request], "exactly one request, named as in the claim"
+            listed = sorted((d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"])
+            assert listed == sorted(s.allocated(request)), \
+                f"devices {listed} differ from the claim's allocation {sorted(s.allocated(request))}"
+
+
+def attributes_typed_and_agree(s: Scenario, ev: Evidence) -> None:  # MD-03
+    published = s.slice_attributes()
+    for request, container in (("req0", "c0"), ("req1", "c1")):
+        for device in s.stream_in(container, request).first_known()["requests"][0]["devices"]:
+            attrs = device.get("attributes", {})
+            ev.add(f"{device['name']}: file vs slice", {"file": attrs, "slice": published.get((device["pool"], device["name"]))})
+            assert attrs, f"{device['name']} carries no attributes"
+            for name, value in attrs.items():
+                assert len(value) == 1 and next(iter(value)) in (
+                    "int", "bool", "string", "version", "ints", "bools", "strings", "versions"), f"{name}: {value}"
+                in_slice = published[(device["pool"], device["name"])].get(name)
+                if in_slice is not None:
+                    assert value == in_slice, f"{device['name']} attribute {name}: file {value}, slice {in_slice}"
+
+
+def isolation(s: Scenario, ev: Evidence) -> None:  # MD-04
+    for container, own, other in (("c0", "req0", "req1"), ("c1", "req1", "req0")):
+        listing = s.sh(container, f"find {paths.CONTAINER_ROOT} 2>/dev/null").stdout
+        ev.add(f"files in {container}", listing)
+        assert f"/{own}/" in listing, f"{container} does not see its own request {own}"
+        assert f"/{other}" not in listing, f"{container} uses only {own} but sees {other}'s metadata:\n{listing}"
+        assert s.read_in(container, paths.in_container(s.claim_name, other, s.driver.name)) is None
+
+
+def separate_directories(s: Scenario, ev: Evidence) -> None:  # MD-05
+    listing = s.sh("sidecar", f"find {paths.CONTAINER_ROOT} -type f | sort").stdout.split()
+    ev.add("files in the sidecar (whole claim)", listing)
+    assert listing == sorted(paths.in_container(s.claim_name, r, s.driver.name) for r in REQUESTS)
+
+
+def several_devices_in_one_file(s: Scenario, ev: Evidence) -> None:  # MD-06
+    devices = s.stream_in("c0", "req0").first_known()["requests"][0]["devices"]
+    ev.add("req0 devices in the file", devices)
+    assert len(devices) == 2 == len(s.allocated("req0")), f"req0 was allocated 2 devices; the file lists {len(devices)}"
+
+
+def every_container_kind_sees_the_files(s: Scenario, ev: Evidence) -> None:  # MD-10
+    want = sorted(paths.in_container(s.claim_name, r, s.driver.name) for r in REQUESTS)
+    seen = {"init": pods.logs(s.api, s.namespace, s.pod, container="init").split(),
+            "sidecar": s.sh("sidecar", f"find {paths.CONTAINER_ROOT} -type f | sort").stdout.split()}
+    ev.add("files seen per container", seen)
+    for name, files in seen.items():
+        assert files == want, f"{name} container sees {files}, want {want}"
+    assert s.read_in("c0", paths.in_container(s.claim_name, "req0", s.driver.name))
+
+
+def read_only_and_modes(s: Scenario, ev: Evidence) -> None:  # MD-11
+    path = paths.in_container(s.claim_name, "req0", s.driver.name)
+    attempt = s.sh("c0", f"echo tampered >> {path}")
+    ev.add("write attempt in c0", f"exit {attempt.returncode}: {attempt.stderr.strip()}")
+    assert attempt.returncode != 0, f"writing {path} inside the container succeeded: the mount is writable"
+    claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
+    listing = s.files.listing(s.node, claim_dir)
+    ev.add(f"{claim_dir} on {s.node}", {k: vars(v) for k, v in listing.items()})
+    assert listing, f"{claim_dir} does not exist on {s.node}"
+    for name, entry in listing.items():
+        want = "755" if entry.kind == "directory" else "644"
+        assert entry.mode == want, f"{name} ({entry.kind}) has mode {entry.mode}, want {want}"
+
+
+def host_layout(s: Scenario, ev: Evidence) -> None:  # MD-12
+    claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
+    files = sorted(k for k, v in s.files.listing(s.node, claim_dir).items() if v.kind == "regular file")
+    ev.add(f"files under {claim_dir}", files)
+    assert files == sorted(s.host_file(r) for r in REQUESTS)
+
+
+def cdi_spec(s: Scenario, ev: Evidence) -> str:  # MD-13; returns the cdiVersion seen
+    versions = set()
+    for request in REQUESTS:
+        path = paths.cdi_spec(s.driver.name, s.uid, request)
+        text = s.files.read(s.node, path)
+        ev.add(path, text or "(missing)")
+        assert text is not None, f"no CDI spec {path} on {s.node}"
+        spec = json.loads(text)
+        want_version = "0.5.0" if s.uid[0].isdigit() else "0.3.0"
+        versions.add(spec["cdiVersion"])
+        assert spec["cdiVersion"] == want_version, f"cdiVersion {spec['cdiVersion']}, want {want_version} for UID {s.uid}"
+        assert spec["kind"] == f"{s.driver.name}/metadata"
+        (device,) = spec["devices"]
+        assert device["name"] == f"{s.uid}_{request}"
+        (mount,) = device["containerEdits"]["mounts"]
+        assert mount["hostPath"] == s.host_file(request)
+        assert mount["containerPath"] == paths.in_container(s.claim_name, request, s.driver.name)
+        assert mount["options"] == ["ro", "bind"], f"mount options {mount['options']}"
+    return versions.pop()
+
+
+def valid_v1beta1(s: Scenario, ev: Evidence) -> None:  # MD-19
+    for request, container in (("req0", "c0"), ("req1", "c1")):
+        for obj in s.stream_in(container, request).objects:
+            found = problems(obj)
+            ev.add(f"{obj.get('apiVersion')} object of {request}", {"problems": found, "object": obj})
+            assert not found, f"{request}: " + "; ".join(found)

@@ -1,0 +1,37 @@
+"""Fixtures of the MD suite: the drivers under test (--driver, default the reference gpu and net
+drivers) and the shared scenarios, each set up once per driver."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from clusters.providers import Lab
+from suites.device_metadata import scenario
+from suites.framework import namespaces
+from suites.framework.drivers import DriverUnderTest
+
+REFERENCE_DRIVERS = ["gpu", "net"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "driver" in metafunc.fixturenames:
+        names = metafunc.config.getoption("--driver") or REFERENCE_DRIVERS
+        metafunc.parametrize("driver", names, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def driver(request: pytest.FixtureRequest, deploy_driver) -> DriverUnderTest:
+    return DriverUnderTest(deploy_driver(request.param))
+
+
+@pytest.fixture(scope="module")
+def md_namespace(api, driver: DriverUnderTest) -> Iterator[str]:
+    with namespaces.fresh(api, prefix="md") as name:
+        yield name
+
+
+@pytest.fixture(scope="module")
+def two_requests(lab: Lab, api, node_files, driver: DriverUnderTest, md_namespace: str) -> scenario.Scenario:
+    return scenario.two_requests(lab, api, node_files, driver, md_namespace)

@@ -1,0 +1,109 @@
+"""The scenarios the MD checks observe, each set up once per driver under test.
+
+`two_requests` is a named claim with request `req0` (two devices) and `req1` (one device), and a
+pod with an init container and a sidecar that use the whole claim, container `c0` that uses
+only req0 and `c1` that uses only req1. What the checks read comes from where users meet it:
+commands in the containers, the node's files (through NodeFiles) and the API.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+
+from clusters import versions
+from clusters.providers import Lab
+from suites.device_metadata import paths
+from suites.framework import claims, pods
+from suites.framework.claims import ClaimBuilder
+from suites.framework.drivers import DriverUnderTest
+from suites.framework.metadata_file import MetadataStream, parse_stream
+from suites.framework.node_files import NodeFiles
+
+SLEEP = ["sh", "-c", "sleep 3600"]
+LIST_FILES = f"find {paths.CONTAINER_ROOT} -type f 2>/dev/null | sort"
+
+
+def container(name: str, command: list[str], claim: str, requests: tuple[str, ...] = ()) -> dict[str, Any]:
+    refs = [{"name": claim, "request": r} for r in requests] or [{"name": claim}]
+    return {"name": name, "image": versions.WORKLOAD_IMAGE, "imagePullPolicy": "Never", "command": command,
+            "resources": {"claims": refs}}
+
+
+@dataclass
+class Scenario:
+    lab: Lab
+    api: Any
+    files: NodeFiles
+    driver: DriverUnderTest
+    namespace: str
+    pod: str
+    claim_name: str
+    node: str = ""
+    claim: dict[str, Any] = field(default_factory=dict)
+
+    def start(self, pod: dict[str, Any]) -> "Scenario":
+        pods.create(self.api, self.namespace, pod)
+        self.node = pods.wait_phase(self.api, self.namespace, self.pod).spec.node_name
+        self.claim = claims.read(self.api, self.namespace, self.claim_name)
+        return self
+
+    @property
+    def uid(self) -> str:
+        return self.claim["metadata"]["uid"]
+
+    @property
+    def kubelet_root(self) -> str:
+        return self.lab.node(self.node).kubelet_root_dir
+
+    def sh(self, container_name: str, script: str) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.lab.kubectl), "--kubeconfig", str(self.lab.kubeconfig), "exec", "-n", self.namespace,
+               self.pod, "-c", container_name, "--", "sh", "-c", script]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+    def read_in(self, container_name: str, path: str) -> str | None:
+        out = self.sh(container_name, f"cat {path}")
+        return out.stdout if out.returncode == 0 else None
+
+    def stream_in(self, container_name: str, request: str, template: bool = False) -> MetadataStream:
+        claim_dir = self.pod_claim_name if template else self.claim_name
+        text = self.read_in(container_name, paths.in_container(claim_dir, request, self.driver.name, template))
+        assert text is not None, f"no metadata file for request {request} in container {container_name}"
+        return parse_stream(text)
+
+    @property
+    def pod_claim_name(self) -> str:
+        return self.claim["metadata"].get("annotations", {}).get("resource.kubernetes.io/pod-claim-name", "")
+
+    def allocated(self, request: str) -> list[tuple[str, str, str]]:
+        """(driver, pool, device) of this driver's results for a request (subrequests included)."""
+        return [(r["driver"], r["pool"], r["device"]) for r in claims.allocated(self.claim, self.driver.name)
+                if r["request"].split("/")[0] == request]
+
+    def host_file(self, request: str) -> str:
+        return paths.on_node(self.kubelet_root, self.driver.name, self.namespace, self.claim_name, request)
+
+    def slice_attributes(self) -> dict[tuple[str, str], dict[str, Any]]:
+        items = client.CustomObjectsApi(self.api).list_cluster_custom_object(
+            "resource.k8s.io", "v1", "resourceslices")["items"]
+        return {(s["spec"]["pool"]["name"], d["name"]): d.get("attributes", {})
+                for s in items if s["spec"]["driver"] == self.driver.name for d in s["spec"]["devices"]}
+
+
+def two_requests(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str) -> Scenario:
+    claim = ClaimBuilder("two-requests").request("req0", driver.device_class, count=2).request("req1", driver.device_class)
+    claims.create(api, namespace, claim)
+    spec = {
+        "initContainers": [
+            container("init", ["sh", "-c", LIST_FILES], "claim"),
+            {**container("sidecar", SLEEP, "claim"), "restartPolicy": "Always"},
+        ],
+        "containers": [container("c0", SLEEP, "claim", ("req0",)), container("c1", SLEEP, "claim", ("req1",))],
+        "resourceClaims": [{"name": "claim", "resourceClaimName": "two-requests"}],
+        "terminationGracePeriodSeconds": 1,
+    }
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "metadata-reader"}, "spec": spec}
+    return Scenario(lab, api, files, driver, namespace, "metadata-reader", "two-requests").start(pod)

@@ -1,0 +1,91 @@
+"""KEP-5304 device metadata, as shipped in v1.37 (MD-*), against each driver under test.
+
+The checks live in checks.py (the self-check runs them against broken variants); here each
+requirement gets its test, its SKIP conditions and, where the KEP text differs from shipped
+Kubernetes, its spec-drift record."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusters.pytest_plugin import Evidence
+from drivers_under_test.profile import Capability
+from suites.device_metadata import checks, paths
+from suites.device_metadata.scenario import Scenario
+from suites.framework import spec_drift
+from suites.framework.drivers import DriverUnderTest
+from suites.framework.spec_drift import Drift
+
+pytestmark = pytest.mark.e2e
+KEP = "KEP-5304"
+
+
+@pytest.fixture
+def scenario(driver: DriverUnderTest, two_requests: Scenario) -> Scenario:
+    driver.requires(Capability.METADATA)
+    return two_requests
+
+
+@pytest.mark.requirement("MD-01")
+def test_file_at_shipped_container_path(scenario: Scenario, evidence: Evidence, request) -> None:
+    checks.file_at_shipped_path(scenario, evidence)
+    kep_path = paths.kep_in_container(scenario.claim_name, "req0", scenario.driver.name)
+    spec_drift.record(request, Drift(KEP, "container path", f"the file is at {kep_path}",
+                                     f"at {paths.in_container(scenario.claim_name, 'req0', scenario.driver.name)}; "
+                                     f"{kep_path} {'exists' if scenario.read_in('c0', kep_path) else 'does not exist'}"))
+
+
+@pytest.mark.requirement("MD-02")
+def test_content_matches_the_claim(scenario: Scenario, evidence: Evidence, request) -> None:
+    checks.content(scenario, evidence)
+    versions = scenario.stream_in("c0", "req0").versions
+    spec_drift.record(request, Drift(KEP, "multi-version stream", "one JSON object per file",
+                                     f"a stream of {len(versions)} object(s): {', '.join(versions)}"))
+
+
+@pytest.mark.requirement("MD-03")
+def test_attributes_are_typed_and_agree_with_the_slice(scenario: Scenario, evidence: Evidence) -> None:
+    checks.attributes_typed_and_agree(scenario, evidence)
+
+
+@pytest.mark.requirement("MD-04")
+def test_a_container_sees_only_its_requests(scenario: Scenario, evidence: Evidence) -> None:
+    checks.isolation(scenario, evidence)
+
+
+@pytest.mark.requirement("MD-05")
+def test_requests_get_separate_directories(scenario: Scenario, evidence: Evidence) -> None:
+    checks.separate_directories(scenario, evidence)
+
+
+@pytest.mark.requirement("MD-06")
+def test_a_request_for_several_devices_lists_all(scenario: Scenario, evidence: Evidence) -> None:
+    checks.several_devices_in_one_file(scenario, evidence)
+
+
+@pytest.mark.requirement("MD-10")
+def test_init_sidecar_and_regular_containers_see_the_files(scenario: Scenario, evidence: Evidence) -> None:
+    checks.every_container_kind_sees_the_files(scenario, evidence)
+
+
+@pytest.mark.requirement("MD-11")
+def test_read_only_mount_and_host_modes(scenario: Scenario, evidence: Evidence) -> None:
+    checks.read_only_and_modes(scenario, evidence)
+
+
+@pytest.mark.requirement("MD-12")
+def test_host_layout(scenario: Scenario, evidence: Evidence) -> None:
+    checks.host_layout(scenario, evidence)
+
+
+@pytest.mark.requirement("MD-13")
+def test_cdi_spec(scenario: Scenario, evidence: Evidence, request) -> None:
+    version = checks.cdi_spec(scenario, evidence)
+    spec_drift.record(request, Drift(KEP, "cdiVersion", "cdiVersion 0.3.0",
+                                     f"cdiVersion {version} for claim UID {scenario.uid} "
+                                     f"({'starts with a digit' if scenario.uid[0].isdigit() else 'starts with a letter'})"))
+
+
+@pytest.mark.requirement("MD-19")
+def test_every_object_passes_v1beta1_validation(scenario: Scenario, evidence: Evidence) -> None:
+    checks.valid_v1beta1(scenario, evidence)
