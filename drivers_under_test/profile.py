@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -95,6 +96,9 @@ class DriverProfile(Model):
     images: list[Image] = Field(min_length=1)
     manifests: list[Path] = Field(min_length=1)
     parameters: dict[str, str] = Field(default_factory=dict)
+    # Opaque parameters the suites put in their claims for this driver (a network driver needs
+    # an interface to configure); none by default.
+    claim_config: dict[str, Any] | None = Field(default=None, alias="claimConfig")
     variants: dict[str, Variant] = Field(default_factory=dict)
     # Where the profile file is; set by load_profile, resolves the relative paths above.
     source: Path = Field(default=Path("."), exclude=True)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 
+from kubernetes import client
+
 from clusters.pytest_plugin import Evidence
 from drivers_under_test.profile import Capability
 from suites.device_metadata import paths
 from suites.device_metadata.scenario import Scenario
 from suites.framework import pods
-from suites.framework.metadata_file import V1BETA1, problems
+from suites.framework.metadata_file import V1BETA1, parse_stream, problems
+from suites.framework.waits import wait_for
 
 REQUESTS = ("req0", "req1")
 
@@ -138,3 +141,63 @@ def valid_v1beta1(s: Scenario, ev: Evidence) -> None:  # MD-19
             found = problems(obj)
             ev.add(f"{obj.get('apiVersion')} object of {request}", {"problems": found, "object": obj})
             assert not found, f"{request}: " + "; ".join(found)
+
+
+AT_START = "/tmp/metadata-at-start.json"
+
+
+def copy_at_start(s_driver_name: str, claim: str) -> list[str]:
+    """A container command that keeps the file as it was when the container started."""
+    return ["sh", "-c", f"cat {paths.in_container(claim, 'dev', s_driver_name)} > {AT_START}; sleep 3600"]
+
+
+def _interface(s: Scenario, container: str, name: str) -> dict[str, object]:
+    out = s.sh(container, f"ip addr show dev {name}").stdout
+    mac = next((line.split()[1] for line in out.splitlines() if "link/ether" in line), "")
+    ips = sorted(line.split()[1] for line in out.splitlines()
+                 if line.strip().startswith(("inet ", "inet6 ")) and "scope link" not in line)
+    return {"interfaceName": name if out else None, "ips": ips, "hardwareAddress": mac, "ip addr": out}
+
+
+def deferred_network_data(s: Scenario, ev: Evidence) -> None:  # MD-16
+    text = s.read_in("main", AT_START)
+    ev.add("metadata file when the container started", text or "(empty)")
+    devices = parse_stream(text or "").first_known()["requests"][0]["devices"]
+    for device in devices:
+        nd = device.get("networkData")
+        assert nd, f"{device['name']} has no networkData when the first container starts"
+        seen = _interface(s, "main", nd.get("interfaceName", ""))
+        ev.add(f"interface {nd.get('interfaceName')} in the pod", seen)
+        assert seen["interfaceName"], f"the pod has no interface {nd.get('interfaceName')}"
+        assert sorted(nd.get("ips", [])) == seen["ips"], f"networkData ips {nd.get('ips')}, the pod has {seen['ips']}"
+        assert nd.get("hardwareAddress", "").lower() == seen["hardwareAddress"], \
+            f"networkData hardwareAddress {nd.get('hardwareAddress')}, the pod has {seen['hardwareAddress']}"
+
+
+def update_generation(s: Scenario, ev: Evidence) -> None:  # MD-17
+    obj = parse_stream(s.read_in("main", AT_START) or "").first_known()
+    ev.add("metadata file when the container started", obj)
+    assert obj["metadata"]["generation"] == 2, \
+        f"generation {obj['metadata']['generation']} after one update; an update must raise it by one (1 -> 2)"
+    assert (obj["metadata"]["name"], obj["metadata"]["namespace"], obj["metadata"]["uid"]) == \
+        (s.claim_name, s.namespace, s.uid), "the update changed the claim identity"
+    assert [r["name"] for r in obj["requests"]] == ["dev"]
+    assert sorted((d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"]) == sorted(s.allocated("dev"))
+
+
+def cleanup(s: Scenario, ev: Evidence) -> None:  # MD-14
+    claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
+    spec = paths.cdi_spec(s.driver.name, s.uid, "dev")
+    assert s.files.read(s.node, spec) is not None, f"{spec} is missing while the pod runs"
+    client.CoreV1Api(s.api).delete_namespaced_pod(s.pod, s.namespace)
+    wait_for(f"pod {s.pod} gone", lambda: not client.CoreV1Api(s.api).list_namespaced_pod(
+        s.namespace, field_selector=f"metadata.name={s.pod}").items, 60)
+
+    def left() -> dict[str, object]:
+        return {"claim dir": sorted(s.files.listing(s.node, claim_dir)), "CDI spec": s.files.read(s.node, spec)}
+    try:
+        wait_for(f"{claim_dir} and {spec} removed from {s.node} after unprepare",
+                 lambda: left() == {"claim dir": [], "CDI spec": None}, 30)
+    except AssertionError:
+        ev.add(f"left on {s.node} 30 s after the pod was deleted", left())
+        raise

@@ -93,6 +93,24 @@ class Scenario:
                 for s in items if s["spec"]["driver"] == self.driver.name for d in s["spec"]["devices"]}
 
 
+def claim_for(driver: DriverUnderTest, name: str, count: int = 1) -> ClaimBuilder:
+    """A claim with one request `dev`, carrying the profile's claim config if it has one."""
+    claim = ClaimBuilder(name).request("dev", driver.device_class, count=count)
+    if driver.profile.claim_config is not None:
+        claim.opaque(driver.name, driver.profile.claim_config)
+    return claim
+
+
+def single(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str, name: str = "single",
+           command: list[str] = SLEEP) -> Scenario:
+    """One claim (`dev`, one device) used by one container `main`."""
+    claims.create(api, namespace, claim_for(driver, name))
+    spec = {"containers": [container("main", command, "claim")], "terminationGracePeriodSeconds": 1,
+            "resourceClaims": [{"name": "claim", "resourceClaimName": name}]}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+    return Scenario(lab, api, files, driver, namespace, name, name).start(pod)
+
+
 def two_requests(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str) -> Scenario:
     claim = ClaimBuilder("two-requests").request("req0", driver.device_class, count=2).request("req1", driver.device_class)
     claims.create(api, namespace, claim)
