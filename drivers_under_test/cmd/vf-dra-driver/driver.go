@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -73,15 +74,20 @@ func (d *vfDriver) devices() ([]resourceapi.Device, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	attached := d.state.attached()
 	vfs := map[string]sysfs.VF{}
 	var devices []resourceapi.Device
 	for _, vf := range found {
+		// A VF whose netdev is gone (destroyed with a pod's namespace) cannot be handed out.
+		if _, err := net.InterfaceByName(vf.Netdev); err != nil && !attached[deviceName(vf)] {
+			continue
+		}
 		vfs[deviceName(vf)] = vf
 		devices = append(devices, resourceapi.Device{Name: deviceName(vf), Attributes: attributes(vf)})
 	}
-	d.mu.Lock()
 	d.vfs = vfs
-	d.mu.Unlock()
 	return devices, nil
 }
 

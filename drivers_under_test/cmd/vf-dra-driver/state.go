@@ -69,6 +69,19 @@ func (c *checkpoint) save() error {
 	return os.Rename(tmp, c.path)
 }
 
+// attached are the devices that are inside pods now, by device name.
+func (c *checkpoint) attached() map[string]bool {
+	out := map[string]bool{}
+	for _, claim := range c.Claims {
+		for _, dev := range claim.Devices {
+			if dev.Attached != nil {
+				out[dev.Device] = true
+			}
+		}
+	}
+	return out
+}
+
 // podClaims are the prepared claims reserved for pod.
 func (c *checkpoint) podClaims(pod types.UID) []*preparedClaim {
 	var out []*preparedClaim

@@ -1,0 +1,68 @@
+"""MUT-01 for the MD suite: each broken variant of the reference drivers makes the checks of the
+promise it breaks FAIL (an AssertionError with evidence, never a lab error)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+
+from clusters.providers import Lab
+from clusters.pytest_plugin import Evidence
+from suites.device_metadata import checks, scenario
+from suites.device_metadata.scenario import Scenario
+from suites.framework import namespaces
+from suites.framework.drivers import DriverUnderTest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.requirement("MUT-01")]
+
+Check = Callable[[Scenario, Evidence], object]
+TWO_REQUESTS: dict[str, Check] = {
+    "MD-01": checks.file_at_shipped_path, "MD-02": checks.content, "MD-03": checks.attributes_typed_and_agree,
+    "MD-04": checks.isolation, "MD-06": checks.several_devices_in_one_file, "MD-11": checks.read_only_and_modes,
+}
+SINGLE: dict[str, Check] = {"MD-14": checks.cleanup}
+DEFERRED: dict[str, Check] = {"MD-16": checks.deferred_network_data, "MD-17": checks.update_generation}
+
+# variant -> the MD checks it must fail (the table in the closing note of the MD issue)
+EXPECTED_FAILURES = {
+    ("gpu", "wrong-path"): ["MD-01"],
+    ("gpu", "drop-device"): ["MD-02", "MD-06"],
+    ("gpu", "attribute-mismatch"): ["MD-03"],
+    ("gpu", "leak-other-request"): ["MD-04"],
+    ("gpu", "writable-mount"): ["MD-11"],
+    ("gpu", "leave-files"): ["MD-14"],
+    ("net", "networkdata-mismatch"): ["MD-16"],
+    ("net", "stale-generation"): ["MD-17"],
+}
+
+
+@pytest.mark.parametrize("profile,variant", EXPECTED_FAILURES, ids=[f"{p}:{v}" for p, v in EXPECTED_FAILURES])
+def test_variant_fails_the_checks_it_breaks(lab: Lab, api, node_files, deploy_driver, request, profile: str,
+                                            variant: str) -> None:
+    if request.config.getoption("--driver"):
+        pytest.skip("the self-check runs against dralab's reference drivers only")
+    driver = DriverUnderTest(deploy_driver(profile, variant), variant)
+    failures = {}
+    with namespaces.fresh(api, prefix="mut") as ns:
+        scenarios: dict[str, Scenario] = {}  # one of each kind per variant, shared by its checks
+
+        def observe(kind: str) -> Scenario:
+            if kind not in scenarios:
+                scenarios[kind] = {
+                    "two": lambda: scenario.two_requests(lab, api, node_files, driver, ns),
+                    "single": lambda: scenario.single(lab, api, node_files, driver, ns, "single"),
+                    "deferred": lambda: scenario.single(lab, api, node_files, driver, ns, "deferred",
+                                                        checks.copy_at_start(driver.name, "deferred")),
+                }[kind]()
+            return scenarios[kind]
+
+        for requirement in EXPECTED_FAILURES[(profile, variant)]:
+            kind = "two" if requirement in TWO_REQUESTS else "single" if requirement in SINGLE else "deferred"
+            check = {**TWO_REQUESTS, **SINGLE, **DEFERRED}[requirement]
+            evidence = Evidence()
+            with pytest.raises(AssertionError) as failed:
+                check(observe(kind), evidence)
+            failures[requirement] = str(failed.value).splitlines()[0]
+            assert evidence.items, f"{requirement} failed without evidence"
+    print(f"{profile}:{variant} ->", failures)
