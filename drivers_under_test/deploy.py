@@ -209,7 +209,10 @@ def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
         ns, name = ds["metadata"].get("namespace", rendered.profile.namespace), ds["metadata"]["name"]
 
         def daemonset(ns: str = ns, name: str = name) -> list[str]:
-            s = apps.read_namespaced_daemon_set(name, ns).status
+            ds = apps.read_namespaced_daemon_set(name, ns)
+            s = ds.status
+            if (s.observed_generation or 0) < ds.metadata.generation:  # the status still describes the old spec
+                return [f"DaemonSet {ns}/{name}: generation {ds.metadata.generation} not yet rolled out"]
             desired = s.desired_number_scheduled or 0
             ready = s.number_ready or 0
             return [] if desired and ready == desired and (s.updated_number_scheduled or 0) == desired \
