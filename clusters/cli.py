@@ -46,9 +46,9 @@ def provision(offline: bool) -> None:
     console.print(f"provisioned in {time.monotonic() - start:.1f}s under {cache_root()}")
     for name, path in (("kubernetes", tools.kubernetes), ("etcd", tools.etcd), ("containerd", tools.containerd),
                        ("runc", tools.runc), ("drivers under test", tools.drivers_under_test)):
-        console.print(f"  {name:11} {path}")
+        console.print(f"  {name:18} {path}")
     for image in tools.images:
-        console.print(f"  image      {image.ref} {image.digest[:19]} {image.archive}")
+        console.print(f"  {'image':18} {image.ref} {image.digest[:19]} {image.archive}")
 
 
 def _register_commands() -> None:
