@@ -10,6 +10,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -99,6 +100,7 @@ def _ensure_debian_packages(offline: bool) -> None:
 def _ensure_go(recipe: GoRecipe, offline: bool) -> Path:
     out = _component_dir(recipe)
     if out.is_dir():
+        os.utime(out)  # in use: not stale for _prune
         return out
     if offline:
         raise BadInput(f"{recipe.name} {recipe.version} is not in the cache ({out}); "
@@ -112,9 +114,15 @@ def _ensure_go(recipe: GoRecipe, offline: bool) -> Path:
     return out
 
 
+STALE_SECONDS = 24 * 3600
+
+
 def _prune(paths: Iterable[Path], keep: Path) -> None:
+    """Remove other builds unused for a day: a checkout of other sources (a CI clone) may be
+    using a build of its own right now."""
+    os.utime(keep)
     for path in paths:
-        if path != keep:
+        if path != keep and time.time() - path.stat().st_mtime > STALE_SECONDS:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
@@ -169,6 +177,8 @@ def _ensure_images(pause: Path, built: Path) -> tuple[Image, ...]:
             path.with_suffix(".partial").write_bytes(archive)
             path.with_suffix(".partial").rename(path)
             _prune(path.parent.glob(f"{path.name.split('_')[0]}_*.tar"), keep=path)  # older builds of this image
+        else:
+            os.utime(path)  # in use: not stale for _prune
         result.append(Image(spec.ref, path, digest))
     return tuple(result)
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -12,7 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/deviceattribute"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"dralab.dev/drivers/internal/cdi"
@@ -42,6 +40,7 @@ const (
 )
 
 type gpuDriver struct {
+	dradriver.Common
 	opts   *dradriver.Options
 	client kubernetes.Interface
 
@@ -199,17 +198,6 @@ func (d *gpuDriver) UnprepareResourceClaims(_ context.Context, claims []kubeletp
 		result[claim.UID] = d.opts.RemoveClaimCDISpec(cdiClass, string(claim.UID))
 	}
 	return result, nil
-}
-
-func (d *gpuDriver) HandleError(ctx context.Context, err error, msg string) {
-	klog.FromContext(ctx).Error(err, msg)
-	if !errors.Is(err, kubeletplugin.ErrRecoverable) {
-		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-	}
-}
-
-func (d *gpuDriver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
-	return kubeletplugin.ErrHealthNotSupported
 }
 
 func keys(m map[string]bool) []string {

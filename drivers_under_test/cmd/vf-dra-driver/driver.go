@@ -40,6 +40,7 @@ type vfConfig struct {
 }
 
 type vfDriver struct {
+	dradriver.Common
 	opts   *dradriver.Options
 	client kubernetes.Interface
 	helper *kubeletplugin.Helper // set after Start; NRI hooks run only after that
@@ -204,17 +205,6 @@ func (d *vfDriver) UnprepareResourceClaims(ctx context.Context, claims []kubelet
 		}
 	}
 	return result, d.state.save()
-}
-
-func (d *vfDriver) HandleError(ctx context.Context, err error, msg string) {
-	klog.FromContext(ctx).Error(err, msg)
-	if !errors.Is(err, kubeletplugin.ErrRecoverable) {
-		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-	}
-}
-
-func (d *vfDriver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
-	return kubeletplugin.ErrHealthNotSupported
 }
 
 // attach moves the pod's VFs into its network namespace, then publishes what the pod sees as
