@@ -70,7 +70,7 @@ func (d *gpuDriver) attributes(g sysfs.GPU) map[resourceapi.QualifiedName]resour
 }
 
 // devices discovers the GPUs and returns the healthy ones as slice devices.
-func (d *gpuDriver) devices() ([]resourceapi.Device, error) {
+func (d *gpuDriver) Devices() ([]resourceapi.Device, error) {
 	found, err := sysfs.GPUs(d.opts.SysfsRoot)
 	if err != nil {
 		return nil, err

@@ -70,7 +70,7 @@ func attributes(vf sysfs.VF) map[resourceapi.QualifiedName]resourceapi.DeviceAtt
 	}
 }
 
-func (d *vfDriver) devices() ([]resourceapi.Device, error) {
+func (d *vfDriver) Devices() ([]resourceapi.Device, error) {
 	found, err := sysfs.VFs(d.opts.SysfsRoot)
 	if err != nil {
 		return nil, err

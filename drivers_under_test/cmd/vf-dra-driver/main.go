@@ -11,13 +11,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/containerd/nri/pkg/api"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
 	"dralab.dev/drivers/internal/dradriver"
@@ -29,41 +29,21 @@ func main() {
 	poll := flag.Duration("poll", 2*time.Second, "how often sysfs is checked for VFs that vanish or return")
 	nriSocket := flag.String("nri-socket", api.DefaultSocketPath, "the container runtime's NRI socket")
 	flag.Parse()
-	if err := run(opts, *poll, *nriSocket); err != nil {
+	var d *vfDriver
+	newDriver := func(client kubernetes.Interface) (dradriver.Driver, error) {
+		state, err := loadCheckpoint(filepath.Join(opts.PluginDataDir(), "prepared-claims.json"))
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint: %w", err)
+		}
+		d = &vfDriver{opts: opts, client: client, state: state, netns: map[types.UID]*os.File{}}
+		return d, nil
+	}
+	started := func(ctx context.Context, helper *kubeletplugin.Helper) {
+		d.helper = helper
+		go runNRI(ctx, d, *nriSocket)
+	}
+	if err := opts.Run(*poll, newDriver, started); err != nil {
 		fmt.Fprintln(os.Stderr, "vf-dra-driver:", err)
 		os.Exit(1)
 	}
-}
-
-func run(opts *dradriver.Options, poll time.Duration, nriSocket string) error {
-	if err := opts.Validate(); err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background())
-	client, err := opts.Client()
-	if err != nil {
-		return err
-	}
-	state, err := loadCheckpoint(filepath.Join(opts.PluginDataDir(), "prepared-claims.json"))
-	if err != nil {
-		return fmt.Errorf("read checkpoint: %w", err)
-	}
-	d := &vfDriver{opts: opts, client: client, state: state, netns: map[types.UID]*os.File{}}
-	if _, err := d.devices(); err != nil {
-		return fmt.Errorf("discover VFs under %s: %w", opts.SysfsRoot, err)
-	}
-	helper, err := opts.Start(ctx, d, client)
-	if err != nil {
-		return err
-	}
-	defer helper.Stop()
-	d.helper = helper
-	go runNRI(ctx, d, nriSocket)
-	if opts.Variant.Is(dradriver.VariantStatusOtherNode) {
-		go opts.StatusOtherNodeLoop(ctx, client)
-	}
-	opts.PublishLoop(ctx, helper, poll, d.devices)
-	return nil
 }
