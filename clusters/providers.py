@@ -30,6 +30,7 @@ class NodeHandle(Protocol):
     def restart_containerd(self) -> None: ...
     def stop_kubelet(self) -> None: ...
     def start_kubelet(self) -> object: ...
+    def kill_pod_sandbox(self, pod_uid: str) -> None: ...
 
 
 @dataclass
@@ -45,7 +46,7 @@ class RemoteNode:
     def _unsupported(self, *_: object) -> None:
         raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab cannot restart its components")
 
-    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = _unsupported
+    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = kill_pod_sandbox = _unsupported
 
 
 @dataclass

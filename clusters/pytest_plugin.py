@@ -110,12 +110,12 @@ def deploy_driver(lab: Lab) -> Iterator[DeployDriver]:
 
     deployed: dict[str, tuple[DriverProfile, str | None]] = {}
 
-    def deploy_one(name: str, variant: str | None = None) -> DriverProfile:
-        if name not in deployed or deployed[name][1] != variant:
-            profile = load_profile(name)
+    def deploy_one(name_or_path: str, variant: str | None = None) -> DriverProfile:
+        profile = load_profile(name_or_path)  # by name: "gpu" and its path are the same deployment
+        if profile.name not in deployed or deployed[profile.name][1] != variant:
             deploy(lab, profile, variant)
-            deployed[name] = (profile, variant)
-        return deployed[name][0]
+            deployed[profile.name] = (profile, variant)
+        return deployed[profile.name][0]
 
     try:
         yield deploy_one

@@ -43,7 +43,7 @@ def driver() -> None:
 
 @driver.command()
 @lab_options
-@click.option("--variant", default=None, help="A broken variant the profile lists (MUT-01).")
+@click.option("--variant", default=None, help="A variant the profile lists: broken (MUT-01) or a configuration such as metadata-disabled.")
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds to wait for the driver to register.")
 def deploy(profile_name: str, lab_name: str, kubeconfig: Path | None, kubelet_root_dir: str,
            variant: str | None, timeout: float) -> None:
@@ -83,4 +83,5 @@ def list_profiles() -> None:
         console.print(f"  drivers: {', '.join(p.drivers + p.extended_resources)}; "
                       f"capabilities: {', '.join(c.value for c in p.capabilities)}; hardware: {p.hardware}")
         for v, spec in sorted(p.variants.items()):
-            console.print(f"  variant {v:22} breaks {', '.join(spec.breaks)}")
+            what = f"breaks {', '.join(spec.breaks)}" if spec.breaks else "a configuration (breaks nothing)"
+            console.print(f"  variant {v:22} {what}")

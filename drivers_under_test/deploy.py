@@ -169,7 +169,8 @@ def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout
     _check_hardware(lab, profile)
     rendered = render(profile, variant, lab_parameters(lab))
     _import_images(lab, profile)
-    label = f"{profile.name}" + (f" (BROKEN variant {variant})" if variant else "")
+    chosen = profile.variant(variant)
+    label = profile.name + (f" ({'BROKEN ' if chosen.breaks else ''}variant {variant})" if chosen else "")
     try:
         with step(f"Deploying driver {label}"):
             _kubectl(lab, "apply", "--server-side", "--field-manager=dralab", "--force-conflicts", "-f", "-",

@@ -66,12 +66,19 @@ class Image(Model):
         return self
 
 
+# The variant that deploys the driver with device metadata turned off (MD-15); a profile
+# without it gets MD-15 skipped.
+METADATA_DISABLED = "metadata-disabled"
+
+
 class Variant(Model):
-    """A broken variant (MUT-01): extra container args and manifests, and what it must break."""
+    """Another way to deploy the driver: extra container args and manifests. A broken variant
+    (MUT-01) names the requirements it must break; one that breaks nothing is a configuration
+    the suites ask for by name (METADATA_DISABLED)."""
 
     args: list[str] = Field(default_factory=list)
     manifests: list[Path] = Field(default_factory=list)
-    breaks: list[str] = Field(min_length=1)
+    breaks: list[str] = Field(default_factory=list)
 
     @field_validator("breaks")
     @classmethod
@@ -142,6 +149,25 @@ class DriverProfile(Model):
             known = ", ".join(sorted(self.variants)) or "none"
             raise BadInput(f"driver profile {self.name} has no variant {name!r} (its variants: {known})")
         return self.variants[name]
+
+    def broken_variants(self) -> list[str]:
+        return sorted(n for n, v in self.variants.items() if v.breaks)
+
+    def second_instance(self, suffix: str) -> "DriverProfile":
+        """The same driver deployed again under other names (MD-07 needs two drivers): profile
+        `{name}-{suffix}`, namespace `{namespace}-{suffix}`, DRA driver and device class
+        `{first label}-{suffix}.{rest}`. Only for profiles whose manifests take DRIVER_NAME and
+        COMPONENT from the parameters, as the reference drivers' do."""
+        needed = {"DRIVER_NAME", "COMPONENT"} - set(self.parameters)
+        if needed or len(self.drivers) != 1:
+            raise BadInput(f"driver profile {self.name} cannot be deployed twice: it needs exactly one driver and "
+                           f"the parameters DRIVER_NAME and COMPONENT (missing: {', '.join(sorted(needed)) or 'none'})")
+        first, _, rest = self.drivers[0].partition(".")
+        driver = f"{first}-{suffix}.{rest}" if rest else f"{first}-{suffix}"
+        parameters = {**self.parameters, "DRIVER_NAME": driver, "COMPONENT": f"{self.parameters['COMPONENT']}-{suffix}"}
+        return self.model_copy(update={
+            "name": f"{self.name}-{suffix}", "namespace": f"{self.namespace}-{suffix}", "drivers": [driver],
+            "device_classes": [driver] if self.device_classes else [], "parameters": parameters})
 
     def check_files(self) -> None:
         """Every file the profile names exists: refused before anything is deployed."""

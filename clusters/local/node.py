@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from clusters.config import ClusterConfig
+from clusters.errors import LabBroken
 from clusters.local import cgroups, configs, network, supervisor
 from clusters.local.network import NODE_PRIVATE_DIRS
 from clusters.local.waits import wait_for
@@ -140,11 +141,18 @@ class LocalNode:
         return self._start("kube-proxy", [str(self.tools.kube("kube-proxy")),
                                           f"--config={self.dir / 'conf' / 'kube-proxy.yaml'}", "--v=1"])
 
+    def _healthy(self, port: int) -> bool:
+        """A component's healthz answers OK, inside the node's network namespace."""
+        probe = f"import urllib.request as u; u.urlopen('http://127.0.0.1:{port}/healthz', timeout=2)"
+        return network.in_netns(self.netns, "python3", "-c", probe, check=False).returncode == 0
+
     def wait_kube_proxy(self, timeout: float = 30) -> None:
-        probe = "import urllib.request as u; u.urlopen('http://127.0.0.1:10256/healthz', timeout=2)"
-        wait_for(f"kube-proxy on {self.name} to program Services",
-                 lambda: network.in_netns(self.netns, "python3", "-c", probe, check=False).returncode == 0,
+        wait_for(f"kube-proxy on {self.name} to program Services", lambda: self._healthy(10256),
                  timeout, [self.component("kube-proxy")])
+
+    def wait_kubelet(self, timeout: float = 60) -> None:
+        wait_for(f"kubelet on {self.name} to be healthy", lambda: self._healthy(10248), timeout,
+                 [self.component("kubelet")])
 
     # Restart handles for restart tests ------------------------------------------------
 
@@ -154,6 +162,7 @@ class LocalNode:
     def restart_kubelet(self) -> None:
         self.stop_kubelet()
         self.start_kubelet()
+        self.wait_kubelet()
 
     def stop_containerd(self) -> None:
         # Stopping containerd leaves its shims and containers running, as on a real node.
@@ -163,4 +172,20 @@ class LocalNode:
         self.stop_containerd()
         self.start_containerd()
         self.wait_containerd()
+
+    def kill_pod_sandbox(self, pod_uid: str) -> None:
+        """Kill a pod's sandbox as a crash would: the kubelet then creates a new one, preparing
+        the pod's claims again if it has not prepared them since it started."""
+        # One filter, its conditions joined by commas: ctr ORs separate filters.
+        only = f'labels."io.kubernetes.pod.uid"=={pod_uid},labels."io.cri-containerd.kind"==sandbox'
+        sandboxes = set(subprocess.run(self.ctr("containers", "list", "-q", only),
+                                       capture_output=True, text=True, check=True).stdout.split())
+        tasks = subprocess.run(self.ctr("tasks", "list"), capture_output=True, text=True, check=True).stdout
+        running = [line.split()[0] for line in tasks.splitlines()[1:] if line.split()[0] in sandboxes
+                   and line.split()[-1] == "RUNNING"]
+        if not running:
+            raise LabBroken(f"pod {pod_uid} has no running sandbox in containerd on {self.name}:\n{tasks}")
+        for sandbox in running:
+            run_logged(self.ctr("tasks", "kill", "--signal", "SIGKILL", sandbox), self.log_dir / "sandbox-kill.log",
+                       what=f"killing sandbox {sandbox} of pod {pod_uid} on {self.name}")
 

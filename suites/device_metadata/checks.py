@@ -181,8 +181,10 @@ def update_generation(s: Scenario, ev: Evidence) -> None:  # MD-17
         f"generation {obj['metadata']['generation']} after one update; an update must raise it by one (1 -> 2)"
     assert (obj["metadata"]["name"], obj["metadata"]["namespace"], obj["metadata"]["uid"]) == \
         (s.claim_name, s.namespace, s.uid), "the update changed the claim identity"
-    assert [r["name"] for r in obj["requests"]] == ["dev"]
-    assert sorted((d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"]) == sorted(s.allocated("dev"))
+    assert [r["name"] for r in obj["requests"]] == ["dev"], f"requests {[r['name'] for r in obj['requests']]}, want ['dev']"
+    listed = sorted((d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"])
+    assert listed == sorted(s.allocated("dev")), \
+        f"after the update the file lists {listed}; the claim was allocated {sorted(s.allocated('dev'))}"
 
 
 def cleanup(s: Scenario, ev: Evidence) -> None:  # MD-14

@@ -7,7 +7,11 @@ from typing import Iterator
 
 import pytest
 
+# The checks are shared by the tests and the self-check: their asserts explain themselves too.
+pytest.register_assert_rewrite("suites.device_metadata.checks")
+
 from clusters.providers import Lab
+from drivers_under_test.profile import Capability
 from suites.device_metadata import scenario
 from suites.framework import namespaces
 from suites.framework.drivers import DriverUnderTest
@@ -24,6 +28,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="module")
 def driver(request: pytest.FixtureRequest, deploy_driver) -> DriverUnderTest:
     return DriverUnderTest(deploy_driver(request.param))
+
+
+@pytest.fixture
+def metadata_driver(driver: DriverUnderTest) -> DriverUnderTest:
+    driver.requires(Capability.METADATA)
+    return driver
 
 
 @pytest.fixture(scope="module")

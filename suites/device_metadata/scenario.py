@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kubernetes import client
 
 from clusters import versions
 from clusters.providers import Lab
 from suites.device_metadata import paths
-from suites.framework import claims, pods
+from suites.framework import claims, pods, slices
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.metadata_file import MetadataStream, parse_stream
 from suites.framework.node_files import NodeFiles
+from suites.framework.waits import wait_for
 
 SLEEP = ["sh", "-c", "sleep 3600"]
 LIST_FILES = f"find {paths.CONTAINER_ROOT} -type f 2>/dev/null | sort"
@@ -64,6 +65,22 @@ class Scenario:
                self.pod, "-c", container_name, "--", "sh", "-c", script]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
+    def restarted(self, container_name: str, action: Callable[[], object], timeout: float = 120) -> None:
+        """Do `action`, then wait until the container has been started anew and is ready."""
+        core = client.CoreV1Api(self.api)
+
+        def status() -> client.V1ContainerStatus:
+            pod = core.read_namespaced_pod(self.pod, self.namespace)
+            return next(c for c in pod.status.container_statuses if c.name == container_name)
+        before = status().restart_count
+        action()
+        wait_for(f"container {container_name} of pod {self.namespace}/{self.pod} started anew and ready",
+                 lambda: status().restart_count > before and status().ready, timeout)
+
+    @property
+    def pod_uid(self) -> str:
+        return client.CoreV1Api(self.api).read_namespaced_pod(self.pod, self.namespace).metadata.uid
+
     def read_in(self, container_name: str, path: str) -> str | None:
         out = self.sh(container_name, f"cat {path}")
         return out.stdout if out.returncode == 0 else None
@@ -87,10 +104,7 @@ class Scenario:
         return paths.on_node(self.kubelet_root, self.driver.name, self.namespace, self.claim_name, request)
 
     def slice_attributes(self) -> dict[tuple[str, str], dict[str, Any]]:
-        items = client.CustomObjectsApi(self.api).list_cluster_custom_object(
-            "resource.k8s.io", "v1", "resourceslices")["items"]
-        return {(s["spec"]["pool"]["name"], d["name"]): d.get("attributes", {})
-                for s in items if s["spec"]["driver"] == self.driver.name for d in s["spec"]["devices"]}
+        return {(d.pool, d.name): d.attributes for d in slices.published(self.api, self.driver.name)}
 
 
 def claim_for(driver: DriverUnderTest, name: str, count: int = 1) -> ClaimBuilder:

@@ -11,19 +11,13 @@ from clusters.pytest_plugin import Evidence
 from drivers_under_test.profile import Capability
 from suites.device_metadata import checks, paths, scenario
 from suites.device_metadata.scenario import Scenario, container
-from suites.framework import claims, pods, spec_drift
+from suites.framework import claims, pods, slices, spec_drift
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.metadata_file import parse_stream
 from suites.framework.spec_drift import Drift
 
 pytestmark = pytest.mark.e2e
 KEP = "KEP-5304"
-
-
-@pytest.fixture
-def metadata_driver(driver: DriverUnderTest) -> DriverUnderTest:
-    driver.requires(Capability.METADATA)
-    return driver
 
 
 @pytest.mark.requirement("MD-08")
@@ -100,9 +94,7 @@ def test_an_update_raises_generation_by_one(deferred: Scenario, evidence: Eviden
 
 @pytest.mark.requirement("MD-20")
 def test_many_pods_at_once(lab: Lab, api, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    available = sum(len(s["spec"]["devices"]) for s in client.CustomObjectsApi(api).list_cluster_custom_object(
-        "resource.k8s.io", "v1", "resourceslices")["items"] if s["spec"]["driver"] == metadata_driver.name)
-    count = min(20, available)
+    count = min(20, len(slices.free(api, metadata_driver.name)))
     for i in range(count):  # all created before any is waited for
         claims.create(api, namespace, scenario.claim_for(metadata_driver, f"claim-{i}"))
         spec = {"containers": [container("main", scenario.SLEEP, "c")], "terminationGracePeriodSeconds": 1,

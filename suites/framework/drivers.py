@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from kubernetes import client
 
+from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability, DriverProfile
+from suites.framework.waits import wait_for
 
 
 @dataclass(frozen=True)
@@ -32,3 +35,22 @@ class DriverUnderTest:
         missing = [c.value for c in capabilities if not self.profile.has(c)]
         if missing:
             pytest.skip(f"driver profile {self.profile.name} does not claim {', '.join(missing)}")
+
+    def restart_on(self, api: client.ApiClient, node: str, timeout: float = 90) -> None:
+        """Delete the driver's pods on `node` and wait until their replacements are ready."""
+        core = client.CoreV1Api(api)
+
+        def on_node() -> list[client.V1Pod]:
+            return core.list_namespaced_pod(self.profile.namespace, label_selector=f"{PROFILE_LABEL}={self.profile.name}",
+                                            field_selector=f"spec.nodeName={node}").items
+        old = {p.metadata.uid for p in on_node()}
+        assert old, f"no pod of driver profile {self.profile.name} on {node}"
+        for pod in on_node():
+            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
+
+        def replaced() -> list[str]:
+            pods = on_node()
+            ready = [p.metadata.name for p in pods if p.metadata.uid not in old and p.status.container_statuses
+                     and all(c.ready for c in p.status.container_statuses)]
+            return ready if len(ready) == len(old) and len(pods) == len(old) else []
+        wait_for(f"{len(old)} new ready pod(s) of {self.profile.name} on {node}", replaced, timeout)

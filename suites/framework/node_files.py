@@ -68,6 +68,10 @@ class NodeFiles:
         out = self._sh(node, f"cat {self._host(path)} 2>/dev/null && echo '<<ok>>'")
         return out[: -len("<<ok>>\n")] if out.endswith("<<ok>>\n") else None
 
+    def inode(self, node: str, path: str) -> str | None:
+        """The file's inode number: it changes when the file is replaced (written anew and renamed)."""
+        return self._sh(node, f"stat -c %i {self._host(path)} 2>/dev/null").strip() or None
+
     def listing(self, node: str, path: str) -> dict[str, Entry]:
         """Every file and directory under `path` (itself included), by host path."""
         host = self._host(path)
@@ -87,4 +91,5 @@ class NodeFiles:
         return found
 
     def close(self) -> None:
-        client.CoreV1Api(self.api).delete_namespace(NAMESPACE, grace_period_seconds=0)
+        if self._ready:
+            client.CoreV1Api(self.api).delete_namespace(NAMESPACE, grace_period_seconds=0)

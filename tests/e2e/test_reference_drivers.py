@@ -211,7 +211,7 @@ def test_driver_follows_a_non_default_kubelet_root_dir(lab: Lab, extra_lab) -> N
         remove(other, profile)
 
 
-VARIANTS = [(p, v) for p in shipped_profiles() for v in sorted(load_profile(p).variants)]
+VARIANTS = [(p, v) for p in shipped_profiles() for v in load_profile(p).broken_variants()]
 
 
 @pytest.mark.parametrize("profile,variant", VARIANTS, ids=[f"{p}:{v}" for p, v in VARIANTS])

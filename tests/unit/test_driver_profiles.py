@@ -12,7 +12,7 @@ from clusters.cli import main
 from clusters.errors import BadInput
 from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
 from drivers_under_test.deploy import render
-from drivers_under_test.profile import Capability, load_profile, shipped_profiles
+from drivers_under_test.profile import METADATA_DISABLED, Capability, load_profile, shipped_profiles
 
 LAB = {"KUBELET_ROOT_DIR": "/var/lib/kubelet-alt", "DRIVERS_IMAGE": "dralab.dev/drivers:abc",
        "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys"}
@@ -139,3 +139,28 @@ def test_cli_refuses_bad_profiles_and_variants_before_touching_a_lab(tmp_path: P
     path = write_profile(tmp_path, image=False)
     result = runner.invoke(main, ["driver", "deploy", "--profile", str(path), "--lab", "absent"])
     assert result.exit_code == 2 and "driver.tar" in result.output
+
+
+def test_second_instance_renames_driver_class_namespace_and_component() -> None:
+    gpu = load_profile("gpu")
+    b = gpu.second_instance("b")
+    assert (b.name, b.namespace, b.drivers, b.device_classes) == ("gpu-b", "dralab-gpu-b", ["gpu-b.dralab.dev"],
+                                                                  ["gpu-b.dralab.dev"])
+    assert b.parameters["COMPONENT"] == "gpu-dra-driver-b" and b.source == gpu.source
+    objects = render(b, None, LAB).objects
+    (ds,) = [o for o in objects if o["kind"] == "DaemonSet"]
+    assert ds["metadata"]["namespace"] == "dralab-gpu-b"
+    assert "--driver-name=gpu-b.dralab.dev" in ds["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "DeviceClass"] == ["gpu-b.dralab.dev"]
+
+
+def test_second_instance_needs_the_driver_name_parameter(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="cannot be deployed twice.*DRIVER_NAME"):
+        load_profile(str(write_profile(tmp_path))).second_instance("b")
+
+
+def test_a_variant_without_breaks_is_a_configuration() -> None:
+    gpu = load_profile("gpu")
+    assert METADATA_DISABLED in gpu.variants and METADATA_DISABLED not in gpu.broken_variants()
+    (ds,) = render(gpu, METADATA_DISABLED, LAB).of_kind("DaemonSet")
+    assert ds["spec"]["template"]["spec"]["containers"][0]["args"][-1] == "--enable-device-metadata=false"

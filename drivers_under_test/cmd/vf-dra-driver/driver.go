@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -28,9 +30,13 @@ import (
 // Variants only the VF driver has.
 var ownVariants = map[string]string{
 	variantNetworkDataMismatch: "networkData reports an IP other than the one configured in the pod (breaks ST-02, MD-16)",
+	variantForeignDevice:       "the metadata update also lists a VF the claim was not given (breaks MD-17)",
 }
 
-const variantNetworkDataMismatch = "networkdata-mismatch"
+const (
+	variantNetworkDataMismatch = "networkdata-mismatch"
+	variantForeignDevice       = "foreign-device"
+)
 
 // vfConfig is the opaque configuration a claim gives this driver for a request.
 type vfConfig struct {
@@ -273,6 +279,12 @@ func (d *vfDriver) publish(ctx context.Context, pc *preparedClaim) error {
 		})
 		entries = append(entries, dradriver.DeviceStatus{Pool: dev.Pool, Device: dev.Device, Ready: true, NetworkData: nd})
 	}
+	if d.opts.Variant.Is(variantForeignDevice) && len(pc.Devices) > 0 {
+		if foreign := d.foreignDevice(pc); foreign != nil {
+			request := pc.Devices[0].Request
+			byRequest[request] = append(byRequest[request], *foreign)
+		}
+	}
 	if d.opts.EnableDeviceMetadata {
 		for request, devices := range byRequest {
 			if err := d.helper.UpdateRequestMetadata(ctx, pc.Namespace, pc.Name, pc.UID, request, devices); err != nil {
@@ -282,6 +294,20 @@ func (d *vfDriver) publish(ctx context.Context, pc *preparedClaim) error {
 	}
 	if d.opts.ReportStatus {
 		return dradriver.WriteStatus(ctx, d.client, d.opts.DriverName, pc.Namespace, pc.Name, entries)
+	}
+	return nil
+}
+
+// foreignDevice is a VF of this node that the claim was not given, nil if there is none.
+func (d *vfDriver) foreignDevice(pc *preparedClaim) *kubeletplugin.Device {
+	own := map[string]bool{}
+	for _, dev := range pc.Devices {
+		own[dev.Device] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.vfs)) {
+		if !own[name] {
+			return &kubeletplugin.Device{Requests: []string{pc.Devices[0].Request}, PoolName: d.opts.NodeName, DeviceName: name}
+		}
 	}
 	return nil
 }

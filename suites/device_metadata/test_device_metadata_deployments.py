@@ -1,0 +1,239 @@
+"""KEP-5304 device metadata when what runs changes: a second driver serving the same request
+(MD-07), the driver deployed with metadata turned off (MD-15), and restarts of the driver, the
+kubelet and containerd under running pods (MD-18)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from kubernetes import client
+
+from clusters.providers import Lab
+from clusters.pytest_plugin import Evidence
+from drivers_under_test.deploy import deploy, remove
+from drivers_under_test.profile import METADATA_DISABLED, load_profile
+from suites.device_metadata import checks, paths, scenario
+from suites.device_metadata.scenario import Scenario, container
+from suites.framework import claims, namespaces, slices, spec_drift
+from suites.framework.claims import ClaimBuilder
+from suites.framework.drivers import DriverUnderTest
+from suites.framework.metadata_file import parse_stream
+from suites.framework.spec_drift import Drift
+
+pytestmark = pytest.mark.e2e
+KEP = "KEP-5304"
+
+
+# MD-07 ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def second_driver(lab: Lab) -> Iterator[DriverUnderTest]:
+    """dralab's reference GPU driver deployed again as gpu-b.dralab.dev: the other driver of MD-07."""
+    if lab.local is None or not lab.local.cfg.hardware:
+        pytest.skip("the second driver is dralab's reference GPU driver, which needs a local lab with emulated GPUs")
+    profile = load_profile("gpu").second_instance("b")
+    deploy(lab, profile)
+    try:
+        yield DriverUnderTest(profile)
+    finally:
+        remove(lab, profile)
+
+
+def _cel_literal(value: dict[str, Any]) -> str | None:
+    kind, v = next(iter(value.items()))
+    return {"int": str(v), "string": json.dumps(v), "bool": str(v).lower()}.get(kind)
+
+
+def _selector_for(device: slices.Device, others: list[slices.Device]) -> str:
+    """A CEL selector that matches `device` and none of `others`, by an attribute only it has
+    (CEL sees a device's driver, attributes and capacity, not its name)."""
+    for name, value in sorted(device.attributes.items()):
+        literal = _cel_literal(value)
+        if literal is not None and all(o.attributes.get(name) != value for o in others if o != device):
+            domain, _, attribute = name.rpartition("/")
+            return (f'device.driver == "{device.driver}" && '
+                    f'device.attributes["{domain or device.driver}"].{attribute} == {literal}')
+    raise AssertionError(f"{device.driver} device {device.name} has no attribute that tells it from the other devices "
+                         f"of its node: {device.attributes}")
+
+
+@pytest.fixture
+def shared_class(api) -> Iterator[Any]:
+    """shared_class(selectors): a DeviceClass matching a device if any of the CEL selectors does;
+    deleted afterwards."""
+    created: list[str] = []
+
+    def make(selectors: list[str]) -> str:
+        name = f"md-shared-{uuid.uuid4().hex[:8]}"
+        expression = " || ".join(f"({s})" for s in selectors)
+        client.ResourceV1Api(api).create_device_class({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                                       "metadata": {"name": name},
+                                                       "spec": {"selectors": [{"cel": {"expression": expression}}]}})
+        created.append(name)
+        return name
+    yield make
+    for name in created:
+        client.ResourceV1Api(api).delete_device_class(name)
+
+
+def _free_on_one_node(lab: Lab, api, drivers: tuple[str, ...]) -> tuple[list[str], str]:
+    """Selectors for one free device of each driver, all on one node, and that node."""
+    for node in lab.nodes:
+        free = [slices.free(api, d, node.name) for d in drivers]
+        if all(free):
+            published = [[p for p in slices.published(api, d) if p.node == node.name] for d in drivers]
+            return [_selector_for(f[0], p) for f, p in zip(free, published)], node.name
+    raise AssertionError(f"no node has a free device of each of {drivers}")
+
+
+@pytest.mark.requirement("MD-07")
+def test_one_request_served_by_two_drivers(lab: Lab, api, node_files, metadata_driver: DriverUnderTest,
+                                           second_driver: DriverUnderTest, shared_class, namespace: str,
+                                           evidence: Evidence) -> None:
+    drivers = (metadata_driver.name, second_driver.name)
+    selectors, node = _free_on_one_node(lab, api, drivers)
+    # On that node the class matches just these two devices: a request for two is served by both drivers.
+    claim = ClaimBuilder("two-drivers").request("dev", shared_class(selectors), count=2)
+    if metadata_driver.profile.claim_config is not None:
+        claim.opaque(metadata_driver.name, metadata_driver.profile.claim_config)
+    claims.create(api, namespace, claim)
+    spec = {"containers": [container("main", scenario.SLEEP, "c")], "terminationGracePeriodSeconds": 1,
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "resourceClaims": [{"name": "c", "resourceClaimName": "two-drivers"}]}
+    s = Scenario(lab, api, node_files, metadata_driver, namespace, "two-drivers", "two-drivers").start(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two-drivers"}, "spec": spec})
+    evidence.add("allocation", claims.allocated(s.claim))
+    listing = s.sh("main", scenario.LIST_FILES).stdout.split()
+    evidence.add("files in the container", listing)
+    assert listing == sorted(paths.in_container("two-drivers", "dev", d) for d in drivers), \
+        "want one file per driver under the request's directory"
+    for driver in drivers:
+        obj = parse_stream(s.read_in("main", paths.in_container("two-drivers", "dev", driver)) or "").first_known()
+        evidence.add(f"{driver}'s file", obj)
+        listed = sorted((d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"])
+        own = sorted((r["driver"], r["pool"], r["device"]) for r in claims.allocated(s.claim, driver))
+        assert own and listed == own, f"{driver}'s file lists {listed}; its devices in the allocation are {own}"
+
+
+# MD-15 ----------------------------------------------------------------------------------------
+
+@pytest.mark.requirement("MD-15")
+def test_metadata_disabled_means_no_files_no_specs_no_mount(lab: Lab, api, node_files, deploy_driver,
+                                                            metadata_driver: DriverUnderTest,
+                                                            evidence: Evidence) -> None:
+    profile = metadata_driver.profile
+    if METADATA_DISABLED not in profile.variants:
+        pytest.skip(f"driver profile {profile.name} has no variant {METADATA_DISABLED} "
+                    "(how to deploy the driver with device metadata turned off)")
+    off = DriverUnderTest(deploy_driver(str(profile.source), METADATA_DISABLED), METADATA_DISABLED)
+    try:
+        with namespaces.fresh(api, prefix="md-off") as ns:
+            s = scenario.single(lab, api, node_files, off, ns, "no-metadata")  # returns once the pod runs
+            claim_dir = paths.claim_dir_on_node(s.kubelet_root, off.name, ns, s.claim_name)
+            seen = {
+                "metadata files in the container": s.sh("main", f"find {paths.CONTAINER_ROOT} {paths.KEP_CONTAINER_ROOT}"
+                                                                " 2>/dev/null").stdout.split(),
+                f"{claim_dir} on {s.node}": sorted(s.files.listing(s.node, claim_dir)),
+                "metadata CDI specs": s.files.glob(s.node, paths.cdi_spec(off.name, s.uid, "*")),
+            }
+            evidence.add("with metadata disabled", seen)
+            assert not any(seen.values()), f"metadata is disabled, yet there are {[k for k, v in seen.items() if v]}"
+    finally:
+        deploy_driver(str(profile.source))  # the module's other checks need metadata on
+
+
+# MD-18 ----------------------------------------------------------------------------------------
+
+def _observed(s: Scenario) -> dict[str, str | None]:
+    return {"in the container": s.read_in("main", paths.in_container(s.claim_name, "dev", s.driver.name)),
+            "on the node": s.files.read(s.node, s.host_file("dev")),
+            "CDI spec": s.files.read(s.node, paths.cdi_spec(s.driver.name, s.uid, "dev"))}
+
+
+def _without_generation(text: str | None) -> dict[str, Any] | None:
+    """The file's content apart from the generation, which a re-prepare resets to 1."""
+    if text is None:
+        return None
+    obj = parse_stream(text).first_known()
+    return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "generation"}}
+
+
+def _plant_stale_files(lab: Lab, s: Scenario) -> list[Path]:
+    """The metadata directory and CDI spec of a claim that no longer exists, as a crash leaves
+    them: copies of the live ones under another claim, on the node's host paths (local labs)."""
+    node = lab.node(s.node)
+    stale_uid, stale_claim = str(uuid.uuid4()), f"stale-{s.claim_name}"
+    stale_file = paths.on_node(s.kubelet_root, s.driver.name, s.namespace, stale_claim, "dev")
+    spec = s.files.read(s.node, paths.cdi_spec(s.driver.name, s.uid, "dev")) or ""
+    planted = {stale_file: s.files.read(s.node, s.host_file("dev")) or "",
+               paths.cdi_spec(s.driver.name, stale_uid, "dev"): spec.replace(s.uid, stale_uid).replace(
+                   s.host_file("dev"), stale_file)}
+    for path, text in planted.items():
+        host = node.host_path(path)
+        host.parent.mkdir(parents=True, exist_ok=True)
+        host.write_text(text)
+    claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, stale_claim)
+    return [node.host_path(claim_dir), node.host_path(paths.cdi_spec(s.driver.name, stale_uid, "dev"))]
+
+
+def _remove(planted: list[Path]) -> None:
+    for path in planted:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+@pytest.mark.requirement("MD-18")
+def test_running_pods_keep_their_files_across_a_driver_restart(lab: Lab, api, node_files,
+                                                               metadata_driver: DriverUnderTest, namespace: str,
+                                                               evidence: Evidence, request) -> None:
+    s = scenario.single(lab, api, node_files, metadata_driver, namespace, "driver-restart")
+    before = _observed(s)
+    evidence.add("before the driver restart", before)
+    stale = _plant_stale_files(lab, s) if lab.local is not None else []
+    try:
+        metadata_driver.restart_on(api, s.node)
+        after = _observed(s)
+        evidence.add("after the driver restart", after)
+        assert after == before, "the running pod's metadata changed across a driver restart: " \
+            f"{sorted(k for k in before if before[k] != after[k])}"
+        checks.cleanup(s, evidence)  # the restarted driver still unprepares and removes the files
+        if stale:
+            left = [str(p) for p in stale if p.exists()]
+            spec_drift.record(request, Drift(
+                KEP, "stale files after a driver restart",
+                "the framework removes stale metadata files and CDI specs (best effort) when the driver restarts",
+                f"{len(left)} of the {len(stale)} stale entries planted before the restart were still there after "
+                f"it: {left}" if left else "the stale entries planted before the restart were removed"))
+    finally:
+        _remove(stale)
+
+
+@pytest.mark.requirement("MD-18")
+@pytest.mark.parametrize("component", ["kubelet", "containerd"])
+def test_a_re_prepared_claim_has_its_cdi_spec_and_metadata_after_a_restart_of(
+        component: str, local_only: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str,
+        evidence: Evidence) -> None:
+    s = scenario.single(local_only, api, node_files, metadata_driver, namespace, f"{component}-restart")
+    before, inode = _observed(s), node_files.inode(s.node, s.host_file("dev"))
+    evidence.add(f"before the {component} restart", before)
+    node = local_only.local_node(s.node)
+    {"kubelet": node.restart_kubelet, "containerd": node.restart_containerd}[component]()
+    # Then the pod's sandbox dies: the kubelet creates a new one, which prepares the claim again
+    # (the restarted kubelet has not prepared it yet) and starts the containers with its CDI devices.
+    s.restarted("main", lambda: node.kill_pod_sandbox(s.pod_uid))
+    after = _observed(s)
+    evidence.add(f"after the {component} restart and a new sandbox", after)
+    if component == "kubelet":
+        assert node_files.inode(s.node, s.host_file("dev")) != inode, \
+            "the claim was not prepared again (its metadata file was not rewritten): nothing to check"
+    missing = [k for k, v in after.items() if v is None]
+    assert not missing, f"after the {component} restart the re-prepared claim has no {', '.join(missing)}"
+    assert _without_generation(after["in the container"]) == _without_generation(before["in the container"]), \
+        f"the metadata the new container sees after the {component} restart differs from before it (generation aside)"
