@@ -22,7 +22,9 @@ def fresh(api: client.ApiClient, prefix: str = "t") -> Iterator[str]:
         yield name
     finally:
         # Pods go first and are waited for: a driver must see them stop (NRI StopPodSandbox)
-        # before anything else happens to it, such as a roll-out of another variant.
-        core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+        # before anything else happens to it, such as a roll-out of another variant. Deleted
+        # gracefully, a pod leaves the API only once its kubelet has stopped it and unprepared its
+        # claims; a forced deletion (grace 0) would not wait for that.
+        core.delete_collection_namespaced_pod(name)
         wait_for(f"pods of namespace {name} gone", lambda: not core.list_namespaced_pod(name).items, 90)
         core.delete_namespace(name, grace_period_seconds=0)
