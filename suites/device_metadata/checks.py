@@ -199,7 +199,7 @@ def cleanup(s: Scenario, ev: Evidence) -> None:  # MD-14
         return {"claim dir": sorted(s.files.listing(s.node, claim_dir)), "CDI spec": s.files.read(s.node, spec)}
     try:
         wait_for(f"{claim_dir} and {spec} removed from {s.node} after unprepare",
-                 lambda: left() == {"claim dir": [], "CDI spec": None}, 30)
+                 lambda: left() == {"claim dir": [], "CDI spec": None}, 20)
     except AssertionError:
-        ev.add(f"left on {s.node} 30 s after the pod was deleted", left())
+        ev.add(f"left on {s.node} 20 s after the pod was gone", left())
         raise

@@ -4,7 +4,6 @@ kubelet and containerd under running pods (MD-18)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import uuid
 from pathlib import Path
@@ -44,24 +43,6 @@ def second_driver(lab: Lab) -> Iterator[DriverUnderTest]:
         remove(lab, profile)
 
 
-def _cel_literal(value: dict[str, Any]) -> str | None:
-    kind, v = next(iter(value.items()))
-    return {"int": str(v), "string": json.dumps(v), "bool": str(v).lower()}.get(kind)
-
-
-def _selector_for(device: slices.Device, others: list[slices.Device]) -> str:
-    """A CEL selector that matches `device` and none of `others`, by an attribute only it has
-    (CEL sees a device's driver, attributes and capacity, not its name)."""
-    for name, value in sorted(device.attributes.items()):
-        literal = _cel_literal(value)
-        if literal is not None and all(o.attributes.get(name) != value for o in others if o != device):
-            domain, _, attribute = name.rpartition("/")
-            return (f'device.driver == "{device.driver}" && '
-                    f'device.attributes["{domain or device.driver}"].{attribute} == {literal}')
-    raise AssertionError(f"{device.driver} device {device.name} has no attribute that tells it from the other devices "
-                         f"of its node: {device.attributes}")
-
-
 @pytest.fixture
 def shared_class(api) -> Iterator[Any]:
     """shared_class(selectors): a DeviceClass matching a device if any of the CEL selectors does;
@@ -87,7 +68,7 @@ def _free_on_one_node(lab: Lab, api, drivers: tuple[str, ...]) -> tuple[list[str
         free = [slices.free(api, d, node.name) for d in drivers]
         if all(free):
             published = [[p for p in slices.published(api, d) if p.node == node.name] for d in drivers]
-            return [_selector_for(f[0], p) for f, p in zip(free, published)], node.name
+            return [slices.selector_for(f[0], p) for f, p in zip(free, published)], node.name
     raise AssertionError(f"no node has a free device of each of {drivers}")
 
 

@@ -3,6 +3,7 @@ as the suites look them up: by driver, by node, free or taken."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,3 +37,21 @@ def free(api: client.ApiClient, driver: str, node: str | None = None) -> list[De
     busy = taken(api)
     return [d for d in published(api, driver)
             if (d.driver, d.pool, d.name) not in busy and (node is None or d.node == node)]
+
+
+def _cel_literal(value: dict[str, Any]) -> str | None:
+    kind, v = next(iter(value.items()))
+    return {"int": str(v), "string": json.dumps(v), "bool": str(v).lower()}.get(kind)
+
+
+def selector_for(device: Device, others: list[Device]) -> str:
+    """A CEL selector that matches `device` and none of `others`, by an attribute only it has
+    (CEL sees a device's driver, attributes and capacity, not its name)."""
+    for name, value in sorted(device.attributes.items()):
+        literal = _cel_literal(value)
+        if literal is not None and all(o.attributes.get(name) != value for o in others if o != device):
+            domain, _, attribute = name.rpartition("/")
+            return (f'device.driver == "{device.driver}" && '
+                    f'device.attributes["{domain or device.driver}"].{attribute} == {literal}')
+    raise AssertionError(f"{device.driver} device {device.name} has no attribute that tells it from the other devices "
+                         f"of its node: {device.attributes}")
