@@ -128,6 +128,14 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
     return Rendered(profile, variant, objects)
 
 
+def _other_variants_objects(profile: DriverProfile, variant: str | None, lab_params: dict[str, str]) -> list[dict[str, Any]]:
+    """Objects only other variants of the profile have: what a switch to `variant` removes."""
+    def key(o: dict[str, Any]) -> tuple[str, str, str]:
+        return o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]
+    keep = {key(o) for o in render(profile, variant, lab_params).objects}
+    return [o for o in render(profile, variant, lab_params, all_variants=True).objects if key(o) not in keep]
+
+
 def _kubectl(lab: Lab, *args: str, stdin: str | None = None, check: bool = True) -> str:
     cmd = [str(lab.kubectl), f"--kubeconfig={lab.kubeconfig}", *args]
     out = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
@@ -167,12 +175,17 @@ def _check_hardware(lab: Lab, profile: DriverProfile) -> None:
 
 def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout: float = 120) -> Rendered:
     _check_hardware(lab, profile)
-    rendered = render(profile, variant, lab_parameters(lab))
+    params = lab_parameters(lab)
+    rendered = render(profile, variant, params)
+    stale = _other_variants_objects(profile, variant, params)
     _import_images(lab, profile)
     chosen = profile.variant(variant)
     label = profile.name + (f" ({'BROKEN ' if chosen.breaks else ''}variant {variant})" if chosen else "")
     try:
         with step(f"Deploying driver {label}"):
+            # Another variant's extra objects (a broader ClusterRoleBinding, say) must not outlive it.
+            if stale:
+                _kubectl(lab, "delete", "--ignore-not-found", "-f", "-", stdin=_as_list(stale))
             _kubectl(lab, "apply", "--server-side", "--field-manager=dralab", "--force-conflicts", "-f", "-",
                      stdin=_as_list(rendered.objects))
         with step(f"Waiting for {label} to register on {len(lab.nodes)} node(s)"):

@@ -51,6 +51,11 @@ class LocalNode:
         return p
 
     @property
+    def kubelet_kubeconfig(self) -> Path:
+        """The kubelet's credentials (system:node:<name>): for checks that act as the kubelet."""
+        return self.dir / "conf" / "kubelet.kubeconfig"
+
+    @property
     def kubelet_root_dir(self) -> str:
         return self.cfg.kubelet_root_dir
 

@@ -13,6 +13,7 @@ from suites.device_metadata import paths
 from suites.device_metadata.scenario import Scenario
 from suites.framework import pods
 from suites.framework.metadata_file import V1BETA1, parse_stream, problems
+from suites.framework.netif import interface
 from suites.framework.waits import wait_for
 
 REQUESTS = ("req0", "req1")
@@ -151,14 +152,6 @@ def copy_at_start(s_driver_name: str, claim: str) -> list[str]:
     return ["sh", "-c", f"cat {paths.in_container(claim, 'dev', s_driver_name)} > {AT_START}; sleep 3600"]
 
 
-def _interface(s: Scenario, container: str, name: str) -> dict[str, object]:
-    out = s.sh(container, f"ip addr show dev {name}").stdout
-    mac = next((line.split()[1] for line in out.splitlines() if "link/ether" in line), "")
-    ips = sorted(line.split()[1] for line in out.splitlines()
-                 if line.strip().startswith(("inet ", "inet6 ")) and "scope link" not in line)
-    return {"interfaceName": name if out else None, "ips": ips, "hardwareAddress": mac, "ip addr": out}
-
-
 def deferred_network_data(s: Scenario, ev: Evidence) -> None:  # MD-16
     text = s.read_in("main", AT_START)
     ev.add("metadata file when the container started", text or "(empty)")
@@ -166,7 +159,7 @@ def deferred_network_data(s: Scenario, ev: Evidence) -> None:  # MD-16
     for device in devices:
         nd = device.get("networkData")
         assert nd, f"{device['name']} has no networkData when the first container starts"
-        seen = _interface(s, "main", nd.get("interfaceName", ""))
+        seen = interface(lambda script: s.sh("main", script).stdout, nd.get("interfaceName", ""))
         ev.add(f"interface {nd.get('interfaceName')} in the pod", seen)
         assert seen["interfaceName"], f"the pod has no interface {nd.get('interfaceName')}"
         assert sorted(nd.get("ips", [])) == seen["ips"], f"networkData ips {nd.get('ips')}, the pod has {seen['ips']}"

@@ -1,5 +1,5 @@
-"""Fixtures of the MD suite: the drivers under test (--driver, default the reference gpu and net
-drivers) and the shared scenarios, each set up once per driver."""
+"""Fixtures of the MD suite: the shared scenarios, each set up once per driver under test
+(suites/conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,20 +15,6 @@ from drivers_under_test.profile import Capability
 from suites.device_metadata import scenario
 from suites.framework import namespaces
 from suites.framework.drivers import DriverUnderTest
-
-REFERENCE_DRIVERS = ["gpu", "net"]
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "driver" in metafunc.fixturenames:
-        names = metafunc.config.getoption("--driver") or REFERENCE_DRIVERS
-        metafunc.parametrize("driver", names, indirect=True, scope="module")
-
-
-@pytest.fixture(scope="module")
-def driver(request: pytest.FixtureRequest, deploy_driver) -> DriverUnderTest:
-    return DriverUnderTest(deploy_driver(request.param))
-
 
 @pytest.fixture
 def metadata_driver(driver: DriverUnderTest) -> DriverUnderTest:

@@ -107,18 +107,10 @@ class Scenario:
         return {(d.pool, d.name): d.attributes for d in slices.published(self.api, self.driver.name)}
 
 
-def claim_for(driver: DriverUnderTest, name: str, count: int = 1) -> ClaimBuilder:
-    """A claim with one request `dev`, carrying the profile's claim config if it has one."""
-    claim = ClaimBuilder(name).request("dev", driver.device_class, count=count)
-    if driver.profile.claim_config is not None:
-        claim.opaque(driver.name, driver.profile.claim_config)
-    return claim
-
-
 def single(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str, name: str = "single",
            command: list[str] = SLEEP) -> Scenario:
     """One claim (`dev`, one device) used by one container `main`."""
-    claims.create(api, namespace, claim_for(driver, name))
+    claims.create(api, namespace, driver.claim(name))
     spec = {"containers": [container("main", command, "claim")], "terminationGracePeriodSeconds": 1,
             "resourceClaims": [{"name": "claim", "resourceClaimName": name}]}
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}

@@ -23,7 +23,7 @@ KEP = "KEP-5304"
 @pytest.mark.requirement("MD-08")
 def test_template_claims_use_the_template_path_and_pod_claim_name(
         lab: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    template = scenario.claim_for(metadata_driver, "tmpl").build()
+    template = metadata_driver.claim("tmpl").build()
     template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "tmpl"},
                 "spec": {"spec": template["spec"]}}
     client.ResourceV1Api(api).create_namespaced_resource_claim_template(namespace, template)
@@ -48,7 +48,7 @@ def test_template_claims_use_the_template_path_and_pod_claim_name(
 @pytest.mark.requirement("MD-09")
 def test_subrequests_use_the_base_request_directory(
         lab: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    claim = scenario.claim_for(metadata_driver, "first-available").build()
+    claim = metadata_driver.claim("first-available").build()
     # The first subrequest cannot be met (more devices than any node has): the second is allocated.
     cls = metadata_driver.device_class
     claim["spec"]["devices"]["requests"] = [{"name": "dev", "firstAvailable": [
@@ -96,7 +96,7 @@ def test_an_update_raises_generation_by_one(deferred: Scenario, evidence: Eviden
 def test_many_pods_at_once(lab: Lab, api, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
     count = min(20, len(slices.free(api, metadata_driver.name)))
     for i in range(count):  # all created before any is waited for
-        claims.create(api, namespace, scenario.claim_for(metadata_driver, f"claim-{i}"))
+        claims.create(api, namespace, metadata_driver.claim(f"claim-{i}"))
         spec = {"containers": [container("main", scenario.SLEEP, "c")], "terminationGracePeriodSeconds": 1,
                 "resourceClaims": [{"name": "c", "resourceClaimName": f"claim-{i}"}]}
         pods.create(api, namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pod-{i}"}, "spec": spec})

@@ -3,10 +3,12 @@ reading back what the scheduler allocated and what drivers reported."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 
 @dataclass
@@ -45,6 +47,13 @@ def read(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
         "resource.k8s.io", "v1", namespace, "resourceclaims", name)
 
 
+def read_when(api: client.ApiClient, namespace: str, name: str,
+              condition: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    """The claim if it meets `condition` now, else None (for wait_for)."""
+    claim = read(api, namespace, name)
+    return claim if condition(claim) else None
+
+
 def allocated(claim: dict[str, Any], driver: str | None = None) -> list[dict[str, Any]]:
     results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
     return [r for r in results if driver is None or r["driver"] == driver]
@@ -52,3 +61,36 @@ def allocated(claim: dict[str, Any], driver: str | None = None) -> list[dict[str
 
 def device_status(claim: dict[str, Any], driver: str | None = None) -> list[dict[str, Any]]:
     return [d for d in (claim.get("status") or {}).get("devices", []) if driver is None or d["driver"] == driver]
+
+
+def write_status(api: client.ApiClient, claim: dict[str, Any], devices: list[dict[str, Any]],
+                 **status_changes: Any) -> dict[str, Any]:
+    """Replace status.devices (and any other status fields given) of `claim` (as read) with an
+    update of the status subresource, made as `api` acts; ApiException if refused."""
+    meta = claim["metadata"]
+    body = {**claim, "status": {**(claim.get("status") or {}), "devices": devices, **status_changes}}
+    return client.CustomObjectsApi(api).replace_namespaced_custom_object_status(
+        "resource.k8s.io", "v1", meta["namespace"], "resourceclaims", meta["name"], body)
+
+
+def apply_status(api: client.ApiClient, namespace: str, name: str, devices: list[dict[str, Any]],
+                 manager: str) -> dict[str, Any]:
+    """Server-side apply of status.devices entries as field manager `manager`."""
+    body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "status": {"devices": devices}}
+    return client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
+        "resource.k8s.io", "v1", namespace, "resourceclaims", name, body, field_manager=manager, force=True,
+        _content_type="application/apply-patch+yaml")
+
+
+def refusal(e: ApiException) -> str | None:
+    """Why the API server refused a status write for lack of permission; None for other errors.
+    RBAC answers 403 Forbidden; the per-driver check of status.devices (resourceclaims/driver)
+    answers 422 Invalid with a FieldValueForbidden cause."""
+    body = json.loads(e.body or "{}")
+    if e.status == 403:
+        return f"403 {body.get('message', e.reason)}"
+    causes = (body.get("details") or {}).get("causes") or []
+    if e.status == 422 and any(c.get("reason") == "FieldValueForbidden" for c in causes):
+        return f"422 {body.get('message')}"
+    return None

@@ -10,6 +10,7 @@ from kubernetes import client
 
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability, DriverProfile
+from suites.framework.claims import ClaimBuilder
 from suites.framework.waits import wait_for
 
 
@@ -27,6 +28,13 @@ class DriverUnderTest:
         if not self.profile.device_classes:
             pytest.skip(f"driver profile {self.profile.name} names no device class to request its devices with")
         return self.profile.device_classes[0]
+
+    def claim(self, name: str, count: int = 1) -> ClaimBuilder:
+        """A claim with one request `dev` for `count` devices, with the profile's claim config if any."""
+        claim = ClaimBuilder(name).request("dev", self.device_class, count=count)
+        if self.profile.claim_config is not None:
+            claim.opaque(self.name, self.profile.claim_config)
+        return claim
 
     def has(self, capability: Capability) -> bool:
         return self.profile.has(capability)

@@ -8,11 +8,13 @@ from typing import Iterator
 
 from kubernetes import client
 
+from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
 from suites.framework.waits import wait_for
 
 
 @contextlib.contextmanager
 def fresh(api: client.ApiClient, prefix: str = "t") -> Iterator[str]:
+    """A new namespace, deleted afterwards with its pods."""
     core = client.CoreV1Api(api)
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name}})
@@ -26,5 +28,10 @@ def fresh(api: client.ApiClient, prefix: str = "t") -> Iterator[str]:
         # gracefully, a pod leaves the API only once its kubelet has stopped it and unprepared its
         # claims; a forced deletion (grace 0) would not wait for that.
         core.delete_collection_namespaced_pod(name)
+        # Slice-only nodes have no kubelet to finish a graceful deletion: their pods go at once.
+        no_kubelet = {n.metadata.name for n in core.list_node(label_selector=SLICE_ONLY_LABEL).items}
+        for pod in core.list_namespaced_pod(name).items:
+            if pod.spec.node_name in no_kubelet:
+                core.delete_namespaced_pod(pod.metadata.name, name, grace_period_seconds=0)
         wait_for(f"pods of namespace {name} gone", lambda: not core.list_namespaced_pod(name).items, 90)
         core.delete_namespace(name, grace_period_seconds=0)

@@ -164,3 +164,13 @@ def test_a_variant_without_breaks_is_a_configuration() -> None:
     assert METADATA_DISABLED in gpu.variants and METADATA_DISABLED not in gpu.broken_variants()
     (ds,) = render(gpu, METADATA_DISABLED, LAB).of_kind("DaemonSet")
     assert ds["spec"]["template"]["spec"]["containers"][0]["args"][-1] == "--enable-device-metadata=false"
+
+
+def test_switching_variant_removes_the_other_variants_objects() -> None:
+    from drivers_under_test.deploy import _other_variants_objects
+
+    gpu = load_profile("gpu")
+    stale = _other_variants_objects(gpu, None, LAB)
+    assert sorted(o["kind"] for o in stale) == ["ClusterRole", "ClusterRoleBinding"]
+    assert all(o["metadata"]["name"] == "gpu.dralab.dev:arbitrary-node-status" for o in stale)
+    assert _other_variants_objects(gpu, "status-other-node", LAB) == []

@@ -1,0 +1,151 @@
+"""The ST checks of a driver under test, each a function of an observed claim: the tests call
+them, and the suite's self-check calls them against the broken variants and expects failures."""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from clusters.providers import Lab
+from clusters.pytest_plugin import Evidence
+from drivers_under_test.deploy import PROFILE_LABEL
+from suites.framework import claims, identities, pods
+from suites.framework.drivers import DriverUnderTest
+from suites.framework.netif import interface
+from suites.framework.waits import WaitTimeout, wait_for
+
+READY_TIMEOUT = 30
+
+
+@dataclass
+class Observed:
+    """A running pod `main` of namespace `namespace` using claim `claim` of the driver under test."""
+
+    lab: Lab
+    api: Any
+    driver: DriverUnderTest
+    namespace: str
+    claim: str
+    node: str
+
+    def read(self) -> dict[str, Any]:
+        return claims.read(self.api, self.namespace, self.claim)
+
+    def own(self, claim: dict[str, Any]) -> set[tuple[str, str]]:
+        return {(r["pool"], r["device"]) for r in claims.allocated(claim, self.driver.name)}
+
+
+def start(lab: Lab, api, driver: DriverUnderTest, namespace: str, name: str, node: str | None = None) -> Observed:
+    claims.create(api, namespace, driver.claim(name))
+    pod = pods.PodBuilder(name).with_claim("c", claim=name)
+    if node:
+        pod.on_node(node)
+    pods.create(api, namespace, pod)
+    running = pods.wait_phase(api, namespace, name)
+    return Observed(lab, api, driver, namespace, name, running.spec.node_name)
+
+
+def _ready(entry: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in entry.get("conditions") or [])
+
+
+def own_entries_ready(o: Observed, ev: Evidence) -> None:  # ST-01
+    def settled() -> dict[str, Any] | None:
+        claim = o.read()
+        entries = claims.device_status(claim, o.driver.name)
+        return claim if entries and all(_ready(e) for e in entries) and \
+            {(e["pool"], e["device"]) for e in entries} >= o.own(claim) else None
+    try:
+        claim = wait_for(f"Ready entries of {o.driver.name} for every allocated device", settled, READY_TIMEOUT)
+    except WaitTimeout:
+        claim = o.read()
+    entries = claims.device_status(claim, o.driver.name)
+    ev.add("status.devices", claims.device_status(claim))
+    ev.add("allocated to the driver", sorted(o.own(claim)))
+    written = {(e["pool"], e["device"]) for e in entries}
+    assert written <= o.own(claim), f"entries for devices not allocated to {o.driver.name}: {sorted(written - o.own(claim))}"
+    assert written == o.own(claim), f"no entry for allocated devices {sorted(o.own(claim) - written)}"
+    not_ready = [e["device"] for e in entries if not _ready(e)]
+    assert not not_ready, f"{READY_TIMEOUT} s after the pod started, no Ready=True condition on {not_ready}"
+
+
+def nothing_before_prepare(lab: Lab, api, driver: DriverUnderTest, namespace: str, ev: Evidence,
+                           window: float = 8) -> None:  # ST-01, local labs
+    """With the node's kubelet stopped, an allocated claim is not prepared: no entry may appear.
+    Once the kubelet is back, the driver prepares it and reports Ready."""
+    node = lab.local_node(lab.nodes[0].name)
+    node.stop_kubelet()
+    try:
+        claims.create(api, namespace, driver.claim("unprepared"))
+        pods.create(api, namespace, pods.PodBuilder("unprepared").with_claim("c", claim="unprepared").on_node(node.name))
+        wait_for("claim unprepared allocated", lambda: claims.read_when(
+            api, namespace, "unprepared", lambda c: bool(claims.allocated(c))), 60)
+        try:
+            early = wait_for(f"an entry of {driver.name} before any prepare", lambda: claims.device_status(
+                claims.read(api, namespace, "unprepared"), driver.name), window)
+        except WaitTimeout:
+            early = []
+        ev.add(f"status.devices within {window:.0f} s of allocation, kubelet of {node.name} stopped", early)
+        assert not early, f"{driver.name} reported status for a claim no kubelet has prepared (allocated to " \
+                          f"{node.name}, whose kubelet is stopped): {early}"
+    finally:
+        node.start_kubelet()
+        node.wait_kubelet()
+
+
+def network_data_matches_the_pod(o: Observed, ev: Evidence) -> None:  # ST-02
+    def with_network() -> list[dict[str, Any]]:
+        entries = claims.device_status(o.read(), o.driver.name)
+        return entries if entries and all(e.get("networkData") for e in entries) else []
+    try:
+        entries = wait_for(f"networkData in every entry of {o.driver.name}", with_network, READY_TIMEOUT)
+    except WaitTimeout:
+        entries = claims.device_status(o.read(), o.driver.name)
+    ev.add("status.devices", entries)
+    assert entries and all(e.get("networkData") for e in entries), "entries without networkData"
+    for e in entries:
+        nd = e["networkData"]
+        ips = nd.get("ips", [])
+        not_canonical = [ip for ip in ips if str(ipaddress.ip_interface(ip)) != ip]
+        assert not not_canonical, f"{e['device']}: ips {not_canonical} are not canonical CIDRs"
+        seen = interface(lambda script: pods.exec_in(o.lab, o.namespace, o.claim, "sh", "-c", script).stdout,
+                         nd.get("interfaceName", ""))
+        ev.add(f"interface {nd.get('interfaceName')} in the pod", seen)
+        assert seen["interfaceName"], f"the pod has no interface {nd.get('interfaceName')}"
+        assert sorted(ips) == seen["ips"], f"{e['device']}: networkData ips {sorted(ips)}, the pod has {seen['ips']}"
+        assert nd.get("hardwareAddress", "").lower() == seen["hardwareAddress"], \
+            f"{e['device']}: hardwareAddress {nd.get('hardwareAddress')}, the pod has {seen['hardwareAddress']}"
+
+
+def other_nodes_driver_refused(o: Observed, ev: Evidence) -> None:  # ST-04, the driver's own identity
+    """The driver's service account, with the token of its pod on another node, may not write
+    this claim's entries of the driver."""
+    core = client.CoreV1Api(o.api)
+    others = [p for p in core.list_namespaced_pod(o.driver.profile.namespace,
+                                                  label_selector=f"{PROFILE_LABEL}={o.driver.profile.name}").items
+              if p.spec.node_name != o.node]
+    assert others, f"no pod of {o.driver.profile.name} on a node other than {o.node}"
+    pod = others[0]
+    as_driver = identities.acting_as(o.lab.kubeconfig, identities.token(
+        o.api, pod.metadata.namespace, pod.spec.service_account_name, pod))
+    ev.add("identity", identities.who_am_i(as_driver))
+    claim = o.read()
+    own = sorted(o.own(claim))
+    entry = {"driver": o.driver.name, "pool": own[0][0], "device": own[0][1], "data": {"probe": uuid.uuid4().hex}}
+    try:
+        others = [e for e in claims.device_status(claim) if (e["driver"], e["pool"], e["device"]) !=
+                  (o.driver.name, *own[0])]
+        claims.write_status(as_driver, claim, [*others, entry])
+        answer = "allowed"
+    except ApiException as e:
+        if (why := claims.refusal(e)) is None:
+            raise
+        answer = f"denied: {why}"
+    ev.add(f"write by {pod.spec.service_account_name} bound to {pod.metadata.name} on {pod.spec.node_name}", answer)
+    assert answer.startswith("denied"), f"the driver's service account on {pod.spec.node_name} may write status " \
+                                        f"of a claim allocated on {o.node}: it holds more than associated-node:"

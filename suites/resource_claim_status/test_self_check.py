@@ -1,0 +1,53 @@
+"""MUT-01 for the ST suite: each broken status variant of the reference drivers makes the checks
+of the promise it breaks FAIL (an AssertionError with evidence, never a lab error)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+
+from clusters.providers import Lab
+from clusters.pytest_plugin import Evidence
+from suites.framework import namespaces
+from suites.framework.drivers import DriverUnderTest
+from suites.resource_claim_status import checks
+
+pytestmark = [pytest.mark.e2e, pytest.mark.requirement("MUT-01")]
+
+# requirement -> check on a running claim of the variant (the ST-01 "before prepare" check sets up its own)
+ON_CLAIM: dict[str, Callable[[checks.Observed, Evidence], None]] = {
+    "ST-01": checks.own_entries_ready, "ST-02": checks.network_data_matches_the_pod,
+    "ST-04": checks.other_nodes_driver_refused,
+}
+
+# variant -> the ST checks it must fail, by name (the table in the closing note of the ST issue)
+EXPECTED_FAILURES: dict[tuple[str, str], list[str]] = {
+    ("gpu", "no-ready-condition"): ["ST-01 ready"],
+    ("gpu", "status-other-node"): ["ST-01 before prepare", "ST-04"],
+    ("net", "networkdata-mismatch"): ["ST-02"],
+    ("net", "status-other-node"): ["ST-01 before prepare", "ST-04"],
+}
+
+
+@pytest.mark.parametrize("profile,variant", EXPECTED_FAILURES, ids=[f"{p}:{v}" for p, v in EXPECTED_FAILURES])
+def test_variant_fails_the_checks_it_breaks(local_only: Lab, api, deploy_driver, request, profile: str,
+                                            variant: str) -> None:
+    if request.config.getoption("--driver"):
+        pytest.skip("the self-check runs against dralab's reference drivers only")
+    driver = DriverUnderTest(deploy_driver(profile, variant), variant)
+    failures = {}
+    with namespaces.fresh(api, prefix="mut-st") as ns:
+        observed: list[checks.Observed] = []
+        for name in EXPECTED_FAILURES[(profile, variant)]:
+            evidence = Evidence()
+            with pytest.raises(AssertionError) as failed:
+                if name == "ST-01 before prepare":
+                    checks.nothing_before_prepare(local_only, api, driver, ns, evidence)
+                else:
+                    if not observed:
+                        observed.append(checks.start(local_only, api, driver, ns, "variant"))
+                    ON_CLAIM[name.split()[0]](observed[0], evidence)
+            failures[name] = str(failed.value).splitlines()[0]
+            assert evidence.items, f"{name} failed without evidence"
+    print(f"{profile}:{variant} ->", failures)

@@ -1,0 +1,145 @@
+"""KEP-4817 status.devices as the API server enforces it, for any conformant cluster: validation
+limits at and one past their boundaries (ST-03), entries dropped on deallocation and kept across
+field managers (ST-05), the shipped networkData field names (ST-02 spec drift). The claims are
+allocated by the real scheduler; their devices exist only as ResourceSlices, so no driver
+writes their status but the checks."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any, Callable, Iterator
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from clusters.pytest_plugin import Evidence
+from suites.framework import claims, namespaces, spec_drift
+from suites.framework.spec_drift import Drift
+from suites.framework.waits import wait_for
+from suites.resource_claim_status.conftest import DRIVER_A, DRIVER_B, PublishedOnly, allocated_claim, entry
+
+pytestmark = pytest.mark.e2e
+KEP = "KEP-4817"
+DATA_MAX = 10 * 1024
+
+
+@pytest.fixture(scope="module")
+def claim(api, published_only: PublishedOnly) -> Iterator[dict[str, Any]]:
+    with namespaces.fresh(api, prefix="st-api") as ns:
+        yield allocated_claim(api, ns, "limits", published_only.nodes[0])
+
+
+def conditions(n: int) -> list[dict[str, Any]]:
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [{"type": f"Check{i}", "status": "True", "reason": "Boundary", "message": "", "lastTransitionTime": now}
+            for i in range(n)]
+
+
+def data_of_length(n: int) -> dict[str, str]:
+    """A JSON object whose serialized form (as the client sends it) is exactly n bytes."""
+    overhead = len(json.dumps({"pad": ""}))
+    return {"pad": "x" * (n - overhead)}
+
+
+def network(**fields: Any) -> dict[str, Any]:
+    return {"networkData": {"interfaceName": "net1", **fields}}
+
+
+def unallocated(c: dict[str, Any]) -> list[dict[str, Any]]:
+    (result,) = claims.allocated(c, DRIVER_A)
+    other = next(f"dev-{i}" for i in range(4) if f"dev-{i}" != result["device"])
+    return [{"driver": DRIVER_A, "pool": result["pool"], "device": other}]
+
+
+Entries = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def one(**fields: Any) -> Entries:
+    return lambda c: [entry(c, DRIVER_A, **fields)]
+
+
+# (case, entries written, accepted?)
+CASES: list[tuple[str, Entries, bool]] = [
+    ("8 conditions", one(conditions=conditions(8)), True),
+    ("9 conditions", one(conditions=conditions(9)), False),
+    ("data of 10 KiB", one(data=data_of_length(DATA_MAX)), True),
+    ("data of 10 KiB + 1", one(data=data_of_length(DATA_MAX + 1)), False),
+    ("data that is a list", one(data=[1, 2]), False),
+    ("data that is a string", one(data="ready"), False),
+    ("16 ips", one(**network(ips=[f"10.0.0.{i}/24" for i in range(1, 17)])), True),
+    ("17 ips", one(**network(ips=[f"10.0.0.{i}/24" for i in range(1, 18)])), False),
+    ("duplicate ips", one(**network(ips=["10.0.0.1/24", "10.0.0.1/24"])), False),
+    ("canonical CIDRs with host bits", one(**network(ips=["192.0.2.5/24", "2001:db8::5/64"])), True),
+    ("non-canonical CIDR 192.0.2.05/24", one(**network(ips=["192.0.2.05/24"])), False),
+    ("bare IP", one(**network(ips=["192.0.2.5"])), False),
+    ("interfaceName of 256 bytes", one(networkData={"interfaceName": "i" * 256}), True),
+    ("interfaceName of 257 bytes", one(networkData={"interfaceName": "i" * 257}), False),
+    ("hardwareAddress of 128 bytes", one(networkData={"hardwareAddress": "a" * 128}), True),
+    ("hardwareAddress of 129 bytes", one(networkData={"hardwareAddress": "a" * 129}), False),
+    ("an entry for an unallocated device", unallocated, False),
+    ("duplicate entries", lambda c: [entry(c, DRIVER_A), entry(c, DRIVER_A)], False),
+]
+
+
+@pytest.mark.requirement("ST-03")
+@pytest.mark.parametrize("case,entries,accepted", CASES, ids=[c[0] for c in CASES])
+def test_status_validation(api, claim: dict[str, Any], evidence: Evidence, case: str, entries: Entries,
+                           accepted: bool) -> None:
+    current = claims.read(api, claim["metadata"]["namespace"], claim["metadata"]["name"])
+    devices = entries(current)
+    evidence.add("status.devices written", devices)
+    try:
+        claims.write_status(api, current, devices)
+        answer = "accepted"
+    except ApiException as e:
+        assert e.status == 422, f"want 422 Invalid or success, got {e.status}: {e.body}"
+        answer = f"rejected: {json.loads(e.body)['message']}"
+    evidence.add("the API server's answer", answer)
+    assert answer.startswith("accepted" if accepted else "rejected"), \
+        f"{case}: want {'accepted' if accepted else 'rejected'}, the API server {answer}"
+
+
+@pytest.mark.requirement("ST-02")
+def test_network_data_field_names(api, claim: dict[str, Any], evidence: Evidence, request) -> None:
+    """The shipped names are ips and hardwareAddress; the KEP text's addresses/hwAddress are unknown fields."""
+    current = claims.read(api, claim["metadata"]["namespace"], claim["metadata"]["name"])
+    kep = {"interfaceName": "net1", "addresses": ["192.0.2.5/24"], "hwAddress": "02:00:00:00:00:01"}
+    shipped = {"interfaceName": "net1", "ips": ["192.0.2.5/24"], "hardwareAddress": "02:00:00:00:00:01"}
+    stored = {}
+    for name, nd in (("KEP", kep), ("shipped", shipped)):
+        written = claims.write_status(api, current, [entry(current, DRIVER_A, networkData=nd)])
+        stored[name] = written["status"]["devices"][0].get("networkData")
+        current = written
+    evidence.add("networkData stored", stored)
+    assert stored["shipped"] == shipped
+    spec_drift.record(request, Drift(KEP, "networkData field names", "networkData{interfaceName, addresses, hwAddress}",
+                                     f"ips and hardwareAddress are stored; addresses/hwAddress are dropped as unknown: "
+                                     f"stored {stored['KEP']}"))
+
+
+@pytest.mark.requirement("ST-05")
+def test_two_field_managers_keep_each_others_entries(api, published_only: PublishedOnly,
+                                                     holders_namespace: str, evidence: Evidence) -> None:
+    c = allocated_claim(api, holders_namespace, "two-managers", published_only.nodes[0])
+    ns, name = holders_namespace, "two-managers"
+    claims.apply_status(api, ns, name, [entry(c, DRIVER_A, data={"by": "a"})], manager="driver-a")
+    claims.apply_status(api, ns, name, [entry(c, DRIVER_B, data={"by": "b"})], manager="driver-b")
+    claims.apply_status(api, ns, name, [entry(c, DRIVER_A, data={"by": "a", "again": True})], manager="driver-a")
+    devices = claims.device_status(claims.read(api, ns, name))
+    evidence.add("status.devices after a, b, a applied", devices)
+    assert {d["driver"]: d.get("data") for d in devices} == {DRIVER_A: {"by": "a", "again": True}, DRIVER_B: {"by": "b"}}
+
+
+@pytest.mark.requirement("ST-05")
+def test_entries_of_deallocated_devices_disappear(api, published_only: PublishedOnly, holders_namespace: str,
+                                                  evidence: Evidence) -> None:
+    c = allocated_claim(api, holders_namespace, "deallocated", published_only.nodes[0])
+    claims.write_status(api, c, [entry(c, DRIVER_A), entry(c, DRIVER_B)])
+    # The pod goes; the claim controller takes the reservation and then the allocation away.
+    client.CoreV1Api(api).delete_namespaced_pod("deallocated-holder", holders_namespace, grace_period_seconds=0)
+    after = wait_for("claim deallocated", lambda: claims.read_when(api, holders_namespace, "deallocated",
+                                                                   lambda c: not claims.allocated(c)), 60)
+    evidence.add("status after deallocation", after.get("status"))
+    assert not claims.device_status(after), f"entries of deallocated devices remain: {claims.device_status(after)}"
