@@ -149,3 +149,35 @@ def other_nodes_driver_refused(o: Observed, ev: Evidence) -> None:  # ST-04, the
     ev.add(f"write by {pod.spec.service_account_name} bound to {pod.metadata.name} on {pod.spec.node_name}", answer)
     assert answer.startswith("denied"), f"the driver's service account on {pod.spec.node_name} may write status " \
                                         f"of a claim allocated on {o.node}: it holds more than associated-node:"
+
+
+def _may(api, user: str, groups: list[str], verb: str, driver: str) -> bool:
+    review = client.AuthorizationV1Api(api).create_subject_access_review({"spec": {
+        "user": user, "groups": groups, "resourceAttributes": {
+            "group": "resource.k8s.io", "resource": "resourceclaims", "subresource": "driver", "name": driver,
+            "verb": verb, "namespace": "any-namespace"}}})
+    return review.status.allowed
+
+
+def broader_than_associated_node(api, driver: DriverUnderTest, ev: Evidence) -> list[str]:  # ST-06
+    """What the driver's per-node components may do on resourceclaims/driver, as the API server
+    answers SubjectAccessReviews; one message per component that holds arbitrary-node: verbs."""
+    daemonsets = client.AppsV1Api(api).list_namespaced_daemon_set(driver.profile.namespace).items
+    assert daemonsets, f"driver profile {driver.profile.name} runs no DaemonSet: no per-node component to review"
+    found = {}
+    for ds in daemonsets:
+        sa, ns = ds.spec.template.spec.service_account_name or "default", ds.metadata.namespace
+        user, groups = f"system:serviceaccount:{ns}:{sa}", ["system:serviceaccounts", f"system:serviceaccounts:{ns}"]
+        found[user] = {verb: _may(api, user, groups, verb, driver.name)
+                       for verb in ("associated-node:update", "associated-node:patch",
+                                    "arbitrary-node:update", "arbitrary-node:patch")}
+    ev.add("SubjectAccessReview answers on resourceclaims/driver", found)
+    messages = []
+    for user, verbs in found.items():
+        assert verbs["associated-node:update"] or verbs["associated-node:patch"], \
+            f"{user} runs per node and may not write its driver's status at all (no associated-node: verb)"
+        broad = [v for v, allowed in verbs.items() if allowed and v.startswith("arbitrary-node:")]
+        if broad:
+            messages.append(f"{user} runs per node yet holds {broad} on resourceclaims/driver {driver.name}: "
+                            "associated-node: is enough and keeps a node from writing other nodes' claims")
+    return messages

@@ -50,4 +50,8 @@ def test_variant_fails_the_checks_it_breaks(local_only: Lab, api, deploy_driver,
                     ON_CLAIM[name.split()[0]](observed[0], evidence)
             failures[name] = str(failed.value).splitlines()[0]
             assert evidence.items, f"{name} failed without evidence"
+    if variant == "status-other-node":  # ST-06 is a warning, not a failure: it must be raised
+        warned = checks.broader_than_associated_node(api, driver, Evidence())
+        assert warned, "ST-06 raised no least-privilege warning for a per-node driver holding arbitrary-node:"
+        failures["ST-06 (warning)"] = warned[0]
     print(f"{profile}:{variant} ->", failures)

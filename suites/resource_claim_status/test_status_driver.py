@@ -9,7 +9,6 @@ import warnings
 from typing import Iterator
 
 import pytest
-from kubernetes import client
 
 from clusters.providers import Lab
 from clusters.pytest_plugin import Evidence
@@ -59,35 +58,9 @@ def test_the_drivers_pod_on_another_node_may_not_write(observed: checks.Observed
     checks.other_nodes_driver_refused(observed, evidence)
 
 
-def _may(api, user: str, groups: list[str], verb: str, driver: str) -> bool:
-    review = client.AuthorizationV1Api(api).create_subject_access_review({"spec": {
-        "user": user, "groups": groups, "resourceAttributes": {
-            "group": "resource.k8s.io", "resource": "resourceclaims", "subresource": "driver", "name": driver,
-            "verb": verb, "namespace": "any-namespace"}}})
-    return review.status.allowed
-
-
 @pytest.mark.requirement("ST-06")
 def test_rbac_grants_associated_node_not_arbitrary_node(api, status_driver: DriverUnderTest, evidence: Evidence,
                                                         request) -> None:
-    apps = client.AppsV1Api(api)
-    daemonsets = apps.list_namespaced_daemon_set(status_driver.profile.namespace).items
-    assert daemonsets, f"driver profile {status_driver.profile.name} runs no DaemonSet: no per-node component to review"
-    found = {}
-    for ds in daemonsets:
-        sa = ds.spec.template.spec.service_account_name or "default"
-        ns = ds.metadata.namespace
-        user, groups = f"system:serviceaccount:{ns}:{sa}", ["system:serviceaccounts", f"system:serviceaccounts:{ns}"]
-        found[user] = {verb: _may(api, user, groups, verb, status_driver.name)
-                       for verb in ("associated-node:update", "associated-node:patch",
-                                    "arbitrary-node:update", "arbitrary-node:patch")}
-    evidence.add("SubjectAccessReview answers on resourceclaims/driver", found)
-    for user, verbs in found.items():
-        assert verbs["associated-node:update"] or verbs["associated-node:patch"], \
-            f"{user} runs per node and may not write its driver's status at all (no associated-node: verb)"
-        broad = [v for v, allowed in verbs.items() if allowed and v.startswith("arbitrary-node:")]
-        if broad:
-            message = f"{user} runs per node yet holds {broad} on resourceclaims/driver {status_driver.name}: " \
-                      "associated-node: is enough and keeps a node from writing other nodes' claims"
-            request.node.user_properties.append(("least_privilege_warning", message))
-            warnings.warn(LeastPrivilegeWarning(message))
+    for message in checks.broader_than_associated_node(api, status_driver, evidence):
+        request.node.user_properties.append(("least_privilege_warning", message))
+        warnings.warn(LeastPrivilegeWarning(message))
