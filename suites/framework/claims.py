@@ -16,9 +16,27 @@ class ClaimBuilder:
     name: str
     requests: list[dict[str, Any]] = field(default_factory=list)
     config: list[dict[str, Any]] = field(default_factory=list)
+    constraints: list[dict[str, Any]] = field(default_factory=list)
 
-    def request(self, name: str, device_class: str, count: int = 1) -> "ClaimBuilder":
-        self.requests.append({"name": name, "exactly": {"deviceClassName": device_class, "count": count}})
+    def request(self, name: str, device_class: str, count: int = 1, selector: str | None = None,
+                derived: dict[str, str] | None = None) -> "ClaimBuilder":
+        """A request for `count` devices of the class; `selector` is a CEL expression, `derived`
+        maps derived attribute names to their CEL expressions (KEP-6080)."""
+        exactly: dict[str, Any] = {"deviceClassName": device_class, "count": count}
+        if selector:
+            exactly["selectors"] = [{"cel": {"expression": selector}}]
+        if derived:
+            exactly["derivedAttributes"] = [{"name": n, "expression": e} for n, e in derived.items()]
+        self.requests.append({"name": name, "exactly": exactly})
+        return self
+
+    def constraint(self, requests: list[str], match: str | None = None, distinct: str | None = None) -> "ClaimBuilder":
+        entry: dict[str, Any] = {"requests": requests}
+        if match:
+            entry["matchAttribute"] = match
+        if distinct:
+            entry["distinctAttribute"] = distinct
+        self.constraints.append(entry)
         return self
 
     def opaque(self, driver: str, parameters: dict[str, Any], requests: tuple[str, ...] = ()) -> "ClaimBuilder":
@@ -32,6 +50,8 @@ class ClaimBuilder:
         devices: dict[str, Any] = {"requests": self.requests}
         if self.config:
             devices["config"] = self.config
+        if self.constraints:
+            devices["constraints"] = self.constraints
         return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                 "metadata": {"name": self.name}, "spec": {"devices": devices}}
 

@@ -3,11 +3,13 @@ as the suites look them up: by driver, by node, free or taken."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 
 @dataclass(frozen=True)
@@ -55,3 +57,33 @@ def selector_for(device: Device, others: list[Device]) -> str:
                     f'device.attributes["{domain or device.driver}"].{attribute} == {literal}')
     raise AssertionError(f"{device.driver} device {device.name} has no attribute that tells it from the other devices "
                          f"of its node: {device.attributes}")
+
+
+def resource_slice(driver: str, node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ResourceSlice of `driver` for `node` (one pool named after the node)."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{driver}-{node}"},
+            "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": devices}}
+
+
+@contextlib.contextmanager
+def publishing(api: client.ApiClient, slices: list[dict[str, Any]], classes: list[str] = ()) -> Iterator[None]:
+    """Publish ResourceSlices (and a DeviceClass per driver named in `classes`) as a driver would,
+    for devices no driver runs: removed afterwards. A kubelet deletes the slices of drivers not
+    registered with it when it starts, so removal tolerates their absence."""
+    resource = client.ResourceV1Api(api)
+    for name in classes:
+        resource.create_device_class({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+                                      "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{name}"'}}]}})
+    for s in slices:
+        resource.create_resource_slice(s)
+    try:
+        yield
+    finally:
+        for delete, name in [(resource.delete_resource_slice, s["metadata"]["name"]) for s in slices] + \
+                [(resource.delete_device_class, c) for c in classes]:
+            try:
+                delete(name)
+            except ApiException as e:
+                if e.status != 404:
+                    raise

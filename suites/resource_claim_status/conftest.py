@@ -9,13 +9,11 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import pytest
-from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 pytest.register_assert_rewrite("suites.resource_claim_status.checks")
 
 from clusters.providers import Lab  # noqa: E402
-from suites.framework import claims, namespaces, pods  # noqa: E402
+from suites.framework import claims, namespaces, pods, slices  # noqa: E402
 from suites.framework.claims import ClaimBuilder  # noqa: E402
 from suites.framework.waits import wait_for  # noqa: E402
 
@@ -31,46 +29,18 @@ class PublishedOnly:
     nodes: list[str]
 
 
-def _slice(driver: str, node: str) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{driver}-{node}"},
-            "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                     "devices": [{"name": f"dev-{i}", "attributes": {"index": {"int": i}}}
-                                 for i in range(DEVICES_PER_NODE)]}}
-
-
-@contextlib.contextmanager
-def published(api, nodes: list[str]) -> Iterator[None]:
-    """ResourceSlices of both slice-only drivers on `nodes`. A kubelet deletes the slices of
-    drivers not registered with it when it starts, so removal tolerates their absence."""
-    resource = client.ResourceV1Api(api)
-    slices = [_slice(d, n) for d in (DRIVER_A, DRIVER_B) for n in nodes]
-    for s in slices:
-        resource.create_resource_slice(s)
-    try:
-        yield
-    finally:
-        for s in slices:
-            try:
-                resource.delete_resource_slice(s["metadata"]["name"])
-            except ApiException as e:
-                if e.status != 404:
-                    raise
+def published(api, nodes: list[str]) -> contextlib.AbstractContextManager[None]:
+    """ResourceSlices of both slice-only drivers on `nodes`."""
+    devices = [{"name": f"dev-{i}", "attributes": {"index": {"int": i}}} for i in range(DEVICES_PER_NODE)]
+    return slices.publishing(api, [slices.resource_slice(d, n, devices) for d in (DRIVER_A, DRIVER_B) for n in nodes])
 
 
 @pytest.fixture(scope="session")
 def published_only(lab: Lab, api) -> Iterator[PublishedOnly]:
-    resource = client.ResourceV1Api(api)
     nodes = (lab.slice_only_nodes or [n.name for n in lab.nodes])[:2]
     assert len(nodes) == 2, f"the ST API checks need two nodes; the lab has {nodes}"
-    for driver in (DRIVER_A, DRIVER_B):
-        resource.create_device_class({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
-                                      "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}})
-    try:
-        with published(api, nodes):
-            yield PublishedOnly(nodes)
-    finally:
-        for driver in (DRIVER_A, DRIVER_B):
-            resource.delete_device_class(driver)
+    with published(api, nodes), slices.publishing(api, [], classes=[DRIVER_A, DRIVER_B]):
+        yield PublishedOnly(nodes)
 
 
 @pytest.fixture

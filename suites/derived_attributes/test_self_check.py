@@ -1,0 +1,19 @@
+"""MUT-01 for the DA suite: a claim whose derived expression points at the wrong attribute makes
+the DA-01 check FAIL (the scheduler pairs other devices), with the allocation as evidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusters.pytest_plugin import Evidence
+from suites.derived_attributes import checks
+
+pytestmark = [pytest.mark.e2e, pytest.mark.requirement("MUT-01")]
+
+
+def test_wrong_derived_expression_fails_da01(api, topology_node: str, namespace: str) -> None:
+    evidence = Evidence()
+    with pytest.raises(AssertionError, match="the scheduler paired"):
+        checks.derived_pairs_matching_devices(api, namespace, topology_node, evidence,
+                                              checks.numa_pair(nic_attribute="index"))
+    assert evidence.items, "DA-01 failed without evidence"
