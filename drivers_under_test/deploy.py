@@ -128,12 +128,13 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
     return Rendered(profile, variant, objects)
 
 
-def _other_variants_objects(profile: DriverProfile, variant: str | None, lab_params: dict[str, str]) -> list[dict[str, Any]]:
-    """Objects only other variants of the profile have: what a switch to `variant` removes."""
+def _other_variants_objects(rendered: Rendered, lab_params: dict[str, str]) -> list[dict[str, Any]]:
+    """Objects only other variants of the profile have: what a switch to `rendered` removes."""
     def key(o: dict[str, Any]) -> tuple[str, str, str]:
         return o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]
-    keep = {key(o) for o in render(profile, variant, lab_params).objects}
-    return [o for o in render(profile, variant, lab_params, all_variants=True).objects if key(o) not in keep]
+    keep = {key(o) for o in rendered.objects}
+    everything = render(rendered.profile, rendered.variant, lab_params, all_variants=True)
+    return [o for o in everything.objects if key(o) not in keep]
 
 
 def _kubectl(lab: Lab, *args: str, stdin: str | None = None, check: bool = True) -> str:
@@ -177,7 +178,7 @@ def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout
     _check_hardware(lab, profile)
     params = lab_parameters(lab)
     rendered = render(profile, variant, params)
-    stale = _other_variants_objects(profile, variant, params)
+    stale = _other_variants_objects(rendered, params)
     _import_images(lab, profile)
     chosen = profile.variant(variant)
     label = profile.name + (f" ({'BROKEN ' if chosen.breaks else ''}variant {variant})" if chosen else "")

@@ -186,8 +186,8 @@ class LocalNode:
         sandboxes = set(subprocess.run(self.ctr("containers", "list", "-q", only),
                                        capture_output=True, text=True, check=True).stdout.split())
         tasks = subprocess.run(self.ctr("tasks", "list"), capture_output=True, text=True, check=True).stdout
-        running = [line.split()[0] for line in tasks.splitlines()[1:] if line.split()[0] in sandboxes
-                   and line.split()[-1] == "RUNNING"]
+        rows = [line.split() for line in tasks.splitlines()[1:]]  # TASK PID STATUS
+        running = [row[0] for row in rows if row[0] in sandboxes and row[-1] == "RUNNING"]
         if not running:
             raise LabBroken(f"pod {pod_uid} has no running sandbox in containerd on {self.name}:\n{tasks}")
         for sandbox in running:

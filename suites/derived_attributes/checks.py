@@ -9,25 +9,18 @@ from clusters.pytest_plugin import Evidence
 from suites.derived_attributes.topology import DERIVED_NUMA, GPU, NIC, numa_of
 from suites.framework import claims, pods
 from suites.framework.claims import ClaimBuilder
-from suites.framework.waits import WaitTimeout, wait_for
 
 SCHEDULE_TIMEOUT = 30
 
 
 def schedule(api, namespace: str, claim: ClaimBuilder, node: str, ev: Evidence) -> dict[str, Any]:
-    """Create the claim and a pod using it on `node`; the claim once allocated, or, if it is not
-    within the timeout, an AssertionError carrying the pod's events."""
-    claims.create(api, namespace, claim)
-    pod = pods.PodBuilder(claim.name).with_claim("c", claim=claim.name).on_node(node)
-    pod.tolerations.append({"operator": "Exists"})
-    pods.create(api, namespace, pod)
+    """The claim as the scheduler allocated it for a pod on `node` (AssertionError with the pod's
+    events if it did not within the timeout)."""
     try:
-        allocated = wait_for(f"claim {claim.name} allocated", lambda: claims.read_when(
-            api, namespace, claim.name, lambda c: bool(claims.allocated(c))), SCHEDULE_TIMEOUT)
-    except WaitTimeout:
+        allocated = pods.allocate_through(api, namespace, claim, node, pod=claim.name, timeout=SCHEDULE_TIMEOUT)
+    except AssertionError:
         ev.add("pod events", pods.events(api, namespace, claim.name))
-        raise AssertionError(f"claim {claim.name} was not allocated within {SCHEDULE_TIMEOUT} s; "
-                             f"events: {pods.events(api, namespace, claim.name)}") from None
+        raise
     ev.add("allocation", claims.allocated(allocated))
     return allocated
 

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.pytest_plugin import Evidence
 from suites.derived_attributes import checks
+from suites.framework import self_check
 
 pytestmark = [pytest.mark.e2e, pytest.mark.requirement("MUT-01")]
 
 
 def test_wrong_derived_expression_fails_da01(api, topology_node: str, namespace: str) -> None:
-    evidence = Evidence()
-    with pytest.raises(AssertionError, match="the scheduler paired"):
-        checks.derived_pairs_matching_devices(api, namespace, topology_node, evidence,
-                                              checks.numa_pair(nic_attribute="index"))
-    assert evidence.items, "DA-01 failed without evidence"
+    failure = self_check.must_fail("DA-01", lambda ev: checks.derived_pairs_matching_devices(
+        api, namespace, topology_node, ev, checks.numa_pair(nic_attribute="index")))
+    assert "the scheduler paired" in failure, failure

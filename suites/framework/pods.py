@@ -10,6 +10,8 @@ from kubernetes import client
 
 from clusters import versions
 from clusters.providers import Lab
+from suites.framework import claims
+from suites.framework.claims import ClaimBuilder
 from suites.framework.waits import wait_for
 
 POD_TIMEOUT = 90
@@ -125,3 +127,19 @@ def exec_in(lab: Lab, namespace: str, name: str, *command: str) -> subprocess.Co
     """Run a command in the pod's container (through the API server and kubelet, as kubectl does)."""
     return subprocess.run([str(lab.kubectl), "--kubeconfig", str(lab.kubeconfig), "exec", "-n", namespace, name,
                            "--", *command], capture_output=True, text=True, timeout=60)
+
+
+def allocate_through(api: client.ApiClient, namespace: str, claim: ClaimBuilder, node: str, pod: str,
+                     timeout: float = 60) -> dict[str, Any]:
+    """Create the claim and a pod `pod` that uses it and must go to `node` (tolerating any taint);
+    the claim as read once the scheduler has allocated it. If it is not allocated in time, an
+    AssertionError carrying the pod's events."""
+    claims.create(api, namespace, claim)
+    builder = PodBuilder(pod).with_claim("c", claim=claim.name).on_node(node)
+    builder.tolerations.append({"operator": "Exists"})
+    create(api, namespace, builder)
+    try:
+        return wait_for(f"claim {namespace}/{claim.name} allocated for pod {pod} on {node}", lambda: claims.read_when(
+            api, namespace, claim.name, lambda c: bool(claims.allocated(c))), timeout)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nevents of pod {pod}:\n{events(api, namespace, pod)}") from None

@@ -15,7 +15,6 @@ pytest.register_assert_rewrite("suites.resource_claim_status.checks")
 from clusters.providers import Lab  # noqa: E402
 from suites.framework import claims, namespaces, pods, slices  # noqa: E402
 from suites.framework.claims import ClaimBuilder  # noqa: E402
-from suites.framework.waits import wait_for  # noqa: E402
 
 DRIVER_A, DRIVER_B = "st-a.dralab.dev", "st-b.dralab.dev"
 DEVICES_PER_NODE = 4
@@ -52,13 +51,9 @@ def holders_namespace(api) -> Iterator[str]:
 
 def allocated_claim(api, namespace: str, name: str, node: str) -> dict[str, Any]:
     """A claim with request `a` (a device of DRIVER_A) and `b` (one of DRIVER_B), allocated by the
-    scheduler for a pod that must go to `node`; the claim as read once allocated."""
-    claims.create(api, namespace, ClaimBuilder(name).request("a", DRIVER_A).request("b", DRIVER_B))
-    pod = pods.PodBuilder(f"{name}-holder").with_claim("c", claim=name).on_node(node)
-    pod.tolerations.append({"operator": "Exists"})
-    pods.create(api, namespace, pod)
-    return wait_for(f"claim {namespace}/{name} allocated on {node}",
-                    lambda: claims.read_when(api, namespace, name, lambda c: bool(claims.allocated(c))), 60)
+    scheduler for pod `{name}-holder` on `node`; the claim as read once allocated."""
+    claim = ClaimBuilder(name).request("a", DRIVER_A).request("b", DRIVER_B)
+    return pods.allocate_through(api, namespace, claim, node, pod=f"{name}-holder")
 
 
 def entry(claim: dict[str, Any], driver: str, **fields: Any) -> dict[str, Any]:

@@ -9,8 +9,7 @@ import pytest
 
 from clusters.providers import Lab
 from clusters.pytest_plugin import Evidence
-from suites.framework import namespaces
-from suites.framework.drivers import DriverUnderTest
+from suites.framework import namespaces, self_check
 from suites.resource_claim_status import checks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.requirement("MUT-01")]
@@ -33,23 +32,21 @@ EXPECTED_FAILURES: dict[tuple[str, str], list[str]] = {
 @pytest.mark.parametrize("profile,variant", EXPECTED_FAILURES, ids=[f"{p}:{v}" for p, v in EXPECTED_FAILURES])
 def test_variant_fails_the_checks_it_breaks(local_only: Lab, api, deploy_driver, request, profile: str,
                                             variant: str) -> None:
-    if request.config.getoption("--driver"):
-        pytest.skip("the self-check runs against dralab's reference drivers only")
-    driver = DriverUnderTest(deploy_driver(profile, variant), variant)
+    driver = self_check.broken_reference_driver(request, deploy_driver, profile, variant)
     failures = {}
     with namespaces.fresh(api, prefix="mut-st") as ns:
         observed: list[checks.Observed] = []
+
+        def run(name: str, evidence: Evidence) -> None:
+            if name == "ST-01 before prepare":
+                checks.nothing_before_prepare(local_only, api, driver, ns, evidence)
+                return
+            if not observed:
+                observed.append(checks.start(local_only, api, driver, ns, "variant"))
+            ON_CLAIM[name.split()[0]](observed[0], evidence)
+
         for name in EXPECTED_FAILURES[(profile, variant)]:
-            evidence = Evidence()
-            with pytest.raises(AssertionError) as failed:
-                if name == "ST-01 before prepare":
-                    checks.nothing_before_prepare(local_only, api, driver, ns, evidence)
-                else:
-                    if not observed:
-                        observed.append(checks.start(local_only, api, driver, ns, "variant"))
-                    ON_CLAIM[name.split()[0]](observed[0], evidence)
-            failures[name] = str(failed.value).splitlines()[0]
-            assert evidence.items, f"{name} failed without evidence"
+            failures[name] = self_check.must_fail(name, lambda ev: run(name, ev))
     if variant == "status-other-node":  # ST-06 is a warning, not a failure: it must be raised
         warned = checks.broader_than_associated_node(api, driver, Evidence())
         assert warned, "ST-06 raised no least-privilege warning for a per-node driver holding arbitrary-node:"

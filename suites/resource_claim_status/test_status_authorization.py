@@ -55,6 +55,22 @@ CELLS = {
 }
 
 
+def _bind_role(api, namespace: str, name: str, rules: list[dict[str, Any]], subjects: list[dict[str, Any]]) -> None:
+    rbac = client.RbacAuthorizationV1Api(api)
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": subjects})
+
+
+def _wait_rbac_in_effect(as_identity: client.ApiClient, namespace: str) -> None:
+    """RBAC is read from an informer: wait until the identity's status-update permission is visible."""
+    wait_for("the identity's RBAC in effect", lambda: client.AuthorizationV1Api(as_identity).create_self_subject_access_review(
+        {"spec": {"resourceAttributes": {"group": "resource.k8s.io", "resource": "resourceclaims",
+                                         "subresource": "status", "verb": "update",
+                                         "namespace": namespace}}}).status.allowed, 10)
+
+
 def _grant(api, namespace: str, name: str, cell: Cell, cleanup: list[Callable[[], object]]) -> None:
     rules = [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
              {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["update", "patch"]},
@@ -62,12 +78,9 @@ def _grant(api, namespace: str, name: str, cell: Cell, cleanup: list[Callable[[]
     if cell.driver_verbs:
         rules.append({"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"],
                       "resourceNames": [DRIVER_A], "verbs": cell.driver_verbs})
-    rbac = client.RbacAuthorizationV1Api(api)
     subjects = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
-    rbac.create_namespaced_role_binding(namespace, {
-        "metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": subjects})
+    _bind_role(api, namespace, name, rules, subjects)
+    rbac = client.RbacAuthorizationV1Api(api)
     if cell.binding:  # checked at cluster scope (no namespace): a Role cannot grant it
         cluster_name = f"{namespace}-{name}-binding"
         rbac.create_cluster_role({"metadata": {"name": cluster_name}, "rules": [
@@ -132,11 +145,7 @@ def test_authorization_cell(cell: str, lab: Lab, api, published_only: PublishedO
     as_writer = _identity(api, lab, holders_namespace, "writer", node)
     user = identities.who_am_i(as_writer)
     evidence.add("identity", user)
-    # RBAC is read from an informer: wait until the writer's base permission is visible.
-    wait_for("the writer's RBAC in effect", lambda: client.AuthorizationV1Api(as_writer).create_self_subject_access_review(
-        {"spec": {"resourceAttributes": {"group": "resource.k8s.io", "resource": "resourceclaims",
-                                         "subresource": "status", "verb": "update",
-                                         "namespace": holders_namespace}}}).status.allowed, 10)
+    _wait_rbac_in_effect(as_writer, holders_namespace)
     answer = _attempt(as_writer, claims.read(api, holders_namespace, "authz"), spec.writes)
     evidence.add("answer", answer)
     assert answer.startswith("allowed" if spec.allowed else "denied"), \
@@ -162,21 +171,14 @@ def test_authorization_cell_kubelet_of_the_claims_node(lab: Lab, api, published_
 
 def _kubelet_writes(lab: Lab, api, node: str, holders_namespace: str, evidence: Evidence) -> None:
     allocated_claim(api, holders_namespace, "authz-kubelet", node)
-    rbac = client.RbacAuthorizationV1Api(api)
     rules = [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["update", "patch"]},
              {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"], "resourceNames": [DRIVER_A],
               "verbs": ASSOCIATED}]
-    rbac.create_namespaced_role(holders_namespace, {"metadata": {"name": "kubelet-writer"}, "rules": rules})
-    rbac.create_namespaced_role_binding(holders_namespace, {
-        "metadata": {"name": "kubelet-writer"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kubelet-writer"},
-        "subjects": [{"kind": "User", "name": f"system:node:{node}", "apiGroup": "rbac.authorization.k8s.io"}]})
+    _bind_role(api, holders_namespace, "kubelet-writer", rules,
+               [{"kind": "User", "name": f"system:node:{node}", "apiGroup": "rbac.authorization.k8s.io"}])
     as_kubelet = identities.acting_as(lab.local_node(node).kubelet_kubeconfig)
     evidence.add("identity", identities.who_am_i(as_kubelet))
-    wait_for("the kubelet's RBAC in effect", lambda: client.AuthorizationV1Api(as_kubelet).create_self_subject_access_review(
-        {"spec": {"resourceAttributes": {"group": "resource.k8s.io", "resource": "resourceclaims",
-                                         "subresource": "status", "verb": "update",
-                                         "namespace": holders_namespace}}}).status.allowed, 10)
+    _wait_rbac_in_effect(as_kubelet, holders_namespace)
     answer = _attempt(as_kubelet, claims.read(api, holders_namespace, "authz-kubelet"), "A entry")
     evidence.add("answer", answer)
     assert answer.startswith("denied"), f"the kubelet of {node} wrote driver {DRIVER_A}'s entry: {answer}"

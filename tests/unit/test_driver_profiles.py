@@ -170,7 +170,7 @@ def test_switching_variant_removes_the_other_variants_objects() -> None:
     from drivers_under_test.deploy import _other_variants_objects
 
     gpu = load_profile("gpu")
-    stale = _other_variants_objects(gpu, None, LAB)
+    stale = _other_variants_objects(render(gpu, None, LAB), LAB)
     assert sorted(o["kind"] for o in stale) == ["ClusterRole", "ClusterRoleBinding"]
     assert all(o["metadata"]["name"] == "gpu.dralab.dev:arbitrary-node-status" for o in stale)
-    assert _other_variants_objects(gpu, "status-other-node", LAB) == []
+    assert _other_variants_objects(render(gpu, "status-other-node", LAB), LAB) == []
