@@ -202,7 +202,7 @@ def test_a_re_prepared_claim_has_its_cdi_spec_and_metadata_after_a_restart_of(
         component: str, local_only: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str,
         evidence: Evidence) -> None:
     s = scenario.single(local_only, api, node_files, metadata_driver, namespace, f"{component}-restart")
-    before, inode = _observed(s), node_files.inode(s.node, s.host_file("dev"))
+    before, version = _observed(s), node_files.version(s.node, s.host_file("dev"))
     evidence.add(f"before the {component} restart", before)
     node = local_only.local_node(s.node)
     {"kubelet": node.restart_kubelet, "containerd": node.restart_containerd}[component]()
@@ -212,7 +212,7 @@ def test_a_re_prepared_claim_has_its_cdi_spec_and_metadata_after_a_restart_of(
     after = _observed(s)
     evidence.add(f"after the {component} restart and a new sandbox", after)
     if component == "kubelet":
-        assert node_files.inode(s.node, s.host_file("dev")) != inode, \
+        assert node_files.version(s.node, s.host_file("dev")) != version, \
             "the claim was not prepared again (its metadata file was not rewritten): nothing to check"
     missing = [k for k, v in after.items() if v is None]
     assert not missing, f"after the {component} restart the re-prepared claim has no {', '.join(missing)}"

@@ -68,9 +68,10 @@ class NodeFiles:
         out = self._sh(node, f"cat {self._host(path)} 2>/dev/null && echo '<<ok>>'")
         return out[: -len("<<ok>>\n")] if out.endswith("<<ok>>\n") else None
 
-    def inode(self, node: str, path: str) -> str | None:
-        """The file's inode number: it changes when the file is replaced (written anew and renamed)."""
-        return self._sh(node, f"stat -c %i {self._host(path)} 2>/dev/null").strip() or None
+    def version(self, node: str, path: str) -> str | None:
+        """The file's inode and modification time (ns): it changes whenever the file is written anew.
+        The inode alone does not do: two atomic replacements in a row can reuse the first inode."""
+        return self._sh(node, f"stat -c '%i %y' {self._host(path)} 2>/dev/null").strip() or None
 
     def listing(self, node: str, path: str) -> dict[str, Entry]:
         """Every file and directory under `path` (itself included), by host path."""
