@@ -1,16 +1,18 @@
 """The DA checks: claims with derived attributes, scheduled by the real kube-scheduler; what is
-asserted is the allocation it wrote into the claim's status."""
+asserted is the allocation it wrote into the claim's status, or the pod's scheduling events."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from clusters.pytest_plugin import Evidence
-from suites.derived_attributes.topology import DERIVED_NUMA, GPU, NIC, numa_of
+from suites.derived_attributes.topology import DERIVED_NUMA, GPU, NIC, attribute
 from suites.framework import claims, pods
 from suites.framework.claims import ClaimBuilder
+from suites.framework.waits import wait_for
 
 SCHEDULE_TIMEOUT = 30
+GPU_1 = f"{attribute(GPU, 'index')} == 1"  # the selector of the one NUMA-1 GPU
 
 
 def schedule(api, namespace: str, claim: ClaimBuilder, node: str, ev: Evidence) -> dict[str, Any]:
@@ -25,21 +27,53 @@ def schedule(api, namespace: str, claim: ClaimBuilder, node: str, ev: Evidence) 
     return allocated
 
 
+def scheduling_failure(api, namespace: str, claim: ClaimBuilder, node: str, reason: str, ev: Evidence) -> str:
+    """The pod's FailedScheduling event that contains `reason`, for a claim the scheduler must not
+    allocate (AssertionError if it allocates it, or no such event comes)."""
+    claims.create(api, namespace, claim)
+    builder = pods.PodBuilder(claim.name).with_claim("c", claim=claim.name).on_node(node)
+    builder.tolerations.append({"operator": "Exists"})
+    pods.create(api, namespace, builder)
+
+    def failed() -> str | None:
+        seen = pods.events(api, namespace, claim.name)
+        return next((line for line in seen.splitlines() if "FailedScheduling" in line and reason in line), None)
+    try:
+        event = wait_for(f"a FailedScheduling event of pod {claim.name} saying {reason!r}", failed, SCHEDULE_TIMEOUT)
+    finally:
+        ev.add("pod events", pods.events(api, namespace, claim.name))
+    allocated = claims.allocated(claims.read(api, namespace, claim.name))
+    assert not allocated, f"the scheduler failed the pod ({event}) yet allocated {allocated}"
+    return event
+
+
 def paired(claim: dict[str, Any]) -> dict[str, str]:
     return {r["request"]: r["device"] for r in claims.allocated(claim)}
 
 
+def bridged(name: str, gpu_expression: str, peer_expression: str, peer_class: str = NIC,
+            derived: str = DERIVED_NUMA, match: bool = True) -> ClaimBuilder:
+    """Request `gpu` (the NUMA-1 GPU) and request `peer` (one device of `peer_class`), each
+    deriving `derived` by its expression; one constraint on it, matchAttribute or distinctAttribute."""
+    return (ClaimBuilder(name)
+            .request("gpu", GPU, selector=GPU_1, derived={derived: gpu_expression})
+            .request("peer", peer_class, derived={derived: peer_expression})
+            .constraint(["gpu", "peer"], **{"match" if match else "distinct": derived}))
+
+
 def numa_pair(nic_attribute: str = "numaNode") -> ClaimBuilder:
-    """GPU request limited to the NUMA-1 GPU; NIC request bridged to it by a derived attribute.
-    `nic_attribute` is what the NIC side derives from (a wrong one makes the self-check's claim)."""
-    return (ClaimBuilder("numa-pair")
-            .request("gpu", GPU, selector=f"{numa_of(GPU, 'numa')} == 1", derived={DERIVED_NUMA: numa_of(GPU, "numa")})
-            .request("nic", NIC, derived={DERIVED_NUMA: numa_of(NIC, nic_attribute)})
-            .constraint(["gpu", "nic"], match=DERIVED_NUMA))
+    """The NIC bridged to the NUMA-1 GPU by a derived attribute. `nic_attribute` is what the NIC
+    side derives from (a wrong one makes the self-check's claim)."""
+    return bridged("numa-pair", attribute(GPU, "numa"), attribute(NIC, nic_attribute))
+
+
+def expect_pairing(api, namespace: str, node: str, claim: ClaimBuilder, want: dict[str, str], why: str,
+                   ev: Evidence) -> None:
+    got = paired(schedule(api, namespace, claim, node, ev))
+    assert got == want, f"want {want} ({why}); the scheduler paired {got}"
 
 
 def derived_pairs_matching_devices(api, namespace: str, node: str, ev: Evidence,
                                    claim: ClaimBuilder | None = None) -> None:  # DA-01
-    allocated = schedule(api, namespace, claim or numa_pair(), node, ev)
-    assert paired(allocated) == {"gpu": "gpu-1", "nic": "nic-0"}, \
-        f"want gpu-1 (numa 1) with nic-0 (numaNode 1); the scheduler paired {paired(allocated)}"
+    expect_pairing(api, namespace, node, claim or numa_pair(), {"gpu": "gpu-1", "peer": "nic-0"},
+                   "gpu-1 has numa 1, nic-0 numaNode 1", ev)

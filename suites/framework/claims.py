@@ -18,16 +18,27 @@ class ClaimBuilder:
     config: list[dict[str, Any]] = field(default_factory=list)
     constraints: list[dict[str, Any]] = field(default_factory=list)
 
-    def request(self, name: str, device_class: str, count: int = 1, selector: str | None = None,
-                derived: dict[str, str] | None = None) -> "ClaimBuilder":
-        """A request for `count` devices of the class; `selector` is a CEL expression, `derived`
-        maps derived attribute names to their CEL expressions (KEP-6080)."""
+    @staticmethod
+    def exactly(device_class: str, count: int = 1, selector: str | None = None,
+                derived: dict[str, str] | None = None) -> dict[str, Any]:
+        """What a request (or a firstAvailable subrequest) asks for: `count` devices of the class;
+        `selector` is a CEL expression, `derived` maps derived attribute names to their CEL
+        expressions (KEP-6080)."""
         exactly: dict[str, Any] = {"deviceClassName": device_class, "count": count}
         if selector:
             exactly["selectors"] = [{"cel": {"expression": selector}}]
         if derived:
             exactly["derivedAttributes"] = [{"name": n, "expression": e} for n, e in derived.items()]
-        self.requests.append({"name": name, "exactly": exactly})
+        return exactly
+
+    def request(self, name: str, device_class: str, count: int = 1, selector: str | None = None,
+                derived: dict[str, str] | None = None) -> "ClaimBuilder":
+        self.requests.append({"name": name, "exactly": self.exactly(device_class, count, selector, derived)})
+        return self
+
+    def first_available(self, name: str, subrequests: dict[str, dict[str, Any]]) -> "ClaimBuilder":
+        """A request served by the first of its subrequests (name -> ClaimBuilder.exactly(...)) that can be."""
+        self.requests.append({"name": name, "firstAvailable": [{"name": n, **e} for n, e in subrequests.items()]})
         return self
 
     def constraint(self, requests: list[str], match: str | None = None, distinct: str | None = None) -> "ClaimBuilder":

@@ -11,7 +11,8 @@ from kubernetes.client.rest import ApiException
 from clusters.pytest_plugin import Evidence
 
 
-def expect_answer(case: str, write: Callable[[], object], accepted: bool, ev: Evidence) -> None:
+def expect_answer(case: str, write: Callable[[], object], accepted: bool, ev: Evidence, because: str = "") -> None:
+    """`because`: what a rejection's message must say (the limit the case is about)."""
     try:
         write()
         answer = "accepted"
@@ -21,3 +22,4 @@ def expect_answer(case: str, write: Callable[[], object], accepted: bool, ev: Ev
     ev.add("the API server's answer", answer)
     assert answer.startswith("accepted" if accepted else "rejected"), \
         f"{case}: want {'accepted' if accepted else 'rejected'}, the API server {answer}"
+    assert because in answer, f"{case}: want a rejection because {because!r}, the API server {answer}"
