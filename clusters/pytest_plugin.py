@@ -10,21 +10,13 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import pytest
 
 from clusters.config import ClusterConfig
+from clusters.lab_configurations import SESSION_LAB
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
 
 if TYPE_CHECKING:
     from drivers_under_test.profile import DriverProfile
 
 LOG_ATTACH_LIMIT = 3000  # characters per component log attached to a failing test
-
-# The session lab: two kubelet nodes with dgx-like emulated hardware, two slice-only nodes,
-# DRA alpha features on.
-SESSION_LAB = ClusterConfig(
-    name="e2e", nodes=2, slice_only_nodes=2,
-    feature_gates={"DRADerivedAttributes": True, "DRAListTypeAttributes": True},
-    hardware={"node-1": "dgx-like", "node-2": "dgx-like"},
-)
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dralab")
@@ -155,15 +147,24 @@ def local_only(lab: Lab) -> Lab:
     return lab
 
 
+OBSERVED = "observed"  # the JUnit property that carries what a check observed, whatever its verdict
+
+
 class Evidence:
-    """What a check saw (file contents, listings, CDI specs, events): attached to its report if it fails."""
+    """What a check saw (file contents, listings, CDI specs, events): attached to its report if it
+    fails. What it `observe`s (e.g. the allocation the scheduler made) is also kept when it passes."""
 
     def __init__(self) -> None:
         self.items: list[tuple[str, str]] = []
+        self.observed: list[tuple[str, str]] = []
 
     def add(self, label: str, content: object) -> None:
         text = content if isinstance(content, str) else json.dumps(content, indent=2, default=str)
         self.items.append((label, text))
+
+    def observe(self, label: str, content: object) -> None:
+        self.add(label, content)
+        self.observed.append(self.items[-1])
 
 
 _evidence = pytest.StashKey[Evidence]()
@@ -205,9 +206,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     if call.excinfo is not None and call.excinfo.errisinstance(NotSupported):
         report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {call.excinfo.value}")
         return
-    if report.when != "call" or not report.failed:
+    if report.when != "call":
         return
-    for label, text in item.stash.get(_evidence, Evidence()).items:
+    evidence = item.stash.get(_evidence, Evidence())
+    item.user_properties.extend((OBSERVED, f"{label}: {text}") for label, text in evidence.observed)
+    if not report.failed:
+        return
+    for label, text in evidence.items:
         report.sections.append((f"evidence: {label}", text))
     marks = item.stash.get(_log_marks, {})
     for path, label in _component_logs(item).items():

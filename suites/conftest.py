@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from clusters.config import ClusterConfig
+from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF
+from clusters.providers import Lab
 from suites.framework.drivers import DriverUnderTest
 
 REFERENCE_DRIVERS = ["gpu", "net"]
@@ -20,3 +23,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="module")
 def driver(request: pytest.FixtureRequest, deploy_driver) -> DriverUnderTest:
     return DriverUnderTest(deploy_driver(request.param))
+
+
+def _started(lab: Lab, extra_lab, cfg: ClusterConfig) -> Lab:
+    if lab.local is None:
+        pytest.skip(f"starting lab {cfg.name} (another cluster configuration) needs the local provider")
+    return extra_lab(cfg)
+
+
+@pytest.fixture(scope="session")
+def gates_off_lab(lab: Lab, extra_lab) -> Lab:
+    return _started(lab, extra_lab, GATES_OFF)
+
+
+@pytest.fixture(scope="session")
+def scheduler_gate_off_lab(lab: Lab, extra_lab) -> Lab:
+    return _started(lab, extra_lab, SCHEDULER_GATE_OFF)
+
+
+@pytest.fixture(scope="session")
+def placement_lab(lab: Lab, extra_lab) -> Lab:
+    return _started(lab, extra_lab, PLACEMENT)

@@ -15,25 +15,23 @@ SCHEDULE_TIMEOUT = 30
 GPU_1 = f"{attribute(GPU, 'index')} == 1"  # the selector of the one NUMA-1 GPU
 
 
-def schedule(api, namespace: str, claim: ClaimBuilder, node: str, ev: Evidence) -> dict[str, Any]:
-    """The claim as the scheduler allocated it for a pod on `node` (AssertionError with the pod's
-    events if it did not within the timeout)."""
+def schedule(api, namespace: str, claim: ClaimBuilder, node: str | None, ev: Evidence) -> dict[str, Any]:
+    """The claim as the scheduler allocated it for a pod on `node` (None: any node); AssertionError
+    with the pod's events if it did not within the timeout."""
     try:
         allocated = pods.allocate_through(api, namespace, claim, node, pod=claim.name, timeout=SCHEDULE_TIMEOUT)
     except AssertionError:
         ev.add("pod events", pods.events(api, namespace, claim.name))
         raise
     ev.add("allocation", claims.allocated(allocated))
+    ev.observe("allocated", ", ".join(f"{r['request']}={r['pool']}/{r['device']}" for r in claims.allocated(allocated)))
     return allocated
 
 
-def scheduling_failure(api, namespace: str, claim: ClaimBuilder, node: str, reason: str, ev: Evidence) -> str:
+def scheduling_failure(api, namespace: str, claim: ClaimBuilder, node: str | None, reason: str, ev: Evidence) -> str:
     """The pod's FailedScheduling event that contains `reason`, for a claim the scheduler must not
     allocate (AssertionError if it allocates it, or no such event comes)."""
-    claims.create(api, namespace, claim)
-    builder = pods.PodBuilder(claim.name).with_claim("c", claim=claim.name).on_node(node)
-    builder.tolerations.append({"operator": "Exists"})
-    pods.create(api, namespace, builder)
+    pods.create_with_claim(api, namespace, claim, claim.name, node)
 
     def failed() -> str | None:
         seen = pods.events(api, namespace, claim.name)
@@ -42,6 +40,7 @@ def scheduling_failure(api, namespace: str, claim: ClaimBuilder, node: str, reas
         event = wait_for(f"a FailedScheduling event of pod {claim.name} saying {reason!r}", failed, SCHEDULE_TIMEOUT)
     finally:
         ev.add("pod events", pods.events(api, namespace, claim.name))
+    ev.observe("scheduling failed", event)
     allocated = claims.allocated(claims.read(api, namespace, claim.name))
     assert not allocated, f"the scheduler failed the pod ({event}) yet allocated {allocated}"
     return event

@@ -85,6 +85,12 @@ def read_when(api: client.ApiClient, namespace: str, name: str,
     return claim if condition(claim) else None
 
 
+def derived_attributes(claim: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """request name -> its derivedAttributes as stored (requests without any are left out)."""
+    return {r["name"]: r["exactly"]["derivedAttributes"] for r in claim["spec"]["devices"]["requests"]
+            if "derivedAttributes" in r.get("exactly", {})}
+
+
 def allocated(claim: dict[str, Any], driver: str | None = None) -> list[dict[str, Any]]:
     results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
     return [r for r in results if driver is None or r["driver"] == driver]

@@ -129,17 +129,24 @@ def exec_in(lab: Lab, namespace: str, name: str, *command: str) -> subprocess.Co
                            "--", *command], capture_output=True, text=True, timeout=60)
 
 
-def allocate_through(api: client.ApiClient, namespace: str, claim: ClaimBuilder, node: str, pod: str,
-                     timeout: float = 60) -> dict[str, Any]:
-    """Create the claim and a pod `pod` that uses it and must go to `node` (tolerating any taint);
-    the claim as read once the scheduler has allocated it. If it is not allocated in time, an
-    AssertionError carrying the pod's events."""
+def create_with_claim(api: client.ApiClient, namespace: str, claim: ClaimBuilder, pod: str,
+                      node: str | None = None) -> None:
+    """Create the claim and a pod `pod` that uses it, to go to `node` (tolerating any taint) if
+    given, else wherever the scheduler finds room."""
     claims.create(api, namespace, claim)
-    builder = PodBuilder(pod).with_claim("c", claim=claim.name).on_node(node)
-    builder.tolerations.append({"operator": "Exists"})
+    builder = PodBuilder(pod).with_claim("c", claim=claim.name)
+    if node:
+        builder.on_node(node).tolerations.append({"operator": "Exists"})
     create(api, namespace, builder)
+
+
+def allocate_through(api: client.ApiClient, namespace: str, claim: ClaimBuilder, node: str | None, pod: str,
+                     timeout: float = 60) -> dict[str, Any]:
+    """The claim as read once the scheduler has allocated it for pod `pod` (create_with_claim).
+    If it is not allocated in time, an AssertionError carrying the pod's events."""
+    create_with_claim(api, namespace, claim, pod, node)
     try:
-        return wait_for(f"claim {namespace}/{claim.name} allocated for pod {pod} on {node}", lambda: claims.read_when(
+        return wait_for(f"claim {namespace}/{claim.name} allocated for pod {pod} on {node or 'any node'}", lambda: claims.read_when(
             api, namespace, claim.name, lambda c: bool(claims.allocated(c))), timeout)
     except AssertionError as e:
         raise AssertionError(f"{e}\nevents of pod {pod}:\n{events(api, namespace, pod)}") from None

@@ -19,7 +19,7 @@ def expect_answer(case: str, write: Callable[[], object], accepted: bool, ev: Ev
     except ApiException as e:
         assert e.status == 422, f"want 422 Invalid or success, got {e.status}: {e.body}"
         answer = f"rejected: {json.loads(e.body)['message']}"
-    ev.add("the API server's answer", answer)
+    ev.observe("the API server's answer", answer)
     assert answer.startswith("accepted" if accepted else "rejected"), \
         f"{case}: want {'accepted' if accepted else 'rejected'}, the API server {answer}"
     assert because in answer, f"{case}: want a rejection because {because!r}, the API server {answer}"

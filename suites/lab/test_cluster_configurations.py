@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 from kubernetes import client
 
-from clusters.config import ClusterConfig
 from clusters.providers import Lab
-from suites.framework import pods
+from suites.derived_attributes.checks import numa_pair
+from suites.framework import claims, pods
 from suites.framework.pods import PodBuilder
 
 pytestmark = pytest.mark.e2e
-
-# A second lab: DRADerivedAttributes off everywhere, resource.k8s.io/v1beta2 served, kubelets
-# rooted at a non-default path (drivers deployed there must follow it), two emulated GPUs.
-GATES_OFF = ClusterConfig(name="e2e-gates-off", nodes=1, feature_gates={"DRADerivedAttributes": False},
-                          runtime_config={"resource.k8s.io/v1beta2": True}, kubelet_root_dir="/var/lib/kubelet-dralab",
-                          hardware={"node-1": "gpu-small"})
 
 
 def served_resource_versions(api) -> set[str]:
@@ -27,56 +20,13 @@ def served_resource_versions(api) -> set[str]:
     return {v.version for g in groups if g.name == "resource.k8s.io" for v in g.versions}
 
 
-def claim_with_derived_attribute(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
-        "spec": {"devices": {
-            "requests": [{"name": "gpu", "exactly": {
-                "deviceClassName": "lab-probe.dralab.dev",
-                "derivedAttributes": [{"name": "derived/numa", "expression": "device.attributes['gpu.dralab.dev'].numa"}],
-            }}],
-            "constraints": [{"requests": ["gpu"], "matchAttribute": "derived/numa"}],
-        }},
-    }
-
-
-def create_claim(api, namespace: str) -> dict[str, Any]:
-    custom = client.CustomObjectsApi(api)
-    try:
-        custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", {
-            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "lab-probe.dralab.dev"},
-            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.dralab.dev'"}}]}})
-    except client.ApiException as e:
-        if e.status != 409:
-            raise
-    name = f"derived-{uuid.uuid4().hex[:6]}"
-    custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims",
-                                           claim_with_derived_attribute(name))
-    return custom.get_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims", name)
-
-
 @pytest.mark.requirement("LAB-02")
 def test_cluster_with_derived_attributes_gate_on_serves_the_field(lab: Lab, api, namespace: str) -> None:
     if lab.local is None or not lab.local.cfg.feature_gates.get("DRADerivedAttributes"):
         pytest.skip("needs the session lab started with DRADerivedAttributes=true")
-    stored = create_claim(api, namespace)
-    assert stored["spec"]["devices"]["requests"][0]["exactly"].get("derivedAttributes") == \
-        claim_with_derived_attribute("x")["spec"]["devices"]["requests"][0]["exactly"]["derivedAttributes"]
-
-
-@pytest.fixture(scope="module")
-def gates_off_lab(lab: Lab, extra_lab) -> Lab:
-    if lab.local is None:
-        pytest.skip("starting a lab with other feature gates needs the local provider")
-    return extra_lab(GATES_OFF)
-
-
-@pytest.mark.requirement("LAB-02")
-def test_cluster_with_derived_attributes_gate_off_drops_the_field(gates_off_lab: Lab) -> None:
-    api = gates_off_lab.api()
-    namespace = "default"
-    stored = create_claim(api, namespace)
-    assert "derivedAttributes" not in stored["spec"]["devices"]["requests"][0]["exactly"], stored
+    sent = numa_pair()
+    stored = claims.read(api, namespace, claims.create(api, namespace, sent))
+    assert claims.derived_attributes(stored) == claims.derived_attributes(sent.build())
 
 
 @pytest.mark.requirement("LAB-02")

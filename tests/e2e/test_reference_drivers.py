@@ -188,7 +188,7 @@ parameters: {{DRIVER_NAME: gpu-b.dralab.dev, COMPONENT: gpu-b-dra-driver,
 @pytest.mark.requirement("LAB-04")
 def test_driver_follows_a_non_default_kubelet_root_dir(lab: Lab, extra_lab) -> None:
     from drivers_under_test.deploy import deploy, remove
-    from suites.lab.test_cluster_configurations import GATES_OFF
+    from clusters.lab_configurations import GATES_OFF
 
     if lab.local is None:
         pytest.skip("needs local labs")

@@ -1,0 +1,34 @@
+"""The labs the test run starts, by what each is for. A configuration other than the session
+lab starts once per run, when the first test that needs it asks (the `extra_lab` fixture), so
+tests are grouped by cluster configuration rather than each starting its own."""
+
+from __future__ import annotations
+
+from clusters.config import ClusterConfig
+
+# Two kubelet nodes with dgx-like emulated hardware, two slice-only nodes, DRA alpha features on.
+SESSION_LAB = ClusterConfig(
+    name="e2e", nodes=2, slice_only_nodes=2,
+    feature_gates={"DRADerivedAttributes": True, "DRAListTypeAttributes": True},
+    hardware={"node-1": "dgx-like", "node-2": "dgx-like"},
+)
+
+# DRADerivedAttributes off everywhere (DA-09, LAB-02), resource.k8s.io/v1beta2 served, kubelets
+# rooted at a non-default path (LAB-04: drivers deployed there must follow it), two emulated GPUs.
+GATES_OFF = ClusterConfig(name="e2e-gates-off", nodes=1, feature_gates={"DRADerivedAttributes": False},
+                          runtime_config={"resource.k8s.io/v1beta2": True}, kubelet_root_dir="/var/lib/kubelet-dralab",
+                          hardware={"node-1": "gpu-small"})
+
+# Gate skew (DA-09): DRADerivedAttributes on in the API server, off in the scheduler; and
+# DRAListTypeAttributes off, so the API server refuses list results (DA-08).
+SCHEDULER_GATE_OFF = ClusterConfig(
+    name="e2e-skew", nodes=1, slice_only_nodes=1,
+    feature_gates={"DRADerivedAttributes": True, "DRAListTypeAttributes": False},
+    component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}},
+)
+
+# Placement (DA-04): node-1's GPUs and NICs sit on different NUMA nodes, node-2 has aligned pairs.
+PLACEMENT = ClusterConfig(
+    name="e2e-placement", nodes=2, feature_gates={"DRADerivedAttributes": True},
+    hardware={"node-1": "misaligned", "node-2": "dgx-like"},
+)
