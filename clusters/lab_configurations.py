@@ -32,3 +32,10 @@ PLACEMENT = ClusterConfig(
     name="e2e-placement", nodes=2, feature_gates={"DRADerivedAttributes": True},
     hardware={"node-1": "misaligned", "node-2": "dgx-like"},
 )
+
+
+def scale(slice_only_nodes: int) -> ClusterConfig:
+    """The scale harness (DA-11, PF-04): slice-only nodes carry the devices; one kubelet node
+    because a lab has at least one."""
+    return ClusterConfig(name="e2e-scale", nodes=1, slice_only_nodes=slice_only_nodes,
+                         feature_gates={"DRADerivedAttributes": True}, scheduler_api_qps=200)

@@ -27,6 +27,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
     group.addoption("--driver", action="append", default=[],
                     help="driver profile under test (name or .yaml; repeatable); default: each suite's reference drivers")
+    group.addoption("--scale", default="100x8x200", metavar="NODESxDEVICESxPODS",
+                    help="size of the DA scale harness (DA-11); upstream scheduler_perf uses 500 nodes x 8 devices")
+    group.addoption("--scale-runs", type=int, default=1, help="rounds of the DA scale harness, for its run-to-run spread")
+    group.addoption("--results-dir", default="dralab-results", type=Path,
+                    help="where harnesses write their figures (JSON)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

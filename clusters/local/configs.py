@@ -162,7 +162,9 @@ def scheduler_command(tools: Toolchain, cfg: ClusterConfig, kubeconfig: Path) ->
     return [
         str(tools.kube("kube-scheduler")), f"--kubeconfig={kubeconfig}",
         *_delegated_auth(kubeconfig), f"--bind-address={cfg.host_ip}", f"--secure-port={SCHEDULER_PORT}", "--leader-elect=false", "--v=1",
-    ] + _gate_flags(cfg, "kube-scheduler")
+    ] + _gate_flags(cfg, "kube-scheduler") + (
+        [f"--kube-api-qps={cfg.scheduler_api_qps}", f"--kube-api-burst={2 * cfg.scheduler_api_qps}"]
+        if cfg.scheduler_api_qps else [])
 
 
 def kubelet_command(tools: Toolchain, cfg: ClusterConfig, node: str, index: int,
@@ -173,9 +175,11 @@ def kubelet_command(tools: Toolchain, cfg: ClusterConfig, node: str, index: int,
 
 
 def _delegated_auth(kubeconfig: Path) -> list[str]:
-    # The lab has no front proxy: skip looking up its request-header CA (an error every 10 s otherwise).
+    # The lab has no front proxy: skip looking up its request-header CA (an error every 10 s
+    # otherwise). Skipping the lookup also skips the client CA, so name it: the lab's client
+    # certificates (e.g. admin, to read /metrics) are then authenticated.
     return [f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
-            "--authentication-skip-lookup=true"]
+            "--authentication-skip-lookup=true", f"--client-ca-file={kubeconfig.parent / 'ca.crt'}"]
 
 
 def _gate_flags(cfg: ClusterConfig, component: str) -> list[str]:
