@@ -43,5 +43,10 @@ def test_gates_and_runtime_config_reach_the_components_that_read_them() -> None:
     assert "--feature-gates=DRADerivedAttributes=true" in apiserver
     assert "--runtime-config=resource.k8s.io/v1beta2=true" in apiserver
     assert "--authorization-mode=Node,RBAC" in apiserver and "--enable-admission-plugins=NodeRestriction" in apiserver
-    assert "--feature-gates=DRADerivedAttributes=false" in configs.scheduler_command(TOOLS, cfg, Path("/k"))
+    scheduler = configs.scheduler_command(TOOLS, cfg, Path("/pki/scheduler.kubeconfig"))
+    assert "--feature-gates=DRADerivedAttributes=false" in scheduler
+    assert "--client-ca-file=/pki/ca.crt" in scheduler  # so /metrics takes the lab's client certificates
+    assert not [a for a in scheduler if a.startswith("--kube-api-qps")]
+    faster = configs.scheduler_command(TOOLS, cfg.model_copy(update={"scheduler_api_qps": 200}), Path("/k"))
+    assert "--kube-api-qps=200" in faster and "--kube-api-burst=400" in faster
     assert "--feature-gates=DRADerivedAttributes=true" in configs.controller_manager_command(TOOLS, cfg, Path("/k"), pki)
