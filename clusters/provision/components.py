@@ -67,7 +67,7 @@ RUNC = GoRecipe(
 
 # Our own Go module under drivers_under_test/: the reference drivers, the workload image's
 # helpers and the probes the lab's e2e tests attach to a node.
-DRIVER_BINARIES = ("gpu-dra-driver", "vf-dra-driver", "fake-gpu-plugin")
+DRIVER_BINARIES = ("gpu-dra-driver", "vf-dra-driver", "fake-gpu-plugin", "dp-probe")
 DRIVERS_UNDER_TEST = GoRecipe(
     name="drivers-under-test",
     version="local",

@@ -24,6 +24,11 @@ class DriverUnderTest:
         return self.profile.drivers[0]
 
     @property
+    def resource(self) -> str:
+        """The extended resource a device plugin profile advertises."""
+        return self.profile.extended_resources[0]
+
+    @property
     def device_class(self) -> str:
         if not self.profile.device_classes:
             pytest.skip(f"driver profile {self.profile.name} names no device class to request its devices with")

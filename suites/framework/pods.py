@@ -34,6 +34,7 @@ class PodBuilder:
     claims: list[dict[str, Any]] = field(default_factory=list)  # pod.spec.resourceClaims
     container_claims: list[dict[str, Any]] = field(default_factory=list)  # resources.claims of the container
     limits: dict[str, str] = field(default_factory=dict)
+    image: str = versions.WORKLOAD_IMAGE  # imported into the nodes' containerd by the lab
 
     def on_node(self, node: str) -> "PodBuilder":
         """Through the scheduler, not spec.nodeName: the scheduler is part of what is tested."""
@@ -77,7 +78,7 @@ class PodBuilder:
         return self
 
     def build(self) -> dict[str, Any]:
-        container = {"name": "main", "image": versions.WORKLOAD_IMAGE, "imagePullPolicy": "Never",
+        container = {"name": "main", "image": self.image, "imagePullPolicy": "Never",
                      "command": self.command, "env": self.env, "volumeMounts": self.mounts,
                      "resources": {"claims": self.container_claims, "limits": self.limits}}
         spec: dict[str, Any] = {"containers": [container], "volumes": self.volumes, "terminationGracePeriodSeconds": 1,

@@ -131,19 +131,6 @@ def test_vf_claim_gives_configured_interface_deferred_metadata_and_network_statu
         ["ip", "-n", hw.netns, "link", "show", netdev], capture_output=True, text=True).stdout, 60)
 
 
-def test_device_plugin_pod_gets_two_devices(reference_drivers: Lab, api, namespace: str) -> None:
-    pod = PodBuilder("dp").with_limit("dralab.dev/fake-gpu", 2).running(
-        "sh", "-c", "env | grep ^DRALAB_ | sort; ls /dev | grep dralab-fake-gpu; ls /var/run/dralab/fake-gpu; sleep 3600")
-    pods.run(api, namespace, pod)
-    out = wait_for("the pod's output", lambda: (o := pods.logs(api, namespace, "dp")).count("GPU-") >= 7 and o, 30)
-    uuids = re.search(r"DRALAB_FAKE_GPU_UUIDS=(\S+)", out).group(1).split(",")
-    assert len(set(uuids)) == 2
-    for uuid in uuids:
-        assert f"={uuid}" in out.split("DRALAB_FAKE_GPU_UUIDS")[0]  # per-device env and the CDI device's env
-        assert out.count(uuid) == 4  # DRALAB_CDI_GPU_n, DRALAB_FAKE_GPU_n, the list, the mount dir
-    assert len(re.findall(r"^dralab-fake-gpu\d+$", out, re.MULTILINE)) == 2
-
-
 def test_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers: Lab, api) -> None:
     hardware, node = HardwareLab(reference_drivers.local.cfg), reference_drivers.nodes[0].name
     names = lambda: [d["name"] for d in _slices(api, GPU)[node]]  # noqa: E731

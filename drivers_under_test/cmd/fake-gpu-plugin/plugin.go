@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,19 +15,18 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"dralab.dev/drivers/internal/deviceplugin"
 	"dralab.dev/drivers/internal/sysfs"
 	"dralab.dev/drivers/internal/variant"
 )
 
 const (
 	socketName   = "dralab-fake-gpu.sock"
-	kubeletName  = "kubelet.sock"
 	containerDir = "/var/run/dralab/fake-gpu" // where a container sees each GPU's sysfs dir
 
 	neverUnhealthy = "never-unhealthy"
@@ -109,7 +107,7 @@ func (p *plugin) run(ctx context.Context) error {
 			}
 			stop, registered = next, nil
 		}
-		kubelet, err := os.Stat(filepath.Join(p.pluginDir, kubeletName))
+		kubelet, err := os.Stat(filepath.Join(p.pluginDir, deviceplugin.KubeletSocket))
 		if err != nil || (registered != nil && sameSocket(registered, kubelet)) {
 			continue // kubelet is down, or still the one we registered with
 		}
@@ -124,61 +122,16 @@ func sameSocket(a, b os.FileInfo) bool {
 	return os.SameFile(a, b) && a.ModTime().Equal(b.ModTime())
 }
 
-// serve serves the API on the plugin socket until stop, which removes the socket.
 func (p *plugin) serve() (stop func(), err error) {
-	sock := filepath.Join(p.pluginDir, socketName)
-	// A socket left behind by a killed instance would make Listen fail.
-	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		return nil, err
-	}
-	// stop removes the socket itself: the listener would unlink the path whenever grpc gets
-	// to close it, possibly after the next server took that path.
-	lis.SetUnlinkOnClose(false)
-	srv := grpc.NewServer()
-	pluginapi.RegisterDevicePluginServer(srv, p)
-	go func() {
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			klog.ErrorS(err, "Serving the device plugin API")
-		}
-	}()
-	return func() {
-		srv.Stop()
-		if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			klog.ErrorS(err, "Removing the plugin socket")
-		}
-	}, nil
+	return deviceplugin.Serve(p.pluginDir, socketName, p)
 }
 
 // register registers with kubelet and returns kubelet's socket as it was, to tell when
 // kubelet restarts.
 func (p *plugin) register(ctx context.Context) (os.FileInfo, error) {
-	sock := filepath.Join(p.pluginDir, kubeletName)
-	kubelet, err := os.Stat(sock)
-	if err != nil {
-		return nil, fmt.Errorf("register with kubelet: %w", err)
-	}
-	conn, err := grpc.NewClient("unix:"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
-		Version:      pluginapi.Version,
-		Endpoint:     socketName,
-		ResourceName: p.resource,
-		Options:      options(),
+	return deviceplugin.Register(ctx, p.pluginDir, &pluginapi.RegisterRequest{
+		Version: pluginapi.Version, Endpoint: socketName, ResourceName: p.resource, Options: options(),
 	})
-	if err != nil {
-		return nil, fmt.Errorf("register %s with kubelet at %s: %w", p.resource, sock, err)
-	}
-	klog.InfoS("Registered with kubelet", "resource", p.resource, "endpoint", socketName)
-	return kubelet, nil
 }
 
 func (p *plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
@@ -256,6 +209,7 @@ func (p *plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.Prefer
 				ids = append(ids, g.UUID)
 			}
 		}
+		klog.InfoS("GetPreferredAllocation", "preferred", ids, "available", creq.AvailableDeviceIDs)
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
 	}
 	return resp, nil

@@ -25,6 +25,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"dralab.dev/drivers/internal/cdi"
+	"dralab.dev/drivers/internal/deviceplugin"
 	"dralab.dev/drivers/internal/sysfs"
 	"dralab.dev/drivers/internal/variant"
 )
@@ -105,7 +106,7 @@ func (k *fakeKubelet) Register(_ context.Context, req *pluginapi.RegisterRequest
 // serve starts kubelet's socket in dir; stopping the server removes it.
 func (k *fakeKubelet) serve(t *testing.T, dir string) *grpc.Server {
 	t.Helper()
-	lis, err := net.Listen("unix", filepath.Join(dir, kubeletName))
+	lis, err := net.Listen("unix", filepath.Join(dir, deviceplugin.KubeletSocket))
 	if err != nil {
 		t.Fatal(err)
 	}
