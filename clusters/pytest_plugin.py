@@ -20,8 +20,9 @@ LOG_ATTACH_LIMIT = 3000  # characters per component log attached to a failing te
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dralab")
-    group.addoption("--cluster", choices=("local", "kubeconfig"), default="local",
-                    help="local: start the embedded lab (default); kubeconfig: use an existing cluster")
+    group.addoption("--cluster", choices=("local", "kubeconfig", "kind"), default="local",
+                    help="local: start the embedded lab (default); kubeconfig: use an existing cluster; "
+                         "kind: start a kind cluster (needs Docker and kind; no emulated hardware)")
     group.addoption("--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=kubeconfig")
     group.addoption("--kubelet-root-dir", default="/var/lib/kubelet",
                     help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
@@ -67,11 +68,29 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
         yield kubeconfig_lab(Path(kubeconfig), provision(offline=True).kubectl,
                              Path(tempfile.mkdtemp(prefix="dralab-logs-")), option("--kubelet-root-dir"))
         return
+    if option("--cluster") == "kind":
+        yield from _kind_lab()
+        return
     from clusters.local.cluster import LocalCluster
 
     cluster = LocalCluster.up(SESSION_LAB)
     try:
         yield local_lab(cluster)
+    finally:
+        cluster.down()
+
+
+def _kind_lab() -> Iterator[Lab]:
+    """The session lab's nodes and gates as a kind cluster (what kind nodes cannot have is left out)."""
+    from clusters.kind import KindCluster
+    from clusters.provision import provision
+
+    tools = provision()
+    cfg = ClusterConfig(name=SESSION_LAB.name, nodes=SESSION_LAB.nodes, feature_gates=SESSION_LAB.feature_gates)
+    cluster = KindCluster(cfg, Path(tempfile.mkdtemp(prefix="dralab-kind-")))
+    cluster.up(images=[image.archive for image in tools.images])
+    try:
+        yield kubeconfig_lab(cluster.kubeconfig, tools.kubectl, cluster.work_dir, cfg.kubelet_root_dir)
     finally:
         cluster.down()
 

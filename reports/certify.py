@@ -37,7 +37,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     junit = out_dir / "junit.xml"
     cmd = [sys.executable, "-m", "pytest", str(REPO / "suites"), f"--junitxml={junit}", f"--cluster={cluster}",
-           "-o", "junit_family=xunit2", "-p", "no:cacheprovider"]
+           f"--results-dir={out_dir}", "-o", "junit_family=xunit2", "-p", "no:cacheprovider"]
     if kubeconfig:
         cmd.append(f"--kubeconfig={kubeconfig}")
     start = time.monotonic()

@@ -35,8 +35,8 @@ def plugin(driver: DriverUnderTest) -> DriverUnderTest:
 
 
 @pytest.fixture
-def node(local_only: Lab) -> str:
-    return local_only.nodes[0].name
+def node(lab: Lab) -> str:
+    return lab.nodes[0].name
 
 
 def _outputs(api, namespace: str, *names: str) -> dict[str, str]:

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -25,7 +24,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"dralab.dev/drivers/internal/cdi"
-	"dralab.dev/drivers/internal/deviceplugin"
+	"dralab.dev/drivers/internal/deviceplugin/fakekubelet"
 	"dralab.dev/drivers/internal/sysfs"
 	"dralab.dev/drivers/internal/variant"
 )
@@ -92,45 +91,9 @@ func buildSysfs(t *testing.T) string {
 	return root
 }
 
-// fakeKubelet is kubelet's Registration service on kubelet.sock.
-type fakeKubelet struct {
-	pluginapi.UnimplementedRegistrationServer
-	requests chan *pluginapi.RegisterRequest
-}
-
-func (k *fakeKubelet) Register(_ context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
-	k.requests <- req
-	return &pluginapi.Empty{}, nil
-}
-
-// serve starts kubelet's socket in dir; stopping the server removes it.
-func (k *fakeKubelet) serve(t *testing.T, dir string) *grpc.Server {
-	t.Helper()
-	lis, err := net.Listen("unix", filepath.Join(dir, deviceplugin.KubeletSocket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	pluginapi.RegisterRegistrationServer(srv, k)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return srv
-}
-
-func (k *fakeKubelet) registered(t *testing.T) *pluginapi.RegisterRequest {
-	t.Helper()
-	select {
-	case req := <-k.requests:
-		return req
-	case <-time.After(timeout):
-		t.Fatal("the plugin did not register")
-		return nil
-	}
-}
-
 type harness struct {
 	sysfs, pluginDir, cdiDir string
-	kubelet                  *fakeKubelet
+	kubelet                  *fakekubelet.Kubelet
 	kubeletServer            *grpc.Server
 	client                   pluginapi.DevicePluginClient
 	stop                     func() error // stops the plugin and returns what run returned
@@ -162,8 +125,8 @@ func start(t *testing.T, args ...string) (*harness, *pluginapi.RegisterRequest) 
 	t.Helper()
 	p := newPlugin(t, args...)
 	h := &harness{sysfs: p.sysfsRoot, pluginDir: p.pluginDir, cdiDir: p.cdiDir,
-		kubelet: &fakeKubelet{requests: make(chan *pluginapi.RegisterRequest, 10)}}
-	h.kubeletServer = h.kubelet.serve(t, h.pluginDir)
+		kubelet: fakekubelet.New()}
+	h.kubeletServer = h.kubelet.Serve(t, h.pluginDir)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -183,7 +146,7 @@ func start(t *testing.T, args ...string) (*harness, *pluginapi.RegisterRequest) 
 		}
 	})
 
-	req := h.kubelet.registered(t)
+	req := h.kubelet.Registered(t, timeout)
 	conn, err := grpc.NewClient("unix:"+filepath.Join(h.pluginDir, req.Endpoint),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -397,8 +360,8 @@ func TestReregistersAfterKubeletRestart(t *testing.T) {
 	if err := os.Remove(filepath.Join(h.pluginDir, socketName)); err != nil {
 		t.Fatal(err)
 	}
-	h.kubelet.serve(t, h.pluginDir)
-	if req := h.kubelet.registered(t); req.Endpoint != socketName {
+	h.kubelet.Serve(t, h.pluginDir)
+	if req := h.kubelet.Registered(t, timeout); req.Endpoint != socketName {
 		t.Errorf("re-registered endpoint %q", req.Endpoint)
 	}
 	// The plugin serves again on a new socket; the harness's client reconnects to it.

@@ -1,0 +1,49 @@
+"""The kind provider's generated cluster config (LAB-06)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from clusters.config import ClusterConfig
+from clusters.errors import BadInput
+from clusters.kind import CONTAINERD_PATCHES, NODE_IMAGE, host_has_cgroup_v1, kind_config
+
+SKEW = ClusterConfig(name="skew", nodes=2, feature_gates={"DRADerivedAttributes": True},
+                     component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}},
+                     runtime_config={"resource.k8s.io/v1beta2": True})
+
+
+def test_nodes_gates_runtime_config_and_containerd_patches() -> None:
+    config = kind_config(SKEW, cgroup_v1=False)
+    assert config["name"] == "dralab-skew" and config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
+    assert [n["role"] for n in config["nodes"]] == ["control-plane", "worker", "worker"]
+    assert {n["image"] for n in config["nodes"]} == {NODE_IMAGE}
+    assert config["featureGates"] == {"DRADerivedAttributes": True}
+    assert config["runtimeConfig"] == {"resource.k8s.io/v1beta2": "true"}
+    assert config["containerdConfigPatches"] == CONTAINERD_PATCHES
+    assert any("enable_cdi = true" in p for p in CONTAINERD_PATCHES) and any("nri" in p for p in CONTAINERD_PATCHES)
+
+
+def test_a_components_own_gates_go_to_its_kubeadm_section_and_cgroup_v1_to_the_kubelet() -> None:
+    (cluster,) = [yaml.safe_load(p) for p in kind_config(SKEW, cgroup_v1=False)["kubeadmConfigPatches"]]
+    assert cluster["kind"] == "ClusterConfiguration"
+    assert cluster["scheduler"]["extraArgs"] == [{"name": "feature-gates", "value": "DRADerivedAttributes=false"}]
+    assert "apiServer" not in cluster  # kind's featureGates serve the others
+    patches = [yaml.safe_load(p) for p in kind_config(SKEW, cgroup_v1=True)["kubeadmConfigPatches"]]
+    assert {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "failCgroupV1": False} in patches
+    assert "kubeadmConfigPatches" not in kind_config(ClusterConfig(name="plain"), cgroup_v1=False)
+
+
+@pytest.mark.parametrize("change,named", [
+    ({"slice_only_nodes": 2}, "slice_only_nodes"), ({"kubelet_root_dir": "/var/lib/kubelet-x"}, "kubelet_root_dir"),
+    ({"hardware": {"node-1": "gpu-small"}}, "emulated hardware"), ({"scheduler_api_qps": 200}, "scheduler_api_qps")])
+def test_what_kind_nodes_cannot_be_is_refused_with_the_reason(change: dict, named: str) -> None:
+    with pytest.raises(BadInput, match=named):
+        kind_config(ClusterConfig(name="x").model_copy(update=change), cgroup_v1=False)
+
+
+def test_cgroup_version_from_the_hierarchy_root(tmp_path) -> None:
+    assert host_has_cgroup_v1(tmp_path)
+    (tmp_path / "cgroup.controllers").write_text("cpu memory\n")
+    assert not host_has_cgroup_v1(tmp_path)
