@@ -52,6 +52,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for mark in item.iter_markers("requirement"):
             req = mark.args[0]
+            item.user_properties.append((REQUIREMENT, req))
             item.add_marker(pytest.mark.allure_label(FEATURES.get(req.split("-")[0], "other"), label_type="feature"))
             item.add_marker(pytest.mark.allure_label(req, label_type="story"))
 
@@ -171,7 +172,9 @@ def local_only(lab: Lab) -> Lab:
     return lab
 
 
-OBSERVED = "observed"  # the JUnit property that carries what a check observed, whatever its verdict
+# JUnit properties the certification report reads: the requirement IDs a test checks, what it
+# observed (whatever its verdict), and for a failure its evidence and the component logs.
+REQUIREMENT, OBSERVED, EVIDENCE = "requirement", "observed", "evidence"
 
 
 class Evidence:
@@ -236,8 +239,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     item.user_properties.extend((OBSERVED, f"{label}: {text}") for label, text in evidence.observed)
     if not report.failed:
         return
-    for label, text in evidence.items:
-        report.sections.append((f"evidence: {label}", text))
+    attached = [(f"evidence: {label}", text) for label, text in evidence.items]
     marks = item.stash.get(_log_marks, {})
     for path, label in _component_logs(item).items():
         try:
@@ -249,4 +251,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         if text.strip():
             if len(text) > LOG_ATTACH_LIMIT:
                 text = "[...]\n" + text[-LOG_ATTACH_LIMIT:]
-            report.sections.append((f"component log {label} during the test", text))
+            attached.append((f"component log {label} during the test", text))
+    report.sections.extend(attached)
+    item.user_properties.extend((EVIDENCE, f"{title}\n{text}") for title, text in attached)

@@ -1,7 +1,7 @@
 """`dralab certify`: run every suite against a lab and summarise the verdicts per requirement.
 
 For now the suites run against the embedded local lab (started and torn down by the pytest
-plugin's session fixture); the report is the JUnit XML plus a per-requirement summary.
+plugin's session fixture); it writes the JUnit XML, report.json and report.html (reports/report.py).
 """
 
 from __future__ import annotations
@@ -9,23 +9,24 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
-from collections import Counter
 from pathlib import Path
 
 import click
 
+from clusters import versions
+from clusters.lab_configurations import SESSION_LAB
 from clusters.progress import console
+from reports.report import build, read_junit, write
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def verdicts(junit: Path) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        kinds = {child.tag for child in case}
-        counts["FAIL" if "failure" in kinds else "ERROR" if "error" in kinds else "SKIP" if "skipped" in kinds else "PASS"] += 1
-    return counts
+def environment(cluster: str) -> dict[str, object]:
+    """What the verdicts were reached on: component versions and, for the embedded lab, its gates and hardware."""
+    env: dict[str, object] = {"cluster": cluster, **versions.ALL}
+    if cluster == "local":
+        env.update({"feature gates": SESSION_LAB.feature_gates, "hardware": SESSION_LAB.hardware})
+    return env
 
 
 @click.command()
@@ -45,9 +46,11 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None) -> None:
     if not junit.exists():
         console.print(f"[red]the suites produced no results (pytest exit {rc})[/red]")
         sys.exit(3)
-    counts = verdicts(junit)
-    certified = counts["FAIL"] == 0 and counts["ERROR"] == 0 and counts["PASS"] > 0
-    summary = ", ".join(f"{counts[v]} {v}" for v in ("PASS", "FAIL", "ERROR", "SKIP"))
-    console.print(f"{'CERTIFIED' if certified else 'NOT CERTIFIED'}: {summary} in {time.monotonic() - start:.0f}s; "
-                  f"results in {junit}")
-    sys.exit(0 if certified else 1 if counts["FAIL"] else 3)
+    results = read_junit(junit)
+    report = build(results, environment(cluster), time.monotonic() - start)
+    as_json, as_html = write(report, out_dir)
+    summary = report["summary"]
+    counts = ", ".join(f"{n} {v}" for v, n in summary["requirements"].items())
+    console.print(f"{'CERTIFIED' if summary['certified'] else 'NOT CERTIFIED'}: requirements {counts} in "
+                  f"{summary['wall_seconds']:.0f}s; {as_html}, {as_json}, {junit}")
+    sys.exit(0 if summary["certified"] else 1 if summary["requirements"]["FAIL"] else 3)

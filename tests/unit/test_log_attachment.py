@@ -40,3 +40,18 @@ def test_failing_test_report_carries_component_log_lines_written_during_it(pytes
     assert "kubelet logged this during the test" in out
     assert "logged before the test" not in out
     assert "etcd logged this during a passing test" not in out
+
+
+def test_junit_carries_requirements_observations_evidence_and_logs_for_the_report(pytester) -> None:
+    """RP-01: what the certification report reads comes through the JUnit XML."""
+    from reports.report import read_junit
+
+    pytester.makepyfile(INNER_TEST.replace("def test_fails(lab):", '''@pytest.mark.requirement("MD-01")
+def test_fails(lab, evidence):
+    evidence.observe("seen", "one file")
+    evidence.add("listing", "a.json")'''))
+    pytester.runpytest("-p", "clusters.pytest_plugin", "--junitxml=junit.xml")
+    (failed,) = [t for t in read_junit(pytester.path / "junit.xml") if t.verdict == "FAIL"]
+    assert failed.requirements == ["MD-01"] and failed.observed == ["seen: one file"]
+    assert failed.evidence[:2] == ["evidence: seen\none file", "evidence: listing\na.json"]
+    assert any("kubelet logged this during the test" in e for e in failed.evidence)
