@@ -51,17 +51,20 @@ def assert_no_residue(lab: str) -> None:
 def test_up_down_residue_ten_times_and_bring_up_figures(capsys) -> None:
     """Also the warm bring-up benchmark: prints the figures, asserts none of them."""
     ups, downs = [], []
-    for i in range(10):
-        start = time.monotonic()
-        up = dralab("up", "--name", "cycle", "--offline")
-        ups.append(time.monotonic() - start)
-        assert up.returncode == 0, f"round {i + 1}: up failed:\n{up.stderr}"
-        start = time.monotonic()
-        down = dralab("down", "--name", "cycle")
-        downs.append(time.monotonic() - start)
-        assert down.returncode == 0, f"round {i + 1}: down failed:\n{down.stderr}"
-        check = dralab("residue", "--name", "cycle")
-        assert check.returncode == 0, f"round {i + 1}: residue found:\n{check.stdout}{check.stderr}"
+    try:
+        for i in range(10):
+            start = time.monotonic()
+            up = dralab("up", "--name", "cycle", "--offline")
+            ups.append(time.monotonic() - start)
+            assert up.returncode == 0, f"round {i + 1}: up failed:\n{up.stderr}"
+            start = time.monotonic()
+            down = dralab("down", "--name", "cycle")
+            downs.append(time.monotonic() - start)
+            assert down.returncode == 0, f"round {i + 1}: down failed:\n{down.stderr}"
+            check = dralab("residue", "--name", "cycle")
+            assert check.returncode == 0, f"round {i + 1}: residue found:\n{check.stdout}{check.stderr}"
+    finally:  # a failed round or an interrupt must not leave the lab running
+        dralab("down", "--name", "cycle")
     with capsys.disabled():
         print(f"\nBENCHMARK warm bring-up of a 2-node lab (command start to all nodes Ready), 10 runs: "
               f"median {statistics.median(ups):.1f}s, min {min(ups):.1f}s, max {max(ups):.1f}s")
