@@ -165,11 +165,9 @@ def schedule_workload(lab: Lab, api, mode: str, size: Size, timeout: float) -> d
             f"{mode}: {len(scheduled)} of {size.pods} pods scheduled within {timeout:.0f}s"
         pods = core.list_namespaced_pod(namespace).items
         retries = _failed_scheduling(core, namespace)
-        allocations = [claims.allocated(c) for c in client.CustomObjectsApi(api).list_namespaced_custom_object(
-            "resource.k8s.io", "v1", namespace, "resourceclaims")["items"]]
+        allocations = [claims.allocated(c) for c in claims.listed(api, namespace)]
     # The next workload must find every device free again: wait until the claims are deallocated and gone.
-    wait_for(f"the {size.pods} claims of namespace {namespace} gone", lambda: not client.CustomObjectsApi(api)
-             .list_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims")["items"], timeout)
+    wait_for(f"the {size.pods} claims of namespace {namespace} gone", lambda: not claims.listed(api, namespace), timeout)
     misaligned = [a for a in allocations if len({numa(r["device"]) for r in a}) != 1 or len(a) != 2]
     assert not misaligned, f"{mode}: {len(misaligned)} claims not given one device of each driver on one NUMA " \
                            f"node, e.g. {misaligned[0]}"

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import re
 
-from kubernetes import client
-
 from clusters.providers import Lab
 from clusters.pytest_plugin import Evidence
-from drivers_under_test.deploy import PROFILE_LABEL
 from fake_hardware.lab import HardwareLab
 from suites.device_plugin.node_resources import allocatable, wait_allocatable
 from suites.framework import pods
@@ -30,9 +27,7 @@ def gpus(lab: Lab, node: str) -> list[str]:
 
 
 def plugin_pod(api, plugin: DriverUnderTest, node: str) -> str:
-    items = client.CoreV1Api(api).list_namespaced_pod(
-        plugin.profile.namespace, label_selector=f"{PROFILE_LABEL}={plugin.profile.name}",
-        field_selector=f"spec.nodeName={node}").items
+    items = plugin.pods_on(api, node)
     assert items, f"no pod of {plugin.profile.name} on {node}"
     return items[0].metadata.name
 
@@ -61,9 +56,11 @@ def gpu_pod(name: str, plugin: DriverUnderTest, count: int, node: str) -> PodBui
 
 
 def health_follows_the_hardware(lab: Lab, api, plugin: DriverUnderTest, node: str, ev: Evidence) -> None:  # DP-03
-    gpu = gpus(lab, node)[-1]
-    total = allocatable(api, node, plugin.resource)
-    assert total, f"{node} has no allocatable {plugin.resource} to begin with"
+    every = gpus(lab, node)
+    gpu, total = every[-1], len(every)
+    # A plugin just rolled out (the self-check's variant) shows in allocatable only with kubelet's
+    # next node status update: start once every GPU is there, not from a passing 0.
+    wait_allocatable(api, node, plugin.resource, total, HEALTH_TIMEOUT)
     hardware = HardwareLab(lab.local.cfg)  # type: ignore[union-attr]
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:

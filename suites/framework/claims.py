@@ -78,6 +78,12 @@ def read(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
         "resource.k8s.io", "v1", namespace, "resourceclaims", name)
 
 
+def listed(api: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
+    """Every claim in the namespace, as plain JSON."""
+    return client.CustomObjectsApi(api).list_namespaced_custom_object(
+        "resource.k8s.io", "v1", namespace, "resourceclaims")["items"]
+
+
 def read_when(api: client.ApiClient, namespace: str, name: str,
               condition: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
     """The claim if it meets `condition` now, else None (for wait_for)."""

@@ -49,20 +49,22 @@ class DriverUnderTest:
         if missing:
             pytest.skip(f"driver profile {self.profile.name} does not claim {', '.join(missing)}")
 
+    def pods_on(self, api: client.ApiClient, node: str) -> list[client.V1Pod]:
+        """The driver's pods (of its profile's deployment) on `node`."""
+        return client.CoreV1Api(api).list_namespaced_pod(
+            self.profile.namespace, label_selector=f"{PROFILE_LABEL}={self.profile.name}",
+            field_selector=f"spec.nodeName={node}").items
+
     def restart_on(self, api: client.ApiClient, node: str, timeout: float = 90) -> None:
         """Delete the driver's pods on `node` and wait until their replacements are ready."""
         core = client.CoreV1Api(api)
-
-        def on_node() -> list[client.V1Pod]:
-            return core.list_namespaced_pod(self.profile.namespace, label_selector=f"{PROFILE_LABEL}={self.profile.name}",
-                                            field_selector=f"spec.nodeName={node}").items
-        old = {p.metadata.uid for p in on_node()}
+        old = {p.metadata.uid for p in self.pods_on(api, node)}
         assert old, f"no pod of driver profile {self.profile.name} on {node}"
-        for pod in on_node():
+        for pod in self.pods_on(api, node):
             core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
 
         def replaced() -> list[str]:
-            pods = on_node()
+            pods = self.pods_on(api, node)
             ready = [p.metadata.name for p in pods if p.metadata.uid not in old and p.status.container_statuses
                      and all(c.ready for c in p.status.container_statuses)]
             return ready if len(ready) == len(old) and len(pods) == len(old) else []
