@@ -56,8 +56,9 @@ def _register_commands() -> None:
     from drivers_under_test.cli import driver
     from fake_hardware.cli import hw
     from reports.certify import certify
+    from reports.perf.command import perf
 
-    for command in [*lab_cli.COMMANDS, hw, driver, certify]:
+    for command in [*lab_cli.COMMANDS, hw, driver, certify, perf]:
         main.add_command(command)
 
 

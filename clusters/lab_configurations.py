@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from clusters.config import ClusterConfig
 
+# Every configuration's name starts with it; a run that starts labs next to another's renames them.
+PREFIX = "e2e"
+
 # Two kubelet nodes with dgx-like emulated hardware, two slice-only nodes, DRA alpha features on.
 SESSION_LAB = ClusterConfig(
-    name="e2e", nodes=2, slice_only_nodes=2,
+    name=PREFIX, nodes=2, slice_only_nodes=2,
     feature_gates={"DRADerivedAttributes": True, "DRAListTypeAttributes": True},
     hardware={"node-1": "dgx-like", "node-2": "dgx-like"},
 )
@@ -34,8 +37,17 @@ PLACEMENT = ClusterConfig(
 )
 
 
+# The performance report's lab (PF-01 bring-up, PF-02/03 pod startup): two nodes of dgx-like GPUs.
+PERF = ClusterConfig(name="perf", nodes=2, hardware={"node-1": "dgx-like", "node-2": "dgx-like"})
+
+
 def scale(slice_only_nodes: int) -> ClusterConfig:
     """The scale harness (DA-11, PF-04): slice-only nodes carry the devices; one kubelet node
     because a lab has at least one."""
     return ClusterConfig(name="e2e-scale", nodes=1, slice_only_nodes=slice_only_nodes,
                          feature_gates={"DRADerivedAttributes": True}, scheduler_api_qps=200)
+
+
+def renamed(cfg: ClusterConfig, prefix: str, **changes: object) -> ClusterConfig:
+    """The configuration under another name prefix (e2e-skew -> cert-skew), with other changes."""
+    return ClusterConfig.model_validate(cfg.model_dump() | {"name": prefix + cfg.name.removeprefix(PREFIX), **changes})

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
 from clusters.config import ClusterConfig
-from clusters.lab_configurations import SESSION_LAB
+from clusters.lab_configurations import PREFIX, SESSION_LAB, renamed
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
 
 if TYPE_CHECKING:
@@ -28,11 +29,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
     group.addoption("--driver", action="append", default=[],
                     help="driver profile under test (name or .yaml; repeatable); default: each suite's reference drivers")
+    group.addoption("--driver-variant", default=None, metavar="VARIANT",
+                    help="deploy the --driver profiles in this variant of theirs (a broken one shows what the "
+                         "suites catch) wherever a test asks for the driver as it is")
     group.addoption("--scale", default="100x8x200", metavar="NODESxDEVICESxPODS",
                     help="size of the DA scale harness (DA-11); upstream scheduler_perf uses 500 nodes x 8 devices")
     group.addoption("--scale-runs", type=int, default=1, help="rounds of the DA scale harness, for its run-to-run spread")
     group.addoption("--results-dir", default="dralab-results", type=Path,
                     help="where harnesses write their figures (JSON)")
+    group.addoption("--hardware", default=None, metavar="PROFILE",
+                    help="hardware profile (fake_hardware/profiles name or .yaml) of the local session lab's "
+                         f"kubelet nodes; default: {', '.join(sorted(set(SESSION_LAB.hardware.values())))}")
+    group.addoption("--lab-prefix", default=PREFIX,
+                    help="name prefix of the local labs this run starts; runs side by side need different ones")
+    group.addoption("--requirement-ids", default=None, metavar="ID,...",
+                    help="run only the tests marked with one of these requirement IDs (or ID prefixes: MD)")
+    group.addoption("--progress", action="store_true",
+                    help="a line per finished test (elapsed, verdict, requirement, test) instead of dots")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,6 +53,59 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: needs a running cluster")
     config.addinivalue_line("markers", "local_only: needs the local provider (host access to nodes)")
     config.addinivalue_line("markers", "allure_label: allure label (set from the requirement marker)")
+    hardware = config.getoption("--hardware", None)
+    if hardware:
+        from fake_hardware.profile import load_node_profile
+
+        try:
+            load_node_profile(hardware)
+        except Exception as e:
+            raise pytest.UsageError(f"--hardware {hardware!r}: {e}") from None
+    if config.getoption("--progress", False):
+        config.pluginmanager.register(Progress(config), "dralab-progress")
+
+
+def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
+    """A lab configuration as this run starts it: named under --lab-prefix, and for the session
+    lab with the --hardware profile on every node that has hardware."""
+    hardware = config.getoption("--hardware")
+    if hardware and cfg.name == SESSION_LAB.name:
+        return renamed(cfg, config.getoption("--lab-prefix"), hardware={node: hardware for node in cfg.hardware})
+    return renamed(cfg, config.getoption("--lab-prefix"))
+
+
+class Progress:
+    """One line per finished test, a header per suite: what runs and how long the run has taken."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config, self.start, self.suite = config, time.monotonic(), ""
+        self.outcomes: dict[str, str] = {}
+
+    def _print(self, line: str) -> None:
+        from clusters.progress import console
+
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            console.print(line, highlight=False, markup=False)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        suite = nodeid.split("::")[0].rsplit("/", 1)[0]
+        if suite != self.suite:
+            self.suite = suite
+            self._print(f"[{self._elapsed()}] == {suite}")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.outcome != "passed":
+            self.outcomes.setdefault(report.nodeid, "PASS" if report.passed else "SKIP" if report.skipped
+                                     else "FAIL" if report.when == "call" else "ERROR")
+        if report.when == "teardown":
+            verdict = self.outcomes.pop(report.nodeid, "PASS")
+            ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)
+            self._print(f"[{self._elapsed()}] {verdict:5} {ids:8} {report.nodeid.split('/')[-1]}")
+
+    def _elapsed(self) -> str:
+        minutes, seconds = divmod(int(time.monotonic() - self.start), 60)
+        return f"{minutes:3d}:{seconds:02d}"
 
 
 # Requirement ID prefix -> the KEP or API it checks: the allure feature; the ID is the story.
@@ -47,14 +113,22 @@ FEATURES = {"LAB": "Lab", "HW": "Emulated hardware", "MD": "KEP-5304 device meta
             "ST": "KEP-4817 device status", "DA": "KEP-6080 derived attributes", "DP": "Device plugin API"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Allure labels from each test's requirement marker, so reports group by KEP and ID."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Allure labels from each test's requirement marker, so reports group by KEP and ID; with
+    --requirement-ids only the tests of those IDs run."""
     for item in items:
         for mark in item.iter_markers("requirement"):
             req = mark.args[0]
             item.user_properties.append((REQUIREMENT, req))
             item.add_marker(pytest.mark.allure_label(FEATURES.get(req.split("-")[0], "other"), label_type="feature"))
             item.add_marker(pytest.mark.allure_label(req, label_type="story"))
+    wanted = config.getoption("--requirement-ids")
+    if wanted:
+        ids = {i.strip().upper() for i in wanted.split(",")}
+        keep = [i for i in items if ids & {part for m in i.iter_markers("requirement")
+                                           for part in (m.args[0], m.args[0].split("-")[0])}]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +148,7 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
         return
     from clusters.local.cluster import LocalCluster
 
-    cluster = LocalCluster.up(SESSION_LAB)
+    cluster = LocalCluster.up(lab_config(request.config, SESSION_LAB))
     try:
         yield local_lab(cluster)
     finally:
@@ -97,13 +171,14 @@ def _kind_lab() -> Iterator[Lab]:
 
 
 @pytest.fixture(scope="session")
-def extra_lab() -> Iterator[Callable[[ClusterConfig], Lab]]:
+def extra_lab(request: pytest.FixtureRequest) -> Iterator[Callable[[ClusterConfig], Lab]]:
     """Start further local labs (other feature gates, other paths); all are torn down at the end."""
     from clusters.local.cluster import LocalCluster
 
     started: dict[str, LocalCluster] = {}
 
     def start(cfg: ClusterConfig) -> Lab:
+        cfg = lab_config(request.config, cfg)
         if cfg.name not in started:
             started[cfg.name] = LocalCluster.up(cfg)
         return local_lab(started[cfg.name])
@@ -119,16 +194,20 @@ DeployDriver = Callable[..., "DriverProfile"]
 
 
 @pytest.fixture(scope="session")
-def deploy_driver(lab: Lab) -> Iterator[DeployDriver]:
+def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDriver]:
     """deploy_driver(profile, variant=None) deploys a driver profile into the session lab once
-    (again only when the variant changes); every deployed profile is removed at the end."""
+    (again only when the variant changes); every deployed profile is removed at the end. With
+    --driver-variant, the profiles that have it are deployed in it instead of as they are."""
     from drivers_under_test.deploy import deploy, remove
     from drivers_under_test.profile import load_profile
 
     deployed: dict[str, tuple[DriverProfile, str | None]] = {}
+    default_variant = request.config.getoption("--driver-variant")
 
     def deploy_one(name_or_path: str, variant: str | None = None) -> DriverProfile:
         profile = load_profile(name_or_path)  # by name: "gpu" and its path are the same deployment
+        if variant is None and default_variant in profile.variants:
+            variant = default_variant
         if profile.name not in deployed or deployed[profile.name][1] != variant:
             deploy(lab, profile, variant)
             deployed[profile.name] = (profile, variant)

@@ -16,6 +16,9 @@ WORKLOAD_IMAGE = "dralab.dev/workload:lab"
 # build's source hash so that a rebuilt driver rolls out to running DaemonSets.
 DRIVERS_IMAGE_REPO = "dralab.dev/drivers"
 
+# The allure report CLI (npm package `allure`, version 3), which renders certify's allure results as HTML.
+ALLURE = "3.18.0"
+
 ALL = {
     "kubernetes": KUBERNETES,
     "etcd": ETCD,

@@ -1,11 +1,14 @@
-"""`dralab certify`: run every suite against a lab and summarise the verdicts per requirement.
+"""`dralab certify`: run every applicable suite against a lab and summarise the verdicts per requirement.
 
-For now the suites run against the embedded local lab (started and torn down by the pytest
-plugin's session fixture); it writes the JUnit XML, report.json and report.html (reports/report.py).
+The suites run in a pytest subprocess: against the embedded local lab (started and torn down by
+the pytest plugin's session fixture, under its own lab names) or a given cluster. It writes the
+JUnit XML, allure results and, with the allure CLI the set-up installs, the allure HTML report,
+and report.json and report.html (reports/report.py).
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -16,37 +19,91 @@ import click
 from clusters import versions
 from clusters.errors import BadInput
 from clusters.lab_configurations import SESSION_LAB
-from clusters.progress import console
+from clusters.progress import console, run_logged
 from drivers_under_test.profile import DriverProfile, load_profile
 from reports.report import build, read_junit, write
 
 REPO = Path(__file__).resolve().parents[1]
 
-
 # Requirement ID prefix -> the suite that checks it (`--only`).
 SUITES = {"LAB": "suites/lab", "MD": "suites/device_metadata", "ST": "suites/resource_claim_status",
           "DA": "suites/derived_attributes", "DP": "suites/device_plugin"}
+# Local labs certify starts are named apart from a test run's ("e2e..."), so both can run at once.
+LAB_PREFIX = "cert"
+# Our progress lines instead of pytest's terminal output; its addopts name terminal options (-ra).
+QUIET = ("-p", "no:terminal", "-o", "addopts=--strict-markers", "-p", "no:cacheprovider")
+# pytest's exit code for a usage error: a bad option value that got past certify's own checks.
+PYTEST_USAGE_ERROR = 4
 
 
-def suite_paths(only: str | None) -> list[str]:
-    """The suites `--only MD,ST` names (all without it); BadInput for an unknown prefix."""
+def selection(only: str | None) -> tuple[list[str], list[str]]:
+    """The suites `--only MD,DA-04` names, and when it names single IDs, the filter for pytest's
+    --requirement-ids (prefixes for whole suites, the IDs). No --only: every suite, no filter.
+    BadInput for what names no suite."""
     if not only:
-        return ["suites"]
+        return ["suites"], []
     wanted = [p.strip().upper() for p in only.split(",") if p.strip()]
-    unknown = [p for p in wanted if p not in SUITES]
+    unknown = [p for p in wanted if p.split("-")[0] not in SUITES or not re.fullmatch(r"[A-Z]+(-\d+)?", p)]
     if unknown or not wanted:
         raise BadInput(f"--only {only!r}: unknown suite(s) {', '.join(unknown) or '(none given)'}; "
-                       f"choose from {', '.join(SUITES)}")
-    return [SUITES[p] for p in dict.fromkeys(wanted)]
+                       f"choose from {', '.join(SUITES)} or requirement IDs such as MD-01")
+    prefixes = {p.split("-")[0] for p in wanted}
+    ids = [p for p in dict.fromkeys(wanted) if "-" in p and p.split("-")[0] not in wanted]  # a suite wins over its IDs
+    return [SUITES[p] for p in SUITES if p in prefixes], [p for p in dict.fromkeys(wanted) if p in prefixes] + ids if ids else []
 
 
-def environment(cluster: str, drivers: list[DriverProfile]) -> dict[str, object]:
-    """What the verdicts were reached on: component versions and, for the embedded lab, its gates and hardware."""
-    env: dict[str, object] = {"cluster": cluster, **versions.ALL,
-                              "driver profiles": [str(d.source) for d in drivers] or "the reference drivers"}
+def _hardware(profile: str | None) -> dict[str, str]:
+    if profile is None:
+        return SESSION_LAB.hardware
+    from fake_hardware.profile import load_node_profile
+
+    try:
+        load_node_profile(profile)
+    except Exception as e:
+        raise BadInput(f"--hardware {profile!r}: {e}; profiles: fake_hardware/profiles/*.yaml, or a .yaml path") from None
+    return {node: profile for node in SESSION_LAB.hardware}
+
+
+def _check_variant(variant: str | None, drivers: list[DriverProfile]) -> None:
+    if variant is None:
+        return
+    if len(drivers) != 1:
+        raise BadInput(f"--variant {variant!r} applies to one driver profile: give exactly one --driver")
+    if variant not in drivers[0].variants:
+        raise BadInput(f"--variant {variant!r}: driver profile {drivers[0].source} has no such variant; "
+                       f"it has {', '.join(drivers[0].variants) or 'none'}")
+
+
+def environment(cluster: str, drivers: list[DriverProfile], variant: str | None, hardware: dict[str, str],
+                selected: list[str]) -> dict[str, object]:
+    """What the verdicts were reached on: what was selected, component versions, the drivers
+    image, and for the embedded lab its gates and hardware."""
+    from clusters.provision import provision
+
+    image = provision(offline=True).drivers_image
+    env: dict[str, object] = {"suites": selected, "cluster": cluster, **versions.ALL,
+                              "driver profiles": [str(d.source) for d in drivers] or "the reference drivers",
+                              "drivers image": f"{image.ref} {image.digest}"}
+    if variant:
+        env["driver variant"] = variant
     if cluster == "local":
-        env.update({"feature gates": SESSION_LAB.feature_gates, "hardware": SESSION_LAB.hardware})
+        env.update({"feature gates": SESSION_LAB.feature_gates, "hardware": hardware})
     return env
+
+
+def _allure_html(results: Path, out: Path) -> Path | None:
+    """The allure 3 HTML report of the results, when `dralab provision` installed the allure CLI."""
+    from clusters.provision import cache_root, provision
+
+    try:
+        cli = provision(offline=True).allure
+    except BadInput as e:
+        console.print(f"[yellow]no allure HTML report: {e}[/yellow]")
+        return None
+    # One self-contained file (allurerc.json: singleFile), so it opens from disk like report.html.
+    run_logged([cli, "generate", results, "-o", out, "-c", Path(__file__).with_name("allurerc.json"),
+                "--report-name", "dralab certification"], cache_root() / "logs" / "allure.log", what="allure generate")
+    return out / "index.html"
 
 
 @click.command()
@@ -55,28 +112,50 @@ def environment(cluster: str, drivers: list[DriverProfile]) -> dict[str, object]
 @click.option("--kubeconfig", default=None, help="With --cluster kubeconfig: the cluster's kubeconfig.")
 @click.option("--driver", "driver_names", multiple=True, help="Driver profile under test (name or .yaml; repeatable); "
               "default: each suite's reference drivers.")
-@click.option("--only", default=None, help=f"Comma-separated suites by requirement prefix: {', '.join(SUITES)}.")
-def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...], only: str | None) -> None:
+@click.option("--variant", default=None, help="Deploy the --driver profile in this variant of its own, e.g. a broken "
+              "one (MUT-01) to see which requirements it fails.")
+@click.option("--hardware", default=None, help="Hardware profile of the local lab's nodes (name or .yaml); "
+              f"default: {', '.join(sorted(set(SESSION_LAB.hardware.values())))}.")
+@click.option("--only", default=None, help=f"Comma-separated suites by requirement prefix ({', '.join(SUITES)}) "
+              "or requirement IDs (MD-01).")
+def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
+            variant: str | None, hardware: str | None, only: str | None) -> None:
     """Run the conformance suites and write the results to OUT (exit 0 certified, 1 FAIL, 2 bad input, 3 lab broke)."""
-    paths = suite_paths(only)
-    drivers = [load_profile(name) for name in driver_names]  # a bad profile stops here, before any lab starts
+    paths, ids = selection(only)
+    drivers = [load_profile(name) for name in driver_names]  # bad input stops here, before any lab starts
+    _check_variant(variant, drivers)
+    nodes_hardware = _hardware(hardware)
+    if cluster == "kubeconfig" and not (kubeconfig and Path(kubeconfig).is_file()):
+        raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
     out_dir.mkdir(parents=True, exist_ok=True)
-    junit = out_dir / "junit.xml"
+    junit, allure_results = out_dir / "junit.xml", out_dir / "allure-results"
     cmd = [sys.executable, "-m", "pytest", *(str(REPO / p) for p in paths), f"--junitxml={junit}",
-           f"--cluster={cluster}", f"--results-dir={out_dir}", "-p", "no:cacheprovider",
+           f"--alluredir={allure_results}", "--clean-alluredir", f"--cluster={cluster}", f"--results-dir={out_dir}",
+           f"--lab-prefix={LAB_PREFIX}", "--progress", *QUIET,
            *(f"--driver={d.source}" for d in drivers)]
-    if kubeconfig:
-        cmd.append(f"--kubeconfig={kubeconfig}")
+    cmd += [f"--kubeconfig={kubeconfig}"] if kubeconfig else []
+    cmd += [f"--hardware={hardware}"] if hardware else []
+    cmd += [f"--driver-variant={variant}"] if variant else []
+    cmd += [f"--requirement-ids={','.join(ids)}"] if ids else []
+    console.print(f"certify: {', '.join(paths)}{' (' + ', '.join(ids) + ')' if ids else ''} on the {cluster} cluster; "
+                  f"results in {out_dir}")
     start = time.monotonic()
     rc = subprocess.call(cmd, cwd=REPO)
+    if rc == PYTEST_USAGE_ERROR:
+        raise BadInput(f"pytest refused the options (exit {rc}): {' '.join(cmd)}")
     if not junit.exists():
         console.print(f"[red]the suites produced no results (pytest exit {rc})[/red]")
         sys.exit(3)
-    results = read_junit(junit)
-    report = build(results, environment(cluster, drivers), time.monotonic() - start)
+    report = build(read_junit(junit), environment(cluster, drivers, variant, nodes_hardware, paths + ids), time.monotonic() - start)
     as_json, as_html = write(report, out_dir)
+    allure_html = _allure_html(allure_results, out_dir / "allure-report")
     summary = report["summary"]
+    for r in report["requirements"]:
+        if r["verdict"] in ("FAIL", "ERROR"):
+            first = next((t["message"] or "(no message)").splitlines()[0] for t in r["tests"] if t["verdict"] == r["verdict"])
+            console.print(f"  {r['verdict']} {r['id']}: {first[:200]}", markup=False)
     counts = ", ".join(f"{n} {v}" for v, n in summary["requirements"].items())
     console.print(f"{'CERTIFIED' if summary['certified'] else 'NOT CERTIFIED'}: requirements {counts} in "
-                  f"{summary['wall_seconds']:.0f}s; {as_html}, {as_json}, {junit}")
+                  f"{summary['wall_seconds']:.0f}s; {as_html}, {as_json}, {junit}"
+                  + (f", {allure_html}" if allure_html else ""))
     sys.exit(0 if summary["certified"] else 1 if summary["requirements"]["FAIL"] else 3)

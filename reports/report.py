@@ -26,6 +26,7 @@ class TestResult:
     seconds: float
     requirements: list[str]
     message: str = ""  # the failure, error or skip reason
+    traceback: str = ""
     evidence: list[str] = field(default_factory=list)
     observed: list[str] = field(default_factory=list)
     spec_drift: list[dict[str, str]] = field(default_factory=list)
@@ -39,23 +40,24 @@ class RequirementResult:
     tests: list[TestResult]
 
 
-def _verdict(case: ET.Element) -> tuple[str, str]:
+def _verdict(case: ET.Element) -> tuple[str, str, str]:
+    """The verdict, its message (an assertion's text, a skip's reason) and the traceback."""
     for tag, verdict in (("failure", "FAIL"), ("error", "ERROR"), ("skipped", "SKIP")):
         found = case.find(tag)
         if found is not None:
-            return verdict, (found.get("message") or "") + ("\n" + found.text if found.text else "")
-    return "PASS", ""
+            return verdict, (found.get("message") or "").strip(), (found.text or "").strip()
+    return "PASS", "", ""
 
 
 def read_junit(path: Path) -> list[TestResult]:
     results = []
     for case in ET.parse(path).getroot().iter("testcase"):
         props = [(p.get("name", ""), p.get("value", "")) for p in case.iter("property")]
-        verdict, message = _verdict(case)
+        verdict, message, traceback = _verdict(case)
         results.append(TestResult(
             name=f"{case.get('classname', '')}::{case.get('name', '')}", verdict=verdict,
             seconds=float(case.get("time") or 0), requirements=[v for k, v in props if k == REQUIREMENT] or ["(none)"],
-            message=message.strip(), evidence=[v for k, v in props if k == EVIDENCE],
+            message=message, traceback=traceback, evidence=[v for k, v in props if k == EVIDENCE],
             observed=[v for k, v in props if k == OBSERVED],
             spec_drift=[json.loads(v) for k, v in props if k == SPEC_DRIFT]))
     return results
@@ -96,7 +98,7 @@ def write(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
 
 
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;width:100%}
-td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}
+td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 .PASS{background:#dfd}.FAIL{background:#fdd}.ERROR{background:#fcb}.SKIP{background:#eee}
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:30em;overflow:auto}
 .verdict{font-size:1.4em;font-weight:bold}"""
@@ -110,8 +112,11 @@ def _details(test: dict[str, Any]) -> str:
     parts = [f"<p><b>{_e(test['name'])}</b>: {_e(test['verdict'])} in {test['seconds']:.1f}s</p>"]
     if test["message"]:
         parts.append(f"<pre>{_e(test['message'])}</pre>")
-    parts += [f"<details><summary>{_e(item.splitlines()[0])}</summary><pre>{_e(item)}</pre></details>"
-              for item in test["evidence"]]
+    if test.get("traceback"):
+        parts.append(f"<details><summary>traceback</summary><pre>{_e(test['traceback'])}</pre></details>")
+    # What the check saw is open on the page; component logs, the longer part, are one click away.
+    parts += [f"<details{' open' if item.startswith('evidence: ') else ''}><summary>{_e(item.splitlines()[0])}"
+              f"</summary><pre>{_e(item)}</pre></details>" for item in test["evidence"]]
     return "".join(parts)
 
 
@@ -126,7 +131,8 @@ def render_html(report: dict[str, Any]) -> str:
         rows.append(f"<tr class='{r['verdict']}' id='{_e(r['id'])}'><td>{_e(r['id'])}</td><td>{r['verdict']}</td>"
                     f"<td>{r['seconds']:.1f}s</td><td>{len(r['tests'])}</td><td>{observed}{failing}</td></tr>")
     drift = "".join(f"<tr><td>{_e(d['kep'])}</td><td>{_e(d['topic'])}</td><td>{_e(d['promised'])}</td>"
-                    f"<td>{_e(d['observed'])}</td></tr>" for d in report["spec_drift"])
+                    f"<td>{_e(d['observed'])}</td></tr>" for d in report["spec_drift"]) \
+        or "<tr><td colspan='4'>none recorded by the checks that ran</td></tr>"
     environment = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(v))}</td></tr>"
                           for k, v in report["environment"].items())
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab: {title}</title>

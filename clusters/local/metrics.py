@@ -16,6 +16,7 @@ from clusters.local.cluster import LocalCluster
 
 # The components serve /metrics on their secure ports; the lab's admin certificate is authorised.
 PORTS = {"kube-scheduler": configs.SCHEDULER_PORT, "kube-controller-manager": configs.CONTROLLER_MANAGER_PORT}
+KUBELET_PORT = 10250
 
 Buckets = dict[float, float]  # upper bound ("le") -> cumulative count
 
@@ -30,6 +31,12 @@ class Histogram:
         """What was observed between two scrapes."""
         return Histogram({le: n - before.buckets.get(le, 0.0) for le, n in self.buckets.items()},
                          self.sum - before.sum, self.count - before.count)
+
+    def __add__(self, other: "Histogram") -> "Histogram":
+        """Two series together (e.g. the same histogram from every node)."""
+        bounds = set(self.buckets) | set(other.buckets)
+        return Histogram({le: self.buckets.get(le, 0.0) + other.buckets.get(le, 0.0) for le in bounds},
+                         self.sum + other.sum, self.count + other.count)
 
     @property
     def mean(self) -> float | None:
@@ -54,10 +61,18 @@ class Histogram:
 
 
 def scrape(cluster: LocalCluster, component: str) -> str:
+    return _get(cluster, f"https://{cluster.cfg.host_ip}:{PORTS[component]}/metrics")
+
+
+def scrape_kubelet(cluster: LocalCluster, node: str) -> str:
+    """A kubelet's /metrics, on its node's address (the lab's admin is authorised by its webhook)."""
+    return _get(cluster, f"https://{cluster.node(node).ip}:{KUBELET_PORT}/metrics")
+
+
+def _get(cluster: LocalCluster, url: str) -> str:
     pki = cluster.lab_dir / "pki"
     # The components serve a self-signed certificate of their own: not verified, on the lab's bridge.
     http = urllib3.PoolManager(cert_file=str(pki / "admin.crt"), key_file=str(pki / "admin.key"), cert_reqs="CERT_NONE")
-    url = f"https://{cluster.cfg.host_ip}:{PORTS[component]}/metrics"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
         answer = http.request("GET", url, timeout=10)

@@ -46,6 +46,7 @@ class Toolchain:
     runc_dir: Path
     drivers_under_test: Path
     images: tuple[Image, ...]
+    allure: Path
 
     def kube(self, component: str) -> Path:
         return self.kubernetes / component
@@ -95,6 +96,22 @@ def _ensure_debian_packages(offline: bool) -> None:
         run_logged(["apt-get", "update", "-q"], log, env=env, what="apt-get update")
         run_logged(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], log, env=env,
                    what=f"apt-get install {' '.join(missing)}")
+
+
+def _ensure_allure(offline: bool) -> Path:
+    """The allure 3 CLI from the npm registry, under the cache keyed by its version."""
+    prefix = cache_root() / "npm" / f"allure-{versions.ALLURE}"
+    cli = prefix / "node_modules" / ".bin" / "allure"
+    if cli.exists():
+        return cli
+    if offline:
+        raise BadInput(f"the allure CLI {versions.ALLURE} is not in the cache ({cli}); "
+                       "run `dralab provision` without --offline first")
+    log = cache_root() / "logs" / "npm-allure.log"
+    with step(f"Installing allure {versions.ALLURE} from the npm registry (log: {log})"):
+        run_logged(["npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", f"allure@{versions.ALLURE}"],
+                   log, what=f"npm install allure@{versions.ALLURE}")
+    return cli
 
 
 def _ensure_go(recipe: GoRecipe, offline: bool) -> Path:
@@ -195,6 +212,7 @@ def provision(offline: bool = False) -> Toolchain:
     return Toolchain(
         kubernetes=dirs[KUBERNETES.name], etcd_dir=dirs[ETCD.name], containerd=dirs[CONTAINERD.name],
         runc_dir=dirs[RUNC.name], drivers_under_test=dirs[DRIVERS_UNDER_TEST.name], images=imgs,
+        allure=_ensure_allure(offline),
     )
 
 

@@ -78,12 +78,14 @@ DRIVERS_UNDER_TEST = GoRecipe(
 GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST)
 
 # Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
-# image's busybox, and libseccomp for building runc.
+# image's busybox, libseccomp for building runc, and chromium, which renders the HTML reports in
+# their tests (headless screenshots).
 DEBIAN_PACKAGES = {
     "containernetworking-plugins": Path("/usr/lib/cni/bridge"),
     "busybox-static": Path("/bin/busybox"),
     "libseccomp-dev": Path("/usr/include/seccomp.h"),
     "iptables": Path("/usr/sbin/iptables"),
     "conntrack": Path("/usr/sbin/conntrack"),
+    "chromium": Path("/usr/bin/chromium"),
 }
 CNI_BIN_DIR = Path("/usr/lib/cni")

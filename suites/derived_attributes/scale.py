@@ -14,20 +14,19 @@ import contextlib
 import datetime
 import re
 import statistics
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterator
 
-import urllib3
-from kubernetes import client, watch
+from kubernetes import client
 
 from clusters.local import metrics
 from clusters.providers import Lab
 from suites.derived_attributes.topology import DERIVED_NUMA, attribute
-from suites.framework import claims, namespaces, slices
+from suites.framework import claims, namespaces, pod_watch, slices
 from suites.framework.claims import ClaimBuilder
+from suites.framework.figures import percentiles, spread
 from suites.framework.pods import PodBuilder
 from suites.framework.waits import wait_for
 
@@ -94,41 +93,6 @@ def claim(name: str, mode: str) -> ClaimBuilder:
             .constraint(["gpu", "nic"], match=DERIVED_NUMA))
 
 
-def _percentiles(values: list[float]) -> dict[str, float | None]:
-    if not values:
-        return {"p50": None, "p99": None}
-    ordered = sorted(values)
-    pick = lambda q: ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]  # noqa: E731 nearest rank
-    return {"p50": pick(0.50), "p99": pick(0.99)}
-
-
-class _Placements:
-    """When a watch first saw each pod bound to a node (this host's clock). Under load the API
-    server closes watchers it finds slow: the watch starts again until stopped."""
-
-    def __init__(self, api, namespace: str) -> None:
-        self.seen: dict[str, float] = {}
-        self._stopped = threading.Event()
-        self._watch = watch.Watch()
-        self._thread = threading.Thread(target=self._run, args=(api, namespace), daemon=True)
-        self._thread.start()
-
-    def _run(self, api, namespace: str) -> None:
-        while not self._stopped.is_set():
-            try:
-                for event in self._watch.stream(client.CoreV1Api(api).list_namespaced_pod, namespace,
-                                                timeout_seconds=3600):
-                    pod = event["object"]
-                    if pod.spec.node_name and pod.metadata.name not in self.seen:
-                        self.seen[pod.metadata.name] = time.time()
-            except urllib3.exceptions.HTTPError:
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._watch.stop()
-
-
 def _in_parallel(work: Callable[[int], object], count: int) -> None:
     with ThreadPoolExecutor(CREATORS) as pool:
         list(pool.map(work, range(count)))
@@ -146,7 +110,7 @@ def schedule_workload(lab: Lab, api, mode: str, size: Size, timeout: float) -> d
     core = client.CoreV1Api(api)
     with namespaces.fresh(api, prefix=f"scale-{mode}") as namespace:
         _in_parallel(lambda i: claims.create(api, namespace, claim(f"p{i}", mode)), size.pods)
-        placements = _Placements(api, namespace)
+        placements = pod_watch.FirstSeen(api, namespace, pod_watch.bound)
         before = _scheduler_histograms(lab)
         created: dict[str, float] = {}
 
@@ -155,12 +119,8 @@ def schedule_workload(lab: Lab, api, mode: str, size: Size, timeout: float) -> d
             core.create_namespaced_pod(namespace, _pod(f"p{i}"))
         start = time.time()
         _in_parallel(create, size.pods)
-        deadline = start + timeout
-        while len(placements.seen) < size.pods and time.time() < deadline:
-            time.sleep(0.2)
-        placements.stop()
+        scheduled = placements.wait(size.pods, timeout)
         observed = {k: h - before[k] for k, h in _scheduler_histograms(lab).items()}
-        scheduled = dict(placements.seen)
         assert len(scheduled) == size.pods, \
             f"{mode}: {len(scheduled)} of {size.pods} pods scheduled within {timeout:.0f}s"
         pods = core.list_namespaced_pod(namespace).items
@@ -180,8 +140,8 @@ def schedule_workload(lab: Lab, api, mode: str, size: Size, timeout: float) -> d
         "throughput_pods_per_s": size.pods / (max(scheduled.values()) - start),
         "latency_s": {
             **{k: {"p50": h.quantile(0.50), "p99": h.quantile(0.99), "mean": h.mean} for k, h in observed.items()},
-            "watch": _percentiles([scheduled[n] - created[n] for n in scheduled]),
-            "pod_timestamps": _percentiles([_scheduled_after(p) for p in pods]),
+            "watch": percentiles([scheduled[n] - created[n] for n in scheduled]),
+            "pod_timestamps": percentiles([_scheduled_after(p) for p in pods]),
         },
     }
 
@@ -207,11 +167,6 @@ def _scheduled_after(pod: client.V1Pod) -> float:
     return (condition.last_transition_time - pod.metadata.creation_timestamp).total_seconds()
 
 
-def _spread(values: list[float]) -> float | None:
-    """(max - min) / median across runs."""
-    return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 and statistics.median(values) else None
-
-
 LATENCIES = {"scheduler_attempt": ("mean", "p50", "p99"), "scheduler_filter": ("mean", "p50", "p99"),
              "scheduler_sli": ("p50", "p99"), "watch": ("p50", "p99"), "pod_timestamps": ("p50", "p99")}
 # What the 5% objective is judged on: the mean time of the Filter phase, where the scheduler
@@ -227,7 +182,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         return {"throughput_pods_per_s": [r["throughput_pods_per_s"] for r in mine],
                 **{f"{source}_{stat}_s": [r["latency_s"][source][stat] for r in mine]
                    for source, stats in LATENCIES.items() for stat in stats}}
-    per_mode = {m: {k: {"median": statistics.median(v), "spread": _spread(v)} for k, v in figures(m).items()
+    per_mode = {m: {k: {"median": statistics.median(v), "spread": spread(v)} for k, v in figures(m).items()
                     if None not in v} for m in MODES}
     ratio = {k: per_mode["derived"][k]["median"] / per_mode["literal"][k]["median"]
              for k in per_mode["literal"] if per_mode["literal"][k]["median"]}

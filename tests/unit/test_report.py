@@ -47,7 +47,7 @@ def test_verdict_per_requirement_takes_the_worst_of_its_tests(tmp_path: Path) ->
     assert report["summary"] == {"certified": False, "requirements": {"FAIL": 1, "ERROR": 0, "PASS": 2, "SKIP": 1},
                                  "tests": {"FAIL": 1, "ERROR": 0, "PASS": 2, "SKIP": 2}, "wall_seconds": 12.3}
     (failing,) = [t for r in report["requirements"] if r["id"] == "MD-01" for t in r["tests"] if t["verdict"] == "FAIL"]
-    assert failing["message"].startswith("AssertionError: no file at the shipped path")
+    assert (failing["message"], failing["traceback"]) == ("AssertionError: no file at the shipped path", "trace")
     assert failing["evidence"] == ["evidence: file listing\n<script>x</script>"]
     assert report["spec_drift"][0]["topic"] == "runtime CEL error" and report["spec_drift"][0]["test"].endswith("test_error")
 
@@ -57,6 +57,8 @@ def test_html_is_self_contained_escaped_and_names_the_failure(tmp_path: Path) ->
     page = render_html(report)
     assert "NOT CERTIFIED" in page and "<tr class='FAIL' id='MD-01'>" in page
     assert "no file at the shipped path" in page and "&lt;script&gt;x&lt;/script&gt;" in page and "<script>" not in page
+    assert "<details open><summary>evidence: file listing</summary>" in page  # what the check saw is shown
+    assert "<details><summary>traceback</summary><pre>trace</pre></details>" in page
     assert "scheduling failed &lt;no such key&gt;" in page and "allocated: gpu-1 + nic-0" in page
     assert "http" not in page.split("<body>")[0]  # no stylesheet or script fetched from anywhere
     as_json, as_html = write(report, tmp_path / "out")
@@ -69,3 +71,4 @@ def test_all_pass_is_certified(tmp_path: Path) -> None:
                     '<properties><property name="requirement" value="DP-01"/></properties></testcase></testsuite></testsuites>')
     report = build(read_junit(path), {}, 1)
     assert report["summary"]["certified"] and "CERTIFIED:" in render_html(report)
+    assert "none recorded by the checks that ran" in render_html(report)  # an empty spec-drift section says so

@@ -1,0 +1,154 @@
+"""`dralab perf --out DIR`: measure PF-01 to PF-05, write perf.json and perf.html, append to the
+history in DIR and flag regressions against the median of the previous runs there."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from clusters import versions
+from clusters.errors import BadInput
+from clusters.lab_configurations import PERF, renamed, scale
+from clusters.progress import console
+from reports.perf import bringup, history, page, pod_startup
+from reports.perf.figures import values
+
+REPO = Path(__file__).resolve().parents[2]
+MEASUREMENTS = ("PF-01", "PF-02", "PF-04", "PF-05")  # PF-03 comes with PF-02's pods
+
+
+def _progress(line: str) -> None:
+    console.print(f"  {line}", markup=False, highlight=False)
+
+
+def _on_lab(cfg, work: Callable[[Any], Any]) -> Any:
+    """`work(lab)` on a lab of `cfg` started for it and torn down afterwards, whatever happens."""
+    from clusters.local.cluster import LocalCluster
+    from clusters.providers import local_lab
+
+    cluster = LocalCluster.up(cfg, offline=True)
+    try:
+        return work(local_lab(cluster))
+    finally:
+        cluster.down()
+
+
+def _certify(out_dir: Path, report: Path | None) -> dict[str, Any]:
+    """PF-05 from a full certification: the given report.json, or one run now."""
+    if report is None:
+        report = out_dir / "certify" / "report.json"
+        subprocess.call([sys.executable, "-m", "clusters.cli", "certify", "--out", str(report.parent)], cwd=REPO)
+    data = json.loads(report.read_text())
+    suites = data.get("environment", {}).get("suites", ["suites"])
+    return {"wall_seconds": data["summary"]["wall_seconds"], "summary": data["summary"], "report": str(report),
+            "full": suites == ["suites"]}
+
+
+def _environment() -> dict[str, Any]:
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return {**versions.ALL, "cpus": os.cpu_count(), "kernel": platform.release(),
+            "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+            "commit": commit.stdout.strip() or "unknown"}
+
+
+def _selected(only: str | None) -> list[str]:
+    if not only:
+        return list(MEASUREMENTS)
+    wanted = [w.strip().upper() for w in only.split(",") if w.strip()]
+    wanted = ["PF-02" if w == "PF-03" else w for w in wanted]
+    unknown = [w for w in wanted if w not in MEASUREMENTS]
+    if unknown or not wanted:
+        raise BadInput(f"--only {only!r}: unknown {', '.join(unknown) or '(none given)'}; choose from PF-01 to PF-05")
+    return wanted
+
+
+@click.command()
+@click.option("--out", "out_dir", default="perf", show_default=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Where perf.json, perf.html and the history file go; keep it across runs for trends.")
+@click.option("--bringup-rounds", default=3, show_default=True, type=click.IntRange(1), help="PF-01 warm bring-ups.")
+@click.option("--cold/--no-cold", default=True, show_default=True,
+              help="PF-01 cold: provision into an empty dralab cache, then bring up from it.")
+@click.option("--startup-rounds", default=3, show_default=True, type=click.IntRange(1),
+              help="PF-02/03 rounds per mode, each one pod per GPU of the 2-node lab (16).")
+@click.option("--scale", "scale_size", default="100x8x200", show_default=True, metavar="NODESxDEVICESxPODS",
+              help="PF-04 size of the DA scale harness.")
+@click.option("--scale-runs", default=1, show_default=True, type=click.IntRange(1), help="PF-04 rounds per mode.")
+@click.option("--certify-report", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="PF-05 from this full certification's report.json (e.g. out/report.json after `make certify`); "
+                   "without it perf runs a full certification itself (about 14 minutes on 2 cores).")
+@click.option("--threshold", default=0.25, show_default=True, type=click.FloatRange(0, min_open=True),
+              help="Relative change for the worse that flags a regression.")
+@click.option("--window", default=5, show_default=True, type=click.IntRange(1),
+              help="How many previous runs the baseline median is taken over.")
+@click.option("--only", default=None, help="Comma-separated: PF-01, PF-02 (with PF-03), PF-04, PF-05.")
+def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, scale_size: str, scale_runs: int,
+         certify_report: Path | None, threshold: float, window: int, only: str | None) -> None:
+    """Measure the performance figures (PF-01 to PF-05) and write perf.json and perf.html to OUT
+    (exit 0; 1 when a figure regressed; 3 when a measurement failed)."""
+    from suites.derived_attributes import scale as da_scale
+
+    selected = _selected(only)
+    try:
+        size = da_scale.Size.parse(scale_size)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / "perf.log"
+    stages: dict[str, tuple[str, Callable[[], Any]]] = {
+        "PF-01": ("bringup", lambda: {"warm": bringup.warm(bringup_rounds, _progress),
+                                      **({"cold": bringup.cold(log, _progress)} if cold else {})}),
+        "PF-02": ("pod_startup", lambda: _on_lab(PERF, lambda lab: pod_startup.measure(lab, startup_rounds, _progress))),
+        "PF-04": ("da_scale", lambda: _on_lab(renamed(scale(size.nodes), PERF.name),
+                                              lambda lab: da_scale.run(lab, size, scale_runs, _progress))),
+        "PF-05": ("certify", lambda: _certify(out_dir, certify_report)),
+    }
+    start = time.monotonic()
+    measured: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for pf in selected:
+        name, work = stages[pf]
+        console.print(f"[bold]{pf}[/bold] {name} ({time.monotonic() - start:.0f}s elapsed)")
+        began = time.monotonic()
+        try:
+            measured[name] = work()
+        except Exception as e:  # one failed measurement must not lose the others
+            errors[name] = f"{type(e).__name__}: {e}"
+            with open(log, "a") as f:
+                f.write(f"{pf} {name} failed:\n{traceback.format_exc()}\n")
+            console.print(f"[red]  {name} failed: {e} (traceback in {log})[/red]")
+        console.print(f"  {name}: {time.monotonic() - began:.0f}s")
+    notes = []
+    if "certify" in measured and not measured["certify"]["full"]:
+        notes.append(f"PF-05 comes from a partial certification ({measured['certify']['report']})")
+    run = {"finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "wall_seconds": time.monotonic() - start, "measured": selected, "errors": errors, "notes": notes,
+           "environment": _environment()}
+    run["commit"] = run["environment"]["commit"]
+    current = values(measured)
+    previous = history.load(out_dir)
+    comparisons = history.compare(current, previous, window, threshold)
+    history.append(out_dir, {"finished": run["finished"], "commit": run["commit"], "figures": current})
+    (out_dir / "perf.json").write_text(json.dumps(
+        {"run": run, "figures": current, "comparisons": [c.__dict__ for c in comparisons], "measured": measured},
+        indent=2, default=str))
+    (out_dir / "perf.html").write_text(page.render(run, measured, comparisons, [*previous, {"figures": current}], threshold))
+    for c in comparisons:
+        if c.value is not None:
+            flag = " REGRESSED" if c.regressed else ""
+            baseline = f" (baseline {c.baseline:.4g} over {c.runs} runs, {c.change:+.1%})" if c.change is not None else ""
+            console.print(f"  {c.key} = {c.value:.4g}{baseline}{flag}", markup=False)
+    regressed = [c.key for c in comparisons if c.regressed]
+    console.print(f"perf: {len(current) - list(current.values()).count(None)} figures, {len(regressed)} regressed, "
+                  f"{len(errors)} measurement(s) failed, in {run['wall_seconds']:.0f}s; "
+                  f"{out_dir / 'perf.html'}, {out_dir / 'perf.json'}, {out_dir / history.HISTORY}")
+    sys.exit(3 if errors else 1 if regressed else 0)

@@ -1,0 +1,122 @@
+"""perf.html: the run's figures with their trend and regression flags, and plots as PNG
+embedded in the page (no server, nothing fetched)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: render to PNG in memory
+import matplotlib.pyplot as plt  # noqa: E402
+
+from reports.perf.figures import FIGURES  # noqa: E402
+from reports.perf.history import Comparison  # noqa: E402
+
+STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.regressed{background:#fdd}.missing{color:#888}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}"""
+
+
+def _png(fig: plt.Figure) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return f"<img alt='plot' src='data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}'>"
+
+
+def _startup_plot(measured: dict[str, Any]) -> str | None:
+    startup = measured.get("pod_startup") or {}
+    modes = [m for m in ("metadata on", "metadata off") if m in startup]
+    if not modes:
+        return None
+    fig, (ecdf, prepare) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for mode in modes:
+        samples = sorted(startup[mode]["create_to_running_s"]["samples"])
+        ecdf.step(samples, [(i + 1) / len(samples) for i in range(len(samples))], where="post", label=mode)
+    ecdf.set(title="PF-02 pod create to Running (ECDF)", xlabel="seconds", ylabel="fraction of pods")
+    ecdf.legend()
+    stats = ("mean", "p50", "p99")
+    for offset, mode in enumerate(modes):
+        values = [startup[mode]["node_prepare_resources_s"][s] or 0 for s in stats]
+        prepare.bar([i + offset * 0.4 for i in range(len(stats))], [v * 1000 for v in values], width=0.4, label=mode)
+    prepare.set_xticks([i + 0.2 for i in range(len(stats))], stats)
+    prepare.set(title="PF-03 kubelet PrepareResources", ylabel="ms")
+    prepare.legend()
+    return _png(fig)
+
+
+def _scheduler_plot(measured: dict[str, Any]) -> str | None:
+    per_mode = ((measured.get("da_scale") or {}).get("summary") or {}).get("per_mode")
+    if not per_mode:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    for ax, (key, title, scale) in zip(axes, (("throughput_pods_per_s", "throughput (pods/s)", 1),
+                                              ("scheduler_filter_mean_s", "Filter mean (ms)", 1000),
+                                              ("scheduler_sli_p99_s", "creation to bound p99 (s)", 1))):
+        modes = [m for m in ("literal", "derived") if key in per_mode.get(m, {})]
+        ax.bar(modes, [per_mode[m][key]["median"] * scale for m in modes], color=["#4c72b0", "#dd8452"][:len(modes)])
+        ax.set_title(f"PF-04 {title}")
+    return _png(fig)
+
+
+def _trend_plot(history: list[dict[str, Any]], comparisons: list[Comparison]) -> str | None:
+    if len(history) < 2:
+        return None
+    flagged = {c.key for c in comparisons if c.regressed}
+    shown = [f for f in FIGURES if sum(r["figures"].get(f.key) is not None for r in history) >= 2]
+    if not shown:
+        return None
+    columns = 4
+    rows = (len(shown) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(14, 2.4 * rows), squeeze=False)
+    for ax, figure in zip(axes.flat, shown):
+        points = [(i + 1, r["figures"][figure.key]) for i, r in enumerate(history) if r["figures"].get(figure.key) is not None]
+        ax.plot(*zip(*points), marker="o", color="#c44e52" if figure.key in flagged else "#4c72b0")
+        ax.set_title(f"{figure.requirement} {figure.key}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(shown):]:
+        ax.axis("off")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    if unit == "s" and value < 1:
+        return f"{value * 1000:.1f} ms"
+    return f"{value:.3g} {unit}" if unit != "ratio" else f"{value:.3f}"
+
+
+def render(run: dict[str, Any], measured: dict[str, Any], comparisons: list[Comparison],
+           history: list[dict[str, Any]], threshold: float) -> str:
+    by_key = {c.key: c for c in comparisons}
+    rows = []
+    for f in FIGURES:
+        c = by_key[f.key]
+        css = "regressed" if c.regressed else "missing" if c.value is None else ""
+        change = "" if c.change is None else f"{c.change:+.1%} {'worse' if c.change > 0 else 'better'}"
+        rows.append(f"<tr class='{css}'><td>{f.requirement}</td><td>{html.escape(f.label)}</td>"
+                    f"<td>{_fmt(c.value, f.unit)}</td><td>{_fmt(c.baseline, f.unit)} ({c.runs} runs)</td>"
+                    f"<td>{change}</td><td>{'REGRESSED' if c.regressed else ''}</td></tr>")
+    regressed = [c.key for c in comparisons if c.regressed]
+    plots = [p for p in (_startup_plot(measured), _scheduler_plot(measured), _trend_plot(history, comparisons)) if p]
+    problems = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in run.get("errors", {}).items())
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in run.get("notes", []))
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab performance {html.escape(run['finished'])}</title>
+<style>{STYLE}</style></head><body>
+<h1>dralab performance report</h1>
+<p>{html.escape(run['finished'])}, commit {html.escape(run.get('commit', '?'))}, {run['wall_seconds']:.0f}s;
+{len(regressed)} figure(s) regressed by more than {threshold:.0%} against the median of the previous runs{': ' + html.escape(', '.join(regressed)) if regressed else ''}.</p>
+{'<h2>Measurements that failed</h2><ul>' + problems + '</ul>' if problems else ''}
+<table><tr><th>ID</th><th>figure</th><th>this run</th><th>baseline (median)</th><th>change</th><th></th></tr>
+{''.join(rows)}</table>
+{'<ul>' + notes + '</ul>' if notes else ''}
+<h2>Plots</h2>{''.join(plots)}
+<h2>Environment</h2><pre>{html.escape(str(run.get('environment', {})))}</pre>
+</body></html>
+"""

@@ -1,0 +1,50 @@
+"""`dralab certify` end to end against a broken variant (RP-01, RP-04, MUT-01): it exits 1, every
+result format carries the failure, and the HTML report, as Chromium renders it, names the
+failing requirement with its evidence."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from PIL import Image
+
+from tests.e2e.test_lab_lifecycle import dralab
+from tests.headless_chromium import dom, screenshot
+
+pytestmark = pytest.mark.e2e
+
+FAIL_BACKGROUND = (255, 221, 221)  # reports/report.py STYLE .FAIL
+
+
+@pytest.mark.requirement("RP-01")
+@pytest.mark.requirement("RP-04")
+def test_certify_against_a_broken_variant_exits_1_and_the_html_names_the_failure(tmp_path) -> None:
+    out = tmp_path / "out"
+    done = dralab("certify", "--driver", "gpu", "--variant", "wrong-path", "--only", "MD-01", "--out", str(out),
+                  timeout=900)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, f"certify of gpu/wrong-path exited {done.returncode}, want 1:\n{output[-4000:]}"
+    assert re.search(r"\[\s*\d+:\d\d\] FAIL\s+MD-01", output), f"no progress line for the failing test:\n{output}"
+    assert "FAIL MD-01:" in output and "NOT CERTIFIED" in output, output[-4000:]
+
+    report = json.loads((out / "report.json").read_text())
+    md01 = next(r for r in report["requirements"] if r["id"] == "MD-01")
+    failing = [t for t in md01["tests"] if t["verdict"] == "FAIL"]
+    assert md01["verdict"] == "FAIL" and failing and all(t["evidence"] for t in failing), md01
+    assert report["environment"]["driver variant"] == "wrong-path"
+    assert 'failures="' in (out / "junit.xml").read_text()
+    allure = [json.loads(p.read_text()) for p in (out / "allure-results").glob("*-result.json")]
+    assert any(r["status"] == "failed" and {"name": "story", "value": "MD-01"} in r["labels"] for r in allure)
+    assert (out / "allure-report" / "index.html").stat().st_size > 0
+
+    page = dom(out / "report.html")
+    row = re.search(r'<tr class="FAIL" id="MD-01">(.*?)</tr>', page, re.S)
+    assert row, f"no FAIL row for MD-01 in the rendered report:\n{page[:3000]}"
+    assert "<details open" in row.group(1) and "evidence: " in row.group(1), row.group(1)[:3000]
+    assert failing[0]["message"].splitlines()[0][:60] in row.group(1).replace("&quot;", '"').replace("&#x27;", "'")
+    png = screenshot(out / "report.html", tmp_path / "report.png")
+    colours = Image.open(png).convert("RGB").getcolors(maxcolors=1 << 24)
+    failing_area = sum(count for count, colour in colours if colour == FAIL_BACKGROUND)
+    assert failing_area > 20_000, f"the screenshot {png} shows {failing_area} pixels in the FAIL colour"
