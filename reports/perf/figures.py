@@ -18,31 +18,27 @@ class Figure:
     lower_is_better: bool = True
 
 
+def _lookup(measured: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    value: Any = measured
+    for k in keys:
+        if not isinstance(value, dict) or k not in value:
+            return None
+        value = value[k]
+    return value
+
+
 def _path(*keys: str) -> Callable[[dict[str, Any]], float | None]:
     def get(measured: dict[str, Any]) -> float | None:
-        value: Any = measured
-        for k in keys:
-            if not isinstance(value, dict) or k not in value:
-                return None
-            value = value[k]
+        value = _lookup(measured, keys)
         return value if isinstance(value, (int, float)) else None
     return get
 
 
 def _median(*keys: str) -> Callable[[dict[str, Any]], float | None]:
     def get(measured: dict[str, Any]) -> float | None:
-        values = _path_list(measured, keys)
-        return statistics.median(values) if values else None
+        value = _lookup(measured, keys)
+        return statistics.median(value) if isinstance(value, list) and value else None
     return get
-
-
-def _path_list(measured: dict[str, Any], keys: tuple[str, ...]) -> list[float]:
-    value: Any = measured
-    for k in keys:
-        if not isinstance(value, dict) or k not in value:
-            return []
-        value = value[k]
-    return list(value) if isinstance(value, list) else []
 
 
 def _startup(mode: str, source: str, stat: str, label: str) -> Figure:
