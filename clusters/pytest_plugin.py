@@ -74,6 +74,21 @@ def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
     return renamed(cfg, config.getoption("--lab-prefix"))
 
 
+def progress_note(config: pytest.Config, text: str) -> None:
+    """A line among the --progress lines (a lab starting, a driver deployed); nothing without it."""
+    progress = config.pluginmanager.get_plugin("dralab-progress")
+    if progress is not None:
+        progress.note(text)
+
+
+def _local_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluster
+    from clusters.local.cluster import LocalCluster
+
+    cfg = lab_config(config, cfg)
+    progress_note(config, f"starting lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
+    return LocalCluster.up(cfg)
+
+
 class Progress:
     """One line per finished test, a header per suite: what runs and how long the run has taken."""
 
@@ -87,6 +102,9 @@ class Progress:
         capture = self.config.pluginmanager.getplugin("capturemanager")
         with capture.global_and_fixture_disabled():
             console.print(line, highlight=False, markup=False)
+
+    def note(self, text: str) -> None:
+        self._print(f"[{self._elapsed()}]       {text}")
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         suite = nodeid.split("::")[0].rsplit("/", 1)[0]
@@ -146,9 +164,7 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     if option("--cluster") == "kind":
         yield from _kind_lab()
         return
-    from clusters.local.cluster import LocalCluster
-
-    cluster = LocalCluster.up(lab_config(request.config, SESSION_LAB))
+    cluster = _local_cluster(request.config, SESSION_LAB)
     try:
         yield local_lab(cluster)
     finally:
@@ -178,9 +194,8 @@ def extra_lab(request: pytest.FixtureRequest) -> Iterator[Callable[[ClusterConfi
     started: dict[str, LocalCluster] = {}
 
     def start(cfg: ClusterConfig) -> Lab:
-        cfg = lab_config(request.config, cfg)
         if cfg.name not in started:
-            started[cfg.name] = LocalCluster.up(cfg)
+            started[cfg.name] = _local_cluster(request.config, cfg)
         return local_lab(started[cfg.name])
 
     try:
@@ -209,6 +224,7 @@ def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDr
         if variant is None and default_variant in profile.variants:
             variant = default_variant
         if profile.name not in deployed or deployed[profile.name][1] != variant:
+            progress_note(request.config, f"deploying driver {profile.name}{f' (variant {variant})' if variant else ''}")
             deploy(lab, profile, variant)
             deployed[profile.name] = (profile, variant)
         return deployed[profile.name][0]
