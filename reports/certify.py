@@ -8,6 +8,7 @@ and report.json and report.html (reports/report.py).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import sys
@@ -74,16 +75,27 @@ def _check_variant(variant: str | None, drivers: list[DriverProfile]) -> None:
                        f"it has {', '.join(drivers[0].variants) or 'none'}")
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def environment(cluster: str, drivers: list[DriverProfile], variant: str | None, hardware: dict[str, str],
                 selected: list[str]) -> dict[str, object]:
-    """What the verdicts were reached on: what was selected, component versions, the drivers
-    image, and for the embedded lab its gates and hardware."""
+    """What the verdicts were reached on: what was selected, component versions, the drivers'
+    images with their digests, and for the embedded lab its gates and hardware."""
     from clusters.provision import provision
 
-    image = provision(offline=True).drivers_image
+    reference = provision(offline=True).drivers_image
     env: dict[str, object] = {"suites": selected, "cluster": cluster, **versions.ALL,
                               "driver profiles": [str(d.source) for d in drivers] or "the reference drivers",
-                              "drivers image": f"{image.ref} {image.digest}"}
+                              "driver images": [f"{reference.ref} {reference.digest}" if image.reference else
+                                                f"{d.path(image.archive)} sha256:{_sha256(d.path(image.archive))}"
+                                                for d in drivers for image in d.images]
+                              or [f"{reference.ref} {reference.digest}"]}
     if variant:
         env["driver variant"] = variant
     if cluster == "local":
