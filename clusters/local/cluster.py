@@ -87,6 +87,8 @@ class LocalCluster:
             HardwareLab(cfg)  # profiles and node names are checked before anything starts
         cfg = preflight.allocate_slot(cfg)
         preflight.require_free_ports(cfg)
+        for change in preflight.raise_inotify_limits():
+            console.print(f"raised {change}, for kubelets and containerds of several labs")
         cluster = cls(cfg, tools)
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:

@@ -20,6 +20,25 @@ def require_root(action: str) -> None:
                        f"(try: sudo dralab {action})")
 
 
+# Every kubelet and containerd takes several inotify instances; Debian's default of 128 per user
+# runs out with about five labs side by side (kubelet then dies: "inotify_init: too many open
+# files"). The values kind's known issues recommend.
+INOTIFY_MINIMUM = {"max_user_instances": 512, "max_user_watches": 524288}
+INOTIFY = Path("/proc/sys/fs/inotify")
+
+
+def raise_inotify_limits() -> list[str]:
+    """Raise the host's inotify limits to INOTIFY_MINIMUM where lower; what was raised."""
+    raised = []
+    for name, minimum in INOTIFY_MINIMUM.items():
+        path = INOTIFY / name
+        current = int(path.read_text())
+        if current < minimum:
+            path.write_text(str(minimum))
+            raised.append(f"fs.inotify.{name} {current} -> {minimum}")
+    return raised
+
+
 def require_no_lab(cfg: ClusterConfig) -> None:
     if cfg.lab_dir.exists():
         raise BadInput(f"a lab named {cfg.name!r} already exists at {cfg.lab_dir} (running, or left by a crashed run); "

@@ -38,3 +38,12 @@ def test_existing_lab_dir_is_refused_with_the_force_hint(fs, monkeypatch) -> Non
     fs.create_dir("/srv/dralab/labs/crashed")
     with pytest.raises(BadInput, match="dralab down --name crashed --force"):
         preflight.require_no_lab(ClusterConfig(name="crashed"))
+
+
+def test_inotify_limits_are_raised_only_where_lower(fs) -> None:
+    fs.create_file("/proc/sys/fs/inotify/max_user_instances", contents="128\n")
+    fs.create_file("/proc/sys/fs/inotify/max_user_watches", contents="1048576\n")
+    assert preflight.raise_inotify_limits() == ["fs.inotify.max_user_instances 128 -> 512"]
+    assert (preflight.INOTIFY / "max_user_instances").read_text() == "512"
+    assert (preflight.INOTIFY / "max_user_watches").read_text().strip() == "1048576"
+    assert preflight.raise_inotify_limits() == []
