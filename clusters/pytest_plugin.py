@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import pytest
 
 from clusters.config import ClusterConfig
+from clusters.errors import LabBroken
 from clusters.lab_configurations import PREFIX, SESSION_LAB, renamed
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
 
@@ -116,8 +117,10 @@ class Progress:
         if report.when == "call" or report.outcome != "passed":
             self.outcomes.setdefault(report.nodeid, "PASS" if report.passed else "SKIP" if report.skipped
                                      else "FAIL" if report.when == "call" else "ERROR")
-        if report.when == "teardown":
+        if report.when == "teardown":  # its report carries every property the test recorded
             verdict = self.outcomes.pop(report.nodeid, "PASS")
+            if verdict == "FAIL" and any(k == LAB_BROKEN for k, _ in report.user_properties):
+                verdict = "ERROR"
             ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)
             self._print(f"[{self._elapsed()}] {verdict:5} {ids:8} {report.nodeid.split('/')[-1]}")
 
@@ -268,8 +271,9 @@ def local_only(lab: Lab) -> Lab:
 
 
 # JUnit properties the certification report reads: the requirement IDs a test checks, what it
-# observed (whatever its verdict), and for a failure its evidence and the component logs.
-REQUIREMENT, OBSERVED, EVIDENCE = "requirement", "observed", "evidence"
+# observed (whatever its verdict), for a failure its evidence and the component logs, and
+# whether the lab broke under it (an ERROR, not a FAIL of the driver).
+REQUIREMENT, OBSERVED, EVIDENCE, LAB_BROKEN = "requirement", "observed", "evidence", "lab_broken"
 
 
 class Evidence:
@@ -334,6 +338,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     item.user_properties.extend((OBSERVED, f"{label}: {text}") for label, text in evidence.observed)
     if not report.failed:
         return
+    if call.excinfo is not None and call.excinfo.errisinstance(LabBroken):
+        item.user_properties.append((LAB_BROKEN, str(call.excinfo.value).splitlines()[0]))
     attached = [(f"evidence: {label}", text) for label, text in evidence.items]
     marks = item.stash.get(_log_marks, {})
     for path, label in _component_logs(item).items():

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusters.pytest_plugin import EVIDENCE, OBSERVED, REQUIREMENT
+from clusters.pytest_plugin import EVIDENCE, LAB_BROKEN, OBSERVED, REQUIREMENT
 from suites.framework.spec_drift import PROPERTY as SPEC_DRIFT
 
 VERDICTS = ("FAIL", "ERROR", "PASS", "SKIP")  # worst first: a requirement takes its tests' worst
@@ -54,6 +54,8 @@ def read_junit(path: Path) -> list[TestResult]:
     for case in ET.parse(path).getroot().iter("testcase"):
         props = [(p.get("name", ""), p.get("value", "")) for p in case.iter("property")]
         verdict, message, traceback = _verdict(case)
+        if verdict == "FAIL" and any(k == LAB_BROKEN for k, _ in props):
+            verdict = "ERROR"  # the lab broke under the test: no verdict on the driver
         results.append(TestResult(
             name=f"{case.get('classname', '')}::{case.get('name', '')}", verdict=verdict,
             seconds=float(case.get("time") or 0), requirements=[v for k, v in props if k == REQUIREMENT] or ["(none)"],

@@ -55,3 +55,18 @@ def test_fails(lab, evidence):
     assert failed.requirements == ["MD-01"] and failed.observed == ["seen: one file"]
     assert failed.evidence[:2] == ["evidence: seen\none file", "evidence: listing\na.json"]
     assert any("kubelet logged this during the test" in e for e in failed.evidence)
+
+
+def test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail(pytester) -> None:
+    """RP-04: a component dying during a check says nothing about the driver; certify exits 3."""
+    from reports.report import read_junit
+
+    pytester.makepyfile(INNER_TEST.replace("    assert False", '''    from clusters.errors import LabBroken
+
+    raise LabBroken("lab component node-1-kubelet (pid 1) has died")'''))
+    result = pytester.runpytest_subprocess("-p", "clusters.pytest_plugin", "--junitxml=junit.xml", "--progress")
+    progress = result.stdout.str() + result.stderr.str()  # the lines go where dralab's progress goes
+    assert re.search(r"\] ERROR\s+test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail.py::test_fails",
+                     progress), progress
+    verdicts = {t.name.split("::")[-1]: t.verdict for t in read_junit(pytester.path / "junit.xml")}
+    assert verdicts == {"test_fails": "ERROR", "test_passes": "PASS"}
