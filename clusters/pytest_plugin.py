@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -12,8 +11,10 @@ import pytest
 
 from clusters.config import ClusterConfig
 from clusters.errors import LabBroken
+from clusters.junit_properties import EVIDENCE, LAB_BROKEN, OBSERVED, REQUIREMENT
 from clusters.lab_configurations import PREFIX, SESSION_LAB, renamed
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
+from clusters.pytest_progress import PLUGIN_NAME, Progress, progress_note
 
 if TYPE_CHECKING:
     from drivers_under_test.profile import DriverProfile
@@ -63,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except Exception as e:
             raise pytest.UsageError(f"--hardware {hardware!r}: {e}") from None
     if config.getoption("--progress", False):
-        config.pluginmanager.register(Progress(config), "dralab-progress")
+        config.pluginmanager.register(Progress(config), PLUGIN_NAME)
 
 
 def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
@@ -75,58 +76,12 @@ def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
     return renamed(cfg, config.getoption("--lab-prefix"))
 
 
-def progress_note(config: pytest.Config, text: str) -> None:
-    """A line among the --progress lines (a lab starting, a driver deployed); nothing without it."""
-    progress = config.pluginmanager.get_plugin("dralab-progress")
-    if progress is not None:
-        progress.note(text)
-
-
 def _local_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluster
     from clusters.local.cluster import LocalCluster
 
     cfg = lab_config(config, cfg)
     progress_note(config, f"starting lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
     return LocalCluster.up(cfg)
-
-
-class Progress:
-    """One line per finished test, a header per suite: what runs and how long the run has taken."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config, self.start, self.suite = config, time.monotonic(), ""
-        self.outcomes: dict[str, str] = {}
-
-    def _print(self, line: str) -> None:
-        from clusters.progress import console
-
-        capture = self.config.pluginmanager.getplugin("capturemanager")
-        with capture.global_and_fixture_disabled():
-            console.print(line, highlight=False, markup=False)
-
-    def note(self, text: str) -> None:
-        self._print(f"[{self._elapsed()}]       {text}")
-
-    def pytest_runtest_logstart(self, nodeid: str) -> None:
-        suite = nodeid.split("::")[0].rsplit("/", 1)[0]
-        if suite != self.suite:
-            self.suite = suite
-            self._print(f"[{self._elapsed()}] == {suite}")
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or report.outcome != "passed":
-            self.outcomes.setdefault(report.nodeid, "PASS" if report.passed else "SKIP" if report.skipped
-                                     else "FAIL" if report.when == "call" else "ERROR")
-        if report.when == "teardown":  # its report carries every property the test recorded
-            verdict = self.outcomes.pop(report.nodeid, "PASS")
-            if verdict == "FAIL" and any(k == LAB_BROKEN for k, _ in report.user_properties):
-                verdict = "ERROR"
-            ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)
-            self._print(f"[{self._elapsed()}] {verdict:5} {ids:8} {report.nodeid.split('/')[-1]}")
-
-    def _elapsed(self) -> str:
-        minutes, seconds = divmod(int(time.monotonic() - self.start), 60)
-        return f"{minutes:3d}:{seconds:02d}"
 
 
 # Requirement ID prefix -> the KEP or API it checks: the allure feature; the ID is the story.
@@ -270,10 +225,6 @@ def local_only(lab: Lab) -> Lab:
     return lab
 
 
-# JUnit properties the certification report reads: the requirement IDs a test checks, what it
-# observed (whatever its verdict), for a failure its evidence and the component logs, and
-# whether the lab broke under it (an ERROR, not a FAIL of the driver).
-REQUIREMENT, OBSERVED, EVIDENCE, LAB_BROKEN = "requirement", "observed", "evidence", "lab_broken"
 
 
 class Evidence:

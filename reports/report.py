@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusters.pytest_plugin import EVIDENCE, LAB_BROKEN, OBSERVED, REQUIREMENT
+from clusters.junit_properties import EVIDENCE, LAB_BROKEN, OBSERVED, REQUIREMENT
 from suites.framework.spec_drift import PROPERTY as SPEC_DRIFT
 
 VERDICTS = ("FAIL", "ERROR", "PASS", "SKIP")  # worst first: a requirement takes its tests' worst

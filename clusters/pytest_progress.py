@@ -1,0 +1,58 @@
+"""`--progress`: a line per finished test and a header per suite, with the run's elapsed time,
+instead of pytest's dots; and notes in between (a lab starting, a driver deployed)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from clusters.junit_properties import LAB_BROKEN, REQUIREMENT
+
+PLUGIN_NAME = "dralab-progress"
+
+
+def progress_note(config: pytest.Config, text: str) -> None:
+    """A line among the --progress lines (a lab starting, a driver deployed); nothing without it."""
+    progress = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if progress is not None:
+        progress.note(text)
+
+
+class Progress:
+    """One line per finished test, a header per suite: what runs and how long the run has taken."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config, self.start, self.suite = config, time.monotonic(), ""
+        self.outcomes: dict[str, str] = {}
+
+    def _print(self, line: str) -> None:
+        from clusters.progress import console
+
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            console.print(line, highlight=False, markup=False)
+
+    def note(self, text: str) -> None:
+        self._print(f"[{self._elapsed()}]       {text}")
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        suite = nodeid.split("::")[0].rsplit("/", 1)[0]
+        if suite != self.suite:
+            self.suite = suite
+            self._print(f"[{self._elapsed()}] == {suite}")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.outcome != "passed":
+            self.outcomes.setdefault(report.nodeid, "PASS" if report.passed else "SKIP" if report.skipped
+                                     else "FAIL" if report.when == "call" else "ERROR")
+        if report.when == "teardown":  # its report carries every property the test recorded
+            verdict = self.outcomes.pop(report.nodeid, "PASS")
+            if verdict == "FAIL" and any(k == LAB_BROKEN for k, _ in report.user_properties):
+                verdict = "ERROR"
+            ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)
+            self._print(f"[{self._elapsed()}] {verdict:5} {ids:8} {report.nodeid.split('/')[-1]}")
+
+    def _elapsed(self) -> str:
+        minutes, seconds = divmod(int(time.monotonic() - self.start), 60)
+        return f"{minutes:3d}:{seconds:02d}"
