@@ -86,7 +86,8 @@ def _local_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluste
 
 # Requirement ID prefix -> the KEP or API it checks: the allure feature; the ID is the story.
 FEATURES = {"LAB": "Lab", "HW": "Emulated hardware", "MD": "KEP-5304 device metadata",
-            "ST": "KEP-4817 device status", "DA": "KEP-6080 derived attributes", "DP": "Device plugin API"}
+            "ST": "KEP-4817 device status", "DA": "KEP-6080 derived attributes", "DP": "Device plugin API",
+            "MUT": "Broken driver variants (self-checks)", "RP": "Reports", "PF": "Performance"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -103,7 +103,8 @@ STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-co
 td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 .PASS{background:#dfd}.FAIL{background:#fdd}.ERROR{background:#fcb}.SKIP{background:#eee}
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:30em;overflow:auto}
-.verdict{font-size:1.4em;font-weight:bold}"""
+.verdict{font-size:1.4em;font-weight:bold}
+td:nth-child(-n+4),th:nth-child(-n+4){white-space:nowrap;width:1%}"""
 
 
 def _e(value: object) -> str:
@@ -122,13 +123,19 @@ def _details(test: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _case(test: dict[str, Any]) -> str:
+    """A parametrised test's case, "[a bare name] ", to tell its observations apart."""
+    name = test["name"]
+    return name[name.index("["):] + " " if "[" in name else ""
+
+
 def render_html(report: dict[str, Any]) -> str:
     summary = report["summary"]
     title = "CERTIFIED" if summary["certified"] else "NOT CERTIFIED"
     counts = ", ".join(f"{n} {v}" for v, n in summary["requirements"].items())
     rows = []
     for r in report["requirements"]:
-        observed = "<br>".join(_e(o[:300]) for t in r["tests"] for o in t["observed"])
+        observed = "<br>".join(_e(_case(t) + o[:300]) for t in r["tests"] for o in t["observed"])
         failing = "".join(_details(t) for t in r["tests"] if t["verdict"] in ("FAIL", "ERROR"))
         rows.append(f"<tr class='{r['verdict']}' id='{_e(r['id'])}'><td>{_e(r['id'])}</td><td>{r['verdict']}</td>"
                     f"<td>{r['seconds']:.1f}s</td><td>{len(r['tests'])}</td><td>{observed}{failing}</td></tr>")
