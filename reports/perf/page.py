@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: render to PNG in memory
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from reports.perf.figures import FIGURES  # noqa: E402
 from reports.perf.history import Comparison  # noqa: E402
@@ -77,6 +78,7 @@ def _trend_plot(history: list[dict[str, Any]], comparisons: list[Comparison]) ->
         points = [(i + 1, r["figures"][figure.key]) for i, r in enumerate(history) if r["figures"].get(figure.key) is not None]
         ax.plot(*zip(*points), marker="o", color="#c44e52" if figure.key in flagged else "#4c72b0")
         ax.set_title(f"{figure.requirement} {figure.key}", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # runs are counted, not measured
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(shown):]:
         ax.axis("off")
@@ -99,7 +101,7 @@ def render(run: dict[str, Any], measured: dict[str, Any], comparisons: list[Comp
     for f in FIGURES:
         c = by_key[f.key]
         css = "regressed" if c.regressed else "missing" if c.value is None else ""
-        change = "" if c.change is None else f"{c.change:+.1%} {'worse' if c.change > 0 else 'better'}"
+        change = "" if c.change is None else f"{c.change:+.1%} {'worse' if c.change > 0 else 'better' if c.change < 0 else ''}"
         rows.append(f"<tr class='{css}'><td>{f.requirement}</td><td>{html.escape(f.label)}</td>"
                     f"<td>{_fmt(c.value, f.unit)}</td><td>{_fmt(c.baseline, f.unit)} ({c.runs} runs)</td>"
                     f"<td>{change}</td><td>{'REGRESSED' if c.regressed else ''}</td></tr>")
