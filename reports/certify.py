@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import click
 
 from clusters import versions
+from clusters.children import run_to_completion
 from clusters.errors import BadInput
 from clusters.lab_configurations import SESSION_LAB
 from clusters.progress import console, run_logged
@@ -152,7 +152,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     console.print(f"certify: {', '.join(paths)}{' (' + ', '.join(ids) + ')' if ids else ''} on the {cluster} cluster; "
                   f"results in {out_dir}")
     start = time.monotonic()
-    rc = subprocess.call(cmd, cwd=REPO)
+    rc = run_to_completion(cmd, cwd=REPO)
     if rc == PYTEST_USAGE_ERROR:
         raise BadInput(f"pytest refused the options (exit {rc}): {' '.join(cmd)}")
     if not junit.exists():

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from clusters.children import run_to_completion
+from clusters.config import labs_root
 from clusters.errors import LabBroken
 from clusters.lab_configurations import PERF as LAB
 from clusters.local.cluster import LocalCluster
@@ -36,8 +38,8 @@ def warm(rounds: int, progress: Callable[[str], None]) -> dict[str, list[float]]
 def _dralab(cache: Path, *args: str, log: Path) -> float:
     start = time.monotonic()
     with open(log, "ab") as out:
-        rc = subprocess.call([sys.executable, "-m", "clusters.cli", *args], stdout=out, stderr=subprocess.STDOUT,
-                             env={**os.environ, "DRALAB_CACHE": str(cache)}, stdin=subprocess.DEVNULL)
+        rc = run_to_completion([sys.executable, "-m", "clusters.cli", *args], stdout=out, stderr=subprocess.STDOUT,
+                               env={**os.environ, "DRALAB_CACHE": str(cache)}, stdin=subprocess.DEVNULL)
     if rc != 0:
         raise LabBroken(f"dralab {' '.join(args)} with an empty cache exited {rc}; log: {log}")
     return time.monotonic() - start
@@ -53,8 +55,9 @@ def cold(log: Path, progress: Callable[[str], None]) -> dict[str, float]:
         progress(f"cold provision (empty dralab cache): {provision:.0f}s")
         up = _dralab(cache, "up", "--name", f"{LAB.name}-cold", "--nodes", str(LAB.nodes),
                      "--hardware", LAB.hardware["node-1"], log=log)
-        _dralab(cache, "down", "--name", f"{LAB.name}-cold", log=log)
         progress(f"first bring-up from it: {up:.1f}s")
     finally:
+        if (labs_root() / "labs" / f"{LAB.name}-cold").exists():  # up, or half up and interrupted
+            _dralab(cache, "down", "--name", f"{LAB.name}-cold", "--force", log=log)
         shutil.rmtree(cache, ignore_errors=True)
     return {"provision_s": provision, "up_s": up, "total_s": provision + up}

@@ -1,0 +1,29 @@
+"""A Ctrl-C during a child that manages labs waits for the child's own teardown (LAB-05)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from clusters.children import Interrupted, run_to_completion
+
+# Interrupts its parent as a terminal's Ctrl-C would, then "tears down" for a moment and exits 5.
+CHILD = """
+import os, signal, sys, time
+os.kill(os.getppid(), signal.SIGINT)
+time.sleep(0.5)
+open(sys.argv[1], "w").write("torn down")
+sys.exit(5)
+"""
+
+
+def test_an_interrupt_waits_for_the_child_to_finish_then_raises(tmp_path) -> None:
+    marker = tmp_path / "teardown"
+    with pytest.raises(Interrupted) as raised:
+        run_to_completion([sys.executable, "-c", CHILD, str(marker)])
+    assert raised.value.returncode == 5 and marker.read_text() == "torn down"
+
+
+def test_without_an_interrupt_the_exit_code_is_returned() -> None:
+    assert run_to_completion([sys.executable, "-c", "raise SystemExit(3)"]) == 3
