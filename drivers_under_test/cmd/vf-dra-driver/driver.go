@@ -239,6 +239,11 @@ func (d *vfDriver) attach(ctx context.Context, podUID types.UID, netnsPath strin
 				return fmt.Errorf("claim %s/%s device %s: %w", pc.Namespace, pc.Name, dev.Device, err)
 			}
 			dev.Attached, dev.PodUID = &attached, podUID
+			// Checkpointed before the API writes below: a driver restarted in between must still
+			// know to move the VF back on StopPodSandbox, or the VF dies with the pod's netns.
+			if err := d.state.save(); err != nil {
+				return err
+			}
 		}
 		if err := d.publish(ctx, pc); err != nil {
 			return err
