@@ -76,12 +76,30 @@ def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
     return renamed(cfg, config.getoption("--lab-prefix"))
 
 
+# The local labs this run has up. A Ctrl-C during fixture teardown makes pytest skip the
+# finalizers after the interrupted one, so whatever is still up here goes at unconfigure (LAB-05).
+_labs_up = pytest.StashKey[list]()
+
+
 def _local_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluster
     from clusters.local.cluster import LocalCluster
 
     cfg = lab_config(config, cfg)
     progress_note(config, f"starting lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
-    return LocalCluster.up(cfg)
+    cluster = LocalCluster.up(cfg)
+    config.stash.setdefault(_labs_up, []).append(cluster)
+    return cluster
+
+
+def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster
+    config.stash[_labs_up].remove(cluster)
+    cluster.down()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for cluster in list(config.stash.get(_labs_up, [])):
+        print(f"tearing down lab {cluster.cfg.name}, left up by an interrupted teardown")
+        _down(config, cluster)
 
 
 # Requirement ID prefix -> the KEP or API it checks: the allure feature; the ID is the story.
@@ -127,7 +145,7 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     try:
         yield local_lab(cluster)
     finally:
-        cluster.down()
+        _down(request.config, cluster)
 
 
 def _kind_lab() -> Iterator[Lab]:
@@ -161,7 +179,7 @@ def extra_lab(request: pytest.FixtureRequest) -> Iterator[Callable[[ClusterConfi
         yield start
     finally:
         for cluster in started.values():
-            cluster.down()
+            _down(request.config, cluster)
 
 
 DeployDriver = Callable[..., "DriverProfile"]

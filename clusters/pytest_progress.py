@@ -51,7 +51,8 @@ class Progress:
             if verdict == "FAIL" and any(k == LAB_BROKEN for k, _ in report.user_properties):
                 verdict = "ERROR"
             ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)
-            self._print(f"[{self._elapsed()}] {verdict:5} {ids:8} {report.nodeid.split('/')[-1]}")
+            path, _, test = report.nodeid.partition("::")  # a test's parameters may hold paths too
+            self._print(f"[{self._elapsed()}] {verdict:5} {ids:8} {path.rsplit('/', 1)[-1]}::{test}")
 
     def _elapsed(self) -> str:
         minutes, seconds = divmod(int(time.monotonic() - self.start), 60)

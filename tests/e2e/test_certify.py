@@ -5,11 +5,17 @@ failing requirement with its evidence."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from PIL import Image
 
+from clusters import residue
 from tests.e2e.test_lab_lifecycle import dralab
 from tests.headless_chromium import dom, screenshot
 
@@ -48,3 +54,23 @@ def test_certify_against_a_broken_variant_exits_1_and_the_html_names_the_failure
     colours = Image.open(png).convert("RGB").getcolors(maxcolors=1 << 24)
     failing_area = sum(count for count, colour in colours if colour == FAIL_BACKGROUND)
     assert failing_area > 20_000, f"the screenshot {png} shows {failing_area} pixels in the FAIL colour"
+
+
+@pytest.mark.requirement("LAB-05")
+def test_ctrl_c_during_certify_leaves_no_lab_behind(tmp_path) -> None:
+    """A terminal's Ctrl-C reaches certify and its pytest (one process group): certify waits for
+    the teardown, exits 130, and nothing of its lab is left."""
+    log = tmp_path / "certify.log"
+    with open(log, "w") as out:
+        certify = subprocess.Popen(
+            [sys.executable, "-m", "clusters.cli", "certify", "--driver", "gpu", "--only", "MD-01", "--out",
+             str(tmp_path / "out")], stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while "deploying driver gpu" not in log.read_text():  # the lab is up: the interrupt finds something to tear down
+        assert certify.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    time.sleep(3)
+    os.killpg(certify.pid, signal.SIGINT)
+    assert certify.wait(timeout=180) == 130, log.read_text()
+    assert residue.find("cert") == [], f"left behind after Ctrl-C:\n{log.read_text()}"
