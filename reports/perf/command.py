@@ -66,7 +66,7 @@ def _selected(only: str | None) -> list[str]:
     if not only:
         return list(MEASUREMENTS)
     wanted = [w.strip().upper() for w in only.split(",") if w.strip()]
-    wanted = ["PF-02" if w == "PF-03" else w for w in wanted]
+    wanted = list(dict.fromkeys("PF-02" if w == "PF-03" else w for w in wanted))  # PF-02,PF-03: measured once
     unknown = [w for w in wanted if w not in MEASUREMENTS]
     if unknown or not wanted:
         raise BadInput(f"--only {only!r}: unknown {', '.join(unknown) or '(none given)'}; choose from PF-01 to PF-05")

@@ -66,3 +66,10 @@ def test_perf_html_embeds_its_plots_and_names_the_regressed_figures() -> None:
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
     assert "http" not in text.replace("http-equiv", "")  # nothing fetched
     assert len(FIGURES) == len(re.findall(r"<tr class='[^']*'><td>PF-0", text))
+
+
+def test_only_selects_each_measurement_once() -> None:
+    from reports.perf.command import _selected
+
+    assert _selected("pf-03, PF-02,PF-05") == ["PF-02", "PF-05"]  # PF-03 comes with PF-02's pods
+    assert _selected(None) == ["PF-01", "PF-02", "PF-04", "PF-05"]
