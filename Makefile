@@ -1,14 +1,18 @@
-# The two commands of the README. Each does every set-up step itself on a fresh machine.
-PYTHON ?= python3
+# The two commands of the README. Each does every set-up step itself on a fresh machine, inside
+# a virtualenv (.venv): nothing is pip-installed into the system interpreter.
+VENV ?= .venv
+PYTHON = $(VENV)/bin/python
 OUT ?= out
-# The CLI through the interpreter pip installed it for: no reliance on PATH holding pip's script dir.
-DRALAB = $(PYTHON) -m clusters.cli
+DRALAB = $(PYTHON) -m dralab.cli
 
 .PHONY: setup certify test
 
+$(PYTHON):
+	python3 -m venv $(VENV)
+
 # Python packages, then Debian packages and every pinned component (cached under /var/cache/dralab).
-setup:
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
+setup: $(PYTHON)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	$(DRALAB) provision
 
 # The main job: run the conformance suites on the embedded local cluster and write the results to $(OUT).

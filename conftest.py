@@ -1,3 +1,3 @@
-"""dralab's pytest plugin lives in clusters/pytest_plugin.py; this file loads it for every run."""
+"""dralab's pytest plugin (options, fixtures, markers, verdicts) is dralab/pytest_plugin.py; this loads it for every run."""
 
-pytest_plugins = ["clusters.pytest_plugin"]
+pytest_plugins = ["dralab.pytest_plugin"]

@@ -55,7 +55,7 @@ def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, .
         raise BadInput("invalid lab settings:\n" + "\n".join(f"  {'.'.join(map(str, err['loc']))}: {err['msg']}"
                                                             for err in e.errors())) from None
     if hardware or hardware_profile:
-        from fake_hardware.cli import hardware_assignment
+        from fake_hardware.profile import hardware_assignment
 
         assignment, seed = hardware_assignment(hardware, hardware_profile, cfg.node_names())
         cfg = cfg.model_copy(update={"hardware": assignment, "hardware_seed": seed})

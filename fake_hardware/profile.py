@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from clusters.errors import BadInput
 from clusters.yaml_profiles import load_yaml, profile_path, validated
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
@@ -218,3 +219,14 @@ def uniform(profile: str, nodes: list[str], seed: int = 0) -> ClusterHardware:
     """Every node gets the same node profile (the common case: `--hardware dgx-like`)."""
     load_node_profile(profile)  # fail early on an unknown name
     return ClusterHardware(seed=seed, nodes={n: profile for n in nodes})
+
+
+def hardware_assignment(profile: str | None, cluster_profile: Path | None, nodes: list[str]) -> tuple[dict[str, str], int]:
+    """node -> profile and seed, from one profile for every node or a cluster-level profile file."""
+    if cluster_profile is not None:
+        hardware = load_cluster_hardware(cluster_profile)
+    elif profile is not None:
+        hardware = uniform(profile, nodes)
+    else:
+        raise BadInput("give --profile NAME (every node gets it) or --cluster-profile FILE")
+    return dict(hardware.nodes), hardware.seed

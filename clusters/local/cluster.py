@@ -15,6 +15,7 @@ from clusters.config import ClusterConfig, labs_root
 from clusters.errors import BadInput
 from clusters.local import cgroups, configs, network, preflight, supervisor
 from clusters.local.node import LocalNode
+from clusters.local.readiness import wait_cluster_ready
 from clusters.local.waits import https_ok, wait_for
 from clusters.pki import PKI, CertKey, write_kubeconfig
 from clusters.progress import console, step
@@ -142,9 +143,7 @@ class LocalCluster:
             self.wait_ready()
 
     def wait_ready(self, timeout: float = 90) -> None:
-        from clusters.local.readiness import wait_cluster_ready
-
-        wait_cluster_ready(self, timeout)
+        wait_cluster_ready(self.api(), self.nodes, list(self.components().values()), timeout)
 
     def _write_pki(self) -> dict[str, CertKey]:
         cfg = self.cfg

@@ -38,7 +38,7 @@ def warm(rounds: int, progress: Callable[[str], None]) -> dict[str, list[float]]
 def _dralab(cache: Path, *args: str, log: Path) -> float:
     start = time.monotonic()
     with open(log, "ab") as out:
-        rc = run_to_completion([sys.executable, "-m", "clusters.cli", *args], stdout=out, stderr=subprocess.STDOUT,
+        rc = run_to_completion([sys.executable, "-m", "dralab.cli", *args], stdout=out, stderr=subprocess.STDOUT,
                                env={**os.environ, "DRALAB_CACHE": str(cache)}, stdin=subprocess.DEVNULL)
     if rc != 0:
         raise LabBroken(f"dralab {' '.join(args)} with an empty cache exited {rc}; log: {log}")

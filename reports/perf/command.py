@@ -48,7 +48,7 @@ def _certify(out_dir: Path, report: Path | None) -> dict[str, Any]:
     """PF-05 from a full certification: the given report.json, or one run now."""
     if report is None:
         report = out_dir / "certify" / "report.json"
-        run_to_completion([sys.executable, "-m", "clusters.cli", "certify", "--out", str(report.parent)], cwd=REPO)
+        run_to_completion([sys.executable, "-m", "dralab.cli", "certify", "--out", str(report.parent)], cwd=REPO)
     data = json.loads(report.read_text())
     suites = data.get("environment", {}).get("suites", ["suites"])
     return {"wall_seconds": data["summary"]["wall_seconds"], "summary": data["summary"], "report": str(report),

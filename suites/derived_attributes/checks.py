@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from suites.derived_attributes.topology import DERIVED_NUMA, GPU, NIC, attribute
 from suites.framework import claims, pods
 from suites.framework.claims import ClaimBuilder

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from suites.derived_attributes import checks
 from suites.derived_attributes.topology import DERIVED_NUMA, GPU, NIC, NUMA, attribute, capacity
 from suites.framework import spec_drift, validation

@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy
 from drivers_under_test.profile import DriverProfile, load_profile
 from suites.derived_attributes import checks

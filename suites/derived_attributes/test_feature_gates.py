@@ -7,7 +7,7 @@ import pytest
 from kubernetes import client
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from suites.derived_attributes import checks, topology
 from suites.derived_attributes.topology import GPU, NIC, attribute
 from suites.framework import claims, namespaces, validation

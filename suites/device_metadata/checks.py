@@ -7,7 +7,7 @@ import json
 
 from kubernetes import client
 
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
 from suites.device_metadata import paths
 from suites.device_metadata.scenario import Scenario

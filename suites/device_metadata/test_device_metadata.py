@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
 from suites.device_metadata import checks, paths
 from suites.device_metadata.scenario import Scenario

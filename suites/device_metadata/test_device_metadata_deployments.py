@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy, remove
 from drivers_under_test.profile import METADATA_DISABLED, load_profile
 from suites.device_metadata import checks, paths, scenario

@@ -7,7 +7,7 @@ import pytest
 from kubernetes import client
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
 from suites.device_metadata import checks, paths, scenario
 from suites.device_metadata.scenario import Scenario, container

@@ -8,7 +8,7 @@ from typing import Callable
 import pytest
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from suites.device_metadata import checks, scenario
 from suites.device_metadata.scenario import Scenario
 from suites.framework import namespaces, self_check, spec_drift

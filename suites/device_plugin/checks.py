@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from fake_hardware.lab import HardwareLab
 from suites.device_plugin.node_resources import allocatable, wait_allocatable
 from suites.framework import pods

@@ -7,7 +7,7 @@ from typing import Callable
 
 import pytest
 
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from suites.framework.drivers import DriverUnderTest
 
 

@@ -8,7 +8,7 @@ from typing import Callable
 
 from kubernetes.client.rest import ApiException
 
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 
 
 def expect_answer(case: str, write: Callable[[], object], accepted: bool, ev: Evidence, because: str = "") -> None:

@@ -12,7 +12,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import PROFILE_LABEL
 from suites.framework import claims, identities, pods
 from suites.framework.drivers import DriverUnderTest

@@ -8,7 +8,7 @@ from typing import Callable
 import pytest
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from suites.framework import namespaces, self_check
 from suites.resource_claim_status import checks
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 from kubernetes import client
 
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from suites.framework import claims, namespaces, spec_drift, validation
 from suites.framework.spec_drift import Drift
 from suites.framework.waits import wait_for

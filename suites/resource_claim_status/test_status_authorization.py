@@ -14,7 +14,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from suites.framework import claims, identities, pods, spec_drift
 from suites.framework.spec_drift import Drift
 from suites.framework.waits import wait_for

@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 
 from clusters.providers import Lab
-from clusters.pytest_plugin import Evidence
+from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
 from suites.framework import namespaces
 from suites.framework.drivers import DriverUnderTest

@@ -63,7 +63,7 @@ def test_ctrl_c_during_certify_leaves_no_lab_behind(tmp_path) -> None:
     log = tmp_path / "certify.log"
     with open(log, "w") as out:
         certify = subprocess.Popen(
-            [sys.executable, "-m", "clusters.cli", "certify", "--driver", "gpu", "--only", "MD-01", "--out",
+            [sys.executable, "-m", "dralab.cli", "certify", "--driver", "gpu", "--only", "MD-01", "--out",
              str(tmp_path / "out")], stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120

@@ -21,7 +21,7 @@ LAB = "hwlab"
 
 
 def dralab(*args: str) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([sys.executable, "-m", "clusters.cli", *args], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "dralab.cli", *args], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"dralab {' '.join(args)} failed:\n{result.stderr}"
     return result
 

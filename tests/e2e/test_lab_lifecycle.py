@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 
 
 def dralab(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clusters.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "dralab.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
@@ -29,7 +29,7 @@ def up_in_background(lab: str, until_started: str) -> subprocess.Popen[str]:
     """`dralab up` running in the background, returned once it has started component `until_started`."""
     # A shell's background job (`make test &`) ignores SIGINT and children inherit that: give the
     # command a terminal's default disposition, as Ctrl-C would find it.
-    up = subprocess.Popen([sys.executable, "-m", "clusters.cli", "up", "--name", lab, "--offline"],
+    up = subprocess.Popen([sys.executable, "-m", "dralab.cli", "up", "--name", lab, "--offline"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pidfile = labs_root() / "labs" / lab / "pids" / f"{until_started}.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from clusters.cli import main
+from dralab.cli import main
 from clusters.errors import BadInput
 from reports.certify import selection
 

@@ -2,7 +2,7 @@ import os
 
 from click.testing import CliRunner
 
-from clusters.cli import main
+from dralab.cli import main
 
 
 def test_up_as_non_root_exits_2_and_says_so(monkeypatch, tmp_path) -> None:

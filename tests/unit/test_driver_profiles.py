@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from clusters.cli import main
+from dralab.cli import main
 from clusters.errors import BadInput
 from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
 from drivers_under_test.deploy import render

@@ -33,7 +33,7 @@ def test_passes(lab):
 
 def test_failing_test_report_carries_component_log_lines_written_during_it(pytester) -> None:
     pytester.makepyfile(INNER_TEST)
-    result = pytester.runpytest("-p", "clusters.pytest_plugin")
+    result = pytester.runpytest("-p", "dralab.pytest_plugin")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert re.search(r"component log node-1/node-1-kubelet.log \(lab \S+\) during the test", out)
@@ -50,7 +50,7 @@ def test_junit_carries_requirements_observations_evidence_and_logs_for_the_repor
 def test_fails(lab, evidence):
     evidence.observe("seen", "one file")
     evidence.add("listing", "a.json")'''))
-    pytester.runpytest("-p", "clusters.pytest_plugin", "--junitxml=junit.xml")
+    pytester.runpytest("-p", "dralab.pytest_plugin", "--junitxml=junit.xml")
     (failed,) = [t for t in read_junit(pytester.path / "junit.xml") if t.verdict == "FAIL"]
     assert failed.requirements == ["MD-01"] and failed.observed == ["seen: one file"]
     assert failed.evidence[:2] == ["evidence: seen\none file", "evidence: listing\na.json"]
@@ -64,7 +64,7 @@ def test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail(pytester) -> None
     pytester.makepyfile(INNER_TEST.replace("    assert False", '''    from clusters.errors import LabBroken
 
     raise LabBroken("lab component node-1-kubelet (pid 1) has died")'''))
-    result = pytester.runpytest_subprocess("-p", "clusters.pytest_plugin", "--junitxml=junit.xml", "--progress")
+    result = pytester.runpytest_subprocess("-p", "dralab.pytest_plugin", "--junitxml=junit.xml", "--progress")
     progress = result.stdout.str() + result.stderr.str()  # the lines go where dralab's progress goes
     assert re.search(r"\] ERROR\s+test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail.py::test_fails",
                      progress), progress

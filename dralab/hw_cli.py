@@ -10,20 +10,7 @@ import click
 
 from clusters.config import ClusterConfig
 from clusters.progress import console
-
-
-def hardware_assignment(profile: str | None, cluster_profile: Path | None, nodes: list[str]) -> tuple[dict[str, str], int]:
-    """node -> profile and seed, from one profile for every node or a cluster-level profile file."""
-    from clusters.errors import BadInput
-    from fake_hardware.profile import load_cluster_hardware, uniform
-
-    if cluster_profile is not None:
-        hardware = load_cluster_hardware(cluster_profile)
-    elif profile is not None:
-        hardware = uniform(profile, nodes)
-    else:
-        raise BadInput("give --profile NAME (every node gets it) or --cluster-profile FILE")
-    return dict(hardware.nodes), hardware.seed
+from fake_hardware.profile import hardware_assignment
 
 
 @click.group()

@@ -53,8 +53,8 @@ def provision(offline: bool) -> None:
 
 def _register_commands() -> None:
     from clusters import lab_cli
-    from drivers_under_test.cli import driver
-    from fake_hardware.cli import hw
+    from dralab.driver_cli import driver
+    from dralab.hw_cli import hw
     from reports.certify import certify
     from reports.perf.command import perf
 

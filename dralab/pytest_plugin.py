@@ -14,7 +14,8 @@ from clusters.errors import LabBroken
 from clusters.junit_properties import EVIDENCE, LAB_BROKEN, OBSERVED, REQUIREMENT
 from clusters.lab_configurations import PREFIX, SESSION_LAB, renamed
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
-from clusters.pytest_progress import PLUGIN_NAME, Progress, progress_note
+from suites.framework.evidence import Evidence
+from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
 
 if TYPE_CHECKING:
     from drivers_under_test.profile import DriverProfile
@@ -244,23 +245,6 @@ def local_only(lab: Lab) -> Lab:
     return lab
 
 
-
-
-class Evidence:
-    """What a check saw (file contents, listings, CDI specs, events): attached to its report if it
-    fails. What it `observe`s (e.g. the allocation the scheduler made) is also kept when it passes."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[str, str]] = []
-        self.observed: list[tuple[str, str]] = []
-
-    def add(self, label: str, content: object) -> None:
-        text = content if isinstance(content, str) else json.dumps(content, indent=2, default=str)
-        self.items.append((label, text))
-
-    def observe(self, label: str, content: object) -> None:
-        self.add(label, content)
-        self.observed.append(self.items[-1])
 
 
 _evidence = pytest.StashKey[Evidence]()
