@@ -1,0 +1,63 @@
+"""The requirement catalogue as data: each ID's text, level, source, which driver capability it
+needs and what its verdict is about. Reports show these next to every verdict, and certification
+counts only the driver's MUSTs, so they live in one file (catalogue.yaml, shipped with the
+package) that this module validates once and hands out typed."""
+
+from __future__ import annotations
+
+import functools
+from enum import Enum
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from drivers_under_test.profile import Capability
+
+CATALOGUE = Path(__file__).with_name("catalogue.yaml")
+# Besides a profile's capabilities: any DRA driver, and every driver profile whatever it claims.
+APPLIES = frozenset({c.value for c in Capability} | {"dra", "any"})
+
+
+class Level(str, Enum):
+    MUST = "MUST"
+    SHOULD = "SHOULD"  # unmet: a WARNING, never a FAIL
+    MAY = "MAY"
+
+
+class Checks(str, Enum):
+    """What a PASS or FAIL of the ID is about."""
+
+    DRIVER = "driver"  # the driver under test: counts towards its certification
+    CLUSTER = "cluster"  # the API server, scheduler or kubelet: reported apart, never the driver's PASS
+    LAB = "lab"  # dralab's own lab and emulated hardware
+    HARNESS = "harness"  # dralab itself: reports, self-checks, performance figures
+
+
+class Requirement(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    text: str
+    level: Level
+    source: str
+    applies: str | None
+    checks: Checks
+
+    @field_validator("applies")
+    @classmethod
+    def _known_capability(cls, value: str | None) -> str | None:
+        if value is not None and value not in APPLIES:
+            raise ValueError(f"{value!r} is none of {', '.join(sorted(APPLIES))}")
+        return value
+
+
+@functools.cache
+def load() -> dict[str, Requirement]:
+    """Every requirement by ID, in the catalogue's order."""
+    raw = yaml.safe_load(CATALOGUE.read_text())
+    return {rid: Requirement(id=rid, **fields) for rid, fields in raw.items()}
+
+
+def get(id: str) -> Requirement | None:
+    return load().get(id)
