@@ -11,20 +11,17 @@ everything is removed again: a failed deploy leaves nothing behind.
 from __future__ import annotations
 
 import json
-import string
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 from clusters.errors import BadInput, DralabError
 from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
 from clusters.progress import console, step
 from clusters.providers import Lab
-from drivers_under_test.profile import LAB_PARAMETERS, DriverProfile, SysfsExposure
+from drivers_under_test.profile import DriverProfile, SysfsExposure
 from fake_hardware.exposure import standard_sysfs_mounts, sysfs_root_mount
 from fake_hardware.lab import NODE_SYSFS_ROOT
 
@@ -58,18 +55,10 @@ def lab_parameters(lab: Lab) -> dict[str, str]:
 
 
 def _load_manifest(profile: DriverProfile, relative: Path, params: dict[str, str]) -> list[dict[str, Any]]:
-    path = profile.path(relative)
-    try:
-        text = string.Template(path.read_text()).substitute(params)
-    except KeyError as e:
-        raise BadInput(f"manifest {path} uses ${{{e.args[0]}}}, which neither driver profile {profile.name} "
-                       f"(parameters) nor the lab ({', '.join(LAB_PARAMETERS)}) sets") from None
-    except ValueError as e:
-        raise BadInput(f"manifest {path}: {e} (write a literal $ as $$)") from None
-    try:
-        return [d for d in yaml.safe_load_all(text) if d]
-    except yaml.YAMLError as e:
-        raise BadInput(f"manifest {path} is not valid YAML after substitution: {e}") from None
+    objects, problems = profile.read_manifest(relative, params)
+    if problems:
+        raise BadInput("\n".join(problems))
+    return objects
 
 
 def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +93,7 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
     """The profile's objects, labelled with the profile; with `all_variants`, every variant's
     extra manifests too (what removal must find whichever variant was deployed)."""
     chosen = profile.variant(variant)
-    params = {**profile.parameters, **lab_params, "NAMESPACE": profile.namespace}
+    params = profile.template_parameters(lab_params)
     manifests = list(profile.manifests)
     if all_variants:
         manifests += [m for v in profile.variants.values() for m in v.manifests]

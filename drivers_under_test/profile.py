@@ -10,10 +10,13 @@ second instance of a driver can run under another name.
 from __future__ import annotations
 
 import re
+import string
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from clusters.errors import BadInput
@@ -73,14 +76,16 @@ METADATA_DISABLED = "metadata-disabled"
 
 class Variant(Model):
     """Another way to deploy the driver: extra container args and manifests. A broken variant
-    (MUT-01) names the requirements it must break; one that breaks nothing is a configuration
-    the suites ask for by name (METADATA_DISABLED)."""
+    (MUT-01) names the requirements it must break (FAIL); one that only misses SHOULDs names
+    those it `warns` (WARNING, still certifiable); one that does neither is a configuration the
+    suites ask for by name (METADATA_DISABLED)."""
 
     args: list[str] = Field(default_factory=list)
     manifests: list[Path] = Field(default_factory=list)
     breaks: list[str] = Field(default_factory=list)
+    warns: list[str] = Field(default_factory=list)
 
-    @field_validator("breaks")
+    @field_validator("breaks", "warns")
     @classmethod
     def _ids(cls, v: list[str]) -> list[str]:
         bad = [i for i in v if not REQUIREMENT_ID.match(i)]
@@ -169,26 +174,81 @@ class DriverProfile(Model):
             "name": f"{self.name}-{suffix}", "namespace": f"{self.namespace}-{suffix}", "drivers": [driver],
             "device_classes": [driver] if self.device_classes else [], "parameters": parameters})
 
-    def check_files(self) -> None:
-        """Every file the profile names exists: refused before anything is deployed."""
+    def template_parameters(self, lab: Mapping[str, str]) -> dict[str, str]:
+        """What `${NAME}` in the manifests becomes: the profile's parameters, the lab's, the namespace."""
+        return {**self.parameters, **lab, "NAMESPACE": self.namespace}
+
+    def reference_problems(self) -> list[str]:
+        """Files the profile names that do not exist and an unknown hardware profile, one message
+        each: load_profile refuses them, validation lists them with the rest."""
         files = [("manifest", m) for m in self.manifests]
         files += [("image archive", i.archive) for i in self.images if i.archive is not None]
         files += [(f"manifest of variant {n}", m) for n, v in self.variants.items() for m in v.manifests]
-        missing = [f"  {what} {self.path(p)}" for what, p in files if not self.path(p).is_file()]
-        if missing:
-            raise BadInput(f"driver profile {self.source} names files that do not exist:\n" + "\n".join(missing)
-                           + "\n(paths are relative to the profile file)")
+        problems = [f"driver profile {self.source}: {what} {self.path(p)} does not exist (paths are relative to "
+                    "the profile file)" for what, p in files if not self.path(p).is_file()]
+        try:
+            node_profile_path(self.hardware)
+        except BadInput as e:
+            problems.append(f"driver profile {self.source}: hardware: {e}")
+        return problems
+
+    def read_manifest(self, relative: Path, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
+        """The objects of one manifest template with `params` substituted, and every problem with
+        it: parameters nobody sets, stray `$`s, YAML errors, documents that are no Kubernetes object.
+        A deploy stops at the problems; a validation lists them all, so an undefined parameter gets
+        a stand-in value and the YAML is still checked."""
+        path = self.path(relative)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            return [], [f"cannot read manifest {path}: {e.strerror}"]
+        names, invalid = template_placeholders(text)
+        undefined = [n for n in names if n not in params]
+        problems = [f"manifest {path} uses ${{{n}}}, which neither driver profile {self.name} (parameters) nor "
+                    f"the lab ({', '.join(LAB_PARAMETERS)}) sets: add {n} to the profile's parameters"
+                    for n in undefined]
+        problems += [f"manifest {path} line {line}: a $ that starts no ${{NAME}} (write a literal $ as $$)"
+                     for line in invalid]
+        text = string.Template(text).safe_substitute({**params, **{n: n for n in undefined}})
+        try:
+            docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            return [], problems + [f"manifest {path} is not valid YAML after substitution{at}: "
+                                   f"{getattr(e, 'problem', None) or e}"]
+        for i, doc in enumerate(docs, 1):
+            obj = doc if isinstance(doc, dict) else {}
+            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            fields = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata.name": meta.get("name")}
+            missing = [f for f, value in fields.items() if not value]
+            if missing:
+                problems.append(f"manifest {path} document {i} is not a Kubernetes object: it has no "
+                                f"{', '.join(missing)}")
+        return docs, problems
+
+
+def template_placeholders(text: str) -> tuple[list[str], list[int]]:
+    """The parameter names a manifest template uses (`${X}` and `$X`; `$$` is a literal $), in
+    order of first use, and the lines of `$`s that start no placeholder."""
+    names: list[str] = []
+    invalid: list[int] = []
+    for m in string.Template.pattern.finditer(text):
+        name = m.group("named") or m.group("braced")
+        if name:
+            names.append(name)
+        elif m.group("invalid") is not None:
+            invalid.append(text.count("\n", 0, m.start()) + 1)
+    return list(dict.fromkeys(names)), invalid
 
 
 def load_profile(name_or_path: str) -> DriverProfile:
     path = profile_path(name_or_path, PROFILES_DIR, WHAT)
     data = load_yaml(path, WHAT)
     profile = validated(DriverProfile, data, path, WHAT).model_copy(update={"source": path.resolve()})
-    profile.check_files()
-    try:
-        node_profile_path(profile.hardware)
-    except BadInput as e:
-        raise BadInput(f"driver profile {path}: hardware: {e}") from None
+    problems = profile.reference_problems()
+    if problems:
+        raise BadInput("\n".join(problems))
     return profile
 
 
