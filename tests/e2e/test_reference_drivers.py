@@ -198,7 +198,9 @@ def test_driver_follows_a_non_default_kubelet_root_dir(lab: Lab, extra_lab) -> N
         remove(other, profile)
 
 
-VARIANTS = [(p, v) for p in shipped_profiles() for v in load_profile(p).broken_variants()]
+# Variants that run (a crash-looping one never does: DEP-01's e2e test takes it).
+VARIANTS = [(p, v) for p in shipped_profiles() for v in load_profile(p).broken_variants()
+            if "DEP-01" not in load_profile(p).variants[v].breaks]
 
 
 @pytest.mark.parametrize("profile,variant", VARIANTS, ids=[f"{p}:{v}" for p, v in VARIANTS])

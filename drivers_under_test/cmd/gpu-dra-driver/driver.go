@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/deviceattribute"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"dralab.dev/drivers/internal/cdi"
@@ -29,7 +30,8 @@ var ownVariants = map[string]string{
 	variantLeakOtherRequest:  "each device is reported for every request of its claim, so one request's container sees another's metadata (breaks MD-04)",
 	variantAttributeMismatch: "the metadata's index attribute differs from the ResourceSlice's (breaks MD-03)",
 	variantDropDevice:        "a request's metadata lists only its first device (breaks MD-02, MD-06)",
-	variantNoReadyCondition:  "status.devices entries carry no Ready condition (breaks ST-01)",
+	variantNoReadyCondition:  "status.devices entries carry no Ready condition (misses ST-07, a SHOULD: a WARNING)",
+	variantRefusePrepare:     "NodePrepareResources fails for every claim, so no pod with a claim starts (breaks MD-01 and every check of a prepared claim)",
 }
 
 const (
@@ -37,6 +39,7 @@ const (
 	variantAttributeMismatch = "attribute-mismatch"
 	variantDropDevice        = "drop-device"
 	variantNoReadyCondition  = "no-ready-condition"
+	variantRefusePrepare     = "refuse-prepare"
 )
 
 type gpuDriver struct {
@@ -99,6 +102,12 @@ func (d *gpuDriver) Devices() ([]resourceapi.Device, error) {
 func (d *gpuDriver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	result := map[types.UID]kubeletplugin.PrepareResult{}
 	for _, claim := range claims {
+		if d.opts.Variant.Is(variantRefusePrepare) {
+			err := fmt.Errorf("%s: claim %s/%s: device configuration rejected: unsupported sharing strategy", d.opts.Variant.Describe(), claim.Namespace, claim.Name)
+			klog.FromContext(ctx).Error(err, "NodePrepareResources", "claim", klog.KObj(claim))
+			result[claim.UID] = kubeletplugin.PrepareResult{Err: err}
+			continue
+		}
 		devices, err := d.prepare(ctx, claim)
 		result[claim.UID] = kubeletplugin.PrepareResult{Err: err, Devices: devices}
 	}

@@ -37,6 +37,7 @@ var Variants = map[string]string{
 	VariantWrongPath:       "the metadata file is mounted at the KEP text's container path (breaks MD-01)",
 	VariantStaleGeneration: "metadata updates keep generation 1 (breaks MD-17)",
 	VariantStatusOtherNode: "status.devices is written for claims allocated on other nodes, with arbitrary-node RBAC (breaks ST-01, ST-04, ST-06)",
+	VariantCrashAtStart:    "exits at start-up with an error, so its pods crash-loop (breaks DEP-01)",
 }
 
 const (
@@ -45,6 +46,7 @@ const (
 	VariantWrongPath       = "wrong-path"
 	VariantStaleGeneration = "stale-generation"
 	VariantStatusOtherNode = "status-other-node"
+	VariantCrashAtStart    = "crash-at-start"
 )
 
 // RegisterFlags adds the shared flags to fs; own lists the variants only this driver has.

@@ -28,6 +28,9 @@ func (o *Options) Run(poll time.Duration, newDriver func(kubernetes.Interface) (
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	if o.Variant.Is(VariantCrashAtStart) {
+		return fmt.Errorf("%s: cannot open the device control node /dev/dralab-ctl: no such device", o.Variant.Describe())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background())
