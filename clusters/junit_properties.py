@@ -1,6 +1,17 @@
 """The JUnit properties the pytest plugin records per test and the certification report reads."""
 
 # The requirement IDs a test checks, what it observed (whatever its verdict), for a failure its
-# evidence and the component logs, and whether the lab broke under it (an ERROR, not a FAIL of
-# the driver).
-REQUIREMENT, OBSERVED, EVIDENCE, LAB_BROKEN = "requirement", "observed", "evidence", "lab_broken"
+# evidence and the component logs.
+REQUIREMENT, OBSERVED, EVIDENCE = "requirement", "observed", "evidence"
+# The verdict where it is not the JUnit outcome's (requirements.md, Verdicts): FAIL of a driver
+# failing inside a fixture, ERROR of a check whose lab broke, WARNING of an unmet SHOULD, BLOCKED
+# of a test an earlier FAIL kept from running; with the lab's diagnosis, each unmet SHOULD and
+# the requirement that blocked it.
+VERDICT, DIAGNOSIS, WARNING, BLOCKED_BY = "verdict", "diagnosis", "warning", "blocked_by"
+
+
+def final_verdict(outcome: str, properties: list[tuple[str, str]]) -> str:
+    """The verdict of a test: the one the plugin recorded where it differs from the JUnit
+    outcome (PASS, FAIL, ERROR, SKIP), else that outcome."""
+    recorded = [v for k, v in properties if k == VERDICT]
+    return recorded[-1] if recorded else outcome

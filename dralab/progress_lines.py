@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from clusters.junit_properties import LAB_BROKEN, REQUIREMENT
+from clusters.junit_properties import REQUIREMENT, final_verdict
 
 PLUGIN_NAME = "dralab-progress"
 
@@ -34,7 +34,7 @@ class Progress:
             console.print(line, highlight=False, markup=False)
 
     def note(self, text: str) -> None:
-        self._print(f"[{self._elapsed()}]       {text}")
+        self._print(f"[{self._elapsed()}] {'':7} {text}")
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         suite = nodeid.split("::")[0].rsplit("/", 1)[0]
@@ -47,12 +47,10 @@ class Progress:
             self.outcomes.setdefault(report.nodeid, "PASS" if report.passed else "SKIP" if report.skipped
                                      else "FAIL" if report.when == "call" else "ERROR")
         if report.when == "teardown":  # its report carries every property the test recorded
-            verdict = self.outcomes.pop(report.nodeid, "PASS")
-            if verdict == "FAIL" and any(k == LAB_BROKEN for k, _ in report.user_properties):
-                verdict = "ERROR"
+            verdict = final_verdict(self.outcomes.pop(report.nodeid, "PASS"), report.user_properties)
             ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)
             path, _, test = report.nodeid.partition("::")  # a test's parameters may hold paths too
-            self._print(f"[{self._elapsed()}] {verdict:5} {ids:8} {path.rsplit('/', 1)[-1]}::{test}")
+            self._print(f"[{self._elapsed()}] {verdict:7} {ids:8} {path.rsplit('/', 1)[-1]}::{test}")
 
     def _elapsed(self) -> str:
         minutes, seconds = divmod(int(time.monotonic() - self.start), 60)

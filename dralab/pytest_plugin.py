@@ -1,8 +1,9 @@
-"""The pytest plugin: cluster options, the session `lab`, extra labs, and component logs on failure (LAB-07)."""
+"""The pytest plugin: cluster options, the session `lab`, extra labs, the drivers under test, and
+each test's verdict with its evidence (requirements.md, Verdicts; LAB-07)."""
 
 from __future__ import annotations
 
-import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -10,12 +11,17 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import pytest
 
 from clusters.config import ClusterConfig
-from clusters.errors import LabBroken
-from clusters.junit_properties import EVIDENCE, LAB_BROKEN, OBSERVED, REQUIREMENT
+from clusters.health import diagnose
+from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
 from clusters.lab_configurations import PREFIX, SESSION_LAB, renamed
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
-from suites.framework.evidence import Evidence
+from dralab import verdicts
 from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
+from suites import catalogue
+from drivers_under_test import evidence as driver_evidence
+from suites.framework.drivers import DriverUnderTest
+from suites.framework.evidence import Evidence
+from suites.framework.verdicts import Blocked
 
 if TYPE_CHECKING:
     from drivers_under_test.profile import DriverProfile
@@ -93,8 +99,18 @@ def _local_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluste
 
 
 def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster
+    """Tear a lab down, its component logs first copied under the results dir: every log path a
+    report names must outlive the lab (LAB-07)."""
     config.stash[_labs_up].remove(cluster)
-    cluster.down()
+    try:
+        shutil.copytree(cluster.log_dir, logs_dir(config) / cluster.cfg.name, dirs_exist_ok=True)
+    finally:
+        cluster.down()
+
+
+def logs_dir(config: pytest.Config) -> Path:
+    """Where the run keeps component logs and the manifests it applied, under --results-dir."""
+    return Path(config.getoption("--results-dir")) / "logs"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -111,7 +127,8 @@ FEATURES = {"LAB": "Lab", "HW": "Emulated hardware", "MD": "KEP-5304 device meta
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Allure labels from each test's requirement marker, so reports group by KEP and ID; with
-    --requirement-ids only the tests of those IDs run."""
+    --requirement-ids only the tests of those IDs run, and DEP-01 with them; DEP tests first,
+    so a driver that does not come up blocks the rest instead of failing each of them."""
     for item in items:
         for mark in item.iter_markers("requirement"):
             req = mark.args[0]
@@ -120,11 +137,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.allure_label(req, label_type="story"))
     wanted = config.getoption("--requirement-ids")
     if wanted:
-        ids = {i.strip().upper() for i in wanted.split(",")}
+        ids = {i.strip().upper() for i in wanted.split(",")} | {"DEP"}
         keep = [i for i in items if ids & {part for m in i.iter_markers("requirement")
                                            for part in (m.args[0], m.args[0].split("-")[0])}]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
+    items.sort(key=lambda i: not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")))
 
 
 @pytest.fixture(scope="session")
@@ -191,19 +209,29 @@ def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDr
     """deploy_driver(profile, variant=None) deploys a driver profile into the session lab once
     (again only when the variant changes); every deployed profile is removed at the end. With
     --driver-variant, the profiles that have it are deployed in it instead of as they are."""
-    from drivers_under_test.deploy import deploy, remove
+    from drivers_under_test.deploy import DeployFailed, deploy, remove
     from drivers_under_test.profile import load_profile
 
     deployed: dict[str, tuple[DriverProfile, str | None]] = {}
+    # (profile, variant) -> why it did not come up: never tried again, its tests are BLOCKED.
+    failed: dict[tuple[str, str | None], str] = {}
     default_variant = request.config.getoption("--driver-variant")
 
     def deploy_one(name_or_path: str, variant: str | None = None) -> DriverProfile:
         profile = load_profile(name_or_path)  # by name: "gpu" and its path are the same deployment
         if variant is None and default_variant in profile.variants:
             variant = default_variant
+        label = f"driver profile {profile.name}{f' (variant {variant})' if variant else ''}"
+        for key in ((profile.name, variant), (profile.name, default_variant if default_variant in profile.variants else None)):
+            if key in failed:
+                raise Blocked("DEP-01", f"{label} did not come up: {failed[key]}")
         if profile.name not in deployed or deployed[profile.name][1] != variant:
-            progress_note(request.config, f"deploying driver {profile.name}{f' (variant {variant})' if variant else ''}")
-            deploy(lab, profile, variant)
+            progress_note(request.config, f"deploying {label}")
+            try:
+                deploy(lab, profile, variant, record_to=logs_dir(request.config) / "manifests")
+            except DeployFailed as e:
+                failed[(profile.name, variant)] = str(e).splitlines()[0]
+                raise
             deployed[profile.name] = (profile, variant)
         return deployed[profile.name][0]
 
@@ -279,23 +307,43 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     yield
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
-    outcome = yield
-    report = outcome.get_result()
-    if call.excinfo is not None and call.excinfo.errisinstance(NotSupported):
-        report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {call.excinfo.value}")
-        return
-    if report.when != "call":
-        return
-    evidence = item.stash.get(_evidence, Evidence())
-    item.user_properties.extend((OBSERVED, f"{label}: {text}") for label, text in evidence.observed)
-    if not report.failed:
-        return
-    if call.excinfo is not None and call.excinfo.errisinstance(LabBroken):
-        item.user_properties.append((LAB_BROKEN, str(call.excinfo.value).splitlines()[0]))
-    attached = [(f"evidence: {label}", text) for label, text in evidence.items]
-    marks = item.stash.get(_log_marks, {})
+def _labs_of(item: pytest.Item) -> list[Lab]:
+    labs: list[Lab] = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Lab)]
+    if not labs and "lab" in getattr(item, "fixturenames", ()):
+        try:
+            labs = [item._request.getfixturevalue("lab")]  # type: ignore[attr-defined]
+        except Exception:
+            return []
+    return labs
+
+
+def _levels(item: pytest.Item) -> list[str]:
+    ids = [m.args[0] for m in item.iter_markers("requirement")]
+    return [r.level.value for r in map(catalogue.get, ids) if r is not None]
+
+
+def _drivers_evidence(item: pytest.Item, lab: Lab) -> list[tuple[str, str]]:
+    """The driver's pods, logs and events, and the test's claims, pods and events."""
+    args = getattr(item, "funcargs", {})
+    drivers = {d.profile.name: d.profile for d in args.values() if isinstance(d, DriverUnderTest)}
+    namespaces = {v for k, v in args.items() if isinstance(v, str) and k.endswith("namespace")}
+    namespaces |= {v.namespace for v in args.values() if isinstance(getattr(v, "namespace", None), str)}
+    if not drivers and not namespaces:
+        return []
+    found: list[tuple[str, str]] = []
+    try:
+        api = lab.api()
+        for profile in drivers.values():
+            found += driver_evidence.of_driver(lab, api, profile)
+        for ns in sorted(namespaces):
+            found += driver_evidence.of_namespace(api, ns)
+    except Exception as e:  # evidence is best effort: the verdict stands without it
+        found.append(("driver evidence could not be collected", f"{type(e).__name__}: {e}"))
+    return found
+
+
+def _component_log_sections(item: pytest.Item) -> list[tuple[str, str]]:
+    marks, found = item.stash.get(_log_marks, {}), []
     for path, label in _component_logs(item).items():
         try:
             with open(path, "rb") as f:
@@ -306,6 +354,43 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         if text.strip():
             if len(text) > LOG_ATTACH_LIMIT:
                 text = "[...]\n" + text[-LOG_ATTACH_LIMIT:]
-            attached.append((f"component log {label} during the test", text))
+            found.append((f"component log {label} during the test", text))
+    return found
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, NotSupported):
+        report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {error}")
+        return
+    if isinstance(error, Blocked):
+        report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {error}")
+        item.user_properties += [(VERDICT, verdicts.BLOCKED), (BLOCKED_BY, error.by)]
+        return
+    evidence = item.stash.get(_evidence, Evidence())
+    if report.when == "call":
+        item.user_properties.extend((OBSERVED, f"{label}: {text}") for label, text in evidence.observed)
+        item.user_properties.extend((WARNING, w) for w in evidence.warnings)
+        if report.passed and evidence.warnings:
+            item.user_properties.append((VERDICT, verdicts.WARNING))
+    if not report.failed or error is None:
+        return
+    labs = _labs_of(item)
+    problems = [p for lab in labs for p in diagnose(lab)]
+    verdict = verdicts.classify(report.when, error, problems, _levels(item))
+    item.user_properties.append((VERDICT, verdict.verdict))
+    attached = [(f"evidence: {label}", text) for label, text in evidence.items]
+    if verdict.verdict == verdicts.ERROR:
+        item.user_properties.append((DIAGNOSIS, verdict.why))
+        attached.insert(0, ("lab diagnosis", verdict.why))
+    elif labs:  # the driver is at fault: its side of the story
+        attached += [(f"evidence: {label}", text) for label, text in _drivers_evidence(item, labs[0])]
+    if verdict.verdict == verdicts.WARNING:
+        report.outcome, report.longrepr = "passed", None
+        item.user_properties.append((WARNING, str(error).splitlines()[0] if str(error) else type(error).__name__))
+    attached += _component_log_sections(item)
     report.sections.extend(attached)
     item.user_properties.extend((EVIDENCE, f"{title}\n{text}") for title, text in attached)

@@ -17,15 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import yaml
+
 from clusters.errors import BadInput, DralabError
 from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
 from clusters.progress import console, step
 from clusters.providers import Lab
+from drivers_under_test import evidence
+from drivers_under_test.evidence import PROFILE_LABEL
 from drivers_under_test.profile import DriverProfile, SysfsExposure
 from fake_hardware.exposure import standard_sysfs_mounts, sysfs_root_mount
 from fake_hardware.lab import NODE_SYSFS_ROOT
 
-PROFILE_LABEL = "dralab.dev/profile"
 VARIANT_LABEL = "dralab.dev/variant"
 WORKLOAD_KINDS = ("DaemonSet", "Deployment")
 
@@ -163,11 +166,39 @@ def _check_hardware(lab: Lab, profile: DriverProfile) -> None:
                       f"this lab has {', '.join(other)}")
 
 
-def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout: float = 120) -> Rendered:
+# Dependency order of an apply: what later objects need exists first (DEP-01).
+APPLY_ORDER = (("Namespace",), ("CustomResourceDefinition",),
+               ("ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"))
+
+
+def apply_groups(objects: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The objects in the groups they are applied in: namespaces, CRDs, RBAC, then the rest."""
+    groups = [[o for o in objects if o.get("kind") in kinds] for kinds in APPLY_ORDER]
+    ordered = {id(o) for g in groups for o in g}
+    return [g for g in [*groups, [o for o in objects if id(o) not in ordered]] if g]
+
+
+def _apply(lab: Lab, objects: list[dict[str, Any]], timeout: float) -> None:
+    for group in apply_groups(objects):
+        _kubectl(lab, "apply", "--server-side", "--field-manager=dralab", "--force-conflicts", "-f", "-",
+                 stdin=_as_list(group))
+        crds = [f"crd/{o['metadata']['name']}" for o in group if o.get("kind") == "CustomResourceDefinition"]
+        if crds:  # their custom resources are refused until the CRDs are served
+            _kubectl(lab, "wait", "--for=condition=Established", f"--timeout={int(timeout)}s", *crds)
+
+
+def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout: float = 120,
+           record_to: Path | None = None) -> Rendered:
+    """Apply the profile and wait until the driver runs and has registered everywhere; with
+    `record_to`, the manifests as applied are kept there."""
     _check_hardware(lab, profile)
     params = lab_parameters(lab)
     rendered = render(profile, variant, params)
     stale = _other_variants_objects(rendered, params)
+    if record_to is not None:
+        record_to.mkdir(parents=True, exist_ok=True)
+        (record_to / f"{profile.name}{f'-{variant}' if variant else ''}.yaml").write_text(
+            yaml.safe_dump_all(rendered.objects, sort_keys=False))
     _import_images(lab, profile)
     chosen = profile.variant(variant)
     label = profile.name + (f" ({'BROKEN ' if chosen.breaks else ''}variant {variant})" if chosen else "")
@@ -176,15 +207,14 @@ def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout
             # Another variant's extra objects (a broader ClusterRoleBinding, say) must not outlive it.
             if stale:
                 _kubectl(lab, "delete", "--ignore-not-found", "-f", "-", stdin=_as_list(stale))
-            _kubectl(lab, "apply", "--server-side", "--field-manager=dralab", "--force-conflicts", "-f", "-",
-                     stdin=_as_list(rendered.objects))
+            _apply(lab, rendered.objects, timeout)
         with step(f"Waiting for {label} to register on {len(lab.nodes)} node(s)"):
             _wait_ready(lab, rendered, timeout)
     except BaseException as e:
-        evidence = _evidence(lab, profile) if isinstance(e, DeployFailed) else ""
+        found = _evidence(lab, profile) if isinstance(e, DeployFailed) else ""
         remove(lab, profile)
-        if evidence:
-            raise DeployFailed(f"{e}\n{evidence}") from None
+        if found:
+            raise DeployFailed(f"{e}\n{found}") from None
         raise
     return rendered
 
@@ -234,6 +264,9 @@ def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
         checks.append(("capacity", capacity))
     deadline = time.monotonic() + timeout
     while True:
+        broken = _failing_containers(core, rendered.profile)
+        if broken:
+            raise DeployFailed(f"driver {rendered.profile.name} does not run: " + "; ".join(broken))
         missing = [m for _, check in checks for m in check()]
         if not missing:
             return
@@ -243,13 +276,23 @@ def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
         time.sleep(1)
 
 
+# Container states a driver does not recover from by waiting.
+STUCK = ("CrashLoopBackOff", "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName",
+         "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+
+
+def _failing_containers(core, profile: DriverProfile) -> list[str]:
+    """The driver's containers that are stuck (crash-looping, image refused), with the reason."""
+    pods = core.list_namespaced_pod(profile.namespace, label_selector=f"{PROFILE_LABEL}={profile.name}").items
+    return [f"pod {p.metadata.name} on {p.spec.node_name}: container {c.name} {c.state.waiting.reason}"
+            f" ({c.restart_count} restarts): {c.state.waiting.message or ''}".rstrip(": ")
+            for p in pods for c in (p.status.container_statuses or []) + (p.status.init_container_statuses or [])
+            if c.state and c.state.waiting and c.state.waiting.reason in STUCK]
+
+
 def _evidence(lab: Lab, profile: DriverProfile) -> str:
-    """Pod states, the last log lines of each container and the namespace's recent events."""
-    lines = ["pods:", _kubectl(lab, "get", "pods", "-n", profile.namespace, "-o", "wide", check=False).rstrip()]
-    pods = _kubectl(lab, "get", "pods", "-n", profile.namespace, "-o", "name", check=False).split()
-    for pod in pods:
-        logs = _kubectl(lab, "logs", "-n", profile.namespace, pod, "--all-containers", "--tail=15", check=False)
-        lines += [f"logs of {pod} (last 15 lines):", logs.rstrip() or "(none)"]
-    lines += ["events:", _kubectl(lab, "get", "events", "-n", profile.namespace, "--sort-by=.lastTimestamp",
-                                  check=False).rstrip()]
-    return "\n".join(lines)
+    """The driver's pods, their current and previous container logs, and its namespace's events."""
+    try:
+        return "\n".join(f"--- {title}\n{text}" for title, text in evidence.of_driver(lab, lab.api(), profile))
+    except Exception as e:  # the API server may be what failed
+        return f"(no evidence: {type(e).__name__}: {e})"

@@ -17,12 +17,15 @@ from pathlib import Path
 import click
 
 from clusters import versions
+from clusters import residue
 from clusters.children import run_to_completion
 from clusters.errors import BadInput
-from clusters.lab_configurations import SESSION_LAB
+from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, renamed
 from clusters.progress import console, run_logged
-from drivers_under_test.profile import DriverProfile, load_profile
-from reports.report import build, read_junit, write
+from drivers_under_test.profile import DriverProfile
+from drivers_under_test.validate import validate_or_raise
+from reports.report import EXIT_CODES, INCOMPLETE, NOTHING, build, last_line, read_junit, write
+from suites import catalogue
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -132,13 +135,19 @@ def _allure_html(results: Path, out: Path) -> Path | None:
               "or requirement IDs (MD-01).")
 def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
             variant: str | None, hardware: str | None, only: str | None) -> None:
-    """Run the conformance suites and write the results to OUT (exit 0 certified, 1 FAIL, 2 bad input, 3 lab broke)."""
+    """Run the conformance suites and write the results to OUT (exit 0 CERTIFIED, 1 NOT CERTIFIED,
+    2 bad input, 3 INCOMPLETE, 4 NOTHING TO CERTIFY)."""
     paths, ids = selection(only)
-    drivers = [load_profile(name) for name in driver_names]  # bad input stops here, before any lab starts
+    # DEP-02: every problem of every profile, before any lab starts.
+    drivers = validate_or_raise(list(driver_names), set(catalogue.load()))
     _check_variant(variant, drivers)
     nodes_hardware = _hardware(hardware)
     if cluster == "kubeconfig" and not (kubeconfig and Path(kubeconfig).is_file()):
         raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
+    if drivers and not any(catalogue.certifiable([c.value for c in d.capabilities], bool(d.drivers)) for d in drivers):
+        console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} claim no capability "
+                      "dralab checks (capabilities: metadata, metadata-deferred, device-status, network-data, device-plugin)")
+        sys.exit(EXIT_CODES[NOTHING])
     out_dir.mkdir(parents=True, exist_ok=True)
     junit, allure_results = out_dir / "junit.xml", out_dir / "allure-results"
     cmd = [sys.executable, "-m", "pytest", *(str(REPO / p) for p in paths), f"--junitxml={junit}",
@@ -155,19 +164,30 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     rc = run_to_completion(cmd, cwd=REPO)
     if rc == PYTEST_USAGE_ERROR:
         raise BadInput(f"pytest refused the options (exit {rc}): {' '.join(cmd)}")
+    left = [str(r) for lab in _lab_names() for r in residue.find(lab)]  # LAB-05, checked after every run
+    if left:
+        console.print("[red]left behind by the run's labs (LAB-05):[/red]\n  " + "\n  ".join(left))
     if not junit.exists():
-        console.print(f"[red]the suites produced no results (pytest exit {rc})[/red]")
-        sys.exit(3)
-    report = build(read_junit(junit), environment(cluster, drivers, variant, nodes_hardware, paths + ids), time.monotonic() - start)
+        console.print(f"{INCOMPLETE}: the suites produced no results (pytest exit {rc}); logs under {out_dir / 'logs'}",
+                      markup=False)
+        sys.exit(EXIT_CODES[INCOMPLETE])
+    environment_now = environment(cluster, drivers, variant, nodes_hardware, paths + ids)
+    environment_now["residue after teardown"] = left or "none"
+    report = build(read_junit(junit, out_dir.resolve()), environment_now, time.monotonic() - start)
     as_json, as_html = write(report, out_dir)
     allure_html = _allure_html(allure_results, out_dir / "allure-report")
-    summary = report["summary"]
     for r in report["requirements"]:
-        if r["verdict"] in ("FAIL", "ERROR"):
+        if r["verdict"] in ("FAIL", "ERROR", "BLOCKED", "WARNING"):
             first = next((t["message"] or "(no message)").splitlines()[0] for t in r["tests"] if t["verdict"] == r["verdict"])
-            console.print(f"  {r['verdict']} {r['id']}: {first[:200]}", markup=False)
-    counts = ", ".join(f"{n} {v}" for v, n in summary["requirements"].items())
-    console.print(f"{'CERTIFIED' if summary['certified'] else 'NOT CERTIFIED'}: requirements {counts} in "
-                  f"{summary['wall_seconds']:.0f}s; {as_html}, {as_json}, {junit}"
-                  + (f", {allure_html}" if allure_html else ""))
-    sys.exit(0 if summary["certified"] else 1 if summary["requirements"]["FAIL"] else 3)
+            console.print(f"  {r['verdict']} {r['id']} ({r['section']}): {first[:200]}", markup=False)
+    counts = "; ".join(f"{section}: " + ", ".join(f"{n} {v}" for v, n in c.items() if n)
+                       for section, c in report["summary"]["requirements"].items() if any(c.values()))
+    console.print(f"requirements {counts} in {report['summary']['wall_seconds']:.0f}s; {as_html}, {as_json}, {junit}, "
+                  f"logs {out_dir / 'logs'}" + (f", {allure_html}" if allure_html else ""), markup=False)
+    console.print(last_line(report), markup=False)
+    sys.exit(report["summary"]["exit_code"])
+
+
+def _lab_names() -> list[str]:
+    """The local labs a certification may start (each under certify's own prefix)."""
+    return [renamed(cfg, LAB_PREFIX).name for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT)]

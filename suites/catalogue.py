@@ -61,3 +61,10 @@ def load() -> dict[str, Requirement]:
 
 def get(id: str) -> Requirement | None:
     return load().get(id)
+
+
+def certifiable(capabilities: list[str], dra: bool) -> list[str]:
+    """The driver requirements (coming up aside) a profile claiming `capabilities` can be
+    certified on; `dra`: it names DRA drivers. Empty: nothing to certify."""
+    claimed = set(capabilities) | ({"dra"} if dra else set())
+    return [r.id for r in load().values() if r.checks is Checks.DRIVER and r.applies in claimed]

@@ -1,5 +1,6 @@
 """What a check saw, kept for the report: attached as evidence when the check fails, and what it
-`observe`s (the allocation the scheduler made, say) whatever the verdict."""
+`observe`s (the allocation the scheduler made, say) whatever the verdict, and the SHOULDs it
+found unmet (`warn`: a WARNING, never a FAIL)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ class Evidence:
     def __init__(self) -> None:
         self.items: list[tuple[str, str]] = []
         self.observed: list[tuple[str, str]] = []
+        self.warnings: list[str] = []
 
     def add(self, label: str, content: object) -> None:
         text = content if isinstance(content, str) else json.dumps(content, indent=2, default=str)
@@ -21,3 +23,7 @@ class Evidence:
     def observe(self, label: str, content: object) -> None:
         self.add(label, content)
         self.observed.append(self.items[-1])
+
+    def warn(self, message: str) -> None:
+        """A SHOULD of the requirement is not met: the check goes on and its verdict is WARNING."""
+        self.warnings.append(message)

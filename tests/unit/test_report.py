@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from reports.report import build, read_junit, render_html, write
+import pytest
+
+from reports.report import build, last_line, read_junit, render_html, write
 
 DRIFT = json.dumps({"kep": "KEP-6080", "topic": "runtime CEL error", "promised": "device pruned",
                     "observed": "scheduling failed <no such key>"})
@@ -44,8 +46,14 @@ def test_verdict_per_requirement_takes_the_worst_of_its_tests(tmp_path: Path) ->
     report = build(read_junit(_recorded(tmp_path)), {"kubernetes": "v1.37.1"}, 12.3)
     verdicts = {r["id"]: (r["verdict"], r["seconds"]) for r in report["requirements"]}
     assert verdicts == {"DA-01": ("PASS", 1.5), "DA-06": ("PASS", 0.5), "MD-01": ("FAIL", 3.0), "MD-16": ("SKIP", 0.1)}
-    assert report["summary"] == {"certified": False, "requirements": {"FAIL": 1, "ERROR": 0, "PASS": 2, "SKIP": 1},
-                                 "tests": {"FAIL": 1, "ERROR": 0, "PASS": 2, "SKIP": 2}, "wall_seconds": 12.3}
+    summary = report["summary"]
+    assert (summary["outcome"], summary["exit_code"], summary["behind"]) == ("NOT CERTIFIED", 1, ["MD-01"])
+    # The scheduler's DA checks are the cluster's: reported apart, never the driver's PASS.
+    assert summary["requirements"]["driver"] == {"FAIL": 1, "ERROR": 0, "BLOCKED": 0, "WARNING": 0, "PASS": 0, "SKIP": 1}
+    assert summary["requirements"]["cluster"]["PASS"] == 2
+    assert summary["tests"] == {"FAIL": 1, "ERROR": 0, "BLOCKED": 0, "WARNING": 0, "PASS": 2, "SKIP": 2}
+    md01 = next(r for r in report["requirements"] if r["id"] == "MD-01")
+    assert md01["level"] == "MUST" and md01["text"].startswith("A container that references a claim request")
     (failing,) = [t for r in report["requirements"] if r["id"] == "MD-01" for t in r["tests"] if t["verdict"] == "FAIL"]
     assert (failing["message"], failing["traceback"]) == ("AssertionError: no file at the shipped path", "trace")
     assert failing["evidence"] == ["evidence: file listing\n<script>x</script>"]
@@ -70,5 +78,44 @@ def test_all_pass_is_certified(tmp_path: Path) -> None:
     path.write_text('<testsuites><testsuite><testcase classname="a" name="t" time="1">'
                     '<properties><property name="requirement" value="DP-01"/></properties></testcase></testsuite></testsuites>')
     report = build(read_junit(path), {}, 1)
-    assert report["summary"]["certified"] and "CERTIFIED:" in render_html(report)
+    assert report["summary"]["outcome"] == "CERTIFIED" and "CERTIFIED: every applicable MUST" in render_html(report)
     assert "none recorded by the checks that ran" in render_html(report)  # an empty spec-drift section says so
+
+
+def _case(rid: str, verdict: str = "", props: str = "") -> str:
+    body = {"FAIL": '<failure message="m">t</failure>', "ERROR": '<error message="m">t</error>',
+            "SKIP": '<skipped message="m"/>', "": ""}[verdict]
+    return (f'<testcase classname="s" name="t_{rid}" time="1"><properties><property name="requirement" value="{rid}"/>'
+            f'{props}</properties>{body}</testcase>')
+
+
+@pytest.mark.parametrize("cases,outcome,code,behind", [
+    ([_case("DEP-01"), _case("MD-01"), _case("ST-07", props='<property name="verdict" value="WARNING"/>')],
+     "CERTIFIED", 0, ["MD-01", "ST-07"]),
+    ([_case("DEP-01", "FAIL"), _case("MD-01", "SKIP", '<property name="verdict" value="BLOCKED"/>'
+                                                       '<property name="blocked_by" value="DEP-01"/>')],
+     "NOT CERTIFIED", 1, ["DEP-01"]),
+    ([_case("DEP-01"), _case("MD-01"), _case("MD-18", "FAIL", '<property name="verdict" value="ERROR"/>')],
+     "INCOMPLETE", 3, ["MD-18"]),
+    ([_case("DEP-01"), _case("MD-01", "SKIP"), _case("DA-01"), _case("MUT-01")], "NOTHING TO CERTIFY", 4, []),
+    # A driver failing inside a fixture (a JUnit error) is its FAIL.
+    ([_case("DEP-01"), _case("MD-01", "ERROR", '<property name="verdict" value="FAIL"/>')], "NOT CERTIFIED", 1, ["MD-01"]),
+])
+def test_outcome_and_exit_code(tmp_path: Path, cases: list[str], outcome: str, code: int, behind: list[str]) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_text(f"<testsuites><testsuite>{''.join(cases)}</testsuite></testsuites>")
+    report = build(read_junit(path), {}, 1)
+    assert (report["summary"]["outcome"], report["summary"]["exit_code"], report["summary"]["behind"]) == \
+        (outcome, code, behind)
+    assert last_line(report).startswith(outcome + ":") and all(i in last_line(report) for i in behind)
+
+
+def test_log_paths_of_a_torn_down_lab_point_at_their_copy(tmp_path: Path) -> None:
+    """LAB-07: a path into a lab directory names the copy under the output directory instead."""
+    from clusters.config import labs_root
+
+    path = tmp_path / "junit.xml"
+    path.write_text(_case("MD-01", "ERROR", f'<property name="diagnosis" value="down; see {labs_root()}/labs/cert/logs/etcd.log"/>')
+                    .join(["<testsuites><testsuite>", "</testsuite></testsuites>"]))
+    (result,) = read_junit(path, tmp_path / "out")
+    assert result.diagnosis == f"down; see {tmp_path}/out/logs/cert/etcd.log"

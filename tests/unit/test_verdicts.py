@@ -1,0 +1,190 @@
+"""The verdict rules (requirements.md, Verdicts) as the plugin applies them, through the JUnit XML
+the certification report reads; and LAB-07: a failing test gets what the components logged
+while it ran, and only that. The lab is a fake whose health the inner tests set."""
+
+import re
+
+import pytest
+
+from reports.report import read_junit
+
+INNER_TEST = '''
+from pathlib import Path
+
+import pytest
+
+import dralab.pytest_plugin as plugin
+from clusters.providers import Lab
+
+PROBLEMS = []  # what the lab's diagnosis finds: empty, healthy
+plugin.diagnose = lambda lab: PROBLEMS
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("logs")
+    (logs / "node-1").mkdir()
+    (logs / "node-1" / "node-1-kubelet.log").write_text("logged before the test\\n")
+    (logs / "etcd.log").write_text("etcd was quiet\\n")
+    return Lab(provider="fake", kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=logs, nodes=[])
+
+
+def test_fails(lab):
+    with open(lab.log_dir / "node-1" / "node-1-kubelet.log", "a") as log:
+        log.write("kubelet logged this during the test\\n")
+    assert False
+
+
+def test_passes(lab):
+    with open(lab.log_dir / "etcd.log", "a") as log:
+        log.write("etcd logged this during a passing test\\n")
+'''
+
+
+def _verdicts(pytester, body: str, *args: str) -> dict[str, object]:
+    pytester.makepyfile(INNER_TEST + body)
+    pytester.runpytest("-p", "dralab.pytest_plugin", "--junitxml=junit.xml", *args)
+    return {t.name.split("::")[-1]: t for t in read_junit(pytester.path / "junit.xml")}
+
+
+def test_failing_test_report_carries_component_log_lines_written_during_it(pytester) -> None:
+    pytester.makepyfile(INNER_TEST)
+    result = pytester.runpytest("-p", "dralab.pytest_plugin")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert re.search(r"component log node-1/node-1-kubelet.log \(lab \S+\) during the test", out)
+    assert "kubelet logged this during the test" in out
+    assert "logged before the test" not in out
+    assert "etcd logged this during a passing test" not in out
+
+
+def test_junit_carries_requirements_observations_evidence_and_logs_for_the_report(pytester) -> None:
+    """RP-01: what the certification report reads comes through the JUnit XML."""
+    pytester.makepyfile(INNER_TEST.replace("def test_fails(lab):", '''@pytest.mark.requirement("MD-01")
+def test_fails(lab, evidence):
+    evidence.observe("seen", "one file")
+    evidence.add("listing", "a.json")'''))
+    pytester.runpytest("-p", "dralab.pytest_plugin", "--junitxml=junit.xml")
+    (failed,) = [t for t in read_junit(pytester.path / "junit.xml") if t.verdict == "FAIL"]
+    assert failed.requirements == ["MD-01"] and failed.observed == ["seen: one file"]
+    assert failed.evidence[:2] == ["evidence: seen\none file", "evidence: listing\na.json"]
+    assert any("kubelet logged this during the test" in e for e in failed.evidence)
+
+
+def test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail(pytester) -> None:
+    """A component dying during a check says nothing about the driver."""
+    pytester.makepyfile(INNER_TEST.replace("    assert False", '''    from clusters.errors import LabBroken
+
+    raise LabBroken("lab component node-1-kubelet (pid 1) has died")'''))
+    result = pytester.runpytest_subprocess("-p", "dralab.pytest_plugin", "--junitxml=junit.xml", "--progress")
+    progress = result.stdout.str() + result.stderr.str()  # the lines go where dralab's progress goes
+    assert re.search(r"\] ERROR\s+test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail.py::test_fails",
+                     progress), progress
+    verdicts = {t.name.split("::")[-1]: t.verdict for t in read_junit(pytester.path / "junit.xml")}
+    assert verdicts == {"test_fails": "ERROR", "test_passes": "PASS"}
+
+
+def test_a_wait_that_times_out_on_an_unhealthy_lab_is_an_error_with_the_diagnosis(pytester) -> None:
+    found = _verdicts(pytester, '''
+
+def test_waits(lab):
+    from suites.framework.waits import wait_for
+
+    PROBLEMS.append("lab component containerd-node-1 (pid 7) is down")
+    wait_for("pod p to be Running", lambda: None, timeout=0.1)
+''')
+    assert found["test_waits"].verdict == "ERROR"
+    assert "containerd-node-1" in found["test_waits"].diagnosis
+
+
+def test_a_wait_that_times_out_on_a_healthy_lab_is_a_fail_naming_what_was_awaited(pytester) -> None:
+    found = _verdicts(pytester, '''
+
+def test_waits(lab):
+    from suites.framework.waits import wait_for
+
+    wait_for("pod p to be Running", lambda: [], timeout=0.1)
+''')
+    assert found["test_waits"].verdict == "FAIL"
+    assert "pod p to be Running" in found["test_waits"].message and "last seen: []" in found["test_waits"].message
+
+
+def test_a_driver_failing_inside_a_fixture_is_a_fail_not_a_bare_error(pytester) -> None:
+    found = _verdicts(pytester, '''
+
+@pytest.fixture
+def scenario(lab):
+    from suites.framework.verdicts import DriverFailure
+
+    raise DriverFailure("pod p never started: kubelet: NodePrepareResources failed for claim c")
+
+
+@pytest.mark.requirement("MD-01")
+def test_uses_scenario(scenario):
+    pass
+''')
+    assert found["test_uses_scenario"].verdict == "FAIL"
+    assert "NodePrepareResources failed" in found["test_uses_scenario"].message
+
+
+def test_a_harness_bug_is_an_error_and_a_precondition_a_skip_with_the_remedy(pytester) -> None:
+    found = _verdicts(pytester, '''
+
+def test_bug(lab):
+    {}["missing"]
+
+
+def test_precondition(lab):
+    from suites.framework.verdicts import require
+
+    require(False, "the lab has 1 slice-only node, the check needs 2", "start the lab with --slice-only-nodes 2")
+''')
+    assert found["test_bug"].verdict == "ERROR" and "harness" in found["test_bug"].diagnosis
+    assert found["test_precondition"].verdict == "SKIP"
+    assert "--slice-only-nodes 2" in found["test_precondition"].message
+
+
+def test_an_unmet_should_is_a_warning_never_a_fail(pytester) -> None:
+    found = _verdicts(pytester, '''
+
+@pytest.mark.requirement("ST-07")
+def test_should_level(lab):
+    assert False, "no Ready condition on gpu-0"
+
+
+@pytest.mark.requirement("MD-02")
+def test_should_part_of_a_must(lab, evidence):
+    evidence.warn("the file holds v1alpha1 only; the cluster serves v1beta1")
+''')
+    assert found["test_should_level"].verdict == "WARNING"
+    assert "no Ready condition on gpu-0" in found["test_should_level"].message
+    assert found["test_should_part_of_a_must"].verdict == "WARNING"
+    assert "v1alpha1 only" in found["test_should_part_of_a_must"].message
+
+
+def test_a_blocked_test_names_what_blocked_it(pytester) -> None:
+    found = _verdicts(pytester, '''
+
+@pytest.mark.requirement("MD-01")
+def test_blocked(lab):
+    from suites.framework.verdicts import Blocked
+
+    raise Blocked("DEP-01", "driver profile gpu did not come up: CrashLoopBackOff")
+''')
+    assert found["test_blocked"].verdict == "BLOCKED" and found["test_blocked"].blocked_by == "DEP-01"
+    assert "CrashLoopBackOff" in found["test_blocked"].message
+
+
+@pytest.mark.parametrize("when,error,problems,levels,verdict", [
+    ("call", AssertionError("x"), [], ["MUST"], "FAIL"),
+    ("setup", AssertionError("x"), [], ["MUST"], "FAIL"),
+    ("teardown", AssertionError("x"), [], ["MUST"], "ERROR"),
+    ("call", AssertionError("x"), ["kubelet down"], ["MUST"], "ERROR"),
+    ("call", AssertionError("x"), [], ["SHOULD"], "WARNING"),
+    ("call", AssertionError("x"), [], ["SHOULD", "MUST"], "FAIL"),
+    ("call", KeyError("x"), [], ["MUST"], "ERROR"),
+])
+def test_classify(when: str, error: BaseException, problems: list[str], levels: list[str], verdict: str) -> None:
+    from dralab.verdicts import classify
+
+    assert classify(when, error, problems, levels).verdict == verdict
