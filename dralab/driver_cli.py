@@ -85,3 +85,17 @@ def list_profiles() -> None:
         for v, spec in sorted(p.variants.items()):
             what = f"breaks {', '.join(spec.breaks)}" if spec.breaks else "a configuration (breaks nothing)"
             console.print(f"  variant {v:22} {what}")
+
+
+@driver.command()
+@click.argument("profiles", nargs=-1, required=True)
+def validate(profiles: tuple[str, ...]) -> None:
+    """Check driver profiles before any lab starts (DEP-02): schema, template parameters, manifests,
+    image archives (os/architecture), variants. Every problem is listed; exit 2 if any."""
+    from drivers_under_test.validate import validate_or_raise
+    from suites import catalogue
+
+    start = time.monotonic()
+    for profile in validate_or_raise(list(profiles), set(catalogue.load())):
+        console.print(f"driver profile {profile.source}: valid")
+    console.print(f"checked {len(profiles)} profile(s) in {time.monotonic() - start:.2f}s")

@@ -30,7 +30,7 @@ from suites import catalogue
 REPO = Path(__file__).resolve().parents[1]
 
 # Requirement ID prefix -> the suite that checks it (`--only`).
-SUITES = {"LAB": "suites/lab", "MD": "suites/device_metadata", "ST": "suites/resource_claim_status",
+SUITES = {"DEP": "suites/deployment", "LAB": "suites/lab", "MD": "suites/device_metadata", "ST": "suites/resource_claim_status",
           "DA": "suites/derived_attributes", "DP": "suites/device_plugin"}
 # Local labs certify starts are named apart from a test run's ("e2e..."), so both can run at once.
 LAB_PREFIX = "cert"
@@ -53,7 +53,9 @@ def selection(only: str | None) -> tuple[list[str], list[str]]:
                        f"choose from {', '.join(SUITES)} or requirement IDs such as MD-01")
     prefixes = {p.split("-")[0] for p in wanted}
     ids = [p for p in dict.fromkeys(wanted) if "-" in p and p.split("-")[0] not in wanted]  # a suite wins over its IDs
-    return [SUITES[p] for p in SUITES if p in prefixes], [p for p in dict.fromkeys(wanted) if p in prefixes] + ids if ids else []
+    # Whatever else is chosen, the driver must first come up (DEP-01).
+    paths = [SUITES[p] for p in SUITES if p in prefixes | {"DEP"}]
+    return paths, [p for p in dict.fromkeys(wanted) if p in prefixes] + ids if ids else []
 
 
 def _hardware(profile: str | None) -> dict[str, str]:

@@ -14,11 +14,18 @@ from suites.framework.drivers import DriverUnderTest
 REFERENCE_DRIVERS = ["gpu", "net"]
 
 
+# Every reference driver, for the checks every driver goes through first (DEP-01).
+ALL_REFERENCE_DRIVERS = ["gpu", "net", "fake-gpu-plugin"]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    chosen = metafunc.config.getoption("--driver")
     if "driver" in metafunc.fixturenames:
         # A suite whose reference drivers are others (the device plugin suite) names them in its modules.
-        names = metafunc.config.getoption("--driver") or getattr(metafunc.module, "REFERENCE_DRIVERS", REFERENCE_DRIVERS)
+        names = chosen or getattr(metafunc.module, "REFERENCE_DRIVERS", REFERENCE_DRIVERS)
         metafunc.parametrize("driver", names, indirect=True, scope="module")
+    if "driver_profile_name" in metafunc.fixturenames:
+        metafunc.parametrize("driver_profile_name", chosen or ALL_REFERENCE_DRIVERS)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from clusters import versions
 from clusters.providers import Lab
 from suites.framework import claims
 from suites.framework.claims import ClaimBuilder
+from suites.framework.verdicts import DriverFailure
 from suites.framework.waits import wait_for
 
 POD_TIMEOUT = 90
@@ -101,18 +102,40 @@ def events(api: client.ApiClient, namespace: str, name: str) -> str:
     return "\n".join(f"{e.type} {e.reason}: {e.message}" for e in items) or "(no events)"
 
 
+# The kubelet's event when a DRA driver's NodePrepareResources fails for a pod's claim.
+PREPARE_FAILED = "FailedPrepareDynamicResources"
+# Kubelet retries with a backoff: the third refusal in a row is the driver's answer, not a hiccup.
+REFUSALS = 3
+
+
+def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> str | None:
+    """The kubelet's event if the driver has refused to prepare the pod's claims REFUSALS times."""
+    items = client.CoreV1Api(api).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={name},reason={PREPARE_FAILED}").items
+    refused = [e for e in items if (e.count or 1) >= REFUSALS]
+    return f"{refused[0].reason} (x{refused[0].count}, {refused[0].source.component}): {refused[0].message}" if refused else None
+
+
 def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[str, ...] = ("Running",),
                timeout: float = POD_TIMEOUT) -> client.V1Pod:
+    """The pod once in one of `phases`. A driver that keeps refusing to prepare its claims is a
+    DriverFailure at once (the kubelet's event is the evidence); a timeout names the pod's events."""
     core = client.CoreV1Api(api)
 
     def reached() -> client.V1Pod | None:
         pod = core.read_namespaced_pod(name, namespace)
-        return pod if pod.status.phase in phases else None
+        if pod.status.phase in phases:
+            return pod
+        refusal = prepare_refusal(api, namespace, name)
+        if refusal:
+            raise DriverFailure(f"pod {namespace}/{name} cannot start: the DRA driver refused to prepare its claim; "
+                                f"kubelet: {refusal}")
+        return None
 
     try:
         return wait_for(f"pod {namespace}/{name} to be {'/'.join(phases)}", reached, timeout)
-    except AssertionError as e:
-        raise AssertionError(f"{e}\nevents of {name}:\n{events(api, namespace, name)}") from None
+    except AssertionError as e:  # a WaitTimeout or a DriverFailure: the same kind, with the pod's events
+        raise type(e)(f"{e}\nevents of {name}:\n{events(api, namespace, name)}") from None
 
 
 def run(api: client.ApiClient, namespace: str, pod: PodBuilder) -> client.V1Pod:

@@ -13,7 +13,8 @@ class WaitTimeout(AssertionError):
 
 
 def wait_for(what: str, check: Callable[[], T], timeout: float = 60, interval: float = 0.5) -> T:
-    """Return the first truthy result of `check()`; exceptions count as "not yet"."""
+    """Return the first truthy result of `check()`; exceptions count as "not yet", except an
+    AssertionError (a DriverFailure, say), which is a verdict already."""
     start = time.monotonic()
     last: object = None
     while True:
@@ -22,6 +23,8 @@ def wait_for(what: str, check: Callable[[], T], timeout: float = 60, interval: f
             if result:
                 return result
             last = result
+        except AssertionError:
+            raise
         except Exception as e:  # not there yet (404, connection refused, ...)
             last = f"{type(e).__name__}: {e}"
         if time.monotonic() - start > timeout:

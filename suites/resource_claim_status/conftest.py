@@ -15,6 +15,7 @@ pytest.register_assert_rewrite("suites.resource_claim_status.checks")
 from clusters.providers import Lab  # noqa: E402
 from suites.framework import claims, namespaces, pods, slices  # noqa: E402
 from suites.framework.claims import ClaimBuilder  # noqa: E402
+from suites.framework.verdicts import require  # noqa: E402
 
 DRIVER_A, DRIVER_B = "st-a.dralab.dev", "st-b.dralab.dev"
 DEVICES_PER_NODE = 4
@@ -37,7 +38,8 @@ def published(api, nodes: list[str]) -> contextlib.AbstractContextManager[None]:
 @pytest.fixture(scope="session")
 def published_only(lab: Lab, api) -> Iterator[PublishedOnly]:
     nodes = (lab.slice_only_nodes or [n.name for n in lab.nodes])[:2]
-    assert len(nodes) == 2, f"the ST API checks need two nodes; the lab has {nodes}"
+    require(len(nodes) == 2, f"the ST API checks need two nodes (slice-only or with a kubelet); the cluster has {nodes}",
+            "run them on a cluster with two nodes (the local lab has them)")
     with published(api, nodes), slices.publishing(api, [], classes=[DRIVER_A, DRIVER_B]):
         yield PublishedOnly(nodes)
 

@@ -12,10 +12,12 @@ from reports.certify import selection
 
 def test_only_maps_prefixes_to_suites_and_ids_to_their_tests() -> None:
     assert selection(None) == (["suites"], [])
-    assert selection("md, DA,md") == (["suites/device_metadata", "suites/derived_attributes"], [])
-    assert selection("md-01,DA-04,DA") == (["suites/device_metadata", "suites/derived_attributes"], ["DA", "MD-01"])
+    # DEP-01 comes with every selection: the driver must come up first.
+    dep = "suites/deployment"
+    assert selection("md, DA,md") == ([dep, "suites/device_metadata", "suites/derived_attributes"], [])
+    assert selection("md-01,DA-04,DA") == ([dep, "suites/device_metadata", "suites/derived_attributes"], ["DA", "MD-01"])
     for bad in ("MD,XX", "QQ-01", "MD-x"):
-        with pytest.raises(BadInput, match="unknown suite.*choose from LAB, MD, ST, DA, DP"):
+        with pytest.raises(BadInput, match="unknown suite.*choose from DEP, LAB, MD, ST, DA, DP"):
             selection(bad)
 
 
@@ -29,3 +31,36 @@ def test_bad_input_exits_2_naming_it(tmp_path, args: list[str], named: str) -> N
     assert result.exit_code == 2, result.output
     assert named in result.output
     assert not (tmp_path / "out").exists()  # nothing started, nothing written
+
+
+def _profile(tmp_path, **changes: object) -> str:
+    """A copy of the gpu profile beside its manifests, with fields replaced."""
+    import yaml
+
+    from drivers_under_test.profile import PROFILES_DIR
+
+    data = yaml.safe_load((PROFILES_DIR / "gpu.yaml").read_text())
+    data["manifests"] = [str(PROFILES_DIR / m) for m in data["manifests"]]
+    for variant in data["variants"].values():
+        variant["manifests"] = [str(PROFILES_DIR / m) for m in variant.get("manifests", [])]
+    path = tmp_path / "vendor.yaml"
+    path.write_text(yaml.safe_dump({**data, **changes}))
+    return str(path)
+
+
+def test_undefined_template_parameter_exits_2_before_anything_starts(tmp_path) -> None:
+    """DEP-02: named with its manifest, and every problem at once (here also a bad variant name)."""
+    manifest = tmp_path / "extra.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: ${NAMESPACE}}\ndata: {image: ${IMAGE}}\n")
+    profile = _profile(tmp_path, manifests=[str(manifest)], variants={"Leave_Files": {"args": ["--break=leave-files"]}})
+    result = CliRunner().invoke(main, ["certify", "--driver", profile, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "IMAGE" in result.output and "extra.yaml" in result.output and "Leave_Files" in result.output
+    assert not (tmp_path / "out").exists()  # nothing started, nothing written
+
+
+def test_a_profile_claiming_nothing_is_nothing_to_certify(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["certify", "--driver", _profile(tmp_path, capabilities=[]),
+                                       "--out", str(tmp_path / "out")])
+    assert result.exit_code == 4, result.output
+    assert result.output.strip().splitlines()[-1].startswith("NOTHING TO CERTIFY")
