@@ -117,6 +117,8 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
             _expose_sysfs(spec, profile.sysfs)
             for c in spec["containers"]:
                 c["args"] = [*c.get("args", []), *(chosen.args if chosen else [])]
+                # A container that dies leaves its last log lines in its status: DEP-01's evidence.
+                c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
     return Rendered(profile, variant, objects)
 
 
@@ -279,15 +281,27 @@ def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
 # Container states a driver does not recover from by waiting.
 STUCK = ("CrashLoopBackOff", "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName",
          "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+# A container that has died this often without becoming ready crash-loops, whatever state the
+# kubelet shows between two restarts.
+CRASHES = 2
+
+
+def _stuck(c) -> str | None:  # c: V1ContainerStatus
+    """Why a container of the driver will not come up by waiting, if it will not."""
+    waiting, died = c.state and c.state.waiting, c.last_state and c.last_state.terminated
+    if waiting and waiting.reason in STUCK:
+        return f"{waiting.reason}: {waiting.message or ''}".rstrip(": ")
+    if c.restart_count >= CRASHES and not c.ready and died:
+        return f"died {c.restart_count} times, last with exit code {died.exit_code}: {(died.message or '').strip()}"
+    return None
 
 
 def _failing_containers(core, profile: DriverProfile) -> list[str]:
     """The driver's containers that are stuck (crash-looping, image refused), with the reason."""
     pods = core.list_namespaced_pod(profile.namespace, label_selector=f"{PROFILE_LABEL}={profile.name}").items
-    return [f"pod {p.metadata.name} on {p.spec.node_name}: container {c.name} {c.state.waiting.reason}"
-            f" ({c.restart_count} restarts): {c.state.waiting.message or ''}".rstrip(": ")
+    return [f"pod {p.metadata.name} on {p.spec.node_name}: container {c.name} {why}"
             for p in pods for c in (p.status.container_statuses or []) + (p.status.init_container_statuses or [])
-            if c.state and c.state.waiting and c.state.waiting.reason in STUCK]
+            if (why := _stuck(c))]
 
 
 def _evidence(lab: Lab, profile: DriverProfile) -> str:

@@ -4,6 +4,7 @@ pods as YAML, and where the lab allows, the kubelet's plugin registrations on ea
 
 from __future__ import annotations
 
+import time
 from typing import Iterable
 
 import yaml
@@ -15,6 +16,7 @@ from drivers_under_test.profile import DriverProfile
 PROFILE_LABEL = "dralab.dev/profile"  # on every object and pod a deployment of a profile makes
 
 LOG_LINES = 80
+LOG_ATTEMPTS = 3
 ITEM_LIMIT = 8000  # characters per evidence item: the report stays readable
 
 
@@ -37,17 +39,26 @@ def events(api: client.ApiClient, namespace: str) -> str:
                      for e in items) or "(no events)"
 
 
+def _log(core: client.CoreV1Api, pod: client.V1Pod, container: str, previous: bool) -> str:
+    """A container's log; a crash-looping container's is briefly unreadable while it is replaced."""
+    failure = ""
+    for _ in range(LOG_ATTEMPTS):
+        try:
+            return core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace, container=container,
+                                                previous=previous, tail_lines=LOG_LINES)
+        except client.ApiException as e:
+            failure = f"(no log: {e.reason}: {e.body})"
+            time.sleep(1)
+    return failure
+
+
 def container_logs(api: client.ApiClient, pod: client.V1Pod) -> list[tuple[str, str]]:
     """Each container's current log, and its previous one where it has restarted."""
     core, found = client.CoreV1Api(api), []
     for status in pod.status.container_statuses or []:
         runs = [("current", False)] + ([("previous", True)] if status.restart_count else [])
         for which, previous in runs:
-            try:
-                text = core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace, container=status.name,
-                                                    previous=previous, tail_lines=LOG_LINES)
-            except client.ApiException as e:
-                text = f"(no log: {e.reason}: {e.body})"
+            text = _log(core, pod, status.name, previous)
             found.append((f"{which} log of {pod.metadata.namespace}/{pod.metadata.name} container {status.name} "
                           f"(restarts: {status.restart_count}; last {LOG_LINES} lines)", _clip(text or "(empty)")))
     return found

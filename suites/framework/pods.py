@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,16 +105,16 @@ def events(api: client.ApiClient, namespace: str, name: str) -> str:
 
 # The kubelet's event when a DRA driver's NodePrepareResources fails for a pod's claim.
 PREPARE_FAILED = "FailedPrepareDynamicResources"
-# Kubelet retries with a backoff: the third refusal in a row is the driver's answer, not a hiccup.
-REFUSALS = 3
+# The kubelet retries a refused prepare: a pod still not started this long after the first refusal
+# got the driver's answer, not a hiccup (a slow but correct driver gets the whole timeout).
+REFUSAL_GRACE = 30
 
 
-def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> str | None:
-    """The kubelet's event if the driver has refused to prepare the pod's claims REFUSALS times."""
+def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> client.CoreV1Event | None:
+    """The kubelet's event of the driver refusing to prepare the pod's claims, if there is one."""
     items = client.CoreV1Api(api).list_namespaced_event(
         namespace, field_selector=f"involvedObject.name={name},reason={PREPARE_FAILED}").items
-    refused = [e for e in items if (e.count or 1) >= REFUSALS]
-    return f"{refused[0].reason} (x{refused[0].count}, {refused[0].source.component}): {refused[0].message}" if refused else None
+    return items[-1] if items else None
 
 
 def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[str, ...] = ("Running",),
@@ -121,15 +122,19 @@ def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[s
     """The pod once in one of `phases`. A driver that keeps refusing to prepare its claims is a
     DriverFailure at once (the kubelet's event is the evidence); a timeout names the pod's events."""
     core = client.CoreV1Api(api)
+    first_refused: list[float] = []
 
     def reached() -> client.V1Pod | None:
         pod = core.read_namespaced_pod(name, namespace)
         if pod.status.phase in phases:
             return pod
         refusal = prepare_refusal(api, namespace, name)
-        if refusal:
-            raise DriverFailure(f"pod {namespace}/{name} cannot start: the DRA driver refused to prepare its claim; "
-                                f"kubelet: {refusal}")
+        if refusal is not None:
+            first_refused[:] = first_refused or [time.monotonic()]
+            if time.monotonic() - first_refused[0] > REFUSAL_GRACE:
+                raise DriverFailure(f"pod {namespace}/{name} cannot start: the DRA driver refused to prepare its claim "
+                                    f"for {REFUSAL_GRACE}s; kubelet ({refusal.source.component}, x{refusal.count}): "
+                                    f"{refusal.reason}: {refusal.message}")
         return None
 
     try:

@@ -33,7 +33,7 @@ def test_certify_against_a_broken_variant_exits_1_and_the_html_names_the_failure
     output = done.stdout + done.stderr
     assert done.returncode == 1, f"certify of gpu/wrong-path exited {done.returncode}, want 1:\n{output[-4000:]}"
     assert re.search(r"\[\s*\d+:\d\d\] FAIL\s+MD-01", output), f"no progress line for the failing test:\n{output}"
-    assert "FAIL MD-01:" in output and "NOT CERTIFIED" in output, output[-4000:]
+    assert "FAIL MD-01 (driver):" in output and output.strip().splitlines()[-1] == "NOT CERTIFIED: FAIL MD-01", output[-4000:]
 
     report = json.loads((out / "report.json").read_text())
     md01 = next(r for r in report["requirements"] if r["id"] == "MD-01")
@@ -67,7 +67,7 @@ def test_ctrl_c_during_certify_leaves_no_lab_behind(tmp_path) -> None:
              str(tmp_path / "out")], stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
-    while "deploying driver gpu" not in log.read_text():  # the lab is up: the interrupt finds something to tear down
+    while "deploying driver profile gpu" not in log.read_text():  # the lab is up: the interrupt finds something to tear down
         assert certify.poll() is None and time.monotonic() < deadline, log.read_text()
         time.sleep(0.2)
     time.sleep(3)
