@@ -64,3 +64,33 @@ def test_a_profile_claiming_nothing_is_nothing_to_certify(tmp_path) -> None:
                                        "--out", str(tmp_path / "out")])
     assert result.exit_code == 4, result.output
     assert result.output.strip().splitlines()[-1].startswith("NOTHING TO CERTIFY")
+
+
+def test_an_image_archive_without_platform_exits_2_before_anything_starts(tmp_path) -> None:
+    """DEP-02: an image config without os/architecture, which containerd and the kubelet refuse."""
+    import hashlib
+    import io
+    import json
+    import tarfile
+
+    def blob(tar: tarfile.TarFile, data: bytes) -> dict[str, object]:
+        digest = hashlib.sha256(data).hexdigest()
+        info = tarfile.TarInfo(f"blobs/sha256/{digest}")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        return {"digest": f"sha256:{digest}", "size": len(data)}
+
+    archive = tmp_path / "driver.tar"
+    with tarfile.open(archive, "w") as tar:
+        config = blob(tar, json.dumps({"config": {}, "rootfs": {"type": "layers", "diff_ids": []}}).encode())
+        manifest = blob(tar, json.dumps({"schemaVersion": 2, "config": config, "layers": []}).encode())
+        index = json.dumps({"schemaVersion": 2, "manifests": [
+            {"mediaType": "application/vnd.oci.image.manifest.v1+json", **manifest}]}).encode()
+        info = tarfile.TarInfo("index.json")
+        info.size = len(index)
+        tar.addfile(info, io.BytesIO(index))
+    result = CliRunner().invoke(main, ["certify", "--driver", _profile(tmp_path, images=[{"archive": str(archive)}]),
+                                       "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "driver.tar" in result.output and "architecture" in result.output
+    assert not (tmp_path / "out").exists()
