@@ -15,6 +15,7 @@ import pytest
 from clusters.errors import BadInput
 from drivers_under_test.profile import LAB_PARAMETERS, shipped_profiles
 from drivers_under_test.validate import LAB_EXAMPLE, validate, validate_or_raise
+from tests.unit.test_driver_profiles import PROFILE as VENDOR_PROFILE
 
 MANIFEST = """
 apiVersion: apps/v1
@@ -27,19 +28,8 @@ spec:
       - {name: plugin, image: "${IMAGE}", args: ["--root=${KUBELET_ROOT_DIR}", "--cost=$$5"]}
 """
 
-PROFILE = """
-name: vendor
-description: A vendor's driver
-drivers: [gpu.vendor.example]
-capabilities: [metadata]
-hardware: gpu-small
-namespace: vendor-system
-images: [{archive: driver.tar}]
-manifests: [driver.yaml]
-parameters: {IMAGE: vendor/driver:1.0}
-variants:
-  broken: {args: [--broken], breaks: [MD-14]}
-"""
+# The vendor profile of the profile tests, its image a parameter of the manifest.
+PROFILE = VENDOR_PROFILE.replace("{MODE: fast}", "{IMAGE: vendor/driver:1.0}")
 
 PLATFORM = {"os": "linux", "architecture": "amd64"}
 
