@@ -110,11 +110,17 @@ PREPARE_FAILED = "FailedPrepareDynamicResources"
 REFUSAL_GRACE = 30
 
 
+# The kubelet's words while a driver's new pod has yet to register (a rollout): not an answer of the
+# driver's; if it lasts, the wait's timeout judges it.
+NOT_YET_REGISTERED = "is not registered"
+
+
 def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> client.CoreV1Event | None:
     """The kubelet's event of the driver refusing to prepare the pod's claims, if there is one."""
     items = client.CoreV1Api(api).list_namespaced_event(
         namespace, field_selector=f"involvedObject.name={name},reason={PREPARE_FAILED}").items
-    return items[-1] if items else None
+    refusals = [e for e in items if NOT_YET_REGISTERED not in (e.message or "")]
+    return refusals[-1] if refusals else None
 
 
 def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[str, ...] = ("Running",),
