@@ -20,7 +20,7 @@ from clusters import versions
 from clusters import residue
 from clusters.children import run_to_completion
 from clusters.errors import BadInput
-from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, renamed
+from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, renamed, scale
 from clusters.progress import console, run_logged
 from drivers_under_test.profile import DriverProfile
 from drivers_under_test.validate import validate_or_raise
@@ -192,4 +192,4 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
 
 def _lab_names() -> list[str]:
     """The local labs a certification may start (each under certify's own prefix)."""
-    return [renamed(cfg, LAB_PREFIX).name for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT)]
+    return [renamed(cfg, LAB_PREFIX).name for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))]
