@@ -17,8 +17,8 @@ from clusters.lab_configurations import PREFIX, SESSION_LAB, renamed
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
 from dralab import verdicts
 from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
-from suites import catalogue
 from drivers_under_test import evidence as driver_evidence
+from suites import catalogue
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.verdicts import Blocked
@@ -275,8 +275,6 @@ def local_only(lab: Lab) -> Lab:
     return lab
 
 
-
-
 _evidence = pytest.StashKey[Evidence]()
 
 
@@ -291,25 +289,8 @@ def evidence(request: pytest.FixtureRequest) -> Evidence:
 _log_marks = pytest.StashKey[dict[Path, int]]()
 
 
-def _component_logs(item: pytest.Item) -> dict[Path, str]:
-    """The component logs of the labs a test uses, each with a label naming lab and component."""
-    labs: list[Lab] = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Lab)]
-    if not labs and "lab" in getattr(item, "fixturenames", ()):
-        try:
-            labs = [item._request.getfixturevalue("lab")]  # type: ignore[attr-defined]
-        except Exception:
-            return {}
-    return {path: f"{path.relative_to(lab.log_dir)} (lab {lab.log_dir.parent.name})"
-            for lab in labs for path in sorted(lab.log_dir.rglob("*.log"))}
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    item.stash[_log_marks] = {p: p.stat().st_size for p in _component_logs(item)}
-    yield
-
-
 def _labs_of(item: pytest.Item) -> list[Lab]:
+    """The labs a test uses: those among its arguments, else the session lab if it asks for it."""
     labs: list[Lab] = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Lab)]
     if not labs and "lab" in getattr(item, "fixturenames", ()):
         try:
@@ -317,6 +298,18 @@ def _labs_of(item: pytest.Item) -> list[Lab]:
         except Exception:
             return []
     return labs
+
+
+def _component_logs(item: pytest.Item) -> dict[Path, str]:
+    """The component logs of the labs a test uses, each with a label naming lab and component."""
+    return {path: f"{path.relative_to(lab.log_dir)} (lab {lab.log_dir.parent.name})"
+            for lab in _labs_of(item) for path in sorted(lab.log_dir.rglob("*.log"))}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    item.stash[_log_marks] = {p: p.stat().st_size for p in _component_logs(item)}
+    yield
 
 
 def _levels(item: pytest.Item) -> list[str]:
@@ -365,12 +358,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     outcome = yield
     report = outcome.get_result()
     error = call.excinfo.value if call.excinfo is not None else None
-    if isinstance(error, NotSupported):
+    if isinstance(error, (NotSupported, Blocked)):  # not applicable here, or kept from running
         report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {error}")
-        return
-    if isinstance(error, Blocked):
-        report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {error}")
-        item.user_properties += [(VERDICT, verdicts.BLOCKED), (BLOCKED_BY, error.by)]
+        if isinstance(error, Blocked):
+            item.user_properties += [(VERDICT, verdicts.BLOCKED), (BLOCKED_BY, error.by)]
         return
     evidence = item.stash.get(_evidence, Evidence())
     if report.when == "call":

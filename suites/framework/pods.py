@@ -108,8 +108,6 @@ PREPARE_FAILED = "FailedPrepareDynamicResources"
 # The kubelet retries a refused prepare: a pod still not started this long after the first refusal
 # got the driver's answer, not a hiccup (a slow but correct driver gets the whole timeout).
 REFUSAL_GRACE = 30
-
-
 # The kubelet's words while a driver's new pod has yet to register (a rollout): not an answer of the
 # driver's; if it lasts, the wait's timeout judges it.
 NOT_YET_REGISTERED = "is not registered"
@@ -125,8 +123,9 @@ def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> client.
 
 def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[str, ...] = ("Running",),
                timeout: float = POD_TIMEOUT) -> client.V1Pod:
-    """The pod once in one of `phases`. A driver that keeps refusing to prepare its claims is a
-    DriverFailure at once (the kubelet's event is the evidence); a timeout names the pod's events."""
+    """The pod once in one of `phases`. A driver that still refuses to prepare its claims
+    REFUSAL_GRACE seconds after its first refusal is a DriverFailure (the kubelet's event is the
+    evidence), without waiting out the timeout; a timeout names the pod's events."""
     core = client.CoreV1Api(api)
     first_refused: list[float] = []
 
