@@ -25,12 +25,16 @@ def load_yaml(path: Path, what: str) -> object:
         raise BadInput(f"{what} {path} is not valid YAML{at}: {getattr(e, 'problem', e)}") from None
 
 
+def field_errors(e: ValidationError) -> list[str]:
+    """Each schema error as `field.path: message`."""
+    return [f"{'.'.join(map(str, err['loc'])) or '(top level)'}: {err['msg']}" for err in e.errors()]
+
+
 def validated(model: type[M], data: object, path: Path, what: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        lines = [f"  {'.'.join(map(str, err['loc'])) or '(top level)'}: {err['msg']}" for err in e.errors()]
-        raise BadInput(f"{what} {path} is invalid:\n" + "\n".join(lines)) from None
+        raise BadInput(f"{what} {path} is invalid:\n" + "\n".join(f"  {line}" for line in field_errors(e))) from None
 
 
 def profile_path(name_or_path: str, shipped_dir: Path, what: str) -> Path:

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from clusters.errors import BadInput
-from clusters.yaml_profiles import load_yaml, profile_path
+from clusters.yaml_profiles import field_errors, load_yaml, profile_path
 from drivers_under_test.profile import PROFILES_DIR, WHAT, DriverProfile
 
 VARIANT_NAME = re.compile(r"^[a-z0-9][-a-z0-9]*$")
@@ -51,8 +51,7 @@ def validate(name_or_path: str, known_ids: set[str] | None = None) -> tuple[Driv
     try:
         profile = DriverProfile.model_validate(data).model_copy(update={"source": path.resolve()})
     except ValidationError as e:
-        return None, [f"{WHAT} {path}: {'.'.join(map(str, err['loc'])) or '(top level)'}: {err['msg']}"
-                      for err in e.errors()]
+        return None, [f"{WHAT} {path}: {line}" for line in field_errors(e)]
     problems = profile.reference_problems()
     params = profile.template_parameters(LAB_EXAMPLE)
     manifests = [*profile.manifests, *(m for v in profile.variants.values() for m in v.manifests)]
