@@ -79,7 +79,8 @@ GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST)
 
 # Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
 # image's busybox, libseccomp for building runc, and chromium, which renders the HTML reports in
-# their tests (headless screenshots).
+# their tests (headless screenshots), and lspci with pci.ids, the reference reader of the emulated
+# PCI tree in its tests.
 DEBIAN_PACKAGES = {
     "containernetworking-plugins": Path("/usr/lib/cni/bridge"),
     "busybox-static": Path("/bin/busybox"),
@@ -87,5 +88,7 @@ DEBIAN_PACKAGES = {
     "iptables": Path("/usr/sbin/iptables"),
     "conntrack": Path("/usr/sbin/conntrack"),
     "chromium": Path("/usr/bin/chromium"),
+    "pciutils": Path("/usr/bin/lspci"),
+    "pci.ids": Path("/usr/share/misc/pci.ids"),
 }
 CNI_BIN_DIR = Path("/usr/lib/cni")
