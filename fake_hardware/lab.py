@@ -70,7 +70,7 @@ class HardwareLab:
         netdevs.create_fabric(self.cfg.fabric_bridge)
         for hw in self.nodes.values():
             sysfs.write_tree(hw.sys_root, hw.plan)
-            netdevs.create([(fn, hw.peer(fn)) for fn in hw.plan.netdevs()], hw.netns, self.cfg.fabric_bridge)
+            netdevs.create([(fn, hw.peer(fn)) for fn in hw.plan.at_boot() if fn.netdev], hw.netns, self.cfg.fabric_bridge)
         self._save({})
 
     # Faults (HW-04) ----------------------------------------------------------------------
@@ -91,7 +91,9 @@ class HardwareLab:
         self._save(faults)
 
     def _with_vfs(self, hw: NodeHardware, fn: PciFunction) -> list[PciFunction]:
-        return [fn] + [hw.plan.by_bdf(vf) for vf in fn.virtfns]
+        """The function and the VFs it has now (a PF's come and go with sriov_numvfs)."""
+        vfs = [hw.plan.by_bdf(vf) for vf in fn.virtfns]
+        return [fn] + [vf for vf in vfs if sysfs.device_dir(hw.sys_root, vf).exists()]
 
     def remove_device(self, node: str, device: str) -> None:
         """The device disappears: its tree entries (a NIC's VFs too) and its netdevs."""
@@ -107,7 +109,8 @@ class HardwareLab:
     def restore_device(self, node: str, device: str) -> None:
         hw = self.node(node)
         fn = self._device(hw, device, ("gpu", "nic", "vf"))
-        restored = self._with_vfs(hw, fn)
+        # A NIC comes back as it booted: with the VFs its profile enables.
+        restored = [fn] + [vf for vf in map(hw.plan.by_bdf, fn.virtfns) if vf.at_boot]
         for f in restored:
             sysfs.write_function(hw.sys_root, hw.plan, f)
         netdevs.create([(f, hw.peer(f)) for f in restored if f.netdev], hw.netns, self.cfg.fabric_bridge)
@@ -147,6 +150,7 @@ class HardwareLab:
             for fn in hw.plan.functions:
                 if fn.kind in ("gpu", "nic", "vf"):
                     state = "removed" if fn.name in removed or (fn.physfn and hw.plan.by_bdf(fn.physfn).name in removed) \
+                        else "not enabled" if not sysfs.device_dir(hw.sys_root, fn).exists() \
                         else "unhealthy" if fn.name in unhealthy else "present"
                     rows.append({"node": hw.name, "device": fn.name, "kind": fn.kind, "bdf": fn.bdf, "numa": fn.numa,
                                  "netdev": fn.netdev, "mac": fn.mac, "uuid": (fn.gpu or {}).get("uuid"), "state": state})

@@ -63,7 +63,7 @@ def _files(fn: PciFunction) -> dict[str, str | bytes]:
     if fn.gpu is not None:
         files[GPU_INFO_FILE] = json.dumps({**fn.gpu, "health": "healthy"}, indent=2) + "\n"
     if fn.kind == "nic" and fn.sriov_total:
-        files.update({"sriov_totalvfs": f"{fn.sriov_total}\n", "sriov_numvfs": f"{len(fn.virtfns)}\n",
+        files.update({"sriov_totalvfs": f"{fn.sriov_total}\n", "sriov_numvfs": f"{fn.sriov_num_at_boot}\n",
                       "sriov_offset": "1\n", "sriov_stride": "1\n", "sriov_vf_device": f"{fn.sriov_vf_device:04x}\n"})
     return files
 
@@ -142,7 +142,7 @@ def write_tree(root: Path, plan: NodePlan) -> None:
     # has /sys/class/net): drivers and their hostPath mounts rely on that.
     for index in ("devices/pci0000:00", "bus/pci/devices", "bus/pci/drivers", "class/net", "kernel/iommu_groups"):
         (root / index).mkdir(parents=True, exist_ok=True)
-    for fn in plan.functions:
+    for fn in plan.at_boot():
         write_function(root, plan, fn)
     numa_dir = root / "devices" / "system" / "node"
     for numa in plan.profile.numa_nodes:

@@ -39,9 +39,11 @@ class PciFunction:
     mac: str | None = None
     gpu: dict[str, object] | None = None
     physfn: str | None = None  # VF: the PF's BDF
-    virtfns: list[str] = field(default_factory=list)  # PF: its VFs' BDFs, in VF order
+    virtfns: list[str] = field(default_factory=list)  # PF: the BDFs of all its possible VFs (sriov_totalvfs), in VF order
     sriov_total: int = 0
     sriov_vf_device: int = 0
+    sriov_num_at_boot: int = 0  # PF: how many VFs are enabled when the node comes up
+    at_boot: bool = True  # False for the VFs beyond sriov_num_at_boot: they exist once sriov_numvfs asks for them
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -78,7 +80,11 @@ class NodePlan:
         return next(fn for fn in self.functions if fn.bdf == bdf)
 
     def netdevs(self) -> list[PciFunction]:
+        """Every function that can have a netdev, including VFs not enabled at boot (their index is stable)."""
         return [fn for fn in self.functions if fn.netdev]
+
+    def at_boot(self) -> list[PciFunction]:
+        return [fn for fn in self.functions if fn.at_boot]
 
 
 def _bdf(bus: int, dev: int, fn: int = 0) -> str:
@@ -109,11 +115,12 @@ def plan_node(profile: NodeProfile, node: str, seed: int) -> NodePlan:
         functions.append(pf)
         if dev.sriov:
             pf.sriov_total, pf.sriov_vf_device = dev.sriov.total_vfs, int(dev.sriov.vf_device, 16)
-            for i in range(dev.sriov.num_vfs):
+            pf.sriov_num_at_boot = dev.sriov.num_vfs
+            for i in range(dev.sriov.total_vfs):
                 slot = i + 1  # VF offset 1, stride 1
                 vf = PciFunction(
                     bdf=_bdf(bus, slot // 8, slot % 8), kind="vf", class_code=CLASS_ETHERNET,
-                    iommu_group=next(iommu), physfn=bdf, netdev=f"{dev.ifname}v{i}",
+                    iommu_group=next(iommu), physfn=bdf, netdev=f"{dev.ifname}v{i}", at_boot=i < dev.sriov.num_vfs,
                     mac=mac_address(seed, node, dev.name, i),
                     **{**common, "name": f"{dev.name}-vf{i}", "device": pf.sriov_vf_device, "subsystem_device": 0})
                 pf.virtfns.append(vf.bdf)

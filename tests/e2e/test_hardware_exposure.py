@@ -41,7 +41,7 @@ def test_driver_pod_reads_the_tree_at_standard_paths_and_under_a_root_prefix(loc
         assert finished.status.phase == "Succeeded", out
         plan = hardware.node(node.name).plan
         gpu, vf = plan.by_name("gpu0"), plan.by_name("nic0-vf0")
-        assert int(out[0]) == len(plan.functions)
+        assert int(out[0]) == len(plan.at_boot())
         assert out[1] == "0x10de"
         info = json.loads("".join(out[2:9]))
         assert info["uuid"] == gpu.gpu["uuid"] and info["health"] == "healthy"

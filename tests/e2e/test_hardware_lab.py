@@ -46,11 +46,11 @@ def hw() -> Iterator[HardwareLab]:
 def test_dgx_like_has_32_vf_netdevs_per_node_with_the_profile_macs(hw: HardwareLab) -> None:
     for node in hw.nodes.values():
         present = links(node.netns)
-        vfs = [fn for fn in node.plan.netdevs() if fn.kind == "vf"]
-        assert len(vfs) == 32
-        assert {fn.netdev: present.get(fn.netdev) for fn in node.plan.netdevs()} == \
-            {fn.netdev: fn.mac for fn in node.plan.netdevs()}
-    macs = [fn.mac for node in hw.nodes.values() for fn in node.plan.netdevs()]
+        booted = [fn for fn in node.plan.at_boot() if fn.netdev]
+        assert len([fn for fn in booted if fn.kind == "vf"]) == 32
+        assert {fn.netdev: present.get(fn.netdev) for fn in booted} == {fn.netdev: fn.mac for fn in booted}
+        assert not any(fn.netdev in present for fn in node.plan.netdevs() if not fn.at_boot), "VFs not enabled have netdevs"
+    macs = [fn.mac for node in hw.nodes.values() for fn in node.plan.at_boot() if fn.netdev]
     assert len(set(macs)) == len(macs) == 80, "MACs collide between nodes"
 
 
@@ -114,7 +114,7 @@ def test_lspci_reads_the_tree_with_names_numa_nodes_and_topology(hw: HardwareLab
                               capture_output=True, text=True, check=True).stdout
 
     listing = lspci("-D").splitlines()
-    assert len(listing) == len(node.plan.functions) == 72
+    assert len(listing) == len(node.plan.at_boot()) == 72
     assert sum("3D controller: NVIDIA Corporation GA100 [A100 SXM4 40GB]" in line for line in listing) == 8
     assert sum("Mellanox Technologies MT2892 Family [ConnectX-6 Dx]" in line for line in listing) == 8
     assert sum("ConnectX Family mlx5Gen Virtual Function" in line for line in listing) == 32
