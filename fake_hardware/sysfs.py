@@ -78,12 +78,17 @@ def write_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
     for name, content in _files(fn).items():
         (staging / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     if fn.netdev:
-        (staging / "net" / fn.netdev).mkdir(parents=True)
-        (staging / "net" / fn.netdev / "address").write_text(f"{fn.mac}\n")
+        _write_netdev_dir(staging / "net" / fn.netdev, fn)
     if final.exists():
         shutil.rmtree(final)
     os.rename(staging, final)
     _link_function(root, plan, fn)
+
+
+def _write_netdev_dir(directory: Path, fn: PciFunction) -> None:
+    """The attributes of a function's netdev, class/net/<ifname> as the kernel shows it."""
+    directory.mkdir(parents=True)
+    (directory / "address").write_text(f"{fn.mac}\n")
 
 
 def _link_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
@@ -150,3 +155,31 @@ def write_tree(root: Path, plan: NodePlan) -> None:
         write_atomic(numa_dir / f"node{numa.id}" / "cpulist", f"{numa.cpus}\n")
     ids = sorted(n.id for n in plan.profile.numa_nodes)
     write_atomic(numa_dir / "online", f"{ids[0]}-{ids[-1]}\n" if len(ids) > 1 else f"{ids[0]}\n")
+
+
+def write_netdev(root: Path, fn: PciFunction) -> None:
+    """A function's netdev appears (its network driver registered it): assembled aside, renamed in."""
+    final = device_dir(root, fn) / "net" / str(fn.netdev)
+    staging = final.with_name(f".{fn.netdev}.tmp")
+    if staging.exists():
+        shutil.rmtree(staging)
+    _write_netdev_dir(staging, fn)
+    if final.exists():
+        shutil.rmtree(final)
+    os.rename(staging, final)
+    link_atomic(root / "class" / "net" / str(fn.netdev), final)
+
+
+def remove_netdev(root: Path, fn: PciFunction) -> None:
+    (root / "class" / "net" / str(fn.netdev)).unlink(missing_ok=True)
+    net = device_dir(root, fn) / "net"
+    if net.exists():
+        shutil.rmtree(net)
+
+
+def unlink_driver(root: Path, fn: PciFunction) -> None:
+    """The function has no driver: no driver link, and no netdev a driver would have registered."""
+    (root / "bus" / "pci" / "drivers" / (fn.driver or "-") / fn.bdf).unlink(missing_ok=True)
+    (device_dir(root, fn) / "driver").unlink(missing_ok=True)
+    if fn.netdev:
+        remove_netdev(root, fn)
