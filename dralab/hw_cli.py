@@ -26,7 +26,7 @@ def hw() -> None:
 @click.option("--nodes", default=2, show_default=True)
 def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int) -> None:
     """Build the hardware of NODES nodes, each in its own network namespace, without Kubernetes."""
-    from clusters.local import network, preflight
+    from clusters.local import hardware, network, preflight
     from clusters.local.cluster import LocalCluster, teardown
     from fake_hardware.lab import HardwareLab
 
@@ -43,13 +43,12 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
         LocalCluster.state_file(name).write_text(cfg.model_dump_json(indent=2))
         for node in cfg.node_names():
             network.sh("ip", "netns", "add", cfg.netns(node))
-        lab = HardwareLab(cfg)
-        lab.build()
+        hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs")
     except BaseException:
         teardown(cfg)
         raise
     console.print(f"hardware lab {name!r} up in {time.monotonic() - start:.2f}s")
-    for hw_node in lab.nodes.values():
+    for hw_node in HardwareLab(cfg).nodes.values():
         console.print(f"  {hw_node.name}: {cfg.hardware[hw_node.name]}, tree {hw_node.sys_root}, netns {hw_node.netns}")
 
 

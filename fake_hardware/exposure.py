@@ -18,17 +18,18 @@ SYSFS_ROOT_IN_CONTAINER = "/var/run/dralab/sys"
 
 
 def standard_sysfs_mounts(root: str = NODE_SYSFS_ROOT) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(volumes, volumeMounts) putting the fake tree at the standard /sys paths, read-only."""
+    """(volumes, volumeMounts) putting the fake tree at the standard /sys paths, writable as a
+    privileged container's /sys is: drivers write sriov_numvfs, bind and driver_override (HW-08)."""
     volumes, mounts = [], []
     for sub in STANDARD_PATHS:
         name = "fake-sys-" + sub.replace("/", "-").replace("_", "-")
         volumes.append({"name": name, "hostPath": {"path": f"{root}/{sub}", "type": "Directory"}})
-        mounts.append({"name": name, "mountPath": f"/sys/{sub}", "readOnly": True})
+        mounts.append({"name": name, "mountPath": f"/sys/{sub}"})
     return volumes, mounts
 
 
 def sysfs_root_mount(root: str = NODE_SYSFS_ROOT) -> tuple[dict[str, Any], dict[str, Any], str]:
     """(volume, volumeMount, flag) for drivers that read sysfs under a prefix."""
     return ({"name": "fake-sysfs-root", "hostPath": {"path": root, "type": "Directory"}},
-            {"name": "fake-sysfs-root", "mountPath": SYSFS_ROOT_IN_CONTAINER, "readOnly": True},
+            {"name": "fake-sysfs-root", "mountPath": SYSFS_ROOT_IN_CONTAINER},
             f"--sysfs-root={SYSFS_ROOT_IN_CONTAINER}")

@@ -40,8 +40,38 @@ class NodeHardware:
         """The tree's host path: NODE_SYSFS_ROOT inside the node's private /var/lib."""
         return self.cfg.lab_dir / "nodes" / self.name / "var-lib" / Path(NODE_SYSFS_ROOT).relative_to("/var/lib")
 
+    @property
+    def dev_dir(self) -> Path:
+        """The node's own /dev entries (its /dev/vfio), as a host path."""
+        return self.cfg.lab_dir / "nodes" / self.name / "dev"
+
+    def agent_ready_file(self) -> Path:
+        return self.cfg.lab_dir / "nodes" / self.name / "hardware-agent.ready"
+
     def peer(self, fn: PciFunction) -> str:
         return self.cfg.fabric_peer(self.index, self.plan.netdevs().index(fn))
+
+    def plug(self, fns: list[PciFunction], bound: bool = True) -> None:
+        """Functions appear in the tree; bound to their driver, those with a netdev get it."""
+        for fn in fns:
+            sysfs.write_function(self.sys_root, self.plan, fn)
+            if not bound:
+                sysfs.unlink_driver(self.sys_root, fn)
+        if bound:
+            netdevs.create([(f, self.peer(f)) for f in fns if f.netdev], self.netns, self.cfg.fabric_bridge)
+
+    def unplug(self, fns: list[PciFunction]) -> None:
+        for fn in reversed(fns):
+            sysfs.remove_function(self.sys_root, self.plan, fn)
+        netdevs.delete([self.peer(f) for f in fns if f.netdev])
+
+    def add_netdev(self, fn: PciFunction) -> None:
+        sysfs.write_netdev(self.sys_root, fn)
+        netdevs.create([(fn, self.peer(fn))], self.netns, self.cfg.fabric_bridge)
+
+    def remove_netdev(self, fn: PciFunction) -> None:
+        sysfs.remove_netdev(self.sys_root, fn)
+        netdevs.delete([self.peer(fn)])
 
 
 class HardwareLab:
@@ -99,10 +129,7 @@ class HardwareLab:
         """The device disappears: its tree entries (a NIC's VFs too) and its netdevs."""
         hw = self.node(node)
         fn = self._device(hw, device, ("gpu", "nic", "vf"))
-        removed = self._with_vfs(hw, fn)
-        for f in reversed(removed):
-            sysfs.remove_function(hw.sys_root, hw.plan, f)
-        netdevs.delete([hw.peer(f) for f in removed if f.netdev])
+        hw.unplug(self._with_vfs(hw, fn))
         self._sync_num_vfs(hw, fn)
         self._record(node, "removed", device, True)
 
@@ -110,10 +137,7 @@ class HardwareLab:
         hw = self.node(node)
         fn = self._device(hw, device, ("gpu", "nic", "vf"))
         # A NIC comes back as it booted: with the VFs its profile enables.
-        restored = [fn] + [vf for vf in map(hw.plan.by_bdf, fn.virtfns) if vf.at_boot]
-        for f in restored:
-            sysfs.write_function(hw.sys_root, hw.plan, f)
-        netdevs.create([(f, hw.peer(f)) for f in restored if f.netdev], hw.netns, self.cfg.fabric_bridge)
+        hw.plug([fn] + [vf for vf in map(hw.plan.by_bdf, fn.virtfns) if vf.at_boot])
         self._sync_num_vfs(hw, fn)
         self._record(node, "removed", device, False)
 

@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Sequence
 
 from clusters.config import ClusterConfig, labs_root
 from clusters.errors import BadInput
-from clusters.local import cgroups, configs, network, preflight, supervisor
+from clusters.local import cgroups, configs, hardware, network, preflight, supervisor
 from clusters.local.node import LocalNode
 from clusters.local.readiness import wait_cluster_ready
 from clusters.local.waits import https_ok, wait_for
@@ -118,9 +118,7 @@ class LocalCluster:
             apiserver = self._start("kube-apiserver", configs.apiserver_command(self.tools, cfg, pki, pki["ca"].cert))
             _parallel(lambda n: n.create(self._pki, self.server), self.nodes)
             if cfg.hardware:  # before the kubelets, so drivers find their devices from the start
-                from fake_hardware.lab import HardwareLab
-
-                HardwareLab(cfg).build()
+                hardware.bring_up(cfg, self.state_file(cfg.name), self.log_dir)
             for node in self.nodes:
                 node.start_containerd()
             _parallel(lambda n: (n.wait_containerd(), n.import_images([i.archive for i in self.tools.node_images])), self.nodes)

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -151,3 +151,90 @@ def test_build_and_teardown_benchmark_and_determinism(capsys) -> None:
         print(f"\nBENCHMARK dgx-like hardware (72 PCI functions, 40 netdevs per node), 2 nodes: "
               f"build {built:.2f}s ({built / 2:.2f}s per node), teardown {torn:.2f}s ({torn / 2:.2f}s per node), "
               "command start to end")
+
+
+# Kernel-side behaviour (HW-08): the node's hardware agent acts on writes as the kernel would. ----
+
+
+def settled(what: str, condition: Callable[[], bool], timeout: float = 10.0) -> float:
+    """Seconds until `condition` held (printed: the requirement's budget is one second)."""
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout, f"{what}: not seen within {timeout:.0f}s"
+        time.sleep(0.02)
+    took = time.monotonic() - start
+    print(f"BENCHMARK hardware agent: {what} in {took * 1000:.0f} ms")
+    return took
+
+
+@pytest.mark.requirement("HW-08")
+def test_sriov_numvfs_writes_create_and_remove_vfs_and_bad_values_are_refused(hw: HardwareLab) -> None:
+    node = hw.nodes["node-2"]
+    pf = node.plan.by_name("nic5")
+    pf_dir, numvfs = node.sys_root / "bus" / "pci" / "devices" / pf.bdf, node.sys_root / "bus" / "pci" / "devices" / pf.bdf / "sriov_numvfs"
+    vfs = [node.plan.by_bdf(b) for b in pf.virtfns]
+    assert len(vfs) == 8 and numvfs.read_text() == "4\n"
+
+    numvfs.write_text("0")
+    settled("sriov_numvfs 4 -> 0", lambda: not any(vf.netdev in links(node.netns) for vf in vfs))
+    assert numvfs.read_text() == "0\n" and not list(pf_dir.glob("virtfn*"))
+    assert not any((node.sys_root / "class" / "net" / str(vf.netdev)).exists() for vf in vfs)
+
+    numvfs.write_text("8\n")
+    settled("sriov_numvfs 0 -> 8", lambda: all(vf.netdev in links(node.netns) for vf in vfs))
+    assert numvfs.read_text() == "8\n"
+    assert {links(node.netns)[vf.netdev] for vf in vfs} == {vf.mac for vf in vfs}
+    assert [os.readlink(pf_dir / f"virtfn{i}") for i in range(8)] == [f"../{vf.bdf}" for vf in vfs]
+    assert all(os.readlink(node.sys_root / "bus" / "pci" / "devices" / vf.bdf / "physfn") == f"../{pf.bdf}" for vf in vfs)
+
+    # The kernel refuses more than sriov_totalvfs (ERANGE) and a change between two non-zero
+    # counts (EBUSY): the attribute keeps its value and the agent's log says why.
+    agent_log = hw.cfg.lab_dir / "logs" / "node-2-hardware-agent.log"
+    for refused, errno_name in (("9", "ERANGE"), ("3", "EBUSY")):
+        numvfs.write_text(refused)
+        settled(f"sriov_numvfs {refused} refused", lambda: f"write of '{refused}'" in agent_log.read_text())
+        assert errno_name in agent_log.read_text().splitlines()[-1] and numvfs.read_text() == "8\n"
+    assert len(list(pf_dir.glob("virtfn*"))) == 8
+
+
+@pytest.mark.requirement("HW-08")
+def test_driver_override_and_bind_move_a_vf_to_vfio_pci_and_back(hw: HardwareLab) -> None:
+    node = hw.nodes["node-2"]
+    vf = node.plan.by_name("nic6-vf1")
+    dev = node.sys_root / "bus" / "pci" / "devices" / vf.bdf
+    drivers = node.sys_root / "bus" / "pci" / "drivers"
+    group = node.dev_dir / "vfio" / str(vf.iommu_group)
+    assert os.readlink(dev / "driver").endswith("/mlx5_core") and (dev / "driver_override").read_text() == "(null)\n"
+
+    (dev / "driver_override").write_text("vfio-pci")
+    (drivers / "mlx5_core" / "unbind").write_text(vf.bdf)
+    settled("unbind from mlx5_core", lambda: vf.netdev not in links(node.netns))
+    assert not (dev / "driver").exists() and not (drivers / "mlx5_core" / vf.bdf).exists()
+    (node.sys_root / "bus" / "pci" / "drivers_probe").write_text(vf.bdf)
+    settled("drivers_probe binds the override, vfio-pci", lambda: group.exists())
+    assert os.readlink(dev / "driver").endswith("/vfio-pci") and (drivers / "vfio-pci" / vf.bdf).is_symlink()
+    assert group.is_char_device() and (node.dev_dir / "vfio" / "vfio").is_char_device()
+    assert not (node.sys_root / "class" / "net" / str(vf.netdev)).exists()
+
+    # Back: clear the override, unbind from vfio-pci, bind to the native driver: the netdev returns.
+    (dev / "driver_override").write_text("\n")
+    (drivers / "vfio-pci" / "unbind").write_text(vf.bdf)
+    settled("unbind from vfio-pci", lambda: not group.exists())
+    (drivers / "mlx5_core" / "bind").write_text(vf.bdf)
+    settled("bind to mlx5_core", lambda: vf.netdev in links(node.netns))
+    assert links(node.netns)[vf.netdev] == vf.mac and (node.sys_root / "class" / "net" / str(vf.netdev)).exists()
+    assert (dev / "driver_override").read_text() == "(null)\n"
+
+
+@pytest.mark.requirement("HW-08")
+def test_new_id_binds_every_unbound_function_it_matches(hw: HardwareLab) -> None:
+    node = hw.nodes["node-2"]
+    vfs = [node.plan.by_name(f"nic7-vf{i}") for i in (0, 1)]
+    drivers = node.sys_root / "bus" / "pci" / "drivers"
+    for vf in vfs:
+        (drivers / "mlx5_core" / "unbind").write_text(vf.bdf)
+        settled(f"unbind {vf.name}", lambda: not (drivers / "mlx5_core" / vf.bdf).exists())
+    (drivers / "vfio-pci" / "new_id").write_text(f"{vfs[0].vendor:04x} {vfs[0].device:04x}")
+    settled("new_id binds both unbound VFs", lambda: all((drivers / "vfio-pci" / vf.bdf).exists() for vf in vfs))
+    # Only the unbound ones: the other VFs of the same ID stay with mlx5_core.
+    assert (drivers / "mlx5_core" / node.plan.by_name("nic7-vf2").bdf).exists()

@@ -1,0 +1,27 @@
+"""A lab's emulated hardware brought up: the trees and netdevs, then a hardware agent per node
+(fake_hardware/agent.py) supervised like every lab component, so writes to sriov_numvfs, bind or
+driver_override take effect as on a real node (HW-08)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from clusters.config import ClusterConfig
+from clusters.local import supervisor
+from clusters.local.waits import wait_for
+from fake_hardware.lab import HardwareLab
+
+AGENT_START_TIMEOUT = 30.0
+
+
+def bring_up(cfg: ClusterConfig, state_file: Path, log_dir: Path) -> list[supervisor.Component]:
+    lab = HardwareLab(cfg)
+    lab.build()
+    agents = [supervisor.start(f"{hw.name}-hardware-agent",
+                               [sys.executable, "-m", "fake_hardware.agent", "--lab-config", str(state_file),
+                                "--node", hw.name], lab_dir=cfg.lab_dir, log_dir=log_dir)
+              for hw in lab.nodes.values()]
+    wait_for("the hardware agents", lambda: all(hw.agent_ready_file().exists() for hw in lab.nodes.values()),
+             AGENT_START_TIMEOUT, agents)
+    return agents
