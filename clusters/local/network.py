@@ -1,7 +1,7 @@
 """Kernel objects of a local lab: the host bridge, and per node a network namespace joined to it
 by a veth pair plus a persistent mount namespace in which the node's /var/lib, /run and /var/log
 are its own directories in the lab dir (so kubelet, containerd, CDI and NRI use their standard
-paths and two nodes never collide).
+paths and two nodes never collide), its mounts shared within the node as a real node's are.
 """
 
 from __future__ import annotations
@@ -78,15 +78,23 @@ def create_node_mount_ns(cfg: ClusterConfig, node: str, node_dir: Path) -> None:
     ns_file.touch()
     # The new namespace starts as a copy of the host's mounts. Copies of network and mount
     # namespace files (under /run/netns and other labs' ns dirs) would keep those namespaces,
-    # and their veths, alive after their owner deletes them: detach them first.
+    # and their veths, alive after their owner deletes them: detach them first, and every other
+    # copy at or under the directories the node replaces (/run/netns is a mount of its own when
+    # /run is not, and the node's bind mounts would only hide it).
+    detached = "|".join([*NODE_PRIVATE_DIRS, str(labs_root())])
     script = [
-        "umount -l /run || true",
-        f"for m in $(awk '{{print $5}}' /proc/self/mountinfo | grep -E '^{labs_root()}(/|$)' | sort -r); "
+        f"for m in $(awk '{{print $5}}' /proc/self/mountinfo | grep -E '^({detached})(/|$)' | sort -r); "
         "do umount -l \"$m\" || true; done",
     ]
     for host_path, name in NODE_PRIVATE_DIRS.items():
         (node_dir / name).mkdir(parents=True, exist_ok=True)
         script.append(f"mount --bind {node_dir / name} {host_path}")
+    # LAB-08: as on a systemd host, every mount of the node is shared, so a pod's HostToContainer
+    # hostPath sees what the node mounts later (`ip netns add` under /run/netns) and a privileged
+    # pod's Bidirectional mounts reach the node; the kubelet root dir is under the shared /var/lib.
+    # Done last: --propagation private has cut every copy off from the host's peer groups, so each
+    # mount gets a new group of its own and nothing propagates to the host or another node.
+    script.append("mount --make-rshared /")
     sh("unshare", f"--mount={ns_file}", "--propagation", "private", "sh", "-ec", "\n".join(script))
 
 
