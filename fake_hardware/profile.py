@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from clusters.errors import BadInput
 from clusters.yaml_profiles import load_yaml, profile_path, validated
@@ -26,13 +27,41 @@ IFNAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # leaves room for the "v<N>" of V
 QUANTITY = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti)$")
 
 
+def _quantity(v: str) -> str:
+    if not QUANTITY.match(v):
+        raise ValueError(f"{v!r} is not a quantity like 80Gi")
+    return v
+
+
+Quantity = Annotated[str, AfterValidator(_quantity)]
+
+
+def quantity_bytes(quantity: str) -> int:
+    number, unit = QUANTITY.match(quantity).groups()  # type: ignore[union-attr]
+    return int(number) * 1024 ** ("KiMiGiTi".index(unit) // 2 + 1)
+
+
+def cpu_ids(cpu_list: str) -> list[int]:
+    """The CPUs of a kernel CPU list ("0-3,8-11"), in the list's order."""
+    ids: list[int] = []
+    for part in cpu_list.split(","):
+        first, _, last = part.partition("-")
+        ids.extend(range(int(first), int(last or first) + 1))
+    return ids
+
+
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class NumaNode(Model):
+    """One socket's NUMA node. Its CPUs are listed core by core, then again for each further
+    hardware thread, as Linux numbers them on x86 ("0-55,112-167": 56 cores, 2 threads each)."""
+
     id: int = Field(ge=0, le=63)
     cpus: str
+    threads_per_core: int = Field(1, ge=1, le=8)
+    memory: Quantity = "256Gi"
 
     @field_validator("cpus")
     @classmethod
@@ -40,6 +69,20 @@ class NumaNode(Model):
         if not CPU_LIST.match(v):
             raise ValueError(f"{v!r} is not a CPU list like 0-31 or 0-15,32-47")
         return v
+
+    @model_validator(mode="after")
+    def _whole_cores(self) -> "NumaNode":
+        count = len(self.cpu_ids())
+        if count % self.threads_per_core:
+            raise ValueError(f"node {self.id}: {count} CPUs do not make whole cores of "
+                             f"{self.threads_per_core} threads")
+        return self
+
+    def cpu_ids(self) -> list[int]:
+        return cpu_ids(self.cpus)
+
+    def memory_bytes(self) -> int:
+        return quantity_bytes(self.memory)
 
 
 class RootPort(Model):
@@ -78,25 +121,18 @@ class PciEndpoint(Model):
 
 class Gpu(PciEndpoint):
     model: str
-    memory: str
+    memory: Quantity
     driver: str = "nvidia"
 
-    @field_validator("memory")
-    @classmethod
-    def _memory(cls, v: str) -> str:
-        if not QUANTITY.match(v):
-            raise ValueError(f"{v!r} is not a quantity like 80Gi")
-        return v
-
     def memory_bytes(self) -> int:
-        number, unit = QUANTITY.match(self.memory).groups()  # type: ignore[union-attr]
-        return int(number) * 1024 ** ("KiMiGiTi".index(unit) // 2 + 1)
+        return quantity_bytes(self.memory)
 
 
 class Sriov(Model):
     total_vfs: int = Field(ge=1, le=256)
     num_vfs: int = Field(ge=0)
     vf_device: HEX16
+    vf_driver: str | None = None  # the PF's driver unless given (ice PFs have iavf VFs)
 
     @model_validator(mode="after")
     def _enabled_within_total(self) -> "Sriov":
@@ -109,6 +145,8 @@ class Nic(PciEndpoint):
     ifname: str
     driver: str = "mlx5_core"
     sriov: Sriov | None = None
+    speed: int = Field(100_000, ge=10)  # Mb/s, as class/net/<if>/speed shows it; VFs report their PF's
+    rdma: bool = False  # RDMA-capable (RoCE): the function and its VFs get infiniband/mlx5_<n> (HW-09)
 
     @field_validator("ifname")
     @classmethod
@@ -117,11 +155,17 @@ class Nic(PciEndpoint):
             raise ValueError(f"{v!r}: interface names are 1-12 lower-case letters and digits, starting with a letter")
         return v
 
+    @model_validator(mode="after")
+    def _rdma_driver(self) -> "Nic":
+        if self.rdma and self.driver != "mlx5_core":
+            raise ValueError(f"{self.name}: rdma needs driver mlx5_core (the lab names RDMA devices as mlx5 does)")
+        return self
+
 
 class NodeProfile(Model):
     name: str
     description: str = ""
-    numa_nodes: list[NumaNode]
+    numa_nodes: list[NumaNode] = Field(min_length=1)
     root_ports: list[RootPort]
     switches: list[Switch] = []
     gpus: list[Gpu] = []
@@ -130,6 +174,11 @@ class NodeProfile(Model):
     @model_validator(mode="after")
     def _references(self) -> "NodeProfile":
         numa = {n.id for n in self.numa_nodes}
+        if len(numa) != len(self.numa_nodes):
+            raise ValueError(f"duplicate NUMA node ids in {[n.id for n in self.numa_nodes]}")
+        shared = sorted(c for c, n in Counter(c for n in self.numa_nodes for c in n.cpu_ids()).items() if n > 1)
+        if shared:
+            raise ValueError(f"CPUs {shared[:8]} are in more than one NUMA node (or twice in one)")
         ports = {p.name for p in self.root_ports}
         switches = {s.name for s in self.switches}
         names: list[str] = [p.name for p in self.root_ports] + [s.name for s in self.switches] + \
@@ -170,6 +219,10 @@ class NodeProfile(Model):
 
     def cpus_of(self, numa: int) -> str:
         return next(n.cpus for n in self.numa_nodes if n.id == numa)
+
+    def cpu_count(self) -> int:
+        """How many CPU ids the node has (the highest plus one), the width of the kernel's CPU masks."""
+        return max(max(n.cpu_ids()) for n in self.numa_nodes) + 1
 
 
 class ClusterHardware(Model):

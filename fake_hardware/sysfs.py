@@ -1,11 +1,13 @@
-"""Write a node's PCI functions as a directory tree shaped like Linux sysfs (HW-01).
+"""Write a node's PCI functions as a directory tree shaped like Linux sysfs (HW-01, HW-07, HW-09).
 
-    devices/pci0000:00/<root port>/<switch ports>/<BDF>/{vendor,device,class,numa_node,...}
-    bus/pci/devices/<BDF>           -> ../../../devices/.../<BDF>
+    devices/pci0000:<bus>/<root port>/<switch ports>/<BDF>/{vendor,device,class,modalias,uevent,...}
+                                         (one host bridge per socket: pci0000:00, pci0000:80)
+    bus/pci/devices/<BDF>           -> ../../../devices/.../<BDF>; <BDF>/subsystem -> bus/pci
     bus/pci/drivers/<driver>/<BDF>  -> the device; <BDF>/driver -> bus/pci/drivers/<driver>
     kernel/iommu_groups/<n>/devices/<BDF>; <BDF>/iommu_group -> kernel/iommu_groups/<n>
-    class/net/<ifname>              -> ../../devices/.../<BDF>/net/<ifname>
-    devices/system/node/node<N>/cpulist
+    class/net/<ifname>              -> ../../devices/.../<BDF>/net/<ifname>; <ifname>/device -> <BDF>
+    class/infiniband/mlx5_<n>       -> ../../devices/.../<BDF>/infiniband/mlx5_<n> (RDMA NICs)
+    devices/system/{node,cpu,memory} (system_tree.py)
 
 Every link is relative, so the tree works wherever it is mounted (a driver container sees it
 at /sys/bus/pci, /sys/devices, /sys/class/net). Every change is atomic: files and links are
@@ -24,10 +26,22 @@ import os
 import shutil
 from pathlib import Path
 
-from fake_hardware.topology import NodePlan, PciFunction
+from fake_hardware import system_tree
+from fake_hardware.profile import cpu_ids
+from fake_hardware.topology import REVISION, NodePlan, PciFunction
 
 GPU_INFO_FILE = "dralab-gpu.json"
 PCI_RESOURCE_LINES = 13
+NO_DRIVER_OVERRIDE = "(null)"  # what the kernel shows while driver_override is unset
+# A netdev's attributes as the kernel shows them for an Ethernet port that is up. There is no
+# ifindex or iflink: the kernel numbers the veth behind the netdev, netlink tells it.
+NETDEV_ATTRIBUTES = {"addr_assign_type": "0", "addr_len": "6", "broadcast": "ff:ff:ff:ff:ff:ff", "type": "1",
+                     "dev_id": "0x0", "dev_port": "0", "flags": "0x1003", "mtu": "1500", "operstate": "up",
+                     "carrier": "1", "duplex": "full", "tx_queue_len": "1000"}
+RDMA_RATES = {25_000: "25 Gb/sec (1X EDR)", 100_000: "100 Gb/sec (4X EDR)", 200_000: "200 Gb/sec (4X HDR)",
+              400_000: "400 Gb/sec (4X NDR)"}
+# mlx5 firmware versions by the PF's device ID: the major number names the chip
+MLX5_FIRMWARE = {0x101D: "22.39.1002", 0x1021: "28.39.1002", 0x1023: "40.43.1014", 0xA2DC: "32.39.1002"}
 
 
 def write_atomic(path: Path, content: str | bytes) -> None:
@@ -49,12 +63,28 @@ def device_dir(root: Path, fn: PciFunction) -> Path:
     return root.joinpath("devices", *fn.path)
 
 
-def _files(fn: PciFunction) -> dict[str, str | bytes]:
+def modalias(fn: PciFunction) -> str:
+    """As the kernel writes it, and as ghw and udev parse it: IDs and class bytes in upper-case hex."""
+    return (f"pci:v{fn.vendor:08X}d{fn.device:08X}sv{fn.subsystem_vendor:08X}sd{fn.subsystem_device:08X}"
+            f"bc{fn.class_code >> 16:02X}sc{(fn.class_code >> 8) & 0xFF:02X}i{fn.class_code & 0xFF:02X}")
+
+
+def _uevent(fn: PciFunction) -> str:
+    lines = [f"DRIVER={fn.driver}"] if fn.driver else []
+    lines += [f"PCI_CLASS={fn.class_code:X}", f"PCI_ID={fn.vendor:04X}:{fn.device:04X}",
+              f"PCI_SUBSYS_ID={fn.subsystem_vendor:04X}:{fn.subsystem_device:04X}", f"PCI_SLOT_NAME={fn.bdf}",
+              f"MODALIAS={modalias(fn)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _files(plan: NodePlan, fn: PciFunction) -> dict[str, str | bytes]:
     files: dict[str, str | bytes] = {
         "vendor": f"0x{fn.vendor:04x}\n", "device": f"0x{fn.device:04x}\n",
         "subsystem_vendor": f"0x{fn.subsystem_vendor:04x}\n", "subsystem_device": f"0x{fn.subsystem_device:04x}\n",
-        "class": f"0x{fn.class_code:06x}\n", "revision": "0xa1\n", "numa_node": f"{fn.numa}\n",
+        "class": f"0x{fn.class_code:06x}\n", "revision": f"0x{REVISION:02x}\n", "numa_node": f"{fn.numa}\n",
+        "modalias": modalias(fn) + "\n", "uevent": _uevent(fn), "driver_override": f"{NO_DRIVER_OVERRIDE}\n",
         "local_cpulist": f"{fn.cpulist}\n", "irq": "0\n", "enable": "1\n",
+        "local_cpus": system_tree.cpu_mask(cpu_ids(fn.cpulist), plan.profile.cpu_count()) + "\n",
         "current_link_speed": f"{fn.link_speed}\n", "current_link_width": f"{fn.link_width}\n",
         "max_link_speed": f"{fn.link_speed}\n", "max_link_width": f"{fn.link_width}\n",
         "resource": "0x0000000000000000 0x0000000000000000 0x0000000000000000\n" * PCI_RESOURCE_LINES,
@@ -65,7 +95,39 @@ def _files(fn: PciFunction) -> dict[str, str | bytes]:
     if fn.kind == "nic" and fn.sriov_total:
         files.update({"sriov_totalvfs": f"{fn.sriov_total}\n", "sriov_numvfs": f"{fn.sriov_num_at_boot}\n",
                       "sriov_offset": "1\n", "sriov_stride": "1\n", "sriov_vf_device": f"{fn.sriov_vf_device:04x}\n"})
+    if fn.rdma_device:
+        files.update({f"infiniband/{fn.rdma_device}/{name}": f"{value}\n" for name, value in _rdma(plan, fn).items()})
     return files
+
+
+def _guid(mac: str) -> bytes:
+    """mlx5 derives a port's GUIDs from its MAC (the OUI, 03:00, the rest); ice's switch id, the
+    PCIe serial number, has the same shape."""
+    raw = bytes.fromhex(mac.replace(":", ""))
+    return raw[:3] + b"\x03\x00" + raw[3:]
+
+
+def _rdma(plan: NodePlan, fn: PciFunction) -> dict[str, str]:
+    """infiniband/mlx5_<n> of a RoCE function: what rdma-core, rdmamap and the RDMA device plugins read."""
+    pf = plan.by_bdf(fn.physfn) if fn.physfn else fn
+    raw = _guid(str(fn.mac))
+    link_local = bytes.fromhex("fe80000000000000") + bytes([raw[0] ^ 0x02]) + raw[1:3] + b"\xff\xfe" + raw[5:]
+    return {"node_guid": _colons(raw), "sys_image_guid": _colons(_guid(str(pf.mac))), "node_type": "1: CA",
+            "node_desc": f"{plan.node} {fn.rdma_device}", "hca_type": f"MT{fn.device}", "hw_rev": "0x0",
+            "fw_ver": MLX5_FIRMWARE.get(pf.device, "16.35.1012"),
+            "ports/1/state": "4: ACTIVE", "ports/1/phys_state": "5: LinkUp", "ports/1/link_layer": "Ethernet",
+            "ports/1/rate": RDMA_RATES.get(fn.port_speed, f"{fn.port_speed // 1000} Gb/sec (4X)"),
+            "ports/1/lid": "0x0", "ports/1/sm_lid": "0x0", "ports/1/gids/0": _colons(link_local),
+            "ports/1/gid_attrs/ndevs/0": str(fn.netdev), "ports/1/gid_attrs/types/0": "IB/RoCE v1"}
+
+
+def _colons(raw: bytes) -> str:
+    return ":".join(raw[i:i + 2].hex() for i in range(0, len(raw), 2))
+
+
+def _up_to_root(fn: PciFunction, below: int = 0) -> str:
+    """A relative path from a directory `below` levels under the function's up to the tree's root."""
+    return "../" * (len(fn.path) + 1 + below)
 
 
 def write_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
@@ -75,8 +137,13 @@ def write_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
-    for name, content in _files(fn).items():
+    for name, content in _files(plan, fn).items():
+        if "/" in name:
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
         (staging / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+    os.symlink(_up_to_root(fn) + "bus/pci", staging / "subsystem")
+    if fn.rdma_device:
+        os.symlink(f"../../../{fn.bdf}", staging / "infiniband" / fn.rdma_device / "device")
     if fn.netdev:
         _write_netdev_dir(staging / "net" / fn.netdev, fn)
     if final.exists():
@@ -86,9 +153,21 @@ def write_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
 
 
 def _write_netdev_dir(directory: Path, fn: PciFunction) -> None:
-    """The attributes of a function's netdev, class/net/<ifname> as the kernel shows it."""
+    """The attributes of a function's netdev, class/net/<ifname> as the kernel shows it.
+
+    A PF's netdev has a devlink port of flavour physical (mlx5 and ice both register one), so
+    it shows phys_port_name p<port> and phys_switch_id. A VF's netdev has none (iavf), or a
+    virtual one (mlx5): reading those attributes fails with EOPNOTSUPP, so here they are absent.
+    """
     directory.mkdir(parents=True)
-    (directory / "address").write_text(f"{fn.mac}\n")
+    attributes = {**NETDEV_ATTRIBUTES, "address": str(fn.mac), "speed": str(fn.port_speed),
+                  "uevent": f"INTERFACE={fn.netdev}"}
+    if fn.kind == "nic":
+        attributes.update(phys_port_name="p0", phys_switch_id=_guid(str(fn.mac)).hex())
+    for name, value in attributes.items():
+        (directory / name).write_text(f"{value}\n")
+    os.symlink(f"../../../{fn.bdf}", directory / "device")
+    os.symlink(_up_to_root(fn, below=2) + "class/net", directory / "subsystem")
 
 
 def _link_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
@@ -104,6 +183,8 @@ def _link_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
         link_atomic(here / "iommu_group", group)
     if fn.netdev:
         link_atomic(root / "class" / "net" / fn.netdev, here / "net" / fn.netdev)
+    if fn.rdma_device:
+        link_atomic(root / "class" / "infiniband" / fn.rdma_device, here / "infiniband" / fn.rdma_device)
     if fn.physfn:
         pf = plan.by_bdf(fn.physfn)
         link_atomic(here / "physfn", device_dir(root, pf))
@@ -118,7 +199,8 @@ def remove_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
     for link in (root / "bus" / "pci" / "devices" / fn.bdf,
                  root / "bus" / "pci" / "drivers" / (fn.driver or "-") / fn.bdf,
                  root / "kernel" / "iommu_groups" / str(fn.iommu_group) / "devices" / fn.bdf,
-                 root / "class" / "net" / (fn.netdev or "-")):
+                 root / "class" / "net" / (fn.netdev or "-"),
+                 root / "class" / "infiniband" / (fn.rdma_device or "-")):
         if link.is_symlink():
             link.unlink()
     if fn.physfn:
@@ -145,16 +227,12 @@ def set_num_vfs(root: Path, pf: PciFunction, count: int) -> None:
 def write_tree(root: Path, plan: NodePlan) -> None:
     # Every index exists, as in real sysfs, even with no device in it (a node without NICs still
     # has /sys/class/net): drivers and their hostPath mounts rely on that.
-    for index in ("devices/pci0000:00", "bus/pci/devices", "bus/pci/drivers", "class/net", "kernel/iommu_groups"):
+    for index in (*(f"devices/{bridge}" for bridge in plan.host_bridges()), "bus/pci/devices", "bus/pci/drivers",
+                  "class/net", "class/infiniband", "kernel/iommu_groups"):
         (root / index).mkdir(parents=True, exist_ok=True)
     for fn in plan.at_boot():
         write_function(root, plan, fn)
-    numa_dir = root / "devices" / "system" / "node"
-    for numa in plan.profile.numa_nodes:
-        (numa_dir / f"node{numa.id}").mkdir(parents=True, exist_ok=True)
-        write_atomic(numa_dir / f"node{numa.id}" / "cpulist", f"{numa.cpus}\n")
-    ids = sorted(n.id for n in plan.profile.numa_nodes)
-    write_atomic(numa_dir / "online", f"{ids[0]}-{ids[-1]}\n" if len(ids) > 1 else f"{ids[0]}\n")
+    system_tree.write_system(root, plan.profile)
 
 
 def write_netdev(root: Path, fn: PciFunction) -> None:

@@ -1,5 +1,6 @@
-"""Hardware profile validation (HW-01): each mistake is a clear error naming the field."""
+"""Hardware profile validation (HW-01, HW-07, HW-09): each mistake is a clear error naming the field."""
 
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,59 @@ def test_dgx_like_has_the_promised_shape() -> None:
     assert sum(n.sriov.num_vfs for n in profile.nics) == 32
     misaligned = load_node_profile("misaligned")
     assert not {g.numa for g in misaligned.gpus} & {n.numa for n in misaligned.nics}
+
+
+@pytest.mark.parametrize("change, message", [
+    (('cpus: "0-7"}', 'cpus: "0-7", threads_per_core: 3}'), "node 0: 8 CPUs do not make whole cores of 3 threads"),
+    (('cpus: "0-7"}', 'cpus: "0-7", memory: much}'), "numa_nodes.0.memory: Value error, 'much' is not a quantity"),
+    (('numa_nodes: [{id: 0, cpus: "0-7"}]', 'numa_nodes: [{id: 0, cpus: "0-7"}, {id: 1, cpus: "6-9"}]'),
+     "CPUs [6, 7] are in more than one NUMA node"),
+    (('numa_nodes: [{id: 0, cpus: "0-7"}]', 'numa_nodes: [{id: 0, cpus: "0-7"}, {id: 0, cpus: "8-9"}]'),
+     "duplicate NUMA node ids in [0, 0]"),
+    (('numa_nodes: [{id: 0, cpus: "0-7"}]', "numa_nodes: []"), "numa_nodes: List should have at least 1 item"),
+    (("switch: sw0,\n", "switch: sw0, rdma: true, driver: ice,\n"), "nic0: rdma needs driver mlx5_core"),
+    (("switch: sw0,\n", "switch: sw0, speed: 0,\n"), "nics.0.speed: Input should be greater than or equal to 10"),
+])
+def test_topology_and_nic_mistakes_are_rejected(fs, change: tuple[str, str], message: str) -> None:
+    test_mistakes_are_rejected_naming_the_field(fs, change, message)
+
+
+def test_numa_memory_threads_and_nic_fields_have_real_defaults(fs) -> None:
+    profile = load(fs, VALID)
+    numa, nic = profile.numa_nodes[0], profile.nics[0]
+    assert (numa.threads_per_core, numa.memory_bytes()) == (1, 256 * 2**30)
+    assert (nic.speed, nic.rdma, nic.sriov.vf_driver) == (100_000, False, None)
+
+
+def test_new_profiles_have_the_promised_shape() -> None:
+    h100 = load_node_profile("hgx-h100")
+    assert (len(h100.gpus), len(h100.nics), all(n.rdma for n in h100.nics)) == (8, 8, True)
+    assert (h100.numa_nodes[0].threads_per_core, len(h100.numa_nodes[0].cpu_ids()), h100.numa_nodes[0].memory_bytes()) \
+        == (2, 112, 2**40)
+    e810 = load_node_profile("l40-e810")
+    assert {(n.driver, n.sriov.vf_driver, n.sriov.vf_device) for n in e810.nics} == {("ice", "iavf", "0x1889")}
+
+
+def pci_ids() -> set[str]:
+    """vendor:device of every device in the machine's pci.ids (pciutils reads the same file)."""
+    ids, vendor = set(), ""
+    for line in PCI_IDS.read_text(errors="replace").splitlines():
+        if line[:1].isalnum() and not line.startswith("C "):
+            vendor = line[:4]
+        elif line.startswith("\t") and not line.startswith("\t\t") and vendor:
+            ids.add(f"{vendor}:{line[1:5]}")
+    return ids
+
+
+PCI_IDS = Path("/usr/share/misc/pci.ids")
+NEWER_THAN_BOOKWORM_PCI_IDS = {"10de:2335"}  # H200: pci.ids has it since late 2023, Debian bookworm's copy is 2023.04
+
+
+@pytest.mark.skipif(not PCI_IDS.exists(), reason="pci.ids is not installed")
+@pytest.mark.parametrize("name", sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
+def test_shipped_profiles_use_real_pci_ids(name: str) -> None:
+    profile = load_node_profile(name)
+    devices = [*profile.root_ports, *profile.switches, *profile.gpus, *profile.nics]
+    used = {f"{d.vendor[2:]}:{d.device[2:]}" for d in devices}
+    used |= {f"{n.vendor[2:]}:{n.sriov.vf_device[2:]}" for n in profile.nics if n.sriov}
+    assert used - pci_ids() - NEWER_THAN_BOOKWORM_PCI_IDS == set()

@@ -17,7 +17,8 @@ VF1 = f"{RP}/0000:01:00.0/0000:02:01.0/0000:04:00.2"
 
 
 def build(fs):
-    fs.create_file("/p/tiny.yaml", contents=VALID)
+    # a small memory keeps the tree small: the fake filesystem is slow with a block directory per 2 GiB
+    fs.create_file("/p/tiny.yaml", contents=VALID.replace('cpus: "0-7"}', 'cpus: "0-7", memory: 1Gi}'))
     plan = plan_node(load_node_profile("/p/tiny.yaml"), "node-1", seed=5)
     sysfs.write_tree(ROOT, plan)
     return plan
@@ -71,3 +72,96 @@ def test_faults_remove_restore_and_health_are_visible_in_the_tree(fs) -> None:
     sysfs.set_gpu_health(ROOT, plan.by_name("gpu0"), healthy=False)
     assert json.loads(read(f"{GPU}/dralab-gpu.json"))["health"] == "unhealthy"
     assert not [p for p in ROOT.rglob(".*")], "temporary files left behind"
+
+
+def test_pci_functions_have_the_attributes_the_kernel_writes(fs) -> None:
+    build(fs)
+    assert read(f"{GPU}/modalias") == "pci:v000010DEd000020B0sv000010DEsd00000000bc03sc02i00\n"
+    assert read(f"{GPU}/uevent").splitlines() == [
+        "DRIVER=nvidia", "PCI_CLASS=30200", "PCI_ID=10DE:20B0", "PCI_SUBSYS_ID=10DE:0000", "PCI_SLOT_NAME=0000:03:00.0",
+        "MODALIAS=pci:v000010DEd000020B0sv000010DEsd00000000bc03sc02i00"]
+    assert (read(f"{GPU}/driver_override"), read(f"{GPU}/revision"), read(f"{GPU}/local_cpus")) == \
+        ("(null)\n", "0xa1\n", "ff\n")
+    assert link(f"{GPU}/subsystem") == "../../../../../../bus/pci"
+
+
+def test_netdevs_have_their_attributes_and_lead_to_their_function(fs) -> None:
+    build(fs)
+    pf, vf = f"{NIC}/net/ens1f0", f"{VF1}/net/ens1f0v1"
+    for name, value in (("type", "1"), ("addr_assign_type", "0"), ("addr_len", "6"), ("operstate", "up"),
+                        ("carrier", "1"), ("mtu", "1500"), ("speed", "100000"), ("dev_port", "0")):
+        assert read(f"{pf}/{name}") == read(f"{vf}/{name}") == f"{value}\n", name
+    assert link(f"{pf}/device") == "../../../0000:04:00.0" and link(f"{vf}/subsystem").endswith("/class/net")
+    assert (ROOT / "class/net/ens1f0v1/device").resolve() == ROOT / VF1
+    assert read(f"{pf}/phys_port_name") == "p0\n" and len(read(f"{pf}/phys_switch_id")) == 17
+    assert not (ROOT / vf / "phys_port_name").exists() and not (ROOT / vf / "phys_switch_id").exists()
+
+
+TWO_SOCKETS = """
+name: two-sockets
+numa_nodes:
+  - {id: 0, cpus: "0-3,8-11", threads_per_core: 2, memory: 4Gi}
+  - {id: 1, cpus: "4-7,12-15", threads_per_core: 2, memory: 4Gi}
+root_ports: [{name: rp0, numa: 0}, {name: rp1, numa: 1}]
+switches: [{name: sw0, root_port: rp0}]
+gpus:
+  - {name: gpu0, model: M, memory: 16Gi, vendor: "0x10de", device: "0x20b0", numa: 0, switch: sw0}
+nics:
+  - {name: nic0, ifname: ens1f0, vendor: "0x15b3", device: "0x101d", numa: 1, root_port: rp1, rdma: true,
+     sriov: {total_vfs: 2, num_vfs: 1, vf_device: "0x101e"}}
+"""
+SOCKET1_NIC = "devices/pci0000:80/0000:80:01.0/0000:81:00.0"
+
+
+def build_two_sockets(fs):
+    fs.create_file("/p/two.yaml", contents=TWO_SOCKETS)
+    plan = plan_node(load_node_profile("/p/two.yaml"), "node-1", seed=5)
+    sysfs.write_tree(ROOT, plan)
+    return plan
+
+
+def test_each_socket_has_its_host_bridge_and_its_own_bus_numbers(fs) -> None:
+    plan = build_two_sockets(fs)
+    assert plan.host_bridges() == ["pci0000:00", "pci0000:80"]
+    assert link("bus/pci/devices/0000:03:00.0") == f"../../../{GPU}"
+    assert link("bus/pci/devices/0000:81:00.0") == f"../../../{SOCKET1_NIC}"
+    assert tuple((ROOT / "devices/pci0000:80/0000:80:01.0/config").read_bytes()[0x18:0x1B]) == (0x80, 0x81, 0x81)
+    assert read(f"{SOCKET1_NIC}/local_cpus") == "f0f0\n" and read(f"{SOCKET1_NIC}/numa_node") == "1\n"
+
+
+def test_numa_nodes_have_distances_memory_cores_and_caches(fs) -> None:
+    build_two_sockets(fs)
+    node1 = "devices/system/node/node1"
+    assert (read("devices/system/node/node0/distance"), read(f"{node1}/distance")) == ("10 21\n", "21 10\n")
+    assert (read(f"{node1}/cpulist"), read(f"{node1}/cpumap"), read("devices/system/node/online")) == \
+        ("4-7,12-15\n", "f0f0\n", "0-1\n")
+    meminfo = read(f"{node1}/meminfo").splitlines()
+    assert meminfo[0] == "Node 1 MemTotal:        4194304 kB" and meminfo[-1] == "Node 1 HugePages_Surp:      0"
+    assert read(f"{node1}/hugepages/hugepages-2048kB/nr_hugepages") == "0\n"
+    assert link(f"{node1}/cpu12") == "../../cpu/cpu12"
+    cpu12 = "devices/system/cpu/cpu12"
+    assert (read(f"{cpu12}/topology/core_id"), read(f"{cpu12}/topology/physical_package_id"),
+            read(f"{cpu12}/topology/thread_siblings_list")) == ("0\n", "1\n", "4,12\n")
+    assert [read(f"{cpu12}/cache/index{i}/level") for i in range(4)] == ["1\n", "1\n", "2\n", "3\n"]
+    assert (read(f"{cpu12}/cache/index0/shared_cpu_map"), read(f"{cpu12}/cache/index3/shared_cpu_map")) == \
+        ("1010\n", "f0f0\n")
+    assert read("devices/system/memory/block_size_bytes") == "8000000\n"  # 128 MiB blocks below 64 GiB
+    assert link(f"{node1}/memory32") == "../../memory/memory32" and not (ROOT / f"{node1}/memory31").exists()
+    assert read("devices/system/memory/memory63/state") == "online\n"
+
+
+def test_rdma_functions_have_their_infiniband_devices(fs) -> None:
+    plan = build_two_sockets(fs)
+    pf, vf = plan.by_name("nic0"), plan.by_name("nic0-vf0")
+    assert (pf.rdma_device, vf.rdma_device, plan.by_name("nic0-vf1").rdma_device) == ("mlx5_0", "mlx5_1", "mlx5_2")
+    assert link("class/infiniband/mlx5_0") == f"../../{SOCKET1_NIC}/infiniband/mlx5_0"
+    device = ROOT / "class/infiniband/mlx5_1"
+    assert (device / "device").resolve() == ROOT / "devices/pci0000:80/0000:80:01.0/0000:81:00.1"
+    mac = pf.mac.split(":")
+    assert read("class/infiniband/mlx5_0/node_guid") == f"{''.join(mac[:2])}:{mac[2]}03:00{mac[3]}:{''.join(mac[4:])}\n"
+    assert read("class/infiniband/mlx5_1/sys_image_guid") == read("class/infiniband/mlx5_0/node_guid")
+    assert [read(f"class/infiniband/mlx5_{n}/hca_type") for n in (0, 1)] == ["MT4125\n", "MT4126\n"]
+    assert read("class/infiniband/mlx5_1/ports/1/state") == "4: ACTIVE\n"
+    assert read("class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs/0") == "ens1f0v0\n"
+    sysfs.remove_function(ROOT, plan, vf)
+    assert not (ROOT / "class/infiniband/mlx5_1").is_symlink()
