@@ -15,7 +15,11 @@ from clusters.config import ClusterConfig, labs_root
 from clusters.errors import LabBroken
 
 # Directories of the host that a node replaces with its own (host path -> name in the node dir).
-NODE_PRIVATE_DIRS = {"/var/lib": "var-lib", "/run": "run", "/var/log": "var-log"}
+# /dev/vfio holds the node's vfio group nodes, made by its hardware agent (HW-08).
+NODE_PRIVATE_DIRS = {"/var/lib": "var-lib", "/run": "run", "/var/log": "var-log", "/dev/vfio": "dev/vfio"}
+# The node's /dev/vfio is a bind mount and needs a mount point on the host; a host without the vfio
+# module has none, so the first lab creates it (leaving this mark) and the last one removes it.
+HOST_DEV_VFIO = Path("/dev/vfio")
 
 
 def sh(*cmd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -73,7 +77,28 @@ def create_mount_ns_dir(cfg: ClusterConfig) -> None:
     sh("mount", "--make-private", ns_dir)
 
 
+def dev_vfio_mark() -> Path:
+    return labs_root() / "dev-vfio.created"
+
+
+def release_host_dev_vfio() -> None:
+    """Remove the host's /dev/vfio once no lab is left, if a lab created it."""
+    labs = labs_root() / "labs"
+    if not dev_vfio_mark().exists() or (labs.is_dir() and any(labs.iterdir())):
+        return
+    try:
+        HOST_DEV_VFIO.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return  # something else put files there since: it is not ours to remove
+    dev_vfio_mark().unlink()
+
+
 def create_node_mount_ns(cfg: ClusterConfig, node: str, node_dir: Path) -> None:
+    if not HOST_DEV_VFIO.exists():
+        HOST_DEV_VFIO.mkdir()
+        dev_vfio_mark().touch()
     ns_file = mount_ns_file(cfg, node)
     ns_file.touch()
     # The new namespace starts as a copy of the host's mounts. Copies of network and mount

@@ -142,6 +142,37 @@ def test_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers: Lab, api)
     wait_for(f"gpu-5 back in {node}'s slice", lambda: "gpu-5" in names(), 20)
 
 
+@pytest.mark.requirement("HW-08")
+def test_vfs_follow_sriov_numvfs_into_the_slice_and_vfio_pci_gets_its_node_in_the_nodes_dev(
+        reference_drivers: Lab, api) -> None:
+    node = reference_drivers.nodes[1].name
+    hw = HardwareLab(reference_drivers.local.cfg).node(node)
+    pf = hw.plan.by_name("nic3")  # 4 of its 8 VFs enabled at boot
+    numvfs = hw.sys_root / "bus" / "pci" / "devices" / pf.bdf / "sriov_numvfs"
+    vf_names = {f"{pf.netdev}-vf{i}" for i in range(pf.sriov_total)}
+    in_slice = lambda: vf_names & {d["name"] for d in _slices(api, VF)[node]}  # noqa: E731
+    assert len(in_slice()) == 4, f"{node}'s slice before the change: {sorted(in_slice())}"
+    try:
+        numvfs.write_text("0")
+        wait_for(f"{pf.netdev}'s VFs withdrawn from {node}'s slice", lambda: not in_slice(), 30)
+        numvfs.write_text("8")
+        wait_for(f"8 VFs of {pf.netdev} in {node}'s slice", lambda: in_slice() == vf_names, 30)
+
+        vf = hw.plan.by_name("nic3-vf6")
+        dev = hw.sys_root / "bus" / "pci" / "devices" / vf.bdf
+        (dev / "driver_override").write_text("vfio-pci")
+        (dev / "driver" / "unbind").write_text(vf.bdf)
+        (hw.sys_root / "bus" / "pci" / "drivers_probe").write_text(vf.bdf)
+        wait_for(f"{vf.name} withdrawn from the slice once on vfio-pci", lambda: f"{pf.netdev}-vf6" not in in_slice(), 30)
+        seen = reference_drivers.local_node(node).run("stat", "-c", "%F %t:%T", f"/dev/vfio/{vf.iommu_group}").stdout
+        assert seen.strip() == f"character special file f0:{vf.iommu_group:x}", seen
+    finally:
+        numvfs.write_text("0")
+        wait_for(f"{pf.netdev}'s VFs gone", lambda: not in_slice(), 30)
+        numvfs.write_text("4")
+    wait_for(f"{pf.netdev}'s 4 boot VFs back in {node}'s slice", lambda: len(in_slice()) == 4, 30)
+
+
 def test_vendor_style_profile_deploys_a_second_instance_from_a_tarball(reference_drivers: Lab, api, tmp_path) -> None:
     """What a vendor does: a profile in its own directory, its own manifests and an image tarball;
     here the reference GPU driver under another name, as MD-07 needs."""

@@ -1,0 +1,105 @@
+"""The kernel's part (HW-08) on a small node's tree: what each write does, and what is refused.
+Netdevs are recorded instead of created (the e2e tests create real ones)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from clusters.config import ClusterConfig
+from fake_hardware import lab as lab_module
+from fake_hardware.kernel import NodeKernel
+from fake_hardware.lab import NodeHardware
+from fake_hardware.profile import NodeProfile
+from fake_hardware.topology import plan_node
+from tests.unit.test_hardware_profiles import VALID
+
+import yaml
+
+
+@pytest.fixture
+def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NodeKernel:
+    monkeypatch.setenv("DRALAB_LABS", str(tmp_path))
+    netdevs: set[str] = set()
+    monkeypatch.setattr(lab_module.netdevs, "create", lambda pairs, *_: netdevs.update(f.netdev for f, _ in pairs))
+    monkeypatch.setattr(lab_module.netdevs, "delete", lambda peers: netdevs.difference_update(
+        {f.netdev for f in hw.plan.netdevs() if hw.peer(f) in peers}))
+    cfg = ClusterConfig(name="unit", nodes=1, slot=1)
+    hw = NodeHardware(cfg, 1, plan_node(NodeProfile.model_validate(yaml.safe_load(VALID)), "node-1", seed=1))
+    lab_module.sysfs.write_tree(hw.sys_root, hw.plan)
+    netdevs.update(f.netdev for f in hw.plan.at_boot() if f.netdev)
+    k = NodeKernel(hw, tmp_path / "dev")
+    k.install()
+    k.netdevs = netdevs  # type: ignore[attr-defined]
+    return k
+
+
+def write(k: NodeKernel, rel: str, value: str) -> Path:
+    path = k.root / rel
+    path.write_text(value)
+    k.written(path)
+    return path
+
+
+def dev(k: NodeKernel, name: str) -> str:
+    return f"bus/pci/devices/{k.hw.plan.by_name(name).bdf}"
+
+
+def test_sriov_numvfs_enables_and_disables_vfs_with_their_netdevs(kernel: NodeKernel) -> None:
+    pf = dev(kernel, "nic0")
+    assert kernel.netdevs == {"ens1f0", "ens1f0v0", "ens1f0v1"}  # type: ignore[attr-defined]
+    assert write(kernel, f"{pf}/sriov_numvfs", "0").read_text() == "0\n"
+    assert not list((kernel.root / pf).glob("virtfn*")) and kernel.netdevs == {"ens1f0"}  # type: ignore[attr-defined]
+    assert write(kernel, f"{pf}/sriov_numvfs", "4\n").read_text() == "4\n"
+    assert sorted(p.name for p in (kernel.root / pf).glob("virtfn*")) == [f"virtfn{i}" for i in range(4)]
+    assert kernel.netdevs == {"ens1f0", *(f"ens1f0v{i}" for i in range(4))}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("value,why", [("5", "ERANGE"), ("3", "EBUSY"), ("three", "EINVAL")])
+def test_refused_sriov_numvfs_keeps_the_old_value(kernel: NodeKernel, value: str, why: str,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    assert write(kernel, f"{dev(kernel, 'nic0')}/sriov_numvfs", value).read_text() == "2\n"
+    assert why in caplog.text and len(list((kernel.root / dev(kernel, "nic0")).glob("virtfn*"))) == 2
+
+
+def test_vfs_stay_unbound_when_autoprobe_is_off(kernel: NodeKernel) -> None:
+    pf = dev(kernel, "nic0")
+    write(kernel, f"{pf}/sriov_numvfs", "0")
+    (kernel.root / pf / "sriov_drivers_autoprobe").write_text("0\n")
+    write(kernel, f"{pf}/sriov_numvfs", "3")
+    vf = kernel.root / dev(kernel, "nic0-vf2")
+    assert vf.is_dir() and not (vf / "driver").exists() and not (vf / "net").exists()
+    assert "ens1f0v2" not in kernel.netdevs  # type: ignore[attr-defined]
+
+
+def test_override_unbind_and_probe_move_a_vf_to_vfio_pci_with_its_group_node(kernel: NodeKernel) -> None:
+    vf, fn = dev(kernel, "nic0-vf1"), kernel.hw.plan.by_name("nic0-vf1")
+    write(kernel, f"{vf}/driver_override", "vfio-pci\n")
+    write(kernel, "bus/pci/drivers/mlx5_core/unbind", fn.bdf)
+    assert not (kernel.root / vf / "driver").exists() and "ens1f0v1" not in kernel.netdevs  # type: ignore[attr-defined]
+    write(kernel, "bus/pci/drivers_probe", fn.bdf)
+    assert os.readlink(kernel.root / vf / "driver").endswith("/drivers/vfio-pci")
+    group = kernel.dev_dir / "vfio" / str(fn.iommu_group)
+    assert group.is_char_device() and os.major(group.stat().st_rdev) == 240
+    assert (kernel.root / "bus/pci/drivers/mlx5_core/unbind").read_text() == ""  # write-only: reads back empty
+
+
+def test_binds_the_kernel_would_refuse(kernel: NodeKernel, caplog: pytest.LogCaptureFixture) -> None:
+    fn = kernel.hw.plan.by_name("nic0-vf0")
+    write(kernel, "bus/pci/drivers/vfio-pci/bind", fn.bdf)
+    assert "EBUSY" in caplog.text  # still bound to mlx5_core
+    write(kernel, "bus/pci/drivers/mlx5_core/unbind", fn.bdf)
+    write(kernel, "bus/pci/drivers/vfio-pci/bind", fn.bdf)
+    assert "ENODEV: vfio-pci does not match" in caplog.text  # neither override nor ID table names it
+    write(kernel, "bus/pci/drivers/vfio-pci/new_id", "15b3 101e")  # binds the unbound VF of that ID
+    assert os.readlink(kernel.root / dev(kernel, "nic0-vf0") / "driver").endswith("/drivers/vfio-pci")
+    assert os.readlink(kernel.root / dev(kernel, "nic0-vf1") / "driver").endswith("/drivers/mlx5_core")
+
+
+def test_unbinding_a_pf_disables_its_vfs(kernel: NodeKernel) -> None:
+    pf = kernel.hw.plan.by_name("nic0")
+    write(kernel, "bus/pci/drivers/mlx5_core/unbind", pf.bdf)
+    assert (kernel.root / dev(kernel, "nic0") / "sriov_numvfs").read_text() == "0\n"
+    assert kernel.netdevs == set()  # type: ignore[attr-defined]
