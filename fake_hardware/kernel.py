@@ -33,7 +33,6 @@ VFIO_PCI = "vfio-pci"
 # major, here one from the range Linux reserves for local use, so nothing real answers it.
 VFIO_CONTAINER = (10, 196)
 VFIO_GROUP_MAJOR = 240
-NO_OVERRIDE = "(null)"
 # Attributes of a driver directory and of the bus that take a write (all write-only in a real kernel).
 DRIVER_ATTRIBUTES = ("bind", "unbind", "new_id", "remove_id")
 BUS_ATTRIBUTES = ("drivers_probe",)
@@ -107,7 +106,7 @@ class NodeKernel:
         elif name == "sriov_numvfs":
             self._set_num_vfs(self._function_at(parent), value)
         elif name == "driver_override":
-            override = value.strip() or NO_OVERRIDE
+            override = value.strip() or sysfs.NO_DRIVER_OVERRIDE
             if value != f"{override}\n":
                 sysfs.write_atomic(path, f"{override}\n")
 
@@ -135,12 +134,12 @@ class NodeKernel:
 
     def _override(self, fn: PciFunction) -> str:
         path = sysfs.device_dir(self.root, fn) / "driver_override"
-        return path.read_text().strip() if path.exists() else NO_OVERRIDE
+        return path.read_text().strip() if path.exists() else sysfs.NO_DRIVER_OVERRIDE
 
     def _matches(self, driver: str, fn: PciFunction) -> bool:
         """The kernel's driver_match_device: an override names the only driver; else the ID tables."""
         override = self._override(fn)
-        if override != NO_OVERRIDE:
+        if override != sysfs.NO_DRIVER_OVERRIDE:
             return override == driver
         return driver == fn.driver or (fn.vendor, fn.device) in self.dynamic_ids.get(driver, set())
 
@@ -191,7 +190,7 @@ class NodeKernel:
         """drivers_probe: bind to the override if one is set, else to a driver whose IDs match."""
         if self.bound_driver(fn):
             return
-        candidates = [self._override(fn)] if self._override(fn) != NO_OVERRIDE else \
+        candidates = [self._override(fn)] if self._override(fn) != sysfs.NO_DRIVER_OVERRIDE else \
             [d for d in [fn.driver, *self.dynamic_ids] if d and self._matches(d, fn)]
         driver = next((d for d in candidates if self.driver_dir(d).is_dir()), None)
         if driver is None:
