@@ -125,6 +125,9 @@ def test_lspci_reads_the_tree_with_names_numa_nodes_and_topology(hw: HardwareLab
     # root port 00:01.0 -> switch 01:00.0 -> downstream 02:00.0 -> GPU 03:00.0, and the NIC with its 4 VFs
     assert "+-01.0-[01-06]----00.0-[02-06]--+-00.0-[03]----00.0" in tree, tree
     assert "+-02.0-[05]--+-00.0" in tree and "\\-00.4" in tree, tree
+    # each socket has its host bridge (HW-09): socket 1's root ports on bus 80, its buses numbered from 81
+    assert "\\-[0000:80]-+-01.0-[81-86]----00.0-[82-86]--+-00.0-[83]----00.0" in tree, tree
+    assert "-+-[0000:00]-+-01.0-[01-06]" in tree and node.plan.by_name("gpu4").bdf == "0000:83:00.0", tree
 
 
 def identities(cfg: ClusterConfig) -> dict[str, list[tuple[str, str | None, object]]]:

@@ -1,0 +1,107 @@
+"""HW-07, HW-09: the libraries real drivers discover hardware with read every shipped profile's tree
+as they read a real node's. ghw (pci, topology, net) and netlink run in the Go tests of
+drivers_under_test/internal/hwreaders, compiled once, against one hardware-only lab at a time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from clusters import residue
+from clusters.config import ClusterConfig
+from clusters.local.cluster import LocalCluster
+from fake_hardware import system_tree
+from fake_hardware.lab import HardwareLab, NodeHardware
+from fake_hardware.profile import PROFILES_DIR
+from fake_hardware.topology import PciFunction
+
+pytestmark = pytest.mark.e2e
+LAB = "hwreaders"
+GO_MODULE = Path(__file__).resolve().parents[2] / "drivers_under_test"
+
+
+def dralab(*args: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "dralab.cli", *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"dralab {' '.join(args)} failed:\n{result.stderr}"
+
+
+@pytest.fixture(scope="module")
+def readers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    binary = tmp_path_factory.mktemp("hwreaders") / "hwreaders.test"
+    built = subprocess.run(["go", "test", "-c", "-o", str(binary), "./internal/hwreaders"], cwd=GO_MODULE,
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    return binary
+
+
+@pytest.fixture(scope="module", params=sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
+def hw(request: pytest.FixtureRequest) -> Iterator[NodeHardware]:
+    """A hardware-only lab of one node with the profile; pytest runs a profile's tests together, so
+    there is one lab at a time."""
+    dralab("hw", "up", "--name", LAB, "--profile", request.param, "--nodes", "1")
+    try:
+        yield next(iter(HardwareLab(ClusterConfig.model_validate_json(LocalCluster.state_file(LAB).read_text()))
+                        .nodes.values()))
+    finally:
+        dralab("hw", "down", "--name", LAB)
+        found = residue.find(LAB)
+        assert not found, "hw down left behind:\n" + "\n".join(map(str, found))
+
+
+def parent(fn: PciFunction) -> str:
+    """The upstream bridge's address, as ghw gives it; nothing for a root port below its host bridge."""
+    return "" if fn.parent_path[-1].startswith("pci") else fn.parent_path[-1]
+
+
+def expectation(hw: NodeHardware) -> dict[str, object]:
+    """What the profile says, in the shape internal/hwreaders reads (its type expectation)."""
+    plan, profile = hw.plan, hw.plan.profile
+    booted = plan.at_boot()
+    return {
+        "profile": profile.name,
+        "functions": [{"bdf": fn.bdf, "vendor": f"{fn.vendor:04x}", "device": f"{fn.device:04x}",
+                       "class": f"{fn.class_code:06x}", "numa": fn.numa, "driver": fn.driver or "",
+                       "parent": parent(fn)} for fn in booted],
+        "numaNodes": [{"id": numa.id, "cpus": sorted(numa.cpu_ids()), "cores": len(system_tree.cores(numa)),
+                       # per core L1d, L1i and L2; one L3 per socket
+                       "caches": len(system_tree.PER_CORE_CACHES) * len(system_tree.cores(numa)) + 1,
+                       "distances": system_tree.distances(profile)[numa.id], "memoryBytes": numa.memory_bytes(),
+                       "physicalBytes": len(system_tree.memory_blocks(profile)[numa.id])
+                       * system_tree.block_size(profile)}
+                      for numa in profile.numa_nodes],
+        "netdevs": [{"name": fn.netdev, "mac": fn.mac, "bdf": fn.bdf, "speed": str(fn.port_speed)}
+                    for fn in booted if fn.netdev],
+    }
+
+
+@pytest.mark.requirement("HW-07")
+def test_ghw_and_netlink_see_every_device_of_the_profile(hw: NodeHardware, readers: Path, tmp_path: Path) -> None:
+    expect = tmp_path / "expect.json"
+    expect.write_text(json.dumps(expectation(hw), indent=2))
+    env = dict(os.environ, DRALAB_HW_ROOT=str(hw.sys_root.parent), DRALAB_HW_EXPECT=str(expect),
+               DRALAB_HW_NETNS=hw.netns)
+    run = subprocess.run([str(readers), "-test.v", "-test.count=1"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "SKIP" not in run.stdout, run.stdout
+    print(run.stdout)  # the per-profile figures (ghw pci/topology/net sees N of M), shown with -s
+
+
+@pytest.mark.requirement("HW-09")
+def test_rdma_devices_belong_to_their_functions(hw: NodeHardware) -> None:
+    """class/infiniband/<dev> leads to the function, whose netdev the RDMA device's port names, as
+    rdmamap and the RDMA device plugins follow them."""
+    infiniband = hw.sys_root / "class" / "infiniband"
+    rdma = [fn for fn in hw.plan.at_boot() if fn.rdma_device]
+    assert sorted(p.name for p in infiniband.iterdir()) == sorted(str(fn.rdma_device) for fn in rdma)
+    for fn in rdma:
+        device = infiniband / str(fn.rdma_device)
+        assert (device / "device").resolve() == (hw.sys_root / "bus" / "pci" / "devices" / fn.bdf).resolve()
+        assert [p.name for p in (device / "device" / "net").iterdir()] == [fn.netdev]
+        assert (device / "ports" / "1" / "gid_attrs" / "ndevs" / "0").read_text() == f"{fn.netdev}\n"
