@@ -198,25 +198,21 @@ class NodeKernel:
         self.attach(fn, driver)
 
     def attach(self, fn: PciFunction, driver: str) -> None:
-        here = sysfs.device_dir(self.root, fn)
-        sysfs.link_atomic(self.driver_dir(driver) / fn.bdf, here)
-        sysfs.link_atomic(here / "driver", self.driver_dir(driver))
+        sysfs.set_driver(self.root, fn, driver)
         if driver == VFIO_PCI:
             self._vfio_node(fn, present=True)
-        elif driver == fn.driver and fn.netdev:  # the native network driver registers the netdev
-            self.hw.add_netdev(fn)
+        elif driver == fn.driver:
+            self.hw.register_devices(fn)
 
     def detach(self, fn: PciFunction) -> None:
         driver = self.bound_driver(fn)
         if driver == fn.driver and fn.sriov_total:
             self._disable_vfs(fn)  # a PF driver's remove disables SR-IOV
-        here = sysfs.device_dir(self.root, fn)
-        (self.driver_dir(driver or "-") / fn.bdf).unlink(missing_ok=True)
-        (here / "driver").unlink(missing_ok=True)
+        sysfs.set_driver(self.root, fn, None)
         if driver == VFIO_PCI:
             self._vfio_node(fn, present=False)
-        elif driver == fn.driver and fn.netdev:
-            self.hw.remove_netdev(fn)
+        elif driver == fn.driver:
+            self.hw.unregister_devices(fn)
 
     def _vfio_node(self, fn: PciFunction, present: bool) -> None:
         vfio = self.dev_dir / "vfio"

@@ -56,7 +56,8 @@ class NodeHardware:
         for fn in fns:
             sysfs.write_function(self.sys_root, self.plan, fn)
             if not bound:
-                sysfs.unlink_driver(self.sys_root, fn)
+                sysfs.set_driver(self.sys_root, fn, None)
+                sysfs.unregister_devices(self.sys_root, fn)
         if bound:
             netdevs.create([(f, self.peer(f)) for f in fns if f.netdev], self.netns, self.cfg.fabric_bridge)
 
@@ -65,13 +66,16 @@ class NodeHardware:
             sysfs.remove_function(self.sys_root, self.plan, fn)
         netdevs.delete([self.peer(f) for f in fns if f.netdev])
 
-    def add_netdev(self, fn: PciFunction) -> None:
-        sysfs.write_netdev(self.sys_root, fn)
-        netdevs.create([(fn, self.peer(fn))], self.netns, self.cfg.fabric_bridge)
+    def register_devices(self, fn: PciFunction) -> None:
+        """What the function's own driver registers when bound: its netdev (tree and veth), its RDMA device."""
+        sysfs.register_devices(self.sys_root, self.plan, fn)
+        if fn.netdev:
+            netdevs.create([(fn, self.peer(fn))], self.netns, self.cfg.fabric_bridge)
 
-    def remove_netdev(self, fn: PciFunction) -> None:
-        sysfs.remove_netdev(self.sys_root, fn)
-        netdevs.delete([self.peer(fn)])
+    def unregister_devices(self, fn: PciFunction) -> None:
+        sysfs.unregister_devices(self.sys_root, fn)
+        if fn.netdev:
+            netdevs.delete([self.peer(fn)])
 
 
 class HardwareLab:

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from fake_hardware import system_tree
 from fake_hardware.profile import cpu_ids
@@ -69,8 +70,8 @@ def modalias(fn: PciFunction) -> str:
             f"bc{fn.class_code >> 16:02X}sc{(fn.class_code >> 8) & 0xFF:02X}i{fn.class_code & 0xFF:02X}")
 
 
-def _uevent(fn: PciFunction) -> str:
-    lines = [f"DRIVER={fn.driver}"] if fn.driver else []
+def _uevent(fn: PciFunction, driver: str | None) -> str:
+    lines = [f"DRIVER={driver}"] if driver else []
     lines += [f"PCI_CLASS={fn.class_code:X}", f"PCI_ID={fn.vendor:04X}:{fn.device:04X}",
               f"PCI_SUBSYS_ID={fn.subsystem_vendor:04X}:{fn.subsystem_device:04X}", f"PCI_SLOT_NAME={fn.bdf}",
               f"MODALIAS={modalias(fn)}"]
@@ -82,7 +83,7 @@ def _files(plan: NodePlan, fn: PciFunction) -> dict[str, str | bytes]:
         "vendor": f"0x{fn.vendor:04x}\n", "device": f"0x{fn.device:04x}\n",
         "subsystem_vendor": f"0x{fn.subsystem_vendor:04x}\n", "subsystem_device": f"0x{fn.subsystem_device:04x}\n",
         "class": f"0x{fn.class_code:06x}\n", "revision": f"0x{REVISION:02x}\n", "numa_node": f"{fn.numa}\n",
-        "modalias": modalias(fn) + "\n", "uevent": _uevent(fn), "driver_override": f"{NO_DRIVER_OVERRIDE}\n",
+        "modalias": modalias(fn) + "\n", "uevent": _uevent(fn, fn.driver), "driver_override": f"{NO_DRIVER_OVERRIDE}\n",
         "local_cpulist": f"{fn.cpulist}\n", "irq": "0\n", "enable": "1\n",
         "local_cpus": system_tree.cpu_mask(cpu_ids(fn.cpulist), plan.profile.cpu_count()) + "\n",
         "current_link_speed": f"{fn.link_speed}\n", "current_link_width": f"{fn.link_width}\n",
@@ -95,8 +96,6 @@ def _files(plan: NodePlan, fn: PciFunction) -> dict[str, str | bytes]:
     if fn.kind == "nic" and fn.sriov_total:
         files.update({"sriov_totalvfs": f"{fn.sriov_total}\n", "sriov_numvfs": f"{fn.sriov_num_at_boot}\n",
                       "sriov_offset": "1\n", "sriov_stride": "1\n", "sriov_vf_device": f"{fn.sriov_vf_device:04x}\n"})
-    if fn.rdma_device:
-        files.update({f"infiniband/{fn.rdma_device}/{name}": f"{value}\n" for name, value in _rdma(plan, fn).items()})
     return files
 
 
@@ -138,12 +137,10 @@ def write_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     for name, content in _files(plan, fn).items():
-        if "/" in name:
-            (staging / name).parent.mkdir(parents=True, exist_ok=True)
         (staging / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     os.symlink(_up_to_root(fn) + "bus/pci", staging / "subsystem")
     if fn.rdma_device:
-        os.symlink(f"../../../{fn.bdf}", staging / "infiniband" / fn.rdma_device / "device")
+        _write_rdma_dir(staging / "infiniband" / fn.rdma_device, plan, fn)
     if fn.netdev:
         _write_netdev_dir(staging / "net" / fn.netdev, fn)
     if final.exists():
@@ -168,6 +165,13 @@ def _write_netdev_dir(directory: Path, fn: PciFunction) -> None:
         (directory / name).write_text(f"{value}\n")
     os.symlink(f"../../../{fn.bdf}", directory / "device")
     os.symlink(_up_to_root(fn, below=2) + "class/net", directory / "subsystem")
+
+
+def _write_rdma_dir(directory: Path, plan: NodePlan, fn: PciFunction) -> None:
+    for name, value in _rdma(plan, fn).items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(f"{value}\n")
+    os.symlink(f"../../../{fn.bdf}", directory / "device")
 
 
 def _link_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
@@ -235,29 +239,44 @@ def write_tree(root: Path, plan: NodePlan) -> None:
     system_tree.write_system(root, plan.profile)
 
 
-def write_netdev(root: Path, fn: PciFunction) -> None:
-    """A function's netdev appears (its network driver registered it): assembled aside, renamed in."""
-    final = device_dir(root, fn) / "net" / str(fn.netdev)
-    staging = final.with_name(f".{fn.netdev}.tmp")
+def _rename_in(final: Path, assemble: Callable[[Path], None]) -> None:
+    staging = final.with_name(f".{final.name}.tmp")
     if staging.exists():
         shutil.rmtree(staging)
-    _write_netdev_dir(staging, fn)
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    assemble(staging)
     if final.exists():
         shutil.rmtree(final)
     os.rename(staging, final)
-    link_atomic(root / "class" / "net" / str(fn.netdev), final)
 
 
-def remove_netdev(root: Path, fn: PciFunction) -> None:
-    (root / "class" / "net" / str(fn.netdev)).unlink(missing_ok=True)
-    net = device_dir(root, fn) / "net"
-    if net.exists():
-        shutil.rmtree(net)
-
-
-def unlink_driver(root: Path, fn: PciFunction) -> None:
-    """The function has no driver: no driver link, and no netdev a driver would have registered."""
-    (root / "bus" / "pci" / "drivers" / (fn.driver or "-") / fn.bdf).unlink(missing_ok=True)
-    (device_dir(root, fn) / "driver").unlink(missing_ok=True)
+def register_devices(root: Path, plan: NodePlan, fn: PciFunction) -> None:
+    """The function's own driver bound: the netdev and RDMA device it registers appear, each
+    assembled aside and renamed in."""
+    here = device_dir(root, fn)
     if fn.netdev:
-        remove_netdev(root, fn)
+        _rename_in(here / "net" / fn.netdev, lambda d: _write_netdev_dir(d, fn))
+        link_atomic(root / "class" / "net" / fn.netdev, here / "net" / fn.netdev)
+    if fn.rdma_device:
+        _rename_in(here / "infiniband" / fn.rdma_device, lambda d: _write_rdma_dir(d, plan, fn))
+        link_atomic(root / "class" / "infiniband" / fn.rdma_device, here / "infiniband" / fn.rdma_device)
+
+
+def unregister_devices(root: Path, fn: PciFunction) -> None:
+    for index, name, sub in (("net", fn.netdev, "net"), ("infiniband", fn.rdma_device, "infiniband")):
+        if name:
+            (root / "class" / index / name).unlink(missing_ok=True)
+            shutil.rmtree(device_dir(root, fn) / sub, ignore_errors=True)
+
+
+def set_driver(root: Path, fn: PciFunction, driver: str | None) -> None:
+    """Bind (links both ways, uevent's DRIVER=) or, with None, unbind; what the driver registered is the caller's."""
+    here = device_dir(root, fn)
+    current = here / "driver"
+    if current.is_symlink():
+        (root / "bus" / "pci" / "drivers" / Path(os.readlink(current)).name / fn.bdf).unlink(missing_ok=True)
+        current.unlink()
+    if driver:
+        link_atomic(root / "bus" / "pci" / "drivers" / driver / fn.bdf, here)
+        link_atomic(current, root / "bus" / "pci" / "drivers" / driver)
+    write_atomic(here / "uevent", _uevent(fn, driver))

@@ -27,7 +27,8 @@ def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NodeKernel:
     monkeypatch.setattr(lab_module.netdevs, "delete", lambda peers: netdevs.difference_update(
         {f.netdev for f in hw.plan.netdevs() if hw.peer(f) in peers}))
     cfg = ClusterConfig(name="unit", nodes=1, slot=1)
-    hw = NodeHardware(cfg, 1, plan_node(NodeProfile.model_validate(yaml.safe_load(VALID)), "node-1", seed=1))
+    profile = NodeProfile.model_validate(yaml.safe_load(VALID.replace("sriov:", "rdma: true, sriov:")))
+    hw = NodeHardware(cfg, 1, plan_node(profile, "node-1", seed=1))
     lab_module.sysfs.write_tree(hw.sys_root, hw.plan)
     netdevs.update(f.netdev for f in hw.plan.at_boot() if f.netdev)
     k = NodeKernel(hw, tmp_path / "dev")
@@ -81,6 +82,7 @@ def test_override_unbind_and_probe_move_a_vf_to_vfio_pci_with_its_group_node(ker
     assert not (kernel.root / vf / "driver").exists() and "ens1f0v1" not in kernel.netdevs  # type: ignore[attr-defined]
     write(kernel, "bus/pci/drivers_probe", fn.bdf)
     assert os.readlink(kernel.root / vf / "driver").endswith("/drivers/vfio-pci")
+    assert (kernel.root / vf / "uevent").read_text().startswith("DRIVER=vfio-pci\n")
     group = kernel.dev_dir / "vfio" / str(fn.iommu_group)
     assert group.is_char_device() and os.major(group.stat().st_rdev) == 240
     assert (kernel.root / "bus/pci/drivers/mlx5_core/unbind").read_text() == ""  # write-only: reads back empty
@@ -98,8 +100,15 @@ def test_binds_the_kernel_would_refuse(kernel: NodeKernel, caplog: pytest.LogCap
     assert os.readlink(kernel.root / dev(kernel, "nic0-vf1") / "driver").endswith("/drivers/mlx5_core")
 
 
-def test_unbinding_a_pf_disables_its_vfs(kernel: NodeKernel) -> None:
+def test_unbinding_a_pf_disables_its_vfs_and_takes_its_netdev_and_rdma_device(kernel: NodeKernel) -> None:
     pf = kernel.hw.plan.by_name("nic0")
+    assert pf.rdma_device and (kernel.root / "class" / "infiniband" / pf.rdma_device).is_dir()
     write(kernel, "bus/pci/drivers/mlx5_core/unbind", pf.bdf)
     assert (kernel.root / dev(kernel, "nic0") / "sriov_numvfs").read_text() == "0\n"
     assert kernel.netdevs == set()  # type: ignore[attr-defined]
+    assert not (kernel.root / "class" / "infiniband" / pf.rdma_device).exists()
+    assert not (kernel.root / dev(kernel, "nic0") / "infiniband").exists()
+    assert "DRIVER=" not in (kernel.root / dev(kernel, "nic0") / "uevent").read_text()
+    write(kernel, "bus/pci/drivers/mlx5_core/bind", pf.bdf)
+    assert kernel.netdevs == {"ens1f0"}  # type: ignore[attr-defined]
+    assert os.readlink(kernel.root / "class" / "infiniband" / pf.rdma_device / "device") == f"../../../{pf.bdf}"
