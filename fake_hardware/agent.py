@@ -67,8 +67,12 @@ def serve(kernel: NodeKernel, ready_file: Path) -> None:
     logging.info("watching %d directories of %s", len(inotify.dirs), kernel.root)
     while True:
         for path in inotify.written(RENEW_SECONDS):
-            if path.name in ATTRIBUTES:
+            if path.name not in ATTRIBUTES:
+                continue
+            try:
                 kernel.written(path)
+            except OSError:  # the function went away meanwhile (a fault, another write): the node lives on
+                logging.exception("write to %s", path)
         inotify.watch(kernel.watched_dirs())
 
 

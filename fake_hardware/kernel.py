@@ -111,8 +111,9 @@ class NodeKernel:
                 sysfs.write_atomic(path, f"{override}\n")
 
     def _undo(self, path: Path) -> None:
-        if path.name == "sriov_numvfs":
-            sysfs.set_num_vfs(self.root, self._function_at(path.parent), len(self._present_vfs(self._function_at(path.parent))))
+        if path.name == "sriov_numvfs" and path.parent.is_dir():
+            pf = self.hw.plan.by_bdf(path.parent.name)
+            sysfs.set_num_vfs(self.root, pf, len(self._present_vfs(pf)))
 
     # Lookups ---------------------------------------------------------------------------
 
