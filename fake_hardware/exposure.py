@@ -1,7 +1,6 @@
 """How a driver container sees the emulated hardware (HW-05).
 
-Unmodified drivers read /sys/bus/pci, /sys/devices, /sys/class/net, /sys/class/infiniband and
-/sys/kernel/iommu_groups:
+Unmodified drivers read /sys/bus/pci, /sys/devices, /sys/class/net and /sys/kernel/iommu_groups:
 `standard_sysfs_mounts` bind-mounts the node's tree over exactly those paths. Drivers that take
 a root prefix (`--sysfs-root`) get the whole tree at one path instead (`sysfs_root_mount`).
 Host paths are as the node sees them; each node's private /var/lib makes them the same on every
@@ -14,7 +13,10 @@ from typing import Any
 
 from fake_hardware.lab import NODE_SYSFS_ROOT
 
-STANDARD_PATHS = ("bus/pci", "devices", "class/net", "class/infiniband", "kernel/iommu_groups")
+# Not class/infiniband: a container's /sys is the host kernel's, read-only, and a host without RDMA
+# has no class/infiniband to mount over (runc cannot create the mount point). Drivers that read it
+# take the tree under a root prefix.
+STANDARD_PATHS = ("bus/pci", "devices", "class/net", "kernel/iommu_groups")
 SYSFS_ROOT_IN_CONTAINER = "/var/run/dralab/sys"
 
 
