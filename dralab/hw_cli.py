@@ -43,12 +43,12 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
         LocalCluster.state_file(name).write_text(cfg.model_dump_json(indent=2))
         for node in cfg.node_names():
             network.sh("ip", "netns", "add", cfg.netns(node))
-        hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs")
+        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs")
     except BaseException:
         teardown(cfg)
         raise
     console.print(f"hardware lab {name!r} up in {time.monotonic() - start:.2f}s")
-    for hw_node in HardwareLab(cfg).nodes.values():
+    for hw_node in lab.nodes.values():
         console.print(f"  {hw_node.name}: {cfg.hardware[hw_node.name]}, tree {hw_node.sys_root}, netns {hw_node.netns}")
 
 

@@ -112,8 +112,7 @@ class NodeKernel:
 
     def _undo(self, path: Path) -> None:
         if path.name == "sriov_numvfs" and path.parent.is_dir():
-            pf = self.hw.plan.by_bdf(path.parent.name)
-            sysfs.set_num_vfs(self.root, pf, len(self._present_vfs(pf)))
+            self.hw.sync_num_vfs(self.hw.plan.by_bdf(path.parent.name))
 
     # Lookups ---------------------------------------------------------------------------
 
@@ -143,10 +142,6 @@ class NodeKernel:
         if override != sysfs.NO_DRIVER_OVERRIDE:
             return override == driver
         return driver == fn.driver or (fn.vendor, fn.device) in self.dynamic_ids.get(driver, set())
-
-    def _present_vfs(self, pf: PciFunction) -> list[PciFunction]:
-        vfs = [self.hw.plan.by_bdf(b) for b in pf.virtfns]
-        return [vf for vf in vfs if sysfs.device_dir(self.root, vf).is_dir()]
 
     # Driver binding --------------------------------------------------------------------
 
@@ -231,7 +226,7 @@ class NodeKernel:
     # SR-IOV ----------------------------------------------------------------------------
 
     def _set_num_vfs(self, pf: PciFunction, value: str) -> None:
-        present = self._present_vfs(pf)
+        present = self.hw.present_vfs(pf)
         try:
             wanted = int(value.strip())
         except ValueError:
@@ -256,7 +251,7 @@ class NodeKernel:
         sysfs.set_num_vfs(self.root, pf, wanted)
 
     def _disable_vfs(self, pf: PciFunction) -> None:
-        vfs = self._present_vfs(pf)
+        vfs = self.hw.present_vfs(pf)
         for vf in vfs:
             if self.bound_driver(vf) == VFIO_PCI:
                 self._vfio_node(vf, present=False)

@@ -51,6 +51,15 @@ class NodeHardware:
     def peer(self, fn: PciFunction) -> str:
         return self.cfg.fabric_peer(self.index, self.plan.netdevs().index(fn))
 
+    def present_vfs(self, pf: PciFunction) -> list[PciFunction]:
+        """The PF's VFs in the tree now: they come and go with sriov_numvfs and faults."""
+        vfs = [self.plan.by_bdf(b) for b in pf.virtfns]
+        return [vf for vf in vfs if sysfs.device_dir(self.sys_root, vf).is_dir()]
+
+    def sync_num_vfs(self, pf: PciFunction) -> None:
+        """sriov_numvfs shows how many VFs are present."""
+        sysfs.set_num_vfs(self.sys_root, pf, len(self.present_vfs(pf)))
+
     def plug(self, fns: list[PciFunction], bound: bool = True) -> None:
         """Functions appear in the tree; bound to their driver, those with a netdev get it."""
         for fn in fns:
@@ -124,16 +133,11 @@ class HardwareLab:
             entries.remove(device)
         self._save(faults)
 
-    def _with_vfs(self, hw: NodeHardware, fn: PciFunction) -> list[PciFunction]:
-        """The function and the VFs it has now (a PF's come and go with sriov_numvfs)."""
-        vfs = [hw.plan.by_bdf(vf) for vf in fn.virtfns]
-        return [fn] + [vf for vf in vfs if sysfs.device_dir(hw.sys_root, vf).exists()]
-
     def remove_device(self, node: str, device: str) -> None:
         """The device disappears: its tree entries (a NIC's VFs too) and its netdevs."""
         hw = self.node(node)
         fn = self._device(hw, device, ("gpu", "nic", "vf"))
-        hw.unplug(self._with_vfs(hw, fn))
+        hw.unplug([fn, *hw.present_vfs(fn)])
         self._sync_num_vfs(hw, fn)
         self._record(node, "removed", device, True)
 
@@ -149,9 +153,7 @@ class HardwareLab:
     def _sync_num_vfs(hw: NodeHardware, fn: PciFunction) -> None:
         """After a VF came or went, its PF's sriov_numvfs counts the VFs present."""
         if fn.kind == "vf":
-            pf = hw.plan.by_bdf(fn.physfn or "")
-            present = sum(sysfs.device_dir(hw.sys_root, hw.plan.by_bdf(v)).exists() for v in pf.virtfns)
-            sysfs.set_num_vfs(hw.sys_root, pf, present)
+            hw.sync_num_vfs(hw.plan.by_bdf(fn.physfn or ""))
 
     def set_gpu_health(self, node: str, device: str, healthy: bool) -> None:
         hw = self.node(node)

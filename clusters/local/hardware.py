@@ -15,7 +15,7 @@ from fake_hardware.lab import HardwareLab
 AGENT_START_TIMEOUT = 30.0
 
 
-def bring_up(cfg: ClusterConfig, state_file: Path, log_dir: Path) -> list[supervisor.Component]:
+def bring_up(cfg: ClusterConfig, state_file: Path, log_dir: Path) -> HardwareLab:
     lab = HardwareLab(cfg)
     lab.build()
     agents = [supervisor.start(f"{hw.name}-hardware-agent",
@@ -24,4 +24,4 @@ def bring_up(cfg: ClusterConfig, state_file: Path, log_dir: Path) -> list[superv
               for hw in lab.nodes.values()]
     wait_for("the hardware agents", lambda: all(hw.agent_ready_file().exists() for hw in lab.nodes.values()),
              AGENT_START_TIMEOUT, agents)
-    return agents
+    return lab

@@ -81,10 +81,14 @@ def dev_vfio_mark() -> Path:
     return labs_root() / "dev-vfio.created"
 
 
-def release_host_dev_vfio() -> None:
-    """Remove the host's /dev/vfio once no lab is left, if a lab created it."""
+def host_dev_vfio_orphaned() -> bool:
+    """A lab created the host's /dev/vfio and no lab is left to use it."""
     labs = labs_root() / "labs"
-    if not dev_vfio_mark().exists() or (labs.is_dir() and any(labs.iterdir())):
+    return dev_vfio_mark().exists() and not (labs.is_dir() and any(labs.iterdir()))
+
+
+def release_host_dev_vfio() -> None:
+    if not host_dev_vfio_orphaned():
         return
     try:
         HOST_DEV_VFIO.rmdir()
