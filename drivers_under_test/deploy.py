@@ -289,10 +289,14 @@ CRASHES = 2
 def _stuck(c) -> str | None:  # c: V1ContainerStatus
     """Why a container of the driver will not come up by waiting, if it will not."""
     waiting, died = c.state and c.state.waiting, c.last_state and c.last_state.terminated
+    # The container's own last words first (a back-off message only says that it died), on one
+    # line: a message from FallbackToLogsOnError is a log tail, which ends with the fatal error.
+    last_line = next(iter(reversed((died.message or "").strip().splitlines())), "") if died else ""
+    last_words = f"died {c.restart_count} times, last with exit code {died.exit_code}: {last_line}" if died else ""
     if waiting and waiting.reason in STUCK:
-        return f"{waiting.reason}: {waiting.message or ''}".rstrip(": ")
+        return "; ".join(filter(None, [last_words, f"{waiting.reason}: {waiting.message or ''}".rstrip(": ")]))
     if c.restart_count >= CRASHES and not c.ready and died:
-        return f"died {c.restart_count} times, last with exit code {died.exit_code}: {(died.message or '').strip()}"
+        return last_words
     return None
 
 
