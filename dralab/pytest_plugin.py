@@ -3,6 +3,7 @@ each test's verdict with its evidence (requirements.md, Verdicts; LAB-07)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -154,8 +155,12 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
             raise pytest.UsageError(f"--cluster=kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
         from clusters.provision import provision
 
-        yield kubeconfig_lab(Path(kubeconfig), provision(offline=True).kubectl,
-                             Path(tempfile.mkdtemp(prefix="dralab-logs-")), option("--kubelet-root-dir"))
+        logs = Path(tempfile.mkdtemp(prefix="dralab-logs-"))
+        try:
+            yield kubeconfig_lab(Path(kubeconfig), provision(offline=True).kubectl, logs, option("--kubelet-root-dir"))
+        finally:
+            with contextlib.suppress(OSError):  # kept when something was written there
+                logs.rmdir()
         return
     if option("--cluster") == "kind":
         yield from _kind_lab()

@@ -3,7 +3,9 @@
 It watches the node's tree with inotify and hands every completed write to an attribute the
 kernel acts on (sriov_numvfs, driver_override, a driver's bind/unbind/new_id/remove_id, the bus's
 drivers_probe) to fake_hardware.kernel. Directories come and go as functions are plugged and
-replaced, so the watches are renewed after each write and every half second.
+replaced, so the watches are renewed after each write and every half second. At the same pace
+it returns to the node the netdevs whose namespace was destroyed, as the kernel does for a real
+NIC's (a veth would die with it).
 
     python -m fake_hardware.agent --lab-config LAB_DIR/cluster.json --node node-1
 """
@@ -16,6 +18,7 @@ import logging
 import os
 import select
 import struct
+import time
 from pathlib import Path
 
 from fake_hardware.kernel import BUS_ATTRIBUTES, DRIVER_ATTRIBUTES, NodeKernel
@@ -74,6 +77,7 @@ def serve(kernel: NodeKernel, ready_file: Path) -> None:
             except OSError:  # the function went away meanwhile (a fault, another write): the node lives on
                 logging.exception("write to %s", path)
         inotify.watch(kernel.watched_dirs())
+        kernel.return_lost_netdevs(set(os.listdir("/sys/class/net")), time.monotonic())  # fabric ends are host links
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -36,6 +36,7 @@ VFIO_GROUP_MAJOR = 240
 # Attributes of a driver directory and of the bus that take a write (all write-only in a real kernel).
 DRIVER_ATTRIBUTES = ("bind", "unbind", "new_id", "remove_id")
 BUS_ATTRIBUTES = ("drivers_probe",)
+LOST_SECONDS = 0.3
 
 
 class Refused(Exception):
@@ -57,6 +58,7 @@ class NodeKernel:
     hw: NodeHardware
     dev_dir: Path  # the node's /dev, as a host path
     dynamic_ids: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # driver -> (vendor, device) by new_id
+    lost_since: dict[str, float] = field(default_factory=dict)  # BDF -> when its netdev was first seen missing
 
     @property
     def root(self) -> Path:
@@ -222,6 +224,22 @@ class NodeKernel:
             if not node.exists():
                 os.mknod(node, stat.S_IFCHR, os.makedev(*numbers))
                 os.chmod(node, mode)  # mknod's mode is masked by the umask
+
+    # Namespaces ------------------------------------------------------------------------
+
+    def return_lost_netdevs(self, host_links: set[str], now: float) -> None:
+        """Netdevs whose namespace was destroyed (a pod's, with a VF still in it) come back to the
+        node. Missing for LOST_SECONDS first: plugging a function writes the tree just before its
+        netdev is created, maybe in another process (a fault)."""
+        lost = {fn.bdf: fn for fn in self.hw.lost_netdevs(host_links)}
+        self.lost_since = {bdf: self.lost_since.get(bdf, now) for bdf in lost}
+        back = [fn for bdf, fn in lost.items() if now - self.lost_since[bdf] >= LOST_SECONDS]
+        if back:
+            self.hw.return_netdevs(back)
+            log.info("netdevs back in the node's namespace, theirs was destroyed: %s",
+                     ", ".join(fn.netdev or "" for fn in back))
+            for fn in back:
+                del self.lost_since[fn.bdf]
 
     # SR-IOV ----------------------------------------------------------------------------
 

@@ -75,6 +75,17 @@ class NodeHardware:
             sysfs.remove_function(self.sys_root, self.plan, fn)
         netdevs.delete([self.peer(f) for f in fns if f.netdev])
 
+    def lost_netdevs(self, host_links: set[str]) -> list[PciFunction]:
+        """Functions whose driver has a netdev registered (it is in the tree) that no longer
+        exists: a veth dies with the namespace it was moved into, a real NIC's netdev does not."""
+        return [fn for fn in self.plan.netdevs() if self.peer(fn) not in host_links
+                and (sysfs.device_dir(self.sys_root, fn) / "net" / fn.netdev).is_dir()]
+
+    def return_netdevs(self, fns: list[PciFunction]) -> None:
+        """Back in the node's namespace, as the kernel returns a physical netdev whose namespace is
+        destroyed (under the tree's name: the kernel would keep the name it had there)."""
+        netdevs.create([(f, self.peer(f)) for f in fns], self.netns, self.cfg.fabric_bridge)
+
     def register_devices(self, fn: PciFunction) -> None:
         """What the function's own driver registers when bound: its netdev (tree and veth), its RDMA device."""
         sysfs.register_devices(self.sys_root, self.plan, fn)

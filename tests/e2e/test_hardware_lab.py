@@ -71,8 +71,13 @@ def test_vf_moved_into_a_netns_keeps_its_mac_and_reaches_a_vf_of_another_node(hw
                               capture_output=True, text=True)
         assert ping.returncode == 0, ping.stdout + ping.stderr
     finally:
-        for pod in ends:  # the VFs go with them; the fixture's teardown tolerates that
+        for pod in ends:
             subprocess.run(["ip", "netns", "delete", pod])
+    # As a real NIC's netdev when its namespace is destroyed, each VF returns to its node.
+    for node in hw.nodes.values():
+        vf = node.plan.by_name("nic0-vf0")
+        settled(f"{vf.netdev} back on {node.name} after its namespace was destroyed",
+                lambda: links(node.netns).get(vf.netdev) == vf.mac)
 
 
 @pytest.mark.requirement("HW-04")

@@ -112,3 +112,19 @@ def test_unbinding_a_pf_disables_its_vfs_and_takes_its_netdev_and_rdma_device(ke
     write(kernel, "bus/pci/drivers/mlx5_core/bind", pf.bdf)
     assert kernel.netdevs == {"ens1f0"}  # type: ignore[attr-defined]
     assert os.readlink(kernel.root / "class" / "infiniband" / pf.rdma_device / "device") == f"../../../{pf.bdf}"
+
+
+def test_a_netdev_whose_namespace_was_destroyed_comes_back_once_it_stayed_missing(kernel: NodeKernel) -> None:
+    vf = kernel.hw.plan.by_name("nic0-vf0")
+    kernel.netdevs.discard(vf.netdev)  # type: ignore[attr-defined]
+    alive = {kernel.hw.peer(f) for f in kernel.hw.plan.at_boot() if f.netdev and f is not vf}
+    kernel.return_lost_netdevs(alive, now=10.0)
+    assert vf.netdev not in kernel.netdevs, "returned before it stayed missing"  # type: ignore[attr-defined]
+    kernel.return_lost_netdevs(alive, now=10.5)
+    assert vf.netdev in kernel.netdevs  # type: ignore[attr-defined]
+    vf1 = kernel.hw.plan.by_name("nic0-vf1")
+    write(kernel, f"bus/pci/drivers/{vf1.driver}/unbind", vf1.bdf)
+    alive.discard(kernel.hw.peer(vf1))  # an unbound function has no netdev to return
+    kernel.return_lost_netdevs(alive, now=11.0)
+    kernel.return_lost_netdevs(alive, now=12.0)
+    assert vf1.netdev not in kernel.netdevs  # type: ignore[attr-defined]
