@@ -119,13 +119,69 @@ class PciEndpoint(Model):
         return self
 
 
+MIG_PROFILE = re.compile(r"^([1-7])g\.(\d+)gb$")  # a GPU instance profile: compute slices (of 7), memory in GB
+ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "rubin", "unknown")  # as NVML names them
+
+
 class Gpu(PciEndpoint):
     model: str
     memory: Quantity
     driver: str = "nvidia"
+    # What NVML tells beyond sysfs (fake_hardware/nvml.py); a model of GPU_MODELS brings its own.
+    architecture: str = "unknown"
+    compute_capability: str | None = Field(None, pattern=r"^\d+\.\d$")
+    mig_profiles: dict[str, int] = {}  # GPU instance profile -> how many fit on the GPU at once
+    mig_devices: list[str] = []  # MIG mode on, with one GPU instance (one compute instance each) per entry
+
+    @model_validator(mode="before")
+    @classmethod
+    def _identity_of_model(cls, data: object) -> object:
+        known = GPU_MODELS.get(data.get("model")) if isinstance(data, dict) else None
+        return {**known, **data} if known else data
+
+    @model_validator(mode="after")
+    def _mig_devices_fit(self) -> "Gpu":
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"{self.name}: architecture {self.architecture!r} is none of {', '.join(ARCHITECTURES)}")
+        for name in self.mig_profiles:
+            if not MIG_PROFILE.match(name):
+                raise ValueError(f"{self.name}: MIG profile {name!r} is not like 3g.40gb (compute slices, memory)")
+        for name in sorted(set(self.mig_devices)):
+            if self.mig_devices.count(name) > self.mig_profiles.get(name, 0):
+                raise ValueError(f"{self.name}: {self.mig_devices.count(name)} MIG devices {name}, the GPU takes "
+                                 f"{self.mig_profiles.get(name, 0)} (its profiles: {self.mig_profiles})")
+        if sum(mig_slices(name) for name in self.mig_devices) > 7:
+            raise ValueError(f"{self.name}: MIG devices {self.mig_devices} need more than the GPU's 7 compute slices")
+        return self
 
     def memory_bytes(self) -> int:
         return quantity_bytes(self.memory)
+
+
+def mig_slices(profile: str) -> int:
+    return int(MIG_PROFILE.match(profile).group(1))  # type: ignore[union-attr]
+
+
+def mig_memory_bytes(profile: str) -> int:
+    """The memory the name gives, read as GB: the names round a slice's GiB, so as GB a MIG device
+    never has more memory than its GPU (a "7g.141gb" of an H200 with 140.4 GiB)."""
+    return int(MIG_PROFILE.match(profile).group(2)) * 1000 ** 3  # type: ignore[union-attr]
+
+
+# Real parts, by the name NVML gives them: architecture, CUDA compute capability and the MIG
+# profiles `nvidia-smi mig -lgip` lists (single-compute-instance profiles, without +me variants).
+_MIG_80GB = {"1g.10gb": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1}
+GPU_MODELS: dict[str, dict[str, object]] = {
+    "NVIDIA A100-SXM4-40GB": {"architecture": "ampere", "compute_capability": "8.0",
+                              "mig_profiles": {"1g.5gb": 7, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1}},
+    "NVIDIA A100-SXM4-80GB": {"architecture": "ampere", "compute_capability": "8.0", "mig_profiles": _MIG_80GB},
+    "NVIDIA H100 80GB HBM3": {"architecture": "hopper", "compute_capability": "9.0", "mig_profiles": _MIG_80GB},
+    "NVIDIA H200": {"architecture": "hopper", "compute_capability": "9.0", "mig_profiles": {
+        "1g.18gb": 7, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1}},
+    "NVIDIA B200": {"architecture": "blackwell", "compute_capability": "10.0", "mig_profiles": {
+        "1g.23gb": 7, "1g.45gb": 4, "2g.45gb": 3, "3g.90gb": 2, "4g.90gb": 1, "7g.180gb": 1}},
+    "NVIDIA L40": {"architecture": "ada", "compute_capability": "8.9"},
+}
 
 
 class Sriov(Model):

@@ -1,0 +1,35 @@
+// Command libnvidia-ml is NVML (libnvidia-ml.so.1) for the lab's emulated GPUs (HW-10), built with
+// -buildmode=c-shared. Vendor GPU drivers load it through go-nvml, as on a real node, and see the
+// node's GPUs with the identities of its hardware profile.
+//
+// Where its answers come from:
+//
+//   - the node's emulated sysfs tree, as the kernel module would see it: a GPU is a function of
+//     bus/pci/devices with vendor 0x10de and a display class, bound to the nvidia driver. PCI IDs,
+//     NUMA node and CPUs are the tree's; so is health, from the function's dralab-gpu.json, which
+//     `dralab hw fault unhealthy` changes. Every call reads the tree anew: a GPU the lab removes or
+//     unbinds leaves the device count, and calls on its handle answer NVML_ERROR_GPU_IS_LOST.
+//   - <driver root>/dralab/nvml.json, rendered by fake_hardware/nvml.py from the same plan as the
+//     tree: versions, the tree's path, and per GPU what sysfs does not carry (name, UUID, serial,
+//     minor number, memory, architecture, compute capability, MIG devices). It is read at nvmlInit.
+//
+// The driver root is the nearest directory above the library's own file (dladdr) holding
+// dralab/nvml.json, so <driver root>/usr/lib64/libnvidia-ml.so.1 finds it; DRALAB_NVML_ROOT, read
+// at nvmlInit, names it instead.
+//
+// Devices are numbered in PCI bus order, as NVML does. A MIG device's handle answers as its GPU
+// except for its name, UUID, memory and instance IDs. Event sets deliver an Xid critical error
+// when a registered GPU turns unhealthy (Xid 48, a double-bit ECC error, which GetTotalEccErrors
+// then counts) or leaves the tree (Xid 79, fallen off the bus); nvmlEventSetWait polls the tree
+// every 100 ms within its timeout.
+//
+// Every other function nvml.h declares exists (stubs.c, generated from go-nvml's nvml.h) and
+// answers NVML_ERROR_NOT_SUPPORTED: go-nvml binds symbols lazily, so a missing one would end the
+// caller's process at its first call. Structures are written through go-nvml's Go definitions of
+// nvml.h's types, which cgo generated from that header; the library does not include nvml.h
+// itself, since a cgo package can only name headers of its own directory.
+package main
+
+//go:generate go run gen_stubs.go
+
+func main() {}

@@ -1,0 +1,111 @@
+"""What NVML tells a driver about a node's GPUs, for the lab's libnvidia-ml.so.1 (HW-10).
+
+The library (drivers_under_test/cmd/libnvidia-ml) finds which GPUs are present, their PCI IDs,
+NUMA node, CPUs and health in the node's tree, as the kernel module would; what sysfs does not
+carry comes from a driver root this module renders from the same NodePlan, so both views agree:
+
+    <driver root>/dralab/nvml.json             versions, the tree's path, and per GPU (by BDF) its
+                                               name, UUID, serial, minor number, memory, architecture,
+                                               compute capability and MIG devices
+    <driver root>/proc/driver/nvidia/version   as the kernel module shows it
+    <driver root>/usr/lib64/libnvidia-ml.so.1  the library, put there by whoever built it
+
+`python -m fake_hardware.nvml --profile hgx-h100 --out DIR` writes a node's tree (DIR/sys) and its
+driver root (DIR/driver-root) without a lab, to try the library or a driver against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import uuid
+from pathlib import Path
+
+from clusters.errors import BadInput
+from fake_hardware import sysfs
+from fake_hardware.lab import NODE_SYSFS_ROOT
+from fake_hardware.profile import Gpu, load_node_profile, mig_memory_bytes
+from fake_hardware.topology import NodePlan, PciFunction, plan_node
+
+DRIVER_VERSION = "580.95.05"
+CUDA_DRIVER_VERSION = 13000  # CUDA 13.0, what the 580 branch supports, as NVML encodes it (major*1000 + minor*10)
+NVML_VERSION = f"13.{DRIVER_VERSION}"  # NVML API 13, the version go-nvml's nvml.h declares
+CONFIG = Path("dralab/nvml.json")
+PROC_VERSION = Path("proc/driver/nvidia/version")
+LIBRARY = Path("usr/lib64/libnvidia-ml.so.1")
+
+
+def serial(gpu_uuid: str) -> str:
+    """A 13-digit board serial, as NVIDIA's data-centre boards have, derived from the GPU's UUID."""
+    return str(int.from_bytes(hashlib.sha256(gpu_uuid.encode()).digest()[:8]) % 10 ** 13).zfill(13)
+
+
+def mig_devices(gpu: Gpu, gpu_uuid: str) -> list[dict[str, object]]:
+    """The GPU's MIG devices: GPU instances numbered from 1 in the profile's order, one compute instance (0) each."""
+    devices = []
+    for gi, profile in enumerate(gpu.mig_devices, start=1):
+        devices.append({"uuid": "MIG-" + str(uuid.uuid5(uuid.UUID(gpu_uuid.removeprefix("GPU-")), f"{gi}/0")),
+                        "name": f"{gpu.model} MIG {profile}", "profile": profile, "gpuInstanceId": gi,
+                        "computeInstanceId": 0, "memoryBytes": mig_memory_bytes(profile)})
+    return devices
+
+
+def identity(fn: PciFunction, gpu: Gpu) -> dict[str, object]:
+    assert fn.gpu is not None
+    gpu_uuid = str(fn.gpu["uuid"])
+    major, _, minor = (gpu.compute_capability or "").partition(".")
+    return {"name": gpu.model, "uuid": gpu_uuid, "serial": serial(gpu_uuid),
+            "minorNumber": fn.gpu["index"],  # /dev/nvidia<N>: the kernel module numbers GPUs in probe order
+            "memoryBytes": gpu.memory_bytes(), "architecture": gpu.architecture,
+            "computeCapability": [int(major), int(minor)] if gpu.compute_capability else None,
+            "migCapable": bool(gpu.mig_profiles), "migDevices": mig_devices(gpu, gpu_uuid)}
+
+
+def config(plan: NodePlan, sysfs_root: str) -> dict[str, object]:
+    gpus = {g.name: g for g in plan.profile.gpus}
+    return {"sysfsRoot": sysfs_root, "driverVersion": DRIVER_VERSION, "nvmlVersion": NVML_VERSION,
+            "cudaDriverVersion": CUDA_DRIVER_VERSION,
+            "gpus": {fn.bdf: identity(fn, gpus[fn.name]) for fn in plan.functions if fn.kind == "gpu"}}
+
+
+def proc_version() -> str:
+    """/proc/driver/nvidia/version; tools take the driver version from the NVRM line."""
+    return (f"NVRM version: NVIDIA UNIX Open Kernel Module for {platform.machine()}  {DRIVER_VERSION}  "
+            "Release Build  (dralab emulated hardware)\nGCC version:  unknown\n")
+
+
+def render(plan: NodePlan, driver_root: Path, sysfs_root: str = NODE_SYSFS_ROOT) -> None:
+    """The driver root's data for the node of `plan`, whose tree the library reads at `sysfs_root`
+    (a path in the mount namespace the library runs in)."""
+    for path, content in ((CONFIG, json.dumps(config(plan, sysfs_root), indent=2) + "\n"),
+                          (PROC_VERSION, proc_version())):
+        (driver_root / path).parent.mkdir(parents=True, exist_ok=True)
+        sysfs.write_atomic(driver_root / path, content)
+
+
+def write_node(plan: NodePlan, out: Path) -> None:
+    """A node's tree at out/sys and its driver root at out/driver-root, reading that tree; no lab needed."""
+    sysfs.write_tree(out / "sys", plan)
+    render(plan, out / "driver-root", str((out / "sys").resolve()))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m fake_hardware.nvml", description=write_node.__doc__)
+    parser.add_argument("--profile", required=True, help="hardware profile name or YAML file")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--node", default="node-1", help="node name (GPU UUIDs derive from it and the seed)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        plan = plan_node(load_node_profile(args.profile), args.node, args.seed)
+    except BadInput as e:
+        parser.error(str(e))
+    write_node(plan, args.out)
+    print(f"{sum(fn.kind == 'gpu' for fn in plan.functions)} GPUs; point the library at them with "
+          f"DRALAB_NVML_ROOT={(args.out / 'driver-root').resolve()} or copy it to {args.out / 'driver-root' / LIBRARY}")
+
+
+if __name__ == "__main__":
+    main()

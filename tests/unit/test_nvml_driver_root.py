@@ -1,0 +1,79 @@
+"""HW-10: the driver root fake_hardware/nvml.py renders for the lab's libnvidia-ml.so.1, and the GPU
+identities (architecture, compute capability, MIG) profiles give. The library itself is tested
+through go-nvml in tests/e2e/test_nvml_library.py."""
+
+import json
+from pathlib import Path
+
+import pydantic
+import pytest
+
+from fake_hardware import nvml
+from fake_hardware.lab import NODE_SYSFS_ROOT
+from fake_hardware.profile import Gpu, load_node_profile
+from fake_hardware.topology import plan_node
+
+H100 = {"name": "gpu0", "model": "NVIDIA H100 80GB HBM3", "memory": "80Gi", "vendor": "0x10de",
+        "device": "0x2330", "numa": 0, "switch": "sw0"}
+
+
+def test_a_known_model_brings_its_identity_and_a_profile_may_override_it() -> None:
+    h100 = Gpu.model_validate(H100)
+    assert (h100.architecture, h100.compute_capability, h100.mig_profiles["3g.40gb"]) == ("hopper", "9.0", 2)
+    l40 = Gpu.model_validate({**H100, "model": "NVIDIA L40"})
+    assert (l40.architecture, l40.compute_capability, l40.mig_profiles) == ("ada", "8.9", {})
+    unknown = Gpu.model_validate({**H100, "model": "M"})
+    assert (unknown.architecture, unknown.compute_capability, unknown.mig_profiles) == ("unknown", None, {})
+    assert Gpu.model_validate({**H100, "compute_capability": "9.1"}).compute_capability == "9.1"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"mig_devices": ["3g.40gb"] * 3}, "3 MIG devices 3g.40gb, the GPU takes 2"),
+    ({"mig_devices": ["2g.99gb"]}, "1 MIG devices 2g.99gb, the GPU takes 0"),
+    ({"mig_devices": ["4g.40gb", "3g.40gb", "1g.10gb"]}, "need more than the GPU's 7 compute slices"),
+    ({"mig_profiles": {"big": 1}}, "MIG profile 'big' is not like 3g.40gb"),
+    ({"architecture": "fermi"}, "architecture 'fermi' is none of"),
+    ({"compute_capability": "nine"}, "String should match pattern"),
+])
+def test_mig_and_identity_mistakes_are_rejected(change: dict[str, object], message: str) -> None:
+    with pytest.raises(pydantic.ValidationError, match=message):
+        Gpu.model_validate({**H100, **change})
+
+
+def test_driver_root_gives_every_gpu_of_the_plan_by_bdf(tmp_path: Path) -> None:
+    plan = plan_node(load_node_profile("hgx-h100"), "node-1", 3)
+    nvml.render(plan, tmp_path)
+    config = json.loads((tmp_path / "dralab" / "nvml.json").read_text())
+    assert config["sysfsRoot"] == NODE_SYSFS_ROOT and config["driverVersion"] == nvml.DRIVER_VERSION
+    gpus = [fn for fn in plan.functions if fn.kind == "gpu"]
+    assert sorted(config["gpus"]) == sorted(fn.bdf for fn in gpus)
+    for fn in gpus:
+        assert fn.gpu is not None
+        gpu = config["gpus"][fn.bdf]
+        assert (gpu["uuid"], gpu["minorNumber"], gpu["memoryBytes"]) == (fn.gpu["uuid"], fn.gpu["index"], 80 * 2**30)
+        assert (gpu["name"], gpu["architecture"], gpu["computeCapability"]) == ("NVIDIA H100 80GB HBM3", "hopper", [9, 0])
+        assert gpu["migCapable"] and gpu["migDevices"] == [] and len(gpu["serial"]) == 13
+    assert len({g["serial"] for g in config["gpus"].values()}) == len(gpus)
+    version = (tmp_path / "proc" / "driver" / "nvidia" / "version").read_text()
+    assert version.startswith("NVRM version: NVIDIA UNIX Open Kernel Module for ") and f"  {nvml.DRIVER_VERSION}  " in version
+    assert not list(tmp_path.rglob(".*.tmp"))
+
+
+def test_mig_devices_get_instance_ids_uuids_and_their_profiles_memory() -> None:
+    gpu = Gpu.model_validate({**H100, "mig_devices": ["3g.40gb", "1g.10gb"]})
+    devices = nvml.mig_devices(gpu, "GPU-38c9132b-7340-42a4-a400-ecefa6895fdc")
+    assert [(d["gpuInstanceId"], d["computeInstanceId"], d["memoryBytes"]) for d in devices] == [
+        (1, 0, 40 * 10**9), (2, 0, 10 * 10**9)]
+    assert [d["name"] for d in devices] == ["NVIDIA H100 80GB HBM3 MIG 3g.40gb", "NVIDIA H100 80GB HBM3 MIG 1g.10gb"]
+    uuids = [str(d["uuid"]) for d in devices]
+    assert all(u.startswith("MIG-") for u in uuids) and len(set(uuids)) == 2
+    assert nvml.mig_devices(gpu, "GPU-38c9132b-7340-42a4-a400-ecefa6895fdc") == devices  # deterministic
+
+
+def test_command_writes_a_tree_and_a_driver_root_reading_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nvml.main(["--profile", "gpu-small", "--out", str(tmp_path)])
+    config = json.loads((tmp_path / "driver-root" / "dralab" / "nvml.json").read_text())
+    assert config["sysfsRoot"] == str(tmp_path / "sys")
+    for bdf in config["gpus"]:
+        assert (tmp_path / "sys" / "bus" / "pci" / "devices" / bdf / "dralab-gpu.json").exists()
+    assert "2 GPUs" in capsys.readouterr().out
