@@ -75,7 +75,17 @@ DRIVERS_UNDER_TEST = GoRecipe(
     binaries={name: f"./cmd/{name}" for name in ("incluster-whoami", "nri-probe", *DRIVER_BINARIES)},
 )
 
-GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST)
+# The lab's NVML, libnvidia-ml.so.1 (HW-10), from the same module: a C shared library, so with cgo,
+# which the static binaries above do without.
+NVML_LIBRARY = GoRecipe(
+    name="libnvidia-ml",
+    version="local",
+    local_module=REPO / "drivers_under_test",
+    binaries={"libnvidia-ml.so.1": "./cmd/libnvidia-ml"},
+    cgo=True,
+)
+
+GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST, NVML_LIBRARY)
 
 # Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
 # image's busybox, libseccomp for building runc, and chromium, which renders the HTML reports in

@@ -21,6 +21,7 @@ from clusters.errors import LabBroken
 from clusters.progress import run_logged
 
 RECIPES = Path(__file__).parent / "recipes"
+SHARED_LIBRARY = re.compile(r"^lib[\w-]+\.so(\.\d+)*$")  # a binary named so is built as a C shared library
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,8 @@ def build(recipe: GoRecipe, out_dir: Path, work_dir: Path, log: Path) -> None:
     staging.mkdir(parents=True)
     for binary, package in recipe.binaries.items():
         cmd = ["go", "build", "-trimpath", "-o", str(staging / binary), "-ldflags", recipe.ldflags]
+        if SHARED_LIBRARY.match(binary):
+            cmd.append("-buildmode=c-shared")
         if recipe.tags:
             cmd += ["-tags", ",".join(recipe.tags)]
         run_logged(cmd + [package], log, cwd=src, env=env, what=f"building {binary} ({recipe.name} {recipe.version})")
