@@ -26,8 +26,9 @@
 // Every other function nvml.h declares exists (stubs.c, generated from go-nvml's nvml.h) and
 // answers NVML_ERROR_NOT_SUPPORTED: go-nvml binds symbols lazily, so a missing one would end the
 // caller's process at its first call. Structures are written through go-nvml's Go definitions of
-// nvml.h's types, which cgo generated from that header; the library does not include nvml.h
-// itself, since a cgo package can only name headers of its own directory.
+// nvml.h's types, which cgo generated from that header, but for nvmlEventData_t, whose Go twin
+// go-nvml keeps unexported (events.go spells it out; the tests read it back through go-nvml). The
+// library does not include nvml.h itself: a cgo package can only name headers of its own directory.
 package main
 
 //go:generate go run gen_stubs.go
