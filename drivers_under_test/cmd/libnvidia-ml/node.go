@@ -175,13 +175,13 @@ func driverRoot() (string, error) {
 // present lists the GPUs in the tree now, in PCI bus order (bus/pci/devices lists BDFs, which sort so).
 func present(cfg *config) []*gpu {
 	entries, _ := os.ReadDir(filepath.Join(cfg.SysfsRoot, "bus/pci/devices"))
-	var gpus []*gpu
+	var found []*gpu
 	for _, e := range entries {
 		if g := readGPU(cfg, e.Name()); g != nil {
-			gpus = append(gpus, g)
+			found = append(found, g)
 		}
 	}
-	return gpus
+	return found
 }
 
 // readGPU is the GPU at bdf if the tree has it, bound to nvidia; nil otherwise.
