@@ -14,6 +14,7 @@ from suites.derived_attributes.topology import DERIVED_NUMA, GPU, NIC, NUMA, att
 from suites.framework import spec_drift, validation
 from suites.framework.claims import ClaimBuilder
 from suites.framework.spec_drift import Drift
+from suites.framework.validation import Cause
 
 pytestmark = pytest.mark.e2e
 
@@ -147,37 +148,56 @@ def _duplicate_names() -> dict[str, Any]:
     return body
 
 
-# (case, claim, accepted?, what the rejection says)
-CASES: list[tuple[str, dict[str, Any], bool, str]] = [
-    ("a fully qualified name", _claim({DERIVED_NUMA: attribute(GPU, "numa")}), True, ""),
-    ("a bare name", _claim({"numa": attribute(GPU, "numa")}), False, "a fully qualified name must be"),
-    ("a derived attribute no constraint references", _claim({DERIVED_NUMA: attribute(GPU, "numa")}, []), False,
-     "must be referenced by at least one matchAttribute or distinctAttribute"),
-    ("32 derived attributes", _claim(_derived(32, attribute(GPU, "numa"))), True, ""),
-    ("33 derived attributes", _claim(_derived(33, attribute(GPU, "numa"))), False, "must have at most 32"),
-    ("duplicate names", _duplicate_names(), False, "Duplicate value"),
-    ("a compile error", _claim({DERIVED_NUMA: "device.attributes[["}), False, "compilation failed"),
-    ("a map result", _claim({DERIVED_NUMA: '{"a": 1}'}), False, "must evaluate to a primitive scalar"),
-    ("a double result", _claim({DERIVED_NUMA: "1.5"}), False, "must evaluate to a primitive scalar"),
-    ("an expression of 10 Ki", _claim({DERIVED_NUMA: "1" + " " * (10 * 1024 - 1)}), True, ""),
-    ("an expression over 10 Ki", _claim({DERIVED_NUMA: "1" + " " * (10 * 1024)}), False,
-     "may not be more than 10240 bytes"),
-    # The static cost caps: 1,000,000 per expression and for all of a claim's expressions together.
-    ("an expression under the cost cap", _claim({DERIVED_NUMA: _nested(300)}), True, ""),
-    ("an expression over the cost cap", _claim({DERIVED_NUMA: _nested(400)}), False, "too complex, exceeds cost limit"),
-    ("two expressions under the cap, together over the claim's cap", _claim(_derived(2, _nested(300))), False,
-     "total cost of derived attribute CEL expressions in the claim exceeds cost limit"),
+DERIVED = "spec.devices.requests[0].exactly.derivedAttributes"
+EXPRESSION = f"{DERIVED}[0].expression"
+NOT_QUALIFIED = "a fully qualified name must be"
+OVER_COST = "too complex, exceeds cost limit"
+OVER_CLAIM_COST = "total cost of derived attribute CEL expressions in the claim exceeds cost limit"
+NOT_SCALAR = "must evaluate to a primitive scalar"
+
+# (case, claim, the causes it is rejected for: none if accepted)
+CASES: list[tuple[str, dict[str, Any], tuple[Cause, ...]]] = [
+    ("a fully qualified name", _claim({DERIVED_NUMA: attribute(GPU, "numa")}), ()),
+    # The constraint naming it is invalid for the same reason.
+    ("a bare name", _claim({"numa": attribute(GPU, "numa")}), (
+        Cause(f"{DERIVED}[0].name", "FieldValueInvalid", NOT_QUALIFIED),
+        Cause("spec.devices.constraints[0].matchAttribute", "FieldValueInvalid", NOT_QUALIFIED))),
+    ("a derived attribute no constraint references", _claim({DERIVED_NUMA: attribute(GPU, "numa")}, []), (
+        Cause(f"{DERIVED}[0].name", "FieldValueInvalid",
+              "must be referenced by at least one matchAttribute or distinctAttribute"),)),
+    ("32 derived attributes", _claim(_derived(32, attribute(GPU, "numa"))), ()),
+    # Each derived attribute needs a constraint, and constraints have the same limit of 32.
+    ("33 derived attributes", _claim(_derived(33, attribute(GPU, "numa"))), (
+        Cause(DERIVED, "FieldValueTooMany", "must have at most 32"),
+        Cause("spec.devices.constraints", "FieldValueTooMany", "must have at most 32"))),
+    ("duplicate names", _duplicate_names(), (Cause(f"{DERIVED}[1]", "FieldValueDuplicate", DERIVED_NUMA),)),
+    ("a compile error", _claim({DERIVED_NUMA: "device.attributes[["}), (
+        Cause(EXPRESSION, "FieldValueInvalid", "compilation failed"),)),
+    ("a map result", _claim({DERIVED_NUMA: '{"a": 1}'}), (Cause(EXPRESSION, "FieldValueInvalid", NOT_SCALAR),)),
+    ("a double result", _claim({DERIVED_NUMA: "1.5"}), (Cause(EXPRESSION, "FieldValueInvalid", NOT_SCALAR),)),
+    ("an expression of 10 Ki", _claim({DERIVED_NUMA: "1" + " " * (10 * 1024 - 1)}), ()),
+    ("an expression over 10 Ki", _claim({DERIVED_NUMA: "1" + " " * (10 * 1024)}), (
+        Cause(EXPRESSION, "FieldValueTooLong", "may not be more than 10240 bytes"),)),
+    # The static cost caps: 1,000,000 per expression and for all of a claim's expressions together;
+    # one expression over the first is over the second too.
+    ("an expression under the cost cap", _claim({DERIVED_NUMA: _nested(300)}), ()),
+    ("an expression over the cost cap", _claim({DERIVED_NUMA: _nested(400)}), (
+        Cause(EXPRESSION, "FieldValueForbidden", OVER_COST),
+        Cause("spec.devices", "FieldValueForbidden", OVER_CLAIM_COST))),
+    ("two expressions under the cap, together over the claim's cap", _claim(_derived(2, _nested(300))), (
+        Cause("spec.devices", "FieldValueForbidden", OVER_CLAIM_COST),)),
     # Shipped finding: a string function on a split() element is estimated over the cap.
-    ("substring() of a split() element", _claim({DERIVED_NUMA: f'{TOPOLOGY}.split("-")[0].substring(4)'}), False,
-     "too complex, exceeds cost limit"),
+    ("substring() of a split() element", _claim({DERIVED_NUMA: f'{TOPOLOGY}.split("-")[0].substring(4)'}), (
+        Cause(EXPRESSION, "FieldValueForbidden", OVER_COST),
+        Cause("spec.devices", "FieldValueForbidden", OVER_CLAIM_COST))),
 ]
 
 
 @pytest.mark.requirement("DA-07")
-@pytest.mark.parametrize("case,body,accepted,because", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case,body,rejected_for", CASES, ids=[c[0] for c in CASES])
 def test_api_server_validation(api, namespace: str, evidence: Evidence, case: str, body: dict[str, Any],
-                               accepted: bool, because: str) -> None:
+                               rejected_for: tuple[Cause, ...]) -> None:
     evidence.add("derived attributes", body["spec"]["devices"]["requests"][0]["exactly"].get("derivedAttributes"))
     # Dry run: the claim is validated, never stored.
     validation.expect_answer(case, lambda: client.ResourceV1Api(api).create_namespaced_resource_claim(
-        namespace, body, dry_run="All"), accepted, evidence, because)
+        namespace, body, dry_run="All"), rejected_for, evidence)

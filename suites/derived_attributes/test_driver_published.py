@@ -16,7 +16,7 @@ from drivers_under_test.deploy import deploy
 from drivers_under_test.profile import DriverProfile, load_profile
 from suites.derived_attributes import checks
 from suites.derived_attributes.topology import DERIVED_NUMA, attribute, capacity
-from suites.framework import claims, namespaces, pods, slices
+from suites.framework import claims, namespaces, slices
 from suites.framework.claims import ClaimBuilder
 from suites.framework.waits import wait_for
 

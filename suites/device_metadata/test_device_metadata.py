@@ -11,7 +11,7 @@ import pytest
 from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
 from suites.device_metadata import checks, paths
-from suites.device_metadata.scenario import Scenario
+from suites.device_metadata.scenario import Scenario, single
 from suites.framework import spec_drift
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.spec_drift import Drift
@@ -79,11 +79,15 @@ def test_host_layout(scenario: Scenario, evidence: Evidence) -> None:
 
 
 @pytest.mark.requirement("MD-13")
-def test_cdi_spec(scenario: Scenario, evidence: Evidence, request) -> None:
-    version = checks.cdi_spec(scenario, evidence)
+@pytest.mark.parametrize("digit_first", [True, False], ids=["uid-starting-with-a-digit", "uid-starting-with-a-letter"])
+def test_cdi_spec(lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence,
+                  request, digit_first: bool) -> None:
+    # Both cases every run: the framework's minimum cdiVersion depends on the UID's first character.
+    s = single(lab, api, node_files, metadata_driver, namespace, "cdi-spec", uid_digit_first=digit_first)
+    version = checks.cdi_spec(s, evidence, ("dev",))
     spec_drift.record(request, Drift(KEP, "cdiVersion", "cdiVersion 0.3.0",
-                                     f"cdiVersion {version} for claim UID {scenario.uid} "
-                                     f"({'starts with a digit' if scenario.uid[0].isdigit() else 'starts with a letter'})"))
+                                     f"cdiVersion {version} for claim UID {s.uid} "
+                                     f"({'starts with a digit' if digit_first else 'starts with a letter'})"))
 
 
 @pytest.mark.requirement("MD-19")

@@ -22,7 +22,9 @@ from suites.framework import claims, namespaces, slices, spec_drift
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.metadata_file import parse_stream
+from suites.framework.node_files import NodeFiles
 from suites.framework.spec_drift import Drift
+from suites.framework.verdicts import require
 
 pytestmark = pytest.mark.e2e
 KEP = "KEP-5304"
@@ -89,7 +91,7 @@ def test_one_request_served_by_two_drivers(lab: Lab, api, node_files, metadata_d
     s = Scenario(lab, api, node_files, metadata_driver, namespace, "two-drivers", "two-drivers").start(
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two-drivers"}, "spec": spec})
     evidence.add("allocation", claims.allocated(s.claim))
-    listing = s.sh("main", scenario.LIST_FILES).stdout.split()
+    listing = s.listed_in("main", paths.CONTAINER_ROOT, only_files=True)
     evidence.add("files in the container", listing)
     assert listing == sorted(paths.in_container("two-drivers", "dev", d) for d in drivers), \
         "want one file per driver under the request's directory"
@@ -99,6 +101,26 @@ def test_one_request_served_by_two_drivers(lab: Lab, api, node_files, metadata_d
         listed = sorted((d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"])
         own = sorted((r["driver"], r["pool"], r["device"]) for r in claims.allocated(s.claim, driver))
         assert own and listed == own, f"{driver}'s file lists {listed}; its devices in the allocation are {own}"
+
+
+# MD-12 under a kubelet root other than /var/lib/kubelet --------------------------------------
+
+@pytest.mark.requirement("MD-12")
+def test_host_layout_follows_a_non_default_kubelet_root(gates_off_lab: Lab, metadata_driver: DriverUnderTest,
+                                                        evidence: Evidence) -> None:
+    lab, profile = gates_off_lab, metadata_driver.profile
+    api, root = lab.api(), lab.nodes[0].kubelet_root_dir
+    deploy(lab, profile)
+    files = NodeFiles(lab, api)
+    try:
+        require(slices.published(api, metadata_driver.name), f"the lab whose kubelets are rooted at {root} has no devices "
+                f"of {metadata_driver.name}", "give the driver profile hardware that lab has")
+        with namespaces.fresh(api, prefix="md-root") as ns:
+            s = scenario.single(lab, api, files, metadata_driver, ns, "other-root")
+            checks.host_layout(s, evidence, ("dev",))
+    finally:
+        files.close()
+        remove(lab, profile)
 
 
 # MD-15 ----------------------------------------------------------------------------------------
@@ -117,8 +139,7 @@ def test_metadata_disabled_means_no_files_no_specs_no_mount(lab: Lab, api, node_
             s = scenario.single(lab, api, node_files, off, ns, "no-metadata")  # returns once the pod runs
             claim_dir = paths.claim_dir_on_node(s.kubelet_root, off.name, ns, s.claim_name)
             seen = {
-                "metadata files in the container": s.sh("main", f"find {paths.CONTAINER_ROOT} {paths.KEP_CONTAINER_ROOT}"
-                                                                " 2>/dev/null").stdout.split(),
+                "metadata files in the container": s.listed_in("main", paths.CONTAINER_ROOT, paths.KEP_CONTAINER_ROOT),
                 f"{claim_dir} on {s.node}": sorted(s.files.listing(s.node, claim_dir)),
                 "metadata CDI specs": s.files.glob(s.node, paths.cdi_spec(off.name, s.uid, "*")),
             }

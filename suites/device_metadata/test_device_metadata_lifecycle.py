@@ -36,7 +36,7 @@ def test_template_claims_use_the_template_path_and_pod_claim_name(
     s = Scenario(lab, api, node_files, metadata_driver, namespace, "from-template", generated)
     s.node, s.claim = running.spec.node_name, claims.read(api, namespace, generated)
     path = paths.in_container("gpu", "dev", metadata_driver.name, template=True)
-    evidence.add("files in the container", s.sh("main", f"find {paths.CONTAINER_ROOT}").stdout)
+    evidence.add("files in the container", s.listed_in("main", paths.CONTAINER_ROOT))
     text = s.read_in("main", path)
     assert text is not None, f"no file at {path}"
     obj = parse_stream(text).first_known()

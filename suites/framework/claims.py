@@ -10,6 +10,8 @@ from typing import Any, Callable
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from suites.framework.waits import wait_for
+
 
 @dataclass
 class ClaimBuilder:
@@ -70,6 +72,21 @@ class ClaimBuilder:
 def create(api: client.ApiClient, namespace: str, claim: ClaimBuilder) -> str:
     client.ResourceV1Api(api).create_namespaced_resource_claim(namespace, claim.build())
     return claim.name
+
+
+def delete(api: client.ApiClient, namespace: str, name: str, timeout: float = 30) -> None:
+    """Delete the claim and wait until it is gone (its name is free again)."""
+    client.ResourceV1Api(api).delete_namespaced_resource_claim(name, namespace)
+
+    def gone() -> bool:
+        try:
+            read(api, namespace, name)
+        except ApiException as e:
+            if e.status == 404:
+                return True
+            raise
+        return False
+    wait_for(f"claim {namespace}/{name} deleted", gone, timeout)
 
 
 def read(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:

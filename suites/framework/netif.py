@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Callable
 
+from suites.framework.pods import absent_unless
 
-def interface(sh: Callable[[str], str], name: str) -> dict[str, object]:
+
+def interface(observe: Callable[[str], str | None], name: str) -> dict[str, object]:
     """Name (None if absent), IPs as CIDRs (link-local left out), MAC and the raw listing;
-    `sh` runs a shell command in the pod and returns its output."""
-    out = sh(f"ip addr show dev {name}") if name else ""
+    `observe` runs a script in the pod (pods.observe): None when the script says it is absent."""
+    out = (observe(f"{absent_unless(f'/sys/class/net/{name}')}ip addr show dev {name}") if name else None) or ""
     mac = next((line.split()[1] for line in out.splitlines() if "link/ether" in line), "")
     ips = sorted(line.split()[1] for line in out.splitlines()
                  if line.strip().startswith(("inet ", "inet6 ")) and "scope link" not in line)

@@ -59,24 +59,25 @@ class NodeFiles:
             path = "/run" + path[len("/var/run"):]
         return HOST + path
 
-    def _sh(self, node: str, script: str) -> str:
-        out = pods.exec_in(self.lab, NAMESPACE, self._pod(node), "sh", "-c", script)
-        return out.stdout
+    def _observe(self, node: str, script: str) -> str | None:
+        return pods.observe(self.lab, NAMESPACE, self._pod(node), script)
 
     def read(self, node: str, path: str) -> str | None:
         """The file's content, None if there is no such file."""
-        out = self._sh(node, f"cat {self._host(path)} 2>/dev/null && echo '<<ok>>'")
-        return out[: -len("<<ok>>\n")] if out.endswith("<<ok>>\n") else None
+        host = self._host(path)
+        return self._observe(node, f"{pods.absent_unless(host)}cat {host}")
 
     def version(self, node: str, path: str) -> str | None:
         """The file's inode and modification time (ns): it changes whenever the file is written anew.
         The inode alone does not do: two atomic replacements in a row can reuse the first inode."""
-        return self._sh(node, f"stat -c '%i %y' {self._host(path)} 2>/dev/null").strip() or None
+        host = self._host(path)
+        out = self._observe(node, f"{pods.absent_unless(host)}stat -c '%i %y' {host}")
+        return out.strip() if out is not None else None
 
     def listing(self, node: str, path: str) -> dict[str, Entry]:
-        """Every file and directory under `path` (itself included), by host path."""
+        """Every file and directory under `path` (itself included), by host path; empty if it does not exist."""
         host = self._host(path)
-        out = self._sh(node, f"[ -e {host} ] && find {host} -exec stat -c '%a|%F|%n' {{}} +")
+        out = self._observe(node, f"{pods.absent_unless(host)}find {host} -exec stat -c '%a|%F|%n' {{}} +") or ""
         entries = {}
         for line in out.splitlines():
             mode, kind, name = line.split("|", 2)
@@ -85,7 +86,7 @@ class NodeFiles:
 
     def glob(self, node: str, pattern: str) -> list[str]:
         host = self._host(pattern)
-        out = self._sh(node, f"for f in {host}; do [ -e \"$f\" ] && echo \"$f\"; done")
+        out = self._observe(node, f"for f in {host}; do [ -e \"$f\" ] && echo \"$f\"; done; true") or ""
         found = [line[len(HOST):] for line in out.splitlines()]
         if pattern.startswith("/var/run/"):  # name them as asked
             found = ["/var" + f for f in found]

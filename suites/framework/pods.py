@@ -157,10 +157,39 @@ def logs(api: client.ApiClient, namespace: str, name: str, container: str | None
     return client.CoreV1Api(api).read_namespaced_pod_log(name, namespace, container=container)
 
 
-def exec_in(lab: Lab, namespace: str, name: str, *command: str) -> subprocess.CompletedProcess[str]:
+def exec_in(lab: Lab, namespace: str, name: str, *command: str,
+            container: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run a command in the pod's container (through the API server and kubelet, as kubectl does)."""
     return subprocess.run([str(lab.kubectl), "--kubeconfig", str(lab.kubeconfig), "exec", "-n", namespace, name,
-                           "--", *command], capture_output=True, text=True, timeout=60)
+                           *(["-c", container] if container else []), "--", *command],
+                          capture_output=True, text=True, timeout=60)
+
+
+# What an observation script exits with when its subject does not exist: kubectl exec's own
+# failures exit 1, like most commands', so only this code means "looked, and it is not there".
+ABSENT = 3
+
+
+class ObservationFailed(Exception):
+    """A command run in a pod to observe something failed: the harness saw nothing, which is never
+    a pass and never the driver's FAIL (an ERROR)."""
+
+
+def observe(lab: Lab, namespace: str, name: str, script: str, container: str | None = None) -> str | None:
+    """The output of `script` run by sh in the pod; None when it exits ABSENT. Any other non-zero
+    exit (the exec, the shell or a command failed) raises ObservationFailed with what it said."""
+    done = exec_in(lab, namespace, name, "sh", "-c", script, container=container)
+    if done.returncode == ABSENT:
+        return None
+    if done.returncode != 0:
+        raise ObservationFailed(f"observing in pod {namespace}/{name}{f' container {container}' if container else ''} "
+                                f"failed (exit {done.returncode}): {script}\n{done.stderr.strip()}")
+    return done.stdout
+
+
+def absent_unless(path: str) -> str:
+    """The start of an observation script about `path`: exit ABSENT if it does not exist."""
+    return f"[ -e {path} ] || exit {ABSENT}; "
 
 
 def create_with_claim(api: client.ApiClient, namespace: str, claim: ClaimBuilder, pod: str,

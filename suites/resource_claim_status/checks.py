@@ -125,8 +125,7 @@ def network_data_matches_the_pod(o: Observed, ev: Evidence) -> None:  # ST-02
         ips = nd.get("ips", [])
         not_canonical = [ip for ip in ips if str(ipaddress.ip_interface(ip)) != ip]
         assert not not_canonical, f"{e['device']}: ips {not_canonical} are not canonical CIDRs"
-        seen = interface(lambda script: pods.exec_in(o.lab, o.namespace, o.claim, "sh", "-c", script).stdout,
-                         nd.get("interfaceName", ""))
+        seen = interface(lambda script: pods.observe(o.lab, o.namespace, o.claim, script), nd.get("interfaceName", ""))
         ev.add(f"interface {nd.get('interfaceName')} in the pod", seen)
         assert seen["interfaceName"], f"the pod has no interface {nd.get('interfaceName')}"
         assert sorted(ips) == seen["ips"], f"{e['device']}: networkData ips {sorted(ips)}, the pod has {seen['ips']}"

@@ -16,6 +16,7 @@ from kubernetes import client
 from suites.framework.evidence import Evidence
 from suites.framework import claims, namespaces, spec_drift, validation
 from suites.framework.spec_drift import Drift
+from suites.framework.validation import Cause
 from suites.framework.waits import wait_for
 from suites.resource_claim_status.conftest import DRIVER_A, DRIVER_B, PublishedOnly, allocated_claim, entry
 
@@ -59,37 +60,47 @@ def one(**fields: Any) -> Entries:
     return lambda c: [entry(c, DRIVER_A, **fields)]
 
 
-# (case, entries written, accepted?)
-CASES: list[tuple[str, Entries, bool]] = [
-    ("8 conditions", one(conditions=conditions(8)), True),
-    ("9 conditions", one(conditions=conditions(9)), False),
-    ("data of 10 KiB", one(data=data_of_length(DATA_MAX)), True),
-    ("data of 10 KiB + 1", one(data=data_of_length(DATA_MAX + 1)), False),
-    ("data that is a list", one(data=[1, 2]), False),
-    ("data that is a string", one(data="ready"), False),
-    ("16 ips", one(**network(ips=[f"10.0.0.{i}/24" for i in range(1, 17)])), True),
-    ("17 ips", one(**network(ips=[f"10.0.0.{i}/24" for i in range(1, 18)])), False),
-    ("duplicate ips", one(**network(ips=["10.0.0.1/24", "10.0.0.1/24"])), False),
-    ("canonical CIDRs with host bits", one(**network(ips=["192.0.2.5/24", "2001:db8::5/64"])), True),
-    ("non-canonical CIDR 192.0.2.05/24", one(**network(ips=["192.0.2.05/24"])), False),
-    ("bare IP", one(**network(ips=["192.0.2.5"])), False),
-    ("interfaceName of 256 bytes", one(networkData={"interfaceName": "i" * 256}), True),
-    ("interfaceName of 257 bytes", one(networkData={"interfaceName": "i" * 257}), False),
-    ("hardwareAddress of 128 bytes", one(networkData={"hardwareAddress": "a" * 128}), True),
-    ("hardwareAddress of 129 bytes", one(networkData={"hardwareAddress": "a" * 129}), False),
-    ("an entry for an unallocated device", unallocated, False),
-    ("duplicate entries", lambda c: [entry(c, DRIVER_A), entry(c, DRIVER_A)], False),
+D0 = "status.devices[0]"
+ND = f"{D0}.networkData"
+
+# (case, entries written, the causes they are rejected for: none if accepted)
+CASES: list[tuple[str, Entries, tuple[Cause, ...]]] = [
+    ("8 conditions", one(conditions=conditions(8)), ()),
+    ("9 conditions", one(conditions=conditions(9)), (Cause(f"{D0}.conditions", "FieldValueTooMany", "at most 8"),)),
+    ("data of 10 KiB", one(data=data_of_length(DATA_MAX)), ()),
+    ("data of 10 KiB + 1", one(data=data_of_length(DATA_MAX + 1)),
+     (Cause(f"{D0}.data", "FieldValueTooLong", f"{DATA_MAX} bytes"),)),
+    ("data that is a list", one(data=[1, 2]), (Cause(f"{D0}.data", "FieldValueInvalid"),)),
+    ("data that is a string", one(data="ready"), (Cause(f"{D0}.data", "FieldValueInvalid"),)),
+    ("16 ips", one(**network(ips=[f"10.0.0.{i}/24" for i in range(1, 17)])), ()),
+    ("17 ips", one(**network(ips=[f"10.0.0.{i}/24" for i in range(1, 18)])),
+     (Cause(f"{ND}.ips", "FieldValueTooMany", "at most 16"),)),
+    ("duplicate ips", one(**network(ips=["10.0.0.1/24", "10.0.0.1/24"])),
+     (Cause(f"{ND}.ips[1]", "FieldValueDuplicate", "10.0.0.1/24"),)),
+    ("canonical CIDRs with host bits", one(**network(ips=["192.0.2.5/24", "2001:db8::5/64"])), ()),
+    ("non-canonical CIDR 192.0.2.05/24", one(**network(ips=["192.0.2.05/24"])),
+     (Cause(f"{ND}.ips[0]", "FieldValueInvalid", "192.0.2.05/24"),)),
+    ("bare IP", one(**network(ips=["192.0.2.5"])), (Cause(f"{ND}.ips[0]", "FieldValueInvalid", "192.0.2.5"),)),
+    ("interfaceName of 256 bytes", one(networkData={"interfaceName": "i" * 256}), ()),
+    ("interfaceName of 257 bytes", one(networkData={"interfaceName": "i" * 257}),
+     (Cause(f"{ND}.interfaceName", "FieldValueTooLong", "256"),)),
+    ("hardwareAddress of 128 bytes", one(networkData={"hardwareAddress": "a" * 128}), ()),
+    ("hardwareAddress of 129 bytes", one(networkData={"hardwareAddress": "a" * 129}),
+     (Cause(f"{ND}.hardwareAddress", "FieldValueTooLong", "128"),)),
+    ("an entry for an unallocated device", unallocated, (Cause(D0, "FieldValueInvalid", "allocated"),)),
+    ("duplicate entries", lambda c: [entry(c, DRIVER_A), entry(c, DRIVER_A)],
+     (Cause("status.devices[1]", "FieldValueDuplicate"),)),
 ]
 
 
 @pytest.mark.requirement("ST-03")
-@pytest.mark.parametrize("case,entries,accepted", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case,entries,rejected_for", CASES, ids=[c[0] for c in CASES])
 def test_status_validation(api, claim: dict[str, Any], evidence: Evidence, case: str, entries: Entries,
-                           accepted: bool) -> None:
+                           rejected_for: tuple[Cause, ...]) -> None:
     current = claims.read(api, claim["metadata"]["namespace"], claim["metadata"]["name"])
     devices = entries(current)
     evidence.add("status.devices written", devices)
-    validation.expect_answer(case, lambda: claims.write_status(api, current, devices), accepted, evidence)
+    validation.expect_answer(case, lambda: claims.write_status(api, current, devices), rejected_for, evidence)
 
 
 @pytest.mark.requirement("ST-02")
