@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import pytest
@@ -20,8 +21,13 @@ sys.exit(5)
 
 def test_an_interrupt_waits_for_the_child_to_finish_then_raises(tmp_path) -> None:
     marker = tmp_path / "teardown"
-    with pytest.raises(Interrupted) as raised:
-        run_to_completion([sys.executable, "-c", CHILD, str(marker)])
+    # As a terminal leaves it: a shell's background job (`make test &`) ignores SIGINT.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(Interrupted) as raised:
+            run_to_completion([sys.executable, "-c", CHILD, str(marker)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert raised.value.returncode == 5 and marker.read_text() == "torn down"
 
 
