@@ -231,15 +231,14 @@ class NodeKernel:
         """Netdevs whose namespace was destroyed (a pod's, with a VF still in it) come back to the
         node. Missing for LOST_SECONDS first: plugging a function writes the tree just before its
         netdev is created, maybe in another process (a fault)."""
-        lost = {fn.bdf: fn for fn in self.hw.lost_netdevs(host_links)}
-        self.lost_since = {bdf: self.lost_since.get(bdf, now) for bdf in lost}
-        back = [fn for bdf, fn in lost.items() if now - self.lost_since[bdf] >= LOST_SECONDS]
+        lost = self.hw.lost_netdevs(host_links)
+        since = {fn.bdf: self.lost_since.get(fn.bdf, now) for fn in lost}
+        back = [fn for fn in lost if now - since[fn.bdf] >= LOST_SECONDS]
         if back:
             self.hw.return_netdevs(back)
             log.info("netdevs back in the node's namespace, theirs was destroyed: %s",
                      ", ".join(fn.netdev or "" for fn in back))
-            for fn in back:
-                del self.lost_since[fn.bdf]
+        self.lost_since = {bdf: t for bdf, t in since.items() if now - t < LOST_SECONDS}
 
     # SR-IOV ----------------------------------------------------------------------------
 
