@@ -27,14 +27,14 @@ def hw() -> None:
 def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int) -> None:
     """Build the hardware of NODES nodes, each in its own network namespace, without Kubernetes."""
     from clusters.local import hardware, network, preflight
-    from clusters.local.cluster import LocalCluster, teardown
+    from clusters.local.cluster import LocalCluster, require_no_live_lab, teardown
     from fake_hardware.lab import HardwareLab
 
     preflight.require_root("hw up")
     cfg = ClusterConfig(name=name, nodes=nodes)
     assignment, seed = hardware_assignment(profile, cluster_profile, cfg.node_names())
     cfg = cfg.model_copy(update={"hardware": assignment, "hardware_seed": seed})
-    preflight.require_no_lab(cfg)
+    require_no_live_lab(cfg)
     HardwareLab(cfg)  # validates profiles and node names before anything is created
     cfg = preflight.allocate_slot(cfg)
     start = time.monotonic()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -73,6 +74,13 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--hardware {hardware!r}: {e}") from None
     if config.getoption("--progress", False):
         config.pluginmanager.register(Progress(config), PLUGIN_NAME)
+    # A CI job cancelled or a `timeout` sends SIGTERM: stop as Ctrl-C does, so the labs' teardown runs.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:

@@ -79,7 +79,7 @@ class LocalCluster:
     def up(cls, cfg: ClusterConfig, *, offline: bool = False) -> "LocalCluster":
         """Start a lab; on any failure or interrupt tear down what was started, then re-raise."""
         preflight.require_root("up")
-        preflight.require_no_lab(cfg)
+        require_no_live_lab(cfg)
         tools = provision(offline=offline)
         preflight.require_known_gates(cfg, tools)
         if cfg.hardware:
@@ -209,6 +209,16 @@ def teardown(cfg: ClusterConfig) -> list[str]:
             problems.append(f"{lab_dir} could not be removed")
     network.release_host_dev_vfio()
     return problems
+
+
+def require_no_live_lab(cfg: ClusterConfig) -> None:
+    """Refuse a name whose lab is running; remove one that no process is alive in, left by a run
+    killed with its machine (a VM stopped or restored mid-run), which nobody can be using."""
+    if preflight.is_dead_lab(cfg):
+        console.print(f"[yellow]lab {cfg.name!r} was left by a run none of whose processes is alive: removing it "
+                      f"first; its logs kept under {labs_root() / 'logs' / cfg.name}[/yellow]")
+        teardown(preflight.saved_config(cfg))
+    preflight.require_no_lab(cfg)
 
 
 def remove(cfg: ClusterConfig) -> list[str]:

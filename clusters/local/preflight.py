@@ -10,7 +10,7 @@ from pathlib import Path
 
 from clusters.config import MAX_SLOTS, ClusterConfig, labs_root
 from clusters.errors import BadInput, LabBroken
-from clusters.local import configs, network
+from clusters.local import cgroups, configs, network, supervisor
 from clusters.provision import Toolchain
 
 
@@ -39,9 +39,26 @@ def raise_inotify_limits() -> list[str]:
     return raised
 
 
+def saved_config(cfg: ClusterConfig) -> ClusterConfig:
+    """The configuration an existing lab of this name was started with (its slot, its links)."""
+    state = cfg.lab_dir / "cluster.json"
+    return ClusterConfig.model_validate(json.loads(state.read_text())) if state.exists() else cfg
+
+
+def live_processes(cfg: ClusterConfig) -> set[int]:
+    return set(supervisor.lab_processes(cfg.lab_dir)) | cgroups.pids(cfg.cgroup_parent)
+
+
+def is_dead_lab(cfg: ClusterConfig) -> bool:
+    return cfg.lab_dir.exists() and not live_processes(saved_config(cfg))
+
+
 def require_no_lab(cfg: ClusterConfig) -> None:
     if cfg.lab_dir.exists():
-        raise BadInput(f"a lab named {cfg.name!r} already exists at {cfg.lab_dir} (running, or left by a crashed run); "
+        alive = sorted(live_processes(saved_config(cfg)))
+        running = (f"{len(alive)} of its processes are running (pids {', '.join(map(str, alive[:8]))}): it may be "
+                   f"another run's" if alive else "could not be removed")
+        raise BadInput(f"a lab named {cfg.name!r} already exists at {cfg.lab_dir} and {running}; "
                        f"run `dralab down --name {cfg.name} --force` to remove it")
 
 

@@ -129,6 +129,33 @@ def test_lab_of_a_crashed_run_is_refused_until_down_force_removes_it() -> None:
 
 
 @pytest.mark.requirement("LAB-05")
+def test_lab_whose_processes_all_died_is_replaced_by_the_next_up() -> None:
+    """As a VM stopped mid-run and restored leaves it: the lab's directory, mounts and links, and
+    no process alive. Nobody can be using it, so the next `up` of that name removes it and starts."""
+    from clusters.config import ClusterConfig
+    from clusters.local import preflight
+
+    assert dralab("hw", "up", "--name", "stopped", "--nodes", "1", "--profile", "gpu-small").returncode == 0
+    try:
+        cfg = preflight.saved_config(ClusterConfig(name="stopped"))
+        alive = preflight.live_processes(cfg)
+        assert alive, "the hardware lab should have its agent running"
+        for pid in alive:
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while preflight.live_processes(cfg):
+            assert time.monotonic() < deadline, "the lab's processes did not die"
+            time.sleep(0.1)
+        again = dralab("hw", "up", "--name", "stopped", "--nodes", "1", "--profile", "gpu-small")
+        assert again.returncode == 0, again.stderr
+        assert "left by a run none of whose processes is alive" in again.stdout + again.stderr
+        assert preflight.live_processes(preflight.saved_config(cfg)), "the new lab should be running"
+    finally:
+        dralab("hw", "down", "--name", "stopped")
+    assert_no_residue("stopped")
+
+
+@pytest.mark.requirement("LAB-05")
 def test_ctrl_c_during_bring_up_tears_everything_down() -> None:
     up = up_in_background("interrupted", until_started="node-2-kubelet")
     up.send_signal(signal.SIGINT)
@@ -136,6 +163,25 @@ def test_ctrl_c_during_bring_up_tears_everything_down() -> None:
     assert up.returncode == 130, output
     assert "tearing down" in output
     assert_no_residue("interrupted")
+
+
+@pytest.mark.requirement("LAB-05")
+def test_sigterm_during_a_test_run_tears_its_lab_down() -> None:
+    """A cancelled CI job or a `timeout`: SIGTERM to pytest while its session lab runs tests."""
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--lab-prefix", "term",
+                            "--progress", "suites/lab/test_cluster.py"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in run.stdout:  # until the first verdict: the lab is up and tests are running
+        seen.append(line)
+        if " PASS " in line:
+            break
+    assert run.poll() is None, "pytest ended before it was signalled:\n" + "".join(seen)[-3000:]
+    run.send_signal(signal.SIGTERM)
+    output = "".join(seen) + run.communicate(timeout=300)[0]
+    assert run.returncode != 0, output[-3000:]
+    assert "tearing down" in output or "KeyboardInterrupt" in output, output[-3000:]
+    assert_no_residue("term")
 
 
 @pytest.mark.requirement("LAB-02")

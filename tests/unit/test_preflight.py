@@ -33,11 +33,22 @@ def test_first_free_slot_skips_other_labs(fs, monkeypatch) -> None:
         preflight.allocate_slot(ClusterConfig(name="mine", slot=1))
 
 
-def test_existing_lab_dir_is_refused_with_the_force_hint(fs, monkeypatch) -> None:
+def test_existing_lab_with_live_processes_is_refused_with_them_and_the_force_hint(fs, monkeypatch) -> None:
     monkeypatch.setenv("DRALAB_LABS", "/srv/dralab")
+    monkeypatch.setattr(preflight, "live_processes", lambda cfg: {4242, 17})
     fs.create_dir("/srv/dralab/labs/crashed")
-    with pytest.raises(BadInput, match="dralab down --name crashed --force"):
+    assert not preflight.is_dead_lab(ClusterConfig(name="crashed"))
+    with pytest.raises(BadInput, match=r"2 of its processes are running \(pids 17, 4242\).*dralab down --name crashed --force"):
         preflight.require_no_lab(ClusterConfig(name="crashed"))
+
+
+def test_lab_dir_without_live_processes_is_dead(fs, monkeypatch) -> None:
+    monkeypatch.setenv("DRALAB_LABS", "/srv/dralab")
+    monkeypatch.setattr(preflight, "live_processes", lambda cfg: set())
+    assert not preflight.is_dead_lab(ClusterConfig(name="stopped"))
+    fs.create_file("/srv/dralab/labs/stopped/cluster.json", contents=ClusterConfig(name="stopped", slot=3).model_dump_json())
+    assert preflight.is_dead_lab(ClusterConfig(name="stopped"))
+    assert preflight.saved_config(ClusterConfig(name="stopped")).slot == 3
 
 
 def test_inotify_limits_are_raised_only_where_lower(fs) -> None:
