@@ -5,23 +5,34 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: setup certify test
+.PHONY: packages setup certify test perf-allocator
 
 $(PYTHON):
 	python3 -m venv $(VENV)
 
-# Python packages, then Debian packages and every pinned component (cached under /var/cache/dralab).
-setup: $(PYTHON)
+# Python packages into the virtualenv.
+packages: $(PYTHON)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+# Python packages, then Debian packages and every pinned component (cached under /var/cache/dralab).
+setup: packages
 	$(DRALAB) provision
 
 # The main job: run the conformance suites on the embedded local cluster and write the results to $(OUT).
 certify: setup
 	$(DRALAB) certify --out $(OUT)
 
-# Go unit tests of the reference drivers (as root: the netns tests make namespaces), unit tests,
+# Go unit tests of the reference drivers (as root: the netns tests make namespaces) and of the
+# allocator benchmark (both variants place alike; one timed iteration each), unit tests,
 # the lab's own e2e tests and the suites on a local lab; then nothing may be left behind.
 test: setup
 	cd drivers_under_test && go test ./...
+	cd reports/perf/allocbench && go test -bench . -benchtime 1x ./...
 	$(PYTHON) -m pytest tests suites
 	$(DRALAB) residue
+
+# PF-07, not part of test and without a lab: the upstream allocator benchmark, derived vs literal
+# attributes, in rounds summarised with benchstat; allocator.json and the perf report in $(PERF).
+PERF ?= perf
+perf-allocator: packages
+	$(DRALAB) perf --only PF-07 --out $(PERF)

@@ -1,4 +1,4 @@
-"""`dralab perf --out DIR`: measure PF-01 to PF-05, write perf.json and perf.html, append to the
+"""`dralab perf --out DIR`: measure PF-01 to PF-05 and PF-07, write perf.json and perf.html, append to the
 history in DIR and flag regressions against the median of the previous runs there."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from clusters.children import run_to_completion
 from clusters.errors import BadInput
 from clusters.lab_configurations import PERF, renamed, scale
 from clusters.progress import console
-from reports.perf import bringup, history, page, pod_startup
+from reports.perf import allocator, bringup, history, page, pod_startup
 from reports.perf.figures import values
 
 REPO = Path(__file__).resolve().parents[2]
-MEASUREMENTS = ("PF-01", "PF-02", "PF-04", "PF-05")  # PF-03 comes with PF-02's pods
+MEASUREMENTS = ("PF-01", "PF-02", "PF-04", "PF-05", "PF-07")  # PF-03 comes with PF-02's pods
 
 
 def _progress(line: str) -> None:
@@ -69,7 +69,8 @@ def _selected(only: str | None) -> list[str]:
     wanted = list(dict.fromkeys("PF-02" if w == "PF-03" else w for w in wanted))  # PF-02,PF-03: measured once
     unknown = [w for w in wanted if w not in MEASUREMENTS]
     if unknown or not wanted:
-        raise BadInput(f"--only {only!r}: unknown {', '.join(unknown) or '(none given)'}; choose from PF-01 to PF-05")
+        raise BadInput(f"--only {only!r}: unknown {', '.join(unknown) or '(none given)'}; "
+                       f"choose from {', '.join(MEASUREMENTS)} (PF-03 comes with PF-02)")
     return wanted
 
 
@@ -87,14 +88,21 @@ def _selected(only: str | None) -> list[str]:
 @click.option("--certify-report", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="PF-05 from this full certification's report.json (e.g. out/report.json after `make certify`); "
                    "without it perf runs a full certification itself (about 14 minutes on 2 cores).")
+@click.option("--allocator-rounds", default=10, show_default=True, type=click.IntRange(1),
+              help="PF-07 rounds, each timing both variants of the allocator benchmark.")
+@click.option("--allocator-nodes", default=100, show_default=True, type=click.IntRange(1),
+              help="PF-07 cluster size (nodes x 8 devices of each of 3 drivers).")
+@click.option("--allocator-benchtime", default="1s", show_default=True,
+              help="PF-07 time per variant and round, in go test's -benchtime form (1s, 20x).")
 @click.option("--threshold", default=0.25, show_default=True, type=click.FloatRange(0, min_open=True),
               help="Relative change for the worse that flags a regression.")
 @click.option("--window", default=5, show_default=True, type=click.IntRange(1),
               help="How many previous runs the baseline median is taken over.")
-@click.option("--only", default=None, help="Comma-separated: PF-01, PF-02 (with PF-03), PF-04, PF-05.")
+@click.option("--only", default=None, help="Comma-separated: PF-01, PF-02 (with PF-03), PF-04, PF-05, PF-07.")
 def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, scale_size: str, scale_runs: int,
-         certify_report: Path | None, threshold: float, window: int, only: str | None) -> None:
-    """Measure the performance figures (PF-01 to PF-05) and write perf.json and perf.html to OUT
+         certify_report: Path | None, allocator_rounds: int, allocator_nodes: int, allocator_benchtime: str,
+         threshold: float, window: int, only: str | None) -> None:
+    """Measure the performance figures (PF-01 to PF-05, PF-07) and write perf.json and perf.html to OUT
     (exit 0; 1 when a figure regressed; 3 when a measurement failed)."""
     from suites.derived_attributes import scale as da_scale
 
@@ -112,6 +120,8 @@ def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, sc
         "PF-04": ("da_scale", lambda: _on_lab(renamed(scale(size.nodes), PERF.name),
                                               lambda lab: da_scale.run(lab, size, scale_runs, _progress))),
         "PF-05": ("certify", lambda: _certify(out_dir, certify_report)),
+        "PF-07": ("allocator", lambda: allocator.measure(out_dir, allocator_rounds, allocator_nodes,
+                                                         allocator_benchtime, _progress)),
     }
     start = time.monotonic()
     measured: dict[str, Any] = {}
@@ -131,6 +141,8 @@ def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, sc
     notes = []
     if "certify" in measured and not measured["certify"]["full"]:
         notes.append(f"PF-05 comes from a partial certification ({measured['certify']['report']})")
+    if "allocator" in measured:
+        notes.append(allocator.note(measured["allocator"]))
     run = {"finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "wall_seconds": time.monotonic() - start, "measured": selected, "errors": errors, "notes": notes,
            "environment": _environment()}

@@ -41,6 +41,11 @@ def _median(*keys: str) -> Callable[[dict[str, Any]], float | None]:
     return get
 
 
+def _seconds_of_ns(*keys: str) -> Callable[[dict[str, Any]], float | None]:
+    get = _path(*keys)
+    return lambda measured: None if (ns := get(measured)) is None else ns / 1e9
+
+
 def _startup(mode: str, source: str, stat: str, label: str) -> Figure:
     short = "on" if mode == "metadata on" else "off"
     return Figure(f"{source}_{stat}_metadata_{short}", "PF-02" if source == "pod_startup" else "PF-03",
@@ -68,6 +73,11 @@ FIGURES: tuple[Figure, ...] = (
         _scheduler(mode, "scheduler_sli_p99_s", "pod creation to bound p99 (scheduler SLI)", "s"))),
     Figure("da_filter_mean_derived_over_literal", "PF-04", "Filter mean, derived / literal (KEP objective <= 1.05)",
            "ratio", _path("da_scale", "summary", "derived_over_literal", "scheduler_filter_mean_s")),
+    *(Figure(f"allocator_cycle_s_{v}", "PF-07", f"allocator, one pod on every node, {v} attributes, median",
+             "s", _seconds_of_ns("allocator", "per_variant", v, "ns_per_op", "median")) for v in ("literal", "derived")),
+    *(Figure(f"allocator_{unit}_derived_over_literal", "PF-07", f"allocator {label}, derived / literal, median of rounds",
+             "ratio", _path("allocator", "derived_over_literal", f"{unit}_per_op", "median"))
+      for unit, label in (("ns", "wall time"), ("cpu_ns", "CPU time"))),
     Figure("certify_wall_s", "PF-05", "full certification wall time", "s", _path("certify", "wall_seconds")),
 )
 

@@ -19,7 +19,8 @@ def test_two_small_perf_runs_make_a_history_with_baselines(tmp_path) -> None:
     certification.write_text(json.dumps({"summary": {"wall_seconds": 810.0}, "environment": {"suites": ["suites"]}}))
     out = tmp_path / "perf"
     args = ["perf", "--out", str(out), "--bringup-rounds", "1", "--no-cold", "--startup-rounds", "1",
-            "--scale", "10x4x20", "--certify-report", str(certification)]
+            "--scale", "10x4x20", "--certify-report", str(certification),
+            "--allocator-rounds", "2", "--allocator-benchtime", "1x", "--allocator-nodes", "10"]
     for run in (1, 2):
         done = dralab(*args, timeout=900)
         print(done.stdout[-3000:])
