@@ -88,19 +88,19 @@ def _selected(only: str | None) -> list[str]:
 @click.option("--certify-report", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="PF-05 from this full certification's report.json (e.g. out/report.json after `make certify`); "
                    "without it perf runs a full certification itself (about 14 minutes on 2 cores).")
-@click.option("--allocator-rounds", default=10, show_default=True, type=click.IntRange(1),
-              help="PF-07 rounds, each timing both variants of the allocator benchmark.")
+@click.option("--allocator-count", default=10, show_default=True, type=click.IntRange(1),
+              help="PF-07 runs of each allocator benchmark (go test -count).")
 @click.option("--allocator-nodes", default=100, show_default=True, type=click.IntRange(1),
               help="PF-07 cluster size (nodes x 8 devices of each of 3 drivers).")
 @click.option("--allocator-benchtime", default="1s", show_default=True,
-              help="PF-07 time per variant and round, in go test's -benchtime form (1s, 20x).")
+              help="PF-07 time of each run, in go test's -benchtime form (1s, 20x).")
 @click.option("--threshold", default=0.25, show_default=True, type=click.FloatRange(0, min_open=True),
               help="Relative change for the worse that flags a regression.")
 @click.option("--window", default=5, show_default=True, type=click.IntRange(1),
               help="How many previous runs the baseline median is taken over.")
 @click.option("--only", default=None, help="Comma-separated: PF-01, PF-02 (with PF-03), PF-04, PF-05, PF-07.")
 def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, scale_size: str, scale_runs: int,
-         certify_report: Path | None, allocator_rounds: int, allocator_nodes: int, allocator_benchtime: str,
+         certify_report: Path | None, allocator_count: int, allocator_nodes: int, allocator_benchtime: str,
          threshold: float, window: int, only: str | None) -> None:
     """Measure the performance figures (PF-01 to PF-05, PF-07) and write perf.json and perf.html to OUT
     (exit 0; 1 when a figure regressed; 3 when a measurement failed)."""
@@ -120,7 +120,7 @@ def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, sc
         "PF-04": ("da_scale", lambda: _on_lab(renamed(scale(size.nodes), PERF.name),
                                               lambda lab: da_scale.run(lab, size, scale_runs, _progress))),
         "PF-05": ("certify", lambda: _certify(out_dir, certify_report)),
-        "PF-07": ("allocator", lambda: allocator.measure(out_dir, allocator_rounds, allocator_nodes,
+        "PF-07": ("allocator", lambda: allocator.measure(out_dir, allocator_count, allocator_nodes,
                                                          allocator_benchtime, _progress)),
     }
     start = time.monotonic()

@@ -20,7 +20,7 @@ def test_two_small_perf_runs_make_a_history_with_baselines(tmp_path) -> None:
     out = tmp_path / "perf"
     args = ["perf", "--out", str(out), "--bringup-rounds", "1", "--no-cold", "--startup-rounds", "1",
             "--scale", "10x4x20", "--certify-report", str(certification),
-            "--allocator-rounds", "2", "--allocator-benchtime", "1x", "--allocator-nodes", "10"]
+            "--allocator-count", "2", "--allocator-benchtime", "1x", "--allocator-nodes", "10"]
     for run in (1, 2):
         done = dralab(*args, timeout=900)
         print(done.stdout[-3000:])

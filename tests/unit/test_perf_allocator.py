@@ -1,5 +1,5 @@
 """PF-07's summary of the allocator benchmark: go test's lines parsed, the median's distribution-free
-interval, the derived/literal ratio taken per round, and the report's line."""
+interval over runs, and the report's line."""
 
 from __future__ import annotations
 
@@ -8,19 +8,22 @@ import pytest
 from reports.perf import allocator
 
 OUTPUT = """goos: linux
-BenchmarkAllocator/attributes=derived-2   	      22	  52000000 ns/op	  40000000 cpu-ns/op	10427852 B/op	  123778 allocs/op
---- BENCH: BenchmarkAllocator/attributes=derived-2
-    allocator_test.go:76: instructions/op not measured: perf_event_open(instructions): no such file or directory
 BenchmarkAllocator/attributes=literal-2   	      25	  40000000 ns/op	  32000000 cpu-ns/op	 9270000 B/op	  111294 allocs/op
+--- BENCH: BenchmarkAllocator/attributes=literal-2
+    allocator_test.go:52: instructions not measured: perf_event_open(instructions): no such file or directory
+BenchmarkAllocator/attributes=derived-2   	      22	  52000000 ns/op	  40000000 cpu-ns/op	10427852 B/op	  123778 allocs/op
+BenchmarkDerivedOverLiteral-2   	     873	   1803642 ns/op	         1.155 cpu-derived/literal	         1.162 wall-derived/literal	  545248 B/op	    6054 allocs/op
+BenchmarkDerivedOverLiteral-2   	     712	   1717060 ns/op	         1.148 cpu-derived/literal	         1.146 wall-derived/literal	  545248 B/op	    6054 allocs/op
 PASS
 """
 
 
-def test_both_variants_are_read_from_go_test_output() -> None:
-    found = allocator.parse(OUTPUT)
-    assert found["derived"] == {"ns_per_op": 52e6, "cpu_ns_per_op": 40e6, "bytes_per_op": 10427852.0,
-                                "allocs_per_op": 123778.0}
-    assert found["literal"]["ns_per_op"] == 40e6
+def test_each_variant_and_the_ratio_are_read_from_go_test_output() -> None:
+    runs = allocator.parse(OUTPUT)
+    assert runs["derived"] == [{"ns_per_op": 52e6, "cpu_ns_per_op": 40e6, "bytes_per_op": 10427852.0,
+                                "allocs_per_op": 123778.0}]
+    assert runs["literal"][0]["ns_per_op"] == 40e6
+    assert [r["cpu"] for r in runs["ratio"]] == [1.155, 1.148] and runs["ratio"][1]["wall"] == 1.146
 
 
 def test_the_median_interval_takes_order_statistics_wide_enough_for_95_percent() -> None:
@@ -30,23 +33,22 @@ def test_the_median_interval_takes_order_statistics_wide_enough_for_95_percent()
     assert allocator.median_interval([float(v) for v in range(1, 7)]) == (1.0, 6.0)
 
 
-def test_the_ratio_is_taken_within_each_round() -> None:
-    # The machine gets twice as slow from the third round on: each round's ratio stays 1.1.
-    rounds = [{"literal": {"ns_per_op": s * 100.0}, "derived": {"ns_per_op": s * 110.0}}
-              for s in (1, 1, 2, 2, 2, 2)]
-    summary = allocator.summarise(rounds)
-    ratio = summary["derived_over_literal"]["ns_per_op"]
-    assert ratio["median"] == pytest.approx(1.1) and ratio["ci95"] == pytest.approx([1.1, 1.1])
-    assert ratio["precision"] == pytest.approx(0.0)
+def test_each_figure_gets_its_median_and_interval_over_runs() -> None:
+    runs = {"literal": [{"ns_per_op": 100.0 * s} for s in (1, 1, 2, 2, 2, 2)],
+            "derived": [{"ns_per_op": 110.0 * s} for s in (1, 1, 2, 2, 2, 2)],
+            "ratio": [{"cpu": r, "wall": r + 0.1} for r in (1.10, 1.11, 1.12, 1.13, 1.14, 1.15)]}
+    summary = allocator.summarise(runs)
     literal = summary["per_variant"]["literal"]["ns_per_op"]
     assert literal["median"] == 200.0 and literal["ci95"] == [100.0, 200.0] and literal["precision"] == 0.25
-    assert set(summary["derived_over_literal"]) == {"ns_per_op"}  # no CPU or instruction counts given
+    cpu = summary["derived_over_literal"]["cpu"]
+    assert cpu["median"] == pytest.approx(1.125) and cpu["ci95"] == [1.10, 1.15]
+    assert cpu["precision"] == pytest.approx(0.025 / 1.125)
+    assert set(summary["derived_over_literal"]) == {"cpu", "wall"}  # no instruction counts given
 
 
 def test_the_report_line_names_each_ratio_with_its_interval_and_missing_instructions() -> None:
-    rounds = [{v: {"ns_per_op": 100.0 * f, "cpu_ns_per_op": 90.0 * f} for v, f in (("literal", 1), ("derived", r))}
-              for r in (1.01, 1.02, 1.03, 1.04, 1.05, 1.06)]
-    result = {**allocator.summarise(rounds), "rounds": 6, "nodes": 100, "instructions": "not offered: ENOENT"}
+    runs = {"literal": [], "derived": [], "ratio": [{"cpu": r, "wall": r} for r in (1.01, 1.02, 1.03, 1.04, 1.05, 1.06)]}
+    result = {**allocator.summarise(runs), "count": 6, "nodes": 100, "instructions": "not offered: ENOENT"}
     assert allocator.note(result) == (
-        "PF-07 allocator, derived/literal over 6 rounds at 100 nodes: wall time 1.035 (95% CI 1.010 to 1.060); "
-        "CPU time 1.035 (95% CI 1.010 to 1.060); instructions not offered: ENOENT")
+        "PF-07 allocator, derived/literal over 6 runs at 100 nodes: CPU time 1.035 (95% CI 1.010 to 1.060); "
+        "wall time 1.035 (95% CI 1.010 to 1.060); instructions not offered: ENOENT")

@@ -7,14 +7,10 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
 )
 
-var (
-	nodes = flag.Int("nodes", 100, "nodes in the cluster, each with 8 devices of every driver")
-	// Which variant runs first: alternating it between rounds keeps drift on a shared machine
-	// from favouring one side of the ratio.
-	first = flag.String("first", string(Literal), "variant benchmarked first: literal or derived")
-)
+var nodes = flag.Int("nodes", 100, "nodes in the cluster, each with 8 devices of every driver")
 
 // scheduled places one pod's claim of each variant on every node of the cluster.
 func scheduled(tb testing.TB, cluster *Cluster) map[Variant][][]resourceapi.AllocationResult {
@@ -48,33 +44,95 @@ func TestLiteralAndDerivedPlaceAlike(t *testing.T) {
 
 var instructionsUnavailable sync.Once
 
-// BenchmarkAllocator times one scheduling cycle of one pod (see Cluster.Schedule) per
-// operation, with literal and with derived attributes. Besides ns/op it reports cpu-ns/op and,
-// where the CPU's counters are exposed, instructions/op.
+// reportUnavailable says once per process why no instruction counts are reported.
+func reportUnavailable(b *testing.B, counters *Counters) bool {
+	if counters.Unavailable == "" {
+		return false
+	}
+	instructionsUnavailable.Do(func() { b.Logf("instructions not measured: %s", counters.Unavailable) })
+	return true
+}
+
+// BenchmarkAllocator times one pod's scheduling cycle (Cluster.Schedule) per operation, with
+// literal and with derived attributes: what each costs. Besides ns/op it reports the thread's
+// cpu-ns/op and, where the CPU's counters are exposed, instructions/op.
 func BenchmarkAllocator(b *testing.B) {
 	cluster := NewCluster(*nodes)
 	scheduled(b, cluster) // both variants place, and alike, before anything is timed
-	order := slices.Clone(Variants)
-	if Variant(*first) == Derived {
-		slices.Reverse(order)
-	}
-	for _, v := range order {
+	for _, v := range Variants {
 		b.Run("attributes="+string(v), func(b *testing.B) {
 			claims := []*resourceapi.ResourceClaim{Claim(v)}
 			cache := NewCELCache() // like the scheduler's, it outlives one cycle
-			counters := StartCounters()
+			counters := OpenCounters()
+			defer counters.Close()
+			start := counters.Read()
 			for b.Loop() {
 				if _, err := cluster.Schedule(b.Context(), cache, claims); err != nil {
 					b.Fatal(err)
 				}
 			}
-			cpu, instructions := counters.Stop()
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-			if counters.Unavailable == "" {
-				b.ReportMetric(float64(instructions)/float64(b.N), "instructions/op")
-			} else {
-				instructionsUnavailable.Do(func() { b.Logf("instructions/op not measured: %s", counters.Unavailable) })
+			work := counters.Read().Sub(start)
+			b.ReportMetric(float64(work.CPU.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			if !reportUnavailable(b, counters) {
+				b.ReportMetric(float64(work.Instructions)/float64(b.N), "instructions/op")
 			}
 		})
 	}
+}
+
+// BenchmarkDerivedOverLiteral measures the ratio itself. Each operation is one node's Filter in
+// both variants back to back, alternating which goes first, so that load on a shared machine
+// hits both alike; it reports the median over operations of derived/literal in thread CPU
+// time, in wall time and, where counted, in instructions. A preemption or GC pause lands on
+// single operations and drops out of the median; the extra garbage's cost shows in
+// BenchmarkAllocator's B/op.
+func BenchmarkDerivedOverLiteral(b *testing.B) {
+	cluster := NewCluster(*nodes)
+	scheduled(b, cluster)
+	claims := [2][]*resourceapi.ResourceClaim{{Claim(Literal)}, {Claim(Derived)}}
+	cache := NewCELCache() // one scheduler, one cache
+	counters := OpenCounters()
+	defer counters.Close()
+	var allocators [2]structured.Allocator
+	var cpu, wall, instructions []float64
+	for i := 0; b.Loop(); i++ {
+		node := cluster.Nodes[i%len(cluster.Nodes)]
+		if i%len(cluster.Nodes) == 0 { // the next pod: PreFilter, untimed
+			for v := range allocators {
+				var err error
+				if allocators[v], err = cluster.NewAllocator(b.Context(), cache); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		var work [2]Sample
+		var placed [2][]resourceapi.AllocationResult
+		for k := range 2 {
+			v := (i + k) % 2
+			start := counters.Read()
+			results, err := Allocate(b.Context(), allocators[v], node, claims[v])
+			work[v] = counters.Read().Sub(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			placed[v] = results
+		}
+		if literal, derived := Placement(placed[0]), Placement(placed[1]); !slices.Equal(literal, derived) {
+			b.Fatalf("node %s: literal placed %v, derived %v", node.Name, literal, derived)
+		}
+		cpu = append(cpu, float64(work[1].CPU)/float64(work[0].CPU))
+		wall = append(wall, float64(work[1].Wall)/float64(work[0].Wall))
+		instructions = append(instructions, float64(work[1].Instructions)/float64(work[0].Instructions))
+	}
+	b.ReportMetric(median(cpu), "cpu-derived/literal")
+	b.ReportMetric(median(wall), "wall-derived/literal")
+	if !reportUnavailable(b, counters) {
+		b.ReportMetric(median(instructions), "instructions-derived/literal")
+	}
+}
+
+func median(values []float64) float64 {
+	slices.Sort(values)
+	n := len(values)
+	return (values[(n-1)/2] + values[n/2]) / 2
 }

@@ -10,23 +10,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Counters measure a stretch of work beyond wall time: the process's CPU time, which a busy
-// shared machine inflates far less than wall time (time spent waiting for a core is not in
-// it; the GC's work on other threads is), and, where the CPU's counters are exposed (not in
-// most VMs), the instructions retired by the calling thread in user space.
+// Counters measure the calling goroutine's work beyond wall time: its thread's CPU time, which
+// a busy shared machine inflates far less than wall time (waiting for a core is not in it, nor
+// are the GC's background workers; GC assists are), and, where the CPU's counters are exposed
+// (not in most VMs), the instructions the thread retired in user space.
 type Counters struct {
-	cpu          time.Duration
-	instructions int // perf event fd, -1 without one
-	retired      uint64
+	fd int // perf event of the instruction counter, -1 without one
 	// Unavailable says why instructions are not counted ("" when they are).
 	Unavailable string
 }
 
-// StartCounters locks the goroutine to its thread (the instruction counter is per thread) and
-// starts counting; call Stop on the same goroutine.
-func StartCounters() *Counters {
+// epoch makes Sample.Wall monotonic.
+var epoch = time.Now()
+
+// Sample is what the counters read at one moment.
+type Sample struct {
+	Wall, CPU    time.Duration
+	Instructions uint64 // 0 without an instruction counter
+}
+
+// Sub returns the work between an earlier sample and s.
+func (s Sample) Sub(earlier Sample) Sample {
+	return Sample{Wall: s.Wall - earlier.Wall, CPU: s.CPU - earlier.CPU, Instructions: s.Instructions - earlier.Instructions}
+}
+
+// OpenCounters locks the goroutine to its thread, since both counters are per thread; call
+// Close on the same goroutine.
+func OpenCounters() *Counters {
 	runtime.LockOSThread()
-	c := &Counters{instructions: -1}
 	attr := unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_HARDWARE,
 		Config: unix.PERF_COUNT_HW_INSTRUCTIONS,
@@ -35,52 +46,39 @@ func StartCounters() *Counters {
 	}
 	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
-		c.Unavailable = fmt.Sprintf("perf_event_open(instructions): %v", err)
-	} else {
-		c.instructions = fd
-		c.retired, err = c.read()
-		if err != nil {
-			c.close(err)
-		}
+		return &Counters{fd: -1, Unavailable: fmt.Sprintf("perf_event_open(instructions): %v", err)}
 	}
-	c.cpu = processCPU()
-	return c
+	return &Counters{fd: fd}
 }
 
-// Stop returns the CPU time and the instructions (0 when unavailable) since StartCounters.
-func (c *Counters) Stop() (cpu time.Duration, instructions uint64) {
-	defer runtime.UnlockOSThread()
-	cpu = processCPU() - c.cpu
-	if c.instructions >= 0 {
-		retired, err := c.read()
-		if err == nil {
-			instructions = retired - c.retired
-		}
-		c.close(err)
-	}
-	return cpu, instructions
-}
-
-func (c *Counters) read() (uint64, error) {
-	var value [8]byte
-	if n, err := unix.Read(c.instructions, value[:]); err != nil || n != len(value) {
-		return 0, fmt.Errorf("read instruction counter: %d bytes, %v", n, err)
-	}
-	return binary.NativeEndian.Uint64(value[:]), nil
-}
-
-func (c *Counters) close(err error) {
-	if err != nil {
-		c.Unavailable = err.Error()
-	}
-	unix.Close(c.instructions)
-	c.instructions = -1
-}
-
-func processCPU() time.Duration {
+// Read samples the counters.
+func (c *Counters) Read() Sample {
 	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		panic(err) // every Linux has this clock
 	}
-	return time.Duration(ts.Nano())
+	s := Sample{Wall: time.Since(epoch), CPU: time.Duration(ts.Nano())}
+	if c.fd >= 0 {
+		var value [8]byte
+		if n, err := unix.Read(c.fd, value[:]); err != nil || n != len(value) {
+			c.Unavailable = fmt.Sprintf("read instruction counter: %d bytes, %v", n, err)
+			c.closeCounter()
+		} else {
+			s.Instructions = binary.NativeEndian.Uint64(value[:])
+		}
+	}
+	return s
+}
+
+// Close stops counting and unlocks the goroutine from its thread.
+func (c *Counters) Close() {
+	c.closeCounter()
+	runtime.UnlockOSThread()
+}
+
+func (c *Counters) closeCounter() {
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
 }

@@ -33,25 +33,37 @@ func NewCELCache() *cel.Cache {
 	})
 }
 
-// Schedule does with one pod's claims what the DynamicResources plugin does in one scheduling
-// cycle: PreFilter builds an allocator over all slices, Filter allocates on every node (the
-// scheduler filters all nodes of a cluster this small). It returns each node's allocation and
-// fails where a node has none, so that a benchmark cannot time a failing path.
+// NewAllocator is the DynamicResources plugin's PreFilter for one pod: an allocator over all slices.
+func (c *Cluster) NewAllocator(ctx context.Context, cache *cel.Cache) (structured.Allocator, error) {
+	return structured.NewAllocator(ctx, Features, structured.AllocatedState{}, c.Classes, c.Slices, cache)
+}
+
+// Allocate is the plugin's Filter on one node. It fails where the node has no placement for
+// the claims, so that a benchmark cannot time a failing path.
+func Allocate(ctx context.Context, allocator structured.Allocator, node *v1.Node, claims []*resourceapi.ResourceClaim) ([]resourceapi.AllocationResult, error) {
+	results, err := allocator.Allocate(ctx, node, claims)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", node.Name, err)
+	}
+	if len(results) != len(claims) {
+		return nil, fmt.Errorf("node %s: the allocator found no placement for the claims", node.Name)
+	}
+	return results, nil
+}
+
+// Schedule does with one pod's claims what the plugin does in one scheduling cycle: PreFilter,
+// then Filter on every node (the scheduler filters all nodes of a cluster this small). It
+// returns each node's allocation.
 func (c *Cluster) Schedule(ctx context.Context, cache *cel.Cache, claims []*resourceapi.ResourceClaim) ([][]resourceapi.AllocationResult, error) {
-	allocator, err := structured.NewAllocator(ctx, Features, structured.AllocatedState{}, c.Classes, c.Slices, cache)
+	allocator, err := c.NewAllocator(ctx, cache)
 	if err != nil {
 		return nil, err
 	}
 	placed := make([][]resourceapi.AllocationResult, len(c.Nodes))
 	for i, node := range c.Nodes {
-		results, err := allocator.Allocate(ctx, node, claims)
-		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", node.Name, err)
+		if placed[i], err = Allocate(ctx, allocator, node, claims); err != nil {
+			return nil, err
 		}
-		if len(results) != len(claims) {
-			return nil, fmt.Errorf("node %s: the allocator found no placement for the claims", node.Name)
-		}
-		placed[i] = results
 	}
 	return placed, nil
 }
