@@ -64,6 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: needs a running cluster")
     config.addinivalue_line("markers", "local_only: needs the local provider (host access to nodes)")
     config.addinivalue_line("markers", "allure_label: allure label (set from the requirement marker)")
+    config.addinivalue_line("markers", "benchmark: prints figures; never asserts timing")
     hardware = config.getoption("--hardware", None)
     if hardware:
         from fake_hardware.profile import load_node_profile

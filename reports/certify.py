@@ -9,6 +9,7 @@ and report.json and report.html (reports/report.py).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sys
 import time
@@ -56,6 +57,15 @@ def selection(only: str | None) -> tuple[list[str], list[str]]:
     # Whatever else is chosen, the driver must first come up (DEP-01).
     paths = [SUITES[p] for p in SUITES if p in prefixes | {"DEP"}]
     return paths, [p for p in dict.fromkeys(wanted) if p in prefixes] + ids if ids else []
+
+
+def pytest_command(paths: list[str]) -> list[str]:
+    """pytest on `paths` (relative to the package root) with dralab's plugin, from a checkout or an
+    installed wheel. An installed dralab has neither the checkout's conftest.py nor its
+    pyproject.toml: the plugin is named, and an empty ini file keeps pytest from taking the
+    configuration of a directory above the installation (a vendor's repository holding the venv)."""
+    config = [] if (REPO / "pyproject.toml").is_file() else ["-c", os.devnull, f"--rootdir={REPO}"]
+    return [sys.executable, "-m", "pytest", "-p", "dralab.pytest_plugin", *config, *(str(REPO / p) for p in paths)]
 
 
 def _hardware(profile: str | None) -> dict[str, str]:
@@ -150,9 +160,13 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
         console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} claim no capability "
                       "dralab checks (capabilities: metadata, metadata-deferred, device-status, network-data, device-plugin)")
         sys.exit(EXIT_CODES[NOTHING])
+    # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.
+    out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None
+    if hardware and Path(hardware).suffix in (".yaml", ".yml"):
+        hardware = str(Path(hardware).resolve())
     out_dir.mkdir(parents=True, exist_ok=True)
     junit, allure_results = out_dir / "junit.xml", out_dir / "allure-results"
-    cmd = [sys.executable, "-m", "pytest", *(str(REPO / p) for p in paths), f"--junitxml={junit}",
+    cmd = [*pytest_command(paths), f"--junitxml={junit}",
            f"--alluredir={allure_results}", "--clean-alluredir", f"--cluster={cluster}", f"--results-dir={out_dir}",
            f"--lab-prefix={LAB_PREFIX}", "--progress", *QUIET,
            *(f"--driver={d.source}" for d in drivers)]

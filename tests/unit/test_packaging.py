@@ -1,0 +1,14 @@
+"""The wheel's package-data patterns take every file the code opens from its own tree (the e2e
+test tests/e2e/test_wheel.py builds and installs the wheel itself)."""
+
+from __future__ import annotations
+
+from tests.package_files import data_files, unshipped
+
+
+def test_every_data_file_of_the_packages_is_package_data() -> None:
+    files = data_files()
+    assert any(f.endswith("drivers_under_test/go.sum") for f in files), "the Go module's go.sum is not found at all"
+    missing = unshipped(files)
+    assert not missing, (f"{missing} would not be in the wheel: add their pattern to [tool.setuptools.package-data] "
+                         "in pyproject.toml")
