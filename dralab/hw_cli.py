@@ -43,7 +43,9 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
         LocalCluster.state_file(name).write_text(cfg.model_dump_json(indent=2))
         for node in cfg.node_names():
             network.sh("ip", "netns", "add", cfg.netns(node))
-        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs")
+        # No NVML driver root: its paths hold in a node's mount namespace, which only a cluster's nodes
+        # have (`python -m fake_hardware.nvml` renders one to try without a lab).
+        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs", nvml_library=None)
     except BaseException:
         teardown(cfg)
         raise

@@ -26,8 +26,8 @@ from clusters.providers import Lab
 from drivers_under_test import evidence
 from drivers_under_test.evidence import PROFILE_LABEL
 from drivers_under_test.profile import DriverProfile, SysfsExposure
-from fake_hardware.exposure import standard_sysfs_mounts, sysfs_root_mount
-from fake_hardware.lab import NODE_SYSFS_ROOT
+from fake_hardware.exposure import driver_root_mounts, standard_sysfs_mounts, sysfs_root_mount
+from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_SYSFS_ROOT
 
 VARIANT_LABEL = "dralab.dev/variant"
 WORKLOAD_KINDS = ("DaemonSet", "Deployment")
@@ -54,7 +54,7 @@ def lab_parameters(lab: Lab) -> dict[str, str]:
 
     tools = lab.local.tools if lab.local is not None else provision(offline=True)
     return {"KUBELET_ROOT_DIR": lab.nodes[0].kubelet_root_dir, "DRIVERS_IMAGE": tools.drivers_image.ref,
-            "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT}  # NAMESPACE comes from the profile
+            "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT, "HARDWARE_DRIVER_ROOT": NODE_DRIVER_ROOT}  # NAMESPACE: the profile's
 
 
 def _load_manifest(profile: DriverProfile, relative: Path, params: dict[str, str]) -> list[dict[str, Any]]:
@@ -68,15 +68,19 @@ def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
     return obj["spec"]["template"]["spec"]
 
 
-def _expose_sysfs(spec: dict[str, Any], exposure: SysfsExposure) -> None:
-    if exposure is SysfsExposure.NONE:
-        return
-    if exposure is SysfsExposure.STANDARD:
+def _expose_hardware(spec: dict[str, Any], profile: DriverProfile) -> None:
+    """HW-05: the emulated sysfs and, if the profile asks, the NVIDIA driver root (HW-10)."""
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    args: list[str] = []
+    if profile.sysfs is SysfsExposure.STANDARD:
         volumes, mounts = standard_sysfs_mounts()
-        args: list[str] = []
-    else:
+    elif profile.sysfs is SysfsExposure.ROOT:
         volume, mount, flag = sysfs_root_mount()
         volumes, mounts, args = [volume], [mount], [flag]
+    if profile.driver_root:
+        more_volumes, more_mounts = driver_root_mounts(profile.driver_root)
+        volumes, mounts = volumes + more_volumes, mounts + more_mounts
     spec.setdefault("volumes", []).extend(volumes)
     for c in spec["containers"]:
         c.setdefault("volumeMounts", []).extend(mounts)
@@ -114,7 +118,7 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
                 {PROFILE_LABEL: profile.name, VARIANT_LABEL: variant or "none"})
             spec = _pod_spec(obj)
             _keep_off_slice_only_nodes(spec)
-            _expose_sysfs(spec, profile.sysfs)
+            _expose_hardware(spec, profile)
             for c in spec["containers"]:
                 c["args"] = [*c.get("args", []), *(chosen.args if chosen else [])]
                 # A container that dies leaves its last log lines in its status: DEP-01's evidence.

@@ -29,8 +29,8 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 REQUIREMENT_ID = re.compile(r"^[A-Z]+-\d\d$")
 
 # What the lab fills in (the kubelet root dir of its nodes, the reference drivers' image, the
-# emulated sysfs as nodes see it) and the profile's own namespace.
-LAB_PARAMETERS = ("KUBELET_ROOT_DIR", "DRIVERS_IMAGE", "HARDWARE_SYSFS_ROOT", "NAMESPACE")
+# emulated sysfs and NVIDIA driver root as nodes see them) and the profile's own namespace.
+LAB_PARAMETERS = ("KUBELET_ROOT_DIR", "DRIVERS_IMAGE", "HARDWARE_SYSFS_ROOT", "HARDWARE_DRIVER_ROOT", "NAMESPACE")
 
 
 class Capability(str, Enum):
@@ -104,6 +104,9 @@ class DriverProfile(Model):
     device_classes: list[str] = Field(default_factory=list, alias="deviceClasses")
     hardware: str = Field(description="the hardware profile the driver expects on every node")
     sysfs: SysfsExposure = SysfsExposure.STANDARD
+    driver_root: str | None = Field(default=None, alias="driverRoot", pattern=r"^/",
+                                    description="mount the node's NVIDIA driver root (libnvidia-ml.so.1, dev/nvidia*, "
+                                                "proc/driver/nvidia) at this path in the driver's containers")
     namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     images: list[Image] = Field(min_length=1)
     manifests: list[Path] = Field(min_length=1)

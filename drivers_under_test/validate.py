@@ -27,7 +27,8 @@ VARIANT_NAME = re.compile(r"^[a-z0-9][-a-z0-9]*$")
 # Stand-ins for what a lab sets (deploy.lab_parameters; LAB_PARAMETERS but NAMESPACE, which comes
 # from the profile), shaped like the real values so the manifests parse as they will in a lab.
 LAB_EXAMPLE = {"KUBELET_ROOT_DIR": "/var/lib/kubelet", "DRIVERS_IMAGE": "dralab.dev/drivers:0123456789ab",
-               "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys"}
+               "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys",
+               "HARDWARE_DRIVER_ROOT": "/var/lib/dralab-hardware/driver-root"}
 
 # Image metadata (index, manifests, configs) is kilobytes; members above this are layers.
 MAX_JSON = 4 << 20

@@ -3,6 +3,7 @@
 Unmodified drivers read /sys/bus/pci, /sys/devices, /sys/class/net and /sys/kernel/iommu_groups:
 `standard_sysfs_mounts` bind-mounts the node's tree over exactly those paths. Drivers that take
 a root prefix (`--sysfs-root`) get the whole tree at one path instead (`sysfs_root_mount`).
+Drivers that find GPUs through NVML get the node's NVIDIA driver root (`driver_root_mounts`).
 Host paths are as the node sees them; each node's private /var/lib makes them the same on every
 node, so one DaemonSet serves all.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fake_hardware.lab import NODE_SYSFS_ROOT
+from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_SYSFS_ROOT
 
 # Not class/infiniband: a container's /sys is the host kernel's, read-only, and a host without RDMA
 # has no class/infiniband to mount over (runc cannot create the mount point). Drivers that read it
@@ -36,3 +37,13 @@ def sysfs_root_mount(root: str = NODE_SYSFS_ROOT) -> tuple[dict[str, Any], dict[
     return ({"name": "fake-sysfs-root", "hostPath": {"path": root, "type": "Directory"}},
             {"name": "fake-sysfs-root", "mountPath": SYSFS_ROOT_IN_CONTAINER},
             f"--sysfs-root={SYSFS_ROOT_IN_CONTAINER}")
+
+
+def driver_root_mounts(mount_path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, volumeMounts) for the node's NVIDIA driver root at `mount_path`, read-only as NVIDIA's
+    drivers mount it, and the tree at the node's own path too, which is where the library reads it."""
+    volumes = [{"name": "nvidia-driver-root", "hostPath": {"path": NODE_DRIVER_ROOT, "type": "Directory"}},
+               {"name": "nvml-sysfs", "hostPath": {"path": NODE_SYSFS_ROOT, "type": "Directory"}}]
+    mounts = [{"name": "nvidia-driver-root", "mountPath": mount_path, "readOnly": True},
+              {"name": "nvml-sysfs", "mountPath": NODE_SYSFS_ROOT, "readOnly": True}]
+    return volumes, mounts

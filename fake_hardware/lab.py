@@ -14,11 +14,13 @@ from pathlib import Path
 
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
-from fake_hardware import netdevs, sysfs
+from fake_hardware import netdevs, nvml, sysfs
 from fake_hardware.profile import load_node_profile
 from fake_hardware.topology import NodePlan, PciFunction, plan_node
 
 NODE_SYSFS_ROOT = "/var/lib/dralab-hardware/sys"
+# The NVIDIA driver root of a node with GPUs (fake_hardware/nvml.py), beside its tree.
+NODE_DRIVER_ROOT = "/var/lib/dralab-hardware/driver-root"
 
 
 @dataclass
@@ -38,7 +40,14 @@ class NodeHardware:
     @property
     def sys_root(self) -> Path:
         """The tree's host path: NODE_SYSFS_ROOT inside the node's private /var/lib."""
-        return self.cfg.lab_dir / "nodes" / self.name / "var-lib" / Path(NODE_SYSFS_ROOT).relative_to("/var/lib")
+        return self._host_path(NODE_SYSFS_ROOT)
+
+    @property
+    def driver_root(self) -> Path:
+        return self._host_path(NODE_DRIVER_ROOT)
+
+    def _host_path(self, node_var_lib_path: str) -> Path:
+        return self.cfg.lab_dir / "nodes" / self.name / "var-lib" / Path(node_var_lib_path).relative_to("/var/lib")
 
     @property
     def dev_dir(self) -> Path:
@@ -120,10 +129,13 @@ class HardwareLab:
 
     # Build ------------------------------------------------------------------------------
 
-    def build(self) -> None:
+    def build(self, nvml_library: Path | None = None) -> None:
+        """The trees, netdevs and fabric; with the lab's NVML library, a driver root on every node with GPUs."""
         netdevs.create_fabric(self.cfg.fabric_bridge)
         for hw in self.nodes.values():
             sysfs.write_tree(hw.sys_root, hw.plan)
+            if nvml_library is not None and nvml.device_nodes(hw.plan):
+                nvml.install(hw.plan, hw.driver_root, NODE_SYSFS_ROOT, nvml_library)
             netdevs.create([(fn, hw.peer(fn)) for fn in hw.plan.at_boot() if fn.netdev], hw.netns, self.cfg.fabric_bridge)
         self._save({})
 

@@ -9,6 +9,10 @@ carry comes from a driver root this module renders from the same NodePlan, so bo
                                                compute capability and MIG devices
     <driver root>/proc/driver/nvidia/version   as the kernel module shows it
     <driver root>/usr/lib64/libnvidia-ml.so.1  the library, put there by whoever built it
+    <driver root>/dev/nvidia0.., nvidiactl,    character devices with the kernel module's numbers,
+      nvidia-uvm, nvidia-uvm-tools             in a lab (`install`): what a vendor driver's CDI
+                                               specs hand to containers. NVIDIA's drivers take a
+                                               driver root holding dev/ as the root of its /dev.
 
 `python -m fake_hardware.nvml --profile hgx-h100 --out DIR` writes a node's tree (DIR/sys) and its
 driver root (DIR/driver-root) without a lab, to try the library or a driver against.
@@ -19,13 +23,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
+import shutil
+import stat
 import uuid
 from pathlib import Path
 
 from clusters.errors import BadInput
 from fake_hardware import sysfs
-from fake_hardware.lab import NODE_SYSFS_ROOT
 from fake_hardware.profile import Gpu, load_node_profile, mig_memory_bytes
 from fake_hardware.topology import NodePlan, PciFunction, plan_node
 
@@ -35,6 +41,9 @@ NVML_VERSION = f"13.{DRIVER_VERSION}"  # NVML API 13, the version go-nvml's nvml
 CONFIG = Path("dralab/nvml.json")
 PROC_VERSION = Path("proc/driver/nvidia/version")
 LIBRARY = Path("usr/lib64/libnvidia-ml.so.1")
+# The kernel module's character devices: nvidia's major is fixed (GPUs by minor number, the control
+# device 255); nvidia-uvm's is dynamic, this being a common value.
+NVIDIA_MAJOR, NVIDIACTL_MINOR, NVIDIA_UVM_MAJOR = 195, 255, 510
 
 
 def serial(gpu_uuid: str) -> str:
@@ -76,13 +85,33 @@ def proc_version() -> str:
             "Release Build  (dralab emulated hardware)\nGCC version:  unknown\n")
 
 
-def render(plan: NodePlan, driver_root: Path, sysfs_root: str = NODE_SYSFS_ROOT) -> None:
+def render(plan: NodePlan, driver_root: Path, sysfs_root: str) -> None:
     """The driver root's data for the node of `plan`, whose tree the library reads at `sysfs_root`
     (a path in the mount namespace the library runs in)."""
     for path, content in ((CONFIG, json.dumps(config(plan, sysfs_root), indent=2) + "\n"),
                           (PROC_VERSION, proc_version())):
         (driver_root / path).parent.mkdir(parents=True, exist_ok=True)
         sysfs.write_atomic(driver_root / path, content)
+
+
+def device_nodes(plan: NodePlan) -> dict[str, tuple[int, int]]:
+    """dev/ entries of the driver root: name -> (major, minor)."""
+    gpus = {f"nvidia{fn.gpu['index']}": (NVIDIA_MAJOR, int(fn.gpu["index"]))
+            for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None}
+    return {**gpus, "nvidiactl": (NVIDIA_MAJOR, NVIDIACTL_MINOR), "nvidia-uvm": (NVIDIA_UVM_MAJOR, 0),
+            "nvidia-uvm-tools": (NVIDIA_UVM_MAJOR, 1)} if gpus else {}
+
+
+def install(plan: NodePlan, driver_root: Path, sysfs_root: str, library: Path) -> None:
+    """A lab node's driver root, complete: data, device nodes (mknod: as root) and the library."""
+    render(plan, driver_root, sysfs_root)
+    dev = driver_root / "dev"
+    dev.mkdir(exist_ok=True)
+    for name, (major, minor) in device_nodes(plan).items():
+        os.mknod(dev / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+        os.chmod(dev / name, 0o666)  # mknod's mode is masked by the umask
+    (driver_root / LIBRARY).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(library, driver_root / LIBRARY)
 
 
 def write_node(plan: NodePlan, out: Path) -> None:

@@ -15,9 +15,9 @@ from fake_hardware.lab import HardwareLab
 AGENT_START_TIMEOUT = 30.0
 
 
-def bring_up(cfg: ClusterConfig, state_file: Path, log_dir: Path) -> HardwareLab:
+def bring_up(cfg: ClusterConfig, state_file: Path, log_dir: Path, nvml_library: Path | None) -> HardwareLab:
     lab = HardwareLab(cfg)
-    lab.build()
+    lab.build(nvml_library)
     agents = [supervisor.start(f"{hw.name}-hardware-agent",
                                [sys.executable, "-m", "fake_hardware.agent", "--lab-config", str(state_file),
                                 "--node", hw.name], lab_dir=cfg.lab_dir, log_dir=log_dir)

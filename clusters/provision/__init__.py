@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -20,7 +21,8 @@ from clusters.errors import BadInput, LabBroken
 from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
-    CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, DRIVER_BINARIES, DRIVERS_UNDER_TEST, ETCD, GO_RECIPES, KUBERNETES, RUNC,
+    CGO_DRIVER_BINARIES, CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, DRIVER_BINARIES, DRIVERS_UNDER_TEST,
+    DRIVERS_WITH_CGO, ETCD, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC,
 )
 from clusters.provision.gobuild import RECIPES, GoRecipe
 
@@ -45,6 +47,7 @@ class Toolchain:
     containerd: Path
     runc_dir: Path
     drivers_under_test: Path
+    drivers_with_cgo: Path
     images: tuple[Image, ...]
     allure: Path
 
@@ -62,6 +65,10 @@ class Toolchain:
     @property
     def runc(self) -> Path:
         return self.runc_dir / "runc"
+
+    @property
+    def nvml_library(self) -> Path:
+        return self.drivers_with_cgo / NVML_LIBRARY_FILE
 
     @property
     def cni_bin_dir(self) -> Path:
@@ -163,9 +170,20 @@ def _busybox_applets() -> list[str]:
     return [a for a in out.split() if a != "busybox"]
 
 
-def image_specs(pause: Path, built: Path) -> list[images.ImageSpec]:
+def _c_library_files(binaries: Iterable[Path]) -> dict[str, Path]:
+    """What the dynamically linked binaries load at start (libc, the loader), at the paths they name."""
+    files = {}
+    for binary in binaries:
+        out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=True).stdout
+        for path in re.findall(r"(/\S+) \(0x", out):
+            files[path] = Path(path).resolve()
+    return files
+
+
+def image_specs(pause: Path, built: Path, built_cgo: Path) -> list[images.ImageSpec]:
     """The pause image, the workload image and the reference drivers' image (busybox for a shell)."""
     applets = {f"/bin/{a}": "busybox" for a in _busybox_applets()}
+    cgo_binaries = {f"/usr/local/bin/{name}": built_cgo / name for name in CGO_DRIVER_BINARIES}
     base_dirs = ("/tmp", "/etc", "/proc", "/sys", "/dev", "/var/run")
     return [
         images.ImageSpec(ref=versions.PAUSE_IMAGE, files={"/pause": pause}, entrypoint=["/pause"]),
@@ -178,15 +196,16 @@ def image_specs(pause: Path, built: Path) -> list[images.ImageSpec]:
         images.ImageSpec(
             ref=f"{versions.DRIVERS_IMAGE_REPO}:{built.name.rsplit('-', 1)[1]}",
             files={"/bin/busybox": Path("/bin/busybox"),
-                   **{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES}},
+                   **{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES},
+                   **cgo_binaries, **_c_library_files(cgo_binaries.values())},
             symlinks=applets, dirs=base_dirs, cmd=["/bin/sh"],
         ),
     ]
 
 
-def _ensure_images(pause: Path, built: Path) -> tuple[Image, ...]:
+def _ensure_images(pause: Path, built: Path, built_cgo: Path) -> tuple[Image, ...]:
     result = []
-    for spec in image_specs(pause, built):
+    for spec in image_specs(pause, built, built_cgo):
         archive, digest = images.oci_archive(spec)
         path = cache_root() / "images" / f"{spec.ref.rsplit('/', 1)[-1].replace(':', '_')}-{digest[7:19]}.tar"
         if not path.exists():
@@ -208,10 +227,11 @@ def provision(offline: bool = False) -> Toolchain:
     _ensure_debian_packages(offline)
     dirs = {r.name: _ensure_go(r, offline) for r in GO_RECIPES}
     pause = _pause_binary(offline)
-    imgs = _ensure_images(pause, dirs[DRIVERS_UNDER_TEST.name])
+    imgs = _ensure_images(pause, dirs[DRIVERS_UNDER_TEST.name], dirs[DRIVERS_WITH_CGO.name])
     return Toolchain(
         kubernetes=dirs[KUBERNETES.name], etcd_dir=dirs[ETCD.name], containerd=dirs[CONTAINERD.name],
-        runc_dir=dirs[RUNC.name], drivers_under_test=dirs[DRIVERS_UNDER_TEST.name], images=imgs,
+        runc_dir=dirs[RUNC.name], drivers_under_test=dirs[DRIVERS_UNDER_TEST.name],
+        drivers_with_cgo=dirs[DRIVERS_WITH_CGO.name], images=imgs,
         allure=_ensure_allure(offline),
     )
 

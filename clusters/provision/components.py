@@ -67,7 +67,7 @@ RUNC = GoRecipe(
 
 # Our own Go module under drivers_under_test/: the reference drivers, the workload image's
 # helpers and the probes the lab's e2e tests attach to a node.
-DRIVER_BINARIES = ("gpu-dra-driver", "vf-dra-driver", "fake-gpu-plugin", "dp-probe")
+DRIVER_BINARIES = ("vf-dra-driver", "fake-gpu-plugin", "dp-probe")
 DRIVERS_UNDER_TEST = GoRecipe(
     name="drivers-under-test",
     version="local",
@@ -75,17 +75,20 @@ DRIVERS_UNDER_TEST = GoRecipe(
     binaries={name: f"./cmd/{name}" for name in ("incluster-whoami", "nri-probe", *DRIVER_BINARIES)},
 )
 
-# The lab's NVML, libnvidia-ml.so.1 (HW-10), from the same module: a C shared library, so with cgo,
-# which the static binaries above do without.
-NVML_LIBRARY = GoRecipe(
-    name="libnvidia-ml",
+# From the same module, with cgo: the lab's NVML, libnvidia-ml.so.1 (HW-10), a C shared library,
+# and the GPU driver, which loads an NVML through go-nvml (dlopen). The drivers image carries the
+# C library they link against.
+CGO_DRIVER_BINARIES = ("gpu-dra-driver",)
+NVML_LIBRARY_FILE = "libnvidia-ml.so.1"
+DRIVERS_WITH_CGO = GoRecipe(
+    name="drivers-under-test-cgo",
     version="local",
     local_module=REPO / "drivers_under_test",
-    binaries={"libnvidia-ml.so.1": "./cmd/libnvidia-ml"},
+    binaries={NVML_LIBRARY_FILE: "./cmd/libnvidia-ml", **{name: f"./cmd/{name}" for name in CGO_DRIVER_BINARIES}},
     cgo=True,
 )
 
-GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST, NVML_LIBRARY)
+GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST, DRIVERS_WITH_CGO)
 
 # Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
 # image's busybox, libseccomp for building runc, and chromium, which renders the HTML reports in

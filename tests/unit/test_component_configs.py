@@ -10,7 +10,8 @@ from clusters.pki import CertKey
 from clusters.provision import Image, Toolchain
 
 TOOLS = Toolchain(kubernetes=Path("/k"), etcd_dir=Path("/e"), containerd=Path("/c"), runc_dir=Path("/r"),
-                  drivers_under_test=Path("/t"), images=(Image("x", Path("/x.tar"), "sha256:0"),), allure=Path("/a"))
+                  drivers_under_test=Path("/t"), drivers_with_cgo=Path("/g"),
+                  images=(Image("x", Path("/x.tar"), "sha256:0"),), allure=Path("/a"))
 
 
 def test_containerd_config_enables_cdi_and_nri_at_standard_node_paths() -> None:

@@ -15,7 +15,8 @@ from drivers_under_test.deploy import render
 from drivers_under_test.profile import METADATA_DISABLED, Capability, load_profile, shipped_profiles
 
 LAB = {"KUBELET_ROOT_DIR": "/var/lib/kubelet-alt", "DRIVERS_IMAGE": "dralab.dev/drivers:abc",
-       "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys"}
+       "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys",
+       "HARDWARE_DRIVER_ROOT": "/var/lib/dralab-hardware/driver-root"}
 
 MANIFEST = """
 apiVersion: apps/v1

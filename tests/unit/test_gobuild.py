@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from clusters.provision import gobuild
-from clusters.provision.components import DRIVERS_UNDER_TEST, KUBERNETES, NVML_LIBRARY
+from clusters.provision.components import DRIVERS_UNDER_TEST, DRIVERS_WITH_CGO, KUBERNETES
 from clusters.provision.gobuild import GoRecipe
 
 KUBERNETES_GOMOD = """module k8s.io/kubernetes
@@ -43,8 +43,9 @@ def test_cache_key_changes_with_version_and_recipe_source(tmp_path: Path, monkey
 def test_a_binary_named_as_a_shared_library_is_built_as_one_with_cgo(tmp_path: Path, monkeypatch) -> None:
     builds: list[tuple[list[str], str]] = []
     monkeypatch.setattr(gobuild, "run_logged", lambda cmd, log, env, **kw: builds.append((cmd, env["CGO_ENABLED"])))
-    gobuild.build(NVML_LIBRARY, tmp_path / "nvml", tmp_path / "work", tmp_path / "log")
+    gobuild.build(DRIVERS_WITH_CGO, tmp_path / "cgo", tmp_path / "work", tmp_path / "log")
     gobuild.build(DRIVERS_UNDER_TEST, tmp_path / "drivers", tmp_path / "work", tmp_path / "log")
-    (library, cgo), *drivers = builds
+    (library, cgo), (gpu_driver, gpu_cgo), *drivers = builds
     assert "-buildmode=c-shared" in library and library[-1] == "./cmd/libnvidia-ml" and cgo == "1"
+    assert "-buildmode=c-shared" not in gpu_driver and gpu_driver[-1] == "./cmd/gpu-dra-driver" and gpu_cgo == "1"
     assert all("-buildmode=c-shared" not in cmd and cgo == "0" for cmd, cgo in drivers)

@@ -3,6 +3,8 @@ identities (architecture, compute capability, MIG) profiles give. The library it
 through go-nvml in tests/e2e/test_nvml_library.py."""
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pydantic
@@ -42,7 +44,7 @@ def test_mig_and_identity_mistakes_are_rejected(change: dict[str, object], messa
 
 def test_driver_root_gives_every_gpu_of_the_plan_by_bdf(tmp_path: Path) -> None:
     plan = plan_node(load_node_profile("hgx-h100"), "node-1", 3)
-    nvml.render(plan, tmp_path)
+    nvml.render(plan, tmp_path, NODE_SYSFS_ROOT)
     config = json.loads((tmp_path / "dralab" / "nvml.json").read_text())
     assert config["sysfsRoot"] == NODE_SYSFS_ROOT and config["driverVersion"] == nvml.DRIVER_VERSION
     gpus = [fn for fn in plan.functions if fn.kind == "gpu"]
@@ -77,3 +79,22 @@ def test_command_writes_a_tree_and_a_driver_root_reading_it(tmp_path: Path, caps
     for bdf in config["gpus"]:
         assert (tmp_path / "sys" / "bus" / "pci" / "devices" / bdf / "dralab-gpu.json").exists()
     assert "2 GPUs" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
+def test_installed_driver_root_has_the_kernel_modules_device_nodes_and_the_library(tmp_path: Path) -> None:
+    plan = plan_node(load_node_profile("gpu-small"), "node-1", 0)
+    library = tmp_path / "built.so"
+    library.write_bytes(b"\x7fELF")
+    nvml.install(plan, tmp_path / "root", NODE_SYSFS_ROOT, library)
+    dev = tmp_path / "root" / "dev"
+    indexes = sorted(int(fn.gpu["index"]) for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None)
+    assert sorted(p.name for p in dev.iterdir()) == sorted(
+        [f"nvidia{i}" for i in indexes] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"])
+    for name, (major, minor) in {"nvidia0": (195, 0), "nvidiactl": (195, 255), "nvidia-uvm-tools": (510, 1)}.items():
+        st = (dev / name).stat()
+        assert stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (major, minor)
+        assert stat.S_IMODE(st.st_mode) == 0o666
+    assert (tmp_path / "root" / nvml.LIBRARY).read_bytes() == b"\x7fELF"
+    assert (tmp_path / "root" / nvml.CONFIG).exists()
+

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -44,8 +45,10 @@ const (
 
 type gpuDriver struct {
 	dradriver.Common
-	opts   *dradriver.Options
-	client kubernetes.Interface
+	opts     *dradriver.Options
+	client   kubernetes.Interface
+	discover func() ([]sysfs.GPU, error) // sysfs or NVML
+	devRoot  string                      // with NVML: where the node has /dev/nvidia*; else GPUs get stand-in nodes
 
 	mu   sync.Mutex
 	gpus map[string]sysfs.GPU // by device name, as last discovered
@@ -74,7 +77,7 @@ func (d *gpuDriver) attributes(g sysfs.GPU) map[resourceapi.QualifiedName]resour
 
 // devices discovers the GPUs and returns the healthy ones as slice devices.
 func (d *gpuDriver) Devices() ([]resourceapi.Device, error) {
-	found, err := sysfs.GPUs(d.opts.SysfsRoot)
+	found, err := d.discover()
 	if err != nil {
 		return nil, err
 	}
@@ -137,9 +140,8 @@ func (d *gpuDriver) prepare(ctx context.Context, claim *resourceapi.ResourceClai
 			return nil, fmt.Errorf("device %s of claim %s/%s is not a healthy GPU on node %s", r.Device, claim.Namespace, claim.Name, d.opts.NodeName)
 		}
 		cdiDevices[r.Device] = cdi.Edits{
-			Env: []string{fmt.Sprintf("DRALAB_GPU_%d_UUID=%s", g.Index, g.UUID), "DRALAB_GPU_DRIVER=" + d.opts.DriverName},
-			// A device node per GPU, as a real driver hands out /dev/nvidiaN.
-			DeviceNodes: []cdi.DeviceNode{{Path: fmt.Sprintf("/dev/dralab-gpu%d", g.Index), HostPath: "/dev/null"}},
+			Env:         []string{fmt.Sprintf("DRALAB_GPU_%d_UUID=%s", g.Index, g.UUID), "DRALAB_GPU_DRIVER=" + d.opts.DriverName},
+			DeviceNodes: d.deviceNodes(g),
 		}
 	}
 	ids, err := d.opts.WriteClaimCDISpec(cdiClass, string(claim.UID), cdiDevices)
@@ -176,6 +178,19 @@ func (d *gpuDriver) prepare(ctx context.Context, claim *resourceapi.ResourceClai
 		}
 	}
 	return prepared, nil
+}
+
+// deviceNodes are what a container of the GPU gets: with NVML, the GPU's /dev/nvidiaN and the
+// control device, as NVIDIA's drivers hand them out; otherwise a stand-in node per GPU.
+func (d *gpuDriver) deviceNodes(g sysfs.GPU) []cdi.DeviceNode {
+	if d.devRoot == "" {
+		return []cdi.DeviceNode{{Path: fmt.Sprintf("/dev/dralab-gpu%d", g.Index), HostPath: "/dev/null"}}
+	}
+	var nodes []cdi.DeviceNode
+	for _, name := range []string{fmt.Sprintf("nvidia%d", g.Index), "nvidiactl"} {
+		nodes = append(nodes, cdi.DeviceNode{Path: "/dev/" + name, HostPath: filepath.Join(d.devRoot, "dev", name)})
+	}
+	return nodes
 }
 
 func (d *gpuDriver) metadataAttributes(g sysfs.GPU) map[string]resourceapi.DeviceAttribute {

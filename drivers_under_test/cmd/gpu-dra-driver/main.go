@@ -1,5 +1,6 @@
 // Command gpu-dra-driver is dralab's reference DRA driver for GPUs, on the upstream
-// kubeletplugin framework. It discovers GPUs in sysfs, publishes them in a ResourceSlice per
+// kubeletplugin framework. It discovers GPUs in sysfs (or, with --nvml-library, through NVML as
+// NVIDIA's drivers do), publishes them in a ResourceSlice per
 // node (withdrawing unhealthy or vanished ones), prepares claims with a CDI spec per claim,
 // immediate device metadata (KEP-5304) and, with --report-status, status.devices (KEP-4817).
 package main
@@ -14,15 +15,26 @@ import (
 	"k8s.io/klog/v2"
 
 	"dralab.dev/drivers/internal/dradriver"
+	"dralab.dev/drivers/internal/sysfs"
 )
 
 func main() {
 	klog.InitFlags(nil)
 	opts := dradriver.RegisterFlags(flag.CommandLine, "gpu.dralab.dev", ownVariants)
-	poll := flag.Duration("poll", 2*time.Second, "how often sysfs is checked for GPUs that vanish, return or change health")
+	poll := flag.Duration("poll", 2*time.Second, "how often GPUs are looked for: ones that vanish, return or change health")
+	library := flag.String("nvml-library", "", "discover GPUs through this libnvidia-ml.so.1 instead of reading sysfs")
+	hostDriverRoot := flag.String("host-driver-root", "/", "with --nvml-library: the NVIDIA driver root as the node sees it, whose dev/ holds the GPUs' device nodes")
 	flag.Parse()
 	newDriver := func(client kubernetes.Interface) (dradriver.Driver, error) {
-		return &gpuDriver{opts: opts, client: client}, nil
+		d := &gpuDriver{opts: opts, client: client, discover: func() ([]sysfs.GPU, error) { return sysfs.GPUs(opts.SysfsRoot) }}
+		if *library != "" {
+			n, err := newNVMLDiscovery(*library, opts.SysfsRoot)
+			if err != nil {
+				return nil, err
+			}
+			d.discover, d.devRoot = n.GPUs, *hostDriverRoot
+		}
+		return d, nil
 	}
 	if err := opts.Run(*poll, newDriver, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "gpu-dra-driver:", err)

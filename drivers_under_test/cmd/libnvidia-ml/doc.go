@@ -13,9 +13,10 @@
 //     tree: versions, the tree's path, and per GPU what sysfs does not carry (name, UUID, serial,
 //     minor number, memory, architecture, compute capability, MIG devices). It is read at nvmlInit.
 //
-// The driver root is the nearest directory above the library's own file (dladdr) holding
-// dralab/nvml.json, so <driver root>/usr/lib64/libnvidia-ml.so.1 finds it; DRALAB_NVML_ROOT, read
-// at nvmlInit, names it instead.
+// The tree is where nvml.json says, or at /sys when that path is absent (a container given the
+// tree at the standard paths). The driver root is the nearest directory above the library's own
+// file (dladdr) holding dralab/nvml.json, so <driver root>/usr/lib64/libnvidia-ml.so.1 finds it;
+// DRALAB_NVML_ROOT, read at nvmlInit, names it instead.
 //
 // Devices are numbered in PCI bus order, as NVML does. A MIG device's handle answers as its GPU
 // except for its name, UUID, memory and instance IDs. Event sets deliver an Xid critical error

@@ -29,10 +29,11 @@ import (
 )
 
 const (
-	rootEnv     = "DRALAB_NVML_ROOT"
-	configFile  = "dralab/nvml.json"
-	gpuInfoFile = "dralab-gpu.json" // fake_hardware/sysfs.py GPU_INFO_FILE: the lab's health faults
-	nvidia      = 0x10de
+	rootEnv       = "DRALAB_NVML_ROOT"
+	configFile    = "dralab/nvml.json"
+	standardSysfs = "/sys"
+	gpuInfoFile   = "dralab-gpu.json" // fake_hardware/sysfs.py GPU_INFO_FILE: the lab's health faults
+	nvidia        = 0x10de
 )
 
 // config is dralab/nvml.json (fake_hardware/nvml.py).
@@ -139,8 +140,13 @@ func load() (*config, error) {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(root, configFile), err)
 	}
+	// In a container whose chart mounts the driver root but not the node's tree, the tree is where
+	// dralab's standard exposure puts it for every driver: at /sys.
 	if _, err := os.Stat(filepath.Join(cfg.SysfsRoot, "bus/pci/devices")); err != nil {
-		return nil, fmt.Errorf("the emulated sysfs tree that %s names: %w", filepath.Join(root, configFile), err)
+		if _, errSys := os.Stat(filepath.Join(standardSysfs, "bus/pci/devices")); errSys != nil {
+			return nil, fmt.Errorf("the emulated sysfs tree that %s names: %w", filepath.Join(root, configFile), err)
+		}
+		cfg.SysfsRoot = standardSysfs
 	}
 	return &cfg, nil
 }

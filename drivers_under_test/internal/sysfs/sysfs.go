@@ -102,9 +102,9 @@ func pciClass(dir string) int64 {
 	return class >> 8
 }
 
-// rootPort is the device number of the first bridge below the host bridge in the device path
+// RootPort is the device number of the first bridge below the host bridge in the device path
 // (devices/pci0000:00/0000:00:<dev>.<fn>/...).
-func rootPort(dir string) int {
+func RootPort(dir string) int {
 	parts := strings.Split(filepath.ToSlash(dir), "/")
 	for i, p := range parts {
 		if strings.HasPrefix(p, "pci") && i+1 < len(parts) {
@@ -155,7 +155,7 @@ func GPUs(root string) ([]GPU, error) {
 		}
 		gpus = append(gpus, GPU{
 			BDF: bdf, Index: info.Index, UUID: info.UUID, Model: info.Model, MemoryBytes: info.MemoryBytes,
-			NUMA: numa, RootPort: rootPort(dir), Healthy: info.Health != "unhealthy", Dir: dir,
+			NUMA: numa, RootPort: RootPort(dir), Healthy: info.Health != "unhealthy", Dir: dir,
 		})
 	}
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })

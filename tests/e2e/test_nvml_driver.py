@@ -1,0 +1,83 @@
+"""HW-10: the reference GPU driver finding its GPUs through the lab's NVML (profile gpu-nvml), beside
+the same driver reading sysfs (profile gpu) on the session lab: both publish the same devices, a
+container of a GPU found through NVML gets the node's /dev/nvidiaN from the driver root, and a GPU
+that NVML reports unhealthy leaves the slice until it recovers."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from kubernetes import client
+
+from clusters.providers import Lab
+from fake_hardware import nvml
+from fake_hardware.lab import HardwareLab
+from suites.framework import claims, pods
+from suites.framework.claims import ClaimBuilder
+from suites.framework.pods import PodBuilder
+from suites.framework.waits import wait_for
+
+pytestmark = pytest.mark.e2e
+
+SYSFS_DRIVER, NVML_DRIVER = "gpu.dralab.dev", "gpu-nvml.dralab.dev"
+
+
+@pytest.fixture(scope="module")
+def both(lab: Lab, deploy_driver) -> Lab:
+    if lab.local is None or not lab.local.cfg.hardware:
+        pytest.skip("needs the local lab with emulated hardware")
+    deploy_driver("gpu")
+    deploy_driver("gpu-nvml")
+    return lab
+
+
+def _slices(api, driver: str) -> dict[str, list[dict]]:
+    items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]
+    return {s["spec"]["nodeName"]: s["spec"]["devices"] for s in items if s["spec"]["driver"] == driver}
+
+
+@pytest.mark.requirement("HW-10")
+def test_nvml_finds_the_devices_sysfs_shows(both: Lab, api) -> None:
+    through_sysfs, through_nvml = _slices(api, SYSFS_DRIVER), _slices(api, NVML_DRIVER)
+    assert set(through_nvml) == {n.name for n in both.nodes}, f"NVML driver published for {sorted(through_nvml)}"
+    for node, devices in through_nvml.items():
+        assert devices, f"the NVML driver published no GPU on {node}"
+        assert devices == through_sysfs[node], f"{node}: NVML view {devices}\n!= sysfs view {through_sysfs[node]}"
+
+
+@pytest.mark.requirement("HW-10")
+def test_container_of_a_gpu_found_through_nvml_gets_its_device_node(both: Lab, api, namespace: str) -> None:
+    claims.create(api, namespace, ClaimBuilder("gpu").request("gpu", NVML_DRIVER))
+    pod = PodBuilder("gpu").with_claim("gpu", claim="gpu").running(
+        "sh", "-c", "for d in /dev/nvidia*; do stat -c '%n %F %t %T' $d; done; sleep 3600")
+    pods.run(api, namespace, pod)
+    (result,) = claims.allocated(claims.read(api, namespace, "gpu"), NVML_DRIVER)
+    device = next(d for d in _slices(api, NVML_DRIVER)[result["pool"]] if d["name"] == result["device"])
+    index = device["attributes"]["index"]["int"]
+    shown = wait_for("the pod to list its /dev/nvidia*", lambda: pods.logs(api, namespace, "gpu").strip() or None, 30)
+    nodes = {m[0]: (int(m[1], 16), int(m[2], 16))
+             for m in re.findall(r"^(\S+) character special file (\w+) (\w+)$", shown, re.M)}
+    assert nodes == {f"/dev/nvidia{index}": (nvml.NVIDIA_MAJOR, index),
+                     "/dev/nvidiactl": (nvml.NVIDIA_MAJOR, nvml.NVIDIACTL_MINOR)}, shown
+
+
+@pytest.mark.requirement("HW-10")
+def test_gpu_nvml_reports_unhealthy_leaves_the_slice_and_returns(both: Lab, api) -> None:
+    hardware, node = HardwareLab(both.local.cfg), both.nodes[1].name
+    names = lambda: [d["name"] for d in _slices(api, NVML_DRIVER)[node]]  # noqa: E731
+    assert "gpu-2" in names()
+    hardware.set_gpu_health(node, "gpu2", healthy=False)
+    try:
+        wait_for(f"gpu-2 withdrawn from {node}'s NVML slice", lambda: "gpu-2" not in names(), 20)
+    finally:
+        hardware.set_gpu_health(node, "gpu2", healthy=True)
+    wait_for(f"gpu-2 back in {node}'s NVML slice", lambda: "gpu-2" in names(), 20)
+
+
+@pytest.mark.requirement("HW-10")
+def test_every_node_with_gpus_has_a_driver_root(both: Lab) -> None:
+    for hw in HardwareLab(both.local.cfg).nodes.values():
+        assert (hw.driver_root / nvml.LIBRARY).is_file() and (hw.driver_root / nvml.CONFIG).is_file()
+        assert os.path.exists(hw.driver_root / "dev" / "nvidiactl")
