@@ -88,6 +88,14 @@ def list_profiles() -> None:
 
 
 @driver.command()
+def schema() -> None:
+    """Print the driver profile's JSON Schema (for editors and CI; `driver validate` checks more)."""
+    from drivers_under_test.schema import shipped
+
+    click.echo(shipped(), nl=False)
+
+
+@driver.command()
 @click.argument("profiles", nargs=-1, required=True)
 def validate(profiles: tuple[str, ...]) -> None:
     """Check driver profiles before any lab starts (DEP-02): schema, template parameters, manifests,
