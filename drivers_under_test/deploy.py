@@ -160,7 +160,7 @@ def _import_images(lab: Lab, profile: DriverProfile) -> None:
 
 
 def _check_hardware(lab: Lab, profile: DriverProfile) -> None:
-    if lab.local is None:
+    if lab.local is None or not profile.needs_hardware:
         return
     hardware = lab.local.cfg.hardware
     if not hardware:

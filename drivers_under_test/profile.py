@@ -28,6 +28,10 @@ WHAT = "driver profile"
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 REQUIREMENT_ID = re.compile(r"^[A-Z]+-\d\d$")
 
+# `hardware: none`: a driver that needs no emulated hardware (it publishes devices of its own
+# making, or those a kind node really has); the checks that count or fault the emulated devices SKIP.
+NO_HARDWARE = "none"
+
 # What the lab fills in (the kubelet root dir of its nodes, the reference drivers' image, the
 # emulated sysfs and NVIDIA driver root as nodes see them) and the profile's own namespace.
 LAB_PARAMETERS = ("KUBELET_ROOT_DIR", "DRIVERS_IMAGE", "HARDWARE_SYSFS_ROOT", "HARDWARE_DRIVER_ROOT", "NAMESPACE")
@@ -102,8 +106,11 @@ class DriverProfile(Model):
                                           description="device plugin resource names")
     capabilities: list[Capability]
     device_classes: list[str] = Field(default_factory=list, alias="deviceClasses")
-    hardware: str = Field(description="the hardware profile the driver expects on every node")
-    sysfs: SysfsExposure = SysfsExposure.STANDARD
+    hardware: str = Field(description="the hardware profile the driver expects on every node (a name in "
+                                      "fake_hardware/profiles or a .yaml path), or none for a driver that needs no "
+                                      "emulated hardware")
+    sysfs: SysfsExposure = Field(default=SysfsExposure.STANDARD, description="how the emulated sysfs reaches the "
+                                 "driver's containers; none by default with hardware: none")
     driver_root: str | None = Field(default=None, alias="driverRoot", pattern=r"^/",
                                     description="mount the node's NVIDIA driver root (libnvidia-ml.so.1, dev/nvidia*, "
                                                 "proc/driver/nvidia) at this path in the driver's containers")
@@ -134,8 +141,22 @@ class DriverProfile(Model):
             raise ValueError(f"{taken} are set by the lab, not by a profile")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_hardware_no_sysfs(cls, data: Any) -> Any:
+        """With hardware: none there is no emulated sysfs to mount: sysfs defaults to none."""
+        if isinstance(data, dict) and data.get("hardware") == NO_HARDWARE and "sysfs" not in data:
+            return {**data, "sysfs": SysfsExposure.NONE.value}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> "DriverProfile":
+        if not self.needs_hardware and self.sysfs is not SysfsExposure.NONE:
+            raise ValueError(f"sysfs: {self.sysfs.value} mounts the emulated hardware into the driver's containers, "
+                             "and hardware is none: drop sysfs, or name a hardware profile")
+        if not self.needs_hardware and self.driver_root:
+            raise ValueError("driverRoot mounts the emulated GPUs' NVIDIA driver root, and hardware is none: "
+                             "drop driverRoot, or name a hardware profile with GPUs")
         if not self.drivers and not self.extended_resources:
             raise ValueError("name at least one DRA driver (drivers) or device plugin resource (extendedResources)")
         if Capability.DEVICE_PLUGIN in self.capabilities and not self.extended_resources:
@@ -143,6 +164,10 @@ class DriverProfile(Model):
         if Capability.NETWORK_DATA in self.capabilities and Capability.DEVICE_STATUS not in self.capabilities:
             raise ValueError("capability network-data is part of device-status: claim both")
         return self
+
+    @property
+    def needs_hardware(self) -> bool:
+        return self.hardware != NO_HARDWARE
 
     def has(self, capability: Capability | str) -> bool:
         return Capability(capability) in self.capabilities
@@ -189,10 +214,12 @@ class DriverProfile(Model):
         files += [(f"manifest of variant {n}", m) for n, v in self.variants.items() for m in v.manifests]
         problems = [f"driver profile {self.source}: {what} {self.path(p)} does not exist (paths are relative to "
                     "the profile file)" for what, p in files if not self.path(p).is_file()]
-        try:
-            node_profile_path(self.hardware)
-        except BadInput as e:
-            problems.append(f"driver profile {self.source}: hardware: {e}")
+        if self.needs_hardware:
+            try:
+                node_profile_path(self.hardware)
+            except BadInput as e:
+                problems.append(f"driver profile {self.source}: hardware: {e} (or none for a driver that needs no "
+                                "emulated hardware)")
         return problems
 
     def read_manifest(self, relative: Path, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[str]]:

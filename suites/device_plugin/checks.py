@@ -20,8 +20,9 @@ from suites.framework.waits import WaitTimeout
 HEALTH_TIMEOUT = 30
 
 
-def gpus(lab: Lab, node: str) -> list[str]:
-    """The node's emulated GPUs by profile name (gpu0, gpu1, ...)."""
+def gpus(lab: Lab, plugin: DriverUnderTest, node: str) -> list[str]:
+    """The node's emulated GPUs by profile name (gpu0, gpu1, ...): what the plugin must advertise."""
+    plugin.requires_hardware("this check counts the GPUs dralab's emulated hardware gives each node")
     assert lab.local is not None
     return [f.name for f in HardwareLab(lab.local.cfg).node(node).plan.functions if f.kind == "gpu"]
 
@@ -56,7 +57,7 @@ def gpu_pod(name: str, plugin: DriverUnderTest, count: int, node: str) -> PodBui
 
 
 def health_follows_the_hardware(lab: Lab, api, plugin: DriverUnderTest, node: str, ev: Evidence) -> None:  # DP-03
-    every = gpus(lab, node)
+    every = gpus(lab, plugin, node)
     gpu, total = every[-1], len(every)
     # A plugin just rolled out (the self-check's variant) shows in allocatable only with kubelet's
     # next node status update: start once every GPU is there, not from a passing 0.

@@ -48,7 +48,7 @@ def _outputs(api, namespace: str, *names: str) -> dict[str, str]:
 @pytest.mark.requirement("DP-01")
 def test_registration_advertises_every_device(local_only: Lab, api, plugin: DriverUnderTest, evidence: Evidence) -> None:
     for n in local_only.nodes:
-        want = len(checks.gpus(local_only, n.name))
+        want = len(checks.gpus(local_only, plugin, n.name))
         wait_allocatable(api, n.name, plugin.resource, want)
         got = (capacity(api, n.name, plugin.resource), allocatable(api, n.name, plugin.resource))
         evidence.observe(f"{n.name} capacity, allocatable", got)
@@ -130,7 +130,7 @@ def _container(api, namespace: str, name: str) -> tuple[str, int]:
 @pytest.mark.requirement("DP-05")
 def test_kubelet_restart_keeps_running_pods_devices(local_only: Lab, api, plugin: DriverUnderTest, namespace: str,
                                                     node: str, evidence: Evidence) -> None:
-    total = len(checks.gpus(local_only, node))
+    total = len(checks.gpus(local_only, plugin, node))
     pods.create(api, namespace, checks.gpu_pod("running", plugin, 2, node))
     held = checks.uuids_of(_outputs(api, namespace, "running")["running"])
     before = _container(api, namespace, "running")
@@ -162,7 +162,7 @@ def _plugin_daemonset(api, plugin: DriverUnderTest) -> str:
 @pytest.mark.requirement("DP-06")
 def test_plugin_death_and_return(local_only: Lab, api, plugin: DriverUnderTest, namespace: str, node: str,
                                  evidence: Evidence) -> None:
-    total = len(checks.gpus(local_only, node))
+    total = len(checks.gpus(local_only, plugin, node))
     pods.create(api, namespace, checks.gpu_pod("survivor", plugin, 1, node))
     _outputs(api, namespace, "survivor")
     before = _container(api, namespace, "survivor")

@@ -49,6 +49,12 @@ class DriverUnderTest:
         if missing:
             pytest.skip(f"driver profile {self.profile.name} does not claim {', '.join(missing)}")
 
+    def requires_hardware(self, why: str) -> None:
+        """SKIP a check that works on dralab's emulated hardware when the profile needs none."""
+        if not self.profile.needs_hardware:
+            pytest.skip(f"driver profile {self.profile.name} has hardware: none, and {why}: name the hardware "
+                        "profile the driver runs on in its profile to run this check")
+
     def pods_on(self, api: client.ApiClient, node: str) -> list[client.V1Pod]:
         """The driver's pods (of its profile's deployment) on `node`."""
         return client.CoreV1Api(api).list_namespaced_pod(
