@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify test perf-allocator
+.PHONY: packages setup certify certify-nvml test perf-allocator
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -21,6 +21,10 @@ setup: packages
 # The main job: run the conformance suites on the embedded local cluster and write the results to $(OUT).
 certify: setup
 	$(DRALAB) certify --out $(OUT)
+
+# The reference GPU driver finding its GPUs through the lab's NVML (HW-10), certified alone; not part of test.
+certify-nvml: setup
+	$(DRALAB) certify --driver gpu-nvml --out $(OUT)-nvml
 
 # Go unit tests of the reference drivers (as root: the netns tests make namespaces) and of the
 # allocator benchmark (both variants place alike; one timed iteration each), unit tests,

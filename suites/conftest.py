@@ -15,7 +15,7 @@ REFERENCE_DRIVERS = ["gpu", "net"]
 
 
 # Every reference driver, for the checks every driver goes through first (DEP-01).
-ALL_REFERENCE_DRIVERS = ["gpu", "net", "fake-gpu-plugin"]
+ALL_REFERENCE_DRIVERS = ["gpu", "gpu-nvml", "net", "fake-gpu-plugin"]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
