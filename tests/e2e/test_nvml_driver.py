@@ -9,7 +9,6 @@ import os
 import re
 
 import pytest
-from kubernetes import client
 
 from clusters.providers import Lab
 from fake_hardware import nvml
@@ -18,6 +17,7 @@ from suites.framework import claims, pods
 from suites.framework.claims import ClaimBuilder
 from suites.framework.pods import PodBuilder
 from suites.framework.waits import wait_for
+from tests.e2e.test_reference_drivers import assert_unhealthy_gpu_leaves_the_slice_and_returns, slices_by_node
 
 pytestmark = pytest.mark.e2e
 
@@ -33,14 +33,9 @@ def both(lab: Lab, deploy_driver) -> Lab:
     return lab
 
 
-def _slices(api, driver: str) -> dict[str, list[dict]]:
-    items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]
-    return {s["spec"]["nodeName"]: s["spec"]["devices"] for s in items if s["spec"]["driver"] == driver}
-
-
 @pytest.mark.requirement("HW-10")
 def test_nvml_finds_the_devices_sysfs_shows(both: Lab, api) -> None:
-    through_sysfs, through_nvml = _slices(api, SYSFS_DRIVER), _slices(api, NVML_DRIVER)
+    through_sysfs, through_nvml = slices_by_node(api, SYSFS_DRIVER), slices_by_node(api, NVML_DRIVER)
     assert set(through_nvml) == {n.name for n in both.nodes}, f"NVML driver published for {sorted(through_nvml)}"
     for node, devices in through_nvml.items():
         assert devices, f"the NVML driver published no GPU on {node}"
@@ -54,7 +49,7 @@ def test_container_of_a_gpu_found_through_nvml_gets_its_device_node(both: Lab, a
         "sh", "-c", "for d in /dev/nvidia*; do stat -c '%n %F %t %T' $d; done; sleep 3600")
     pods.run(api, namespace, pod)
     (result,) = claims.allocated(claims.read(api, namespace, "gpu"), NVML_DRIVER)
-    device = next(d for d in _slices(api, NVML_DRIVER)[result["pool"]] if d["name"] == result["device"])
+    device = next(d for d in slices_by_node(api, NVML_DRIVER)[result["pool"]] if d["name"] == result["device"])
     index = device["attributes"]["index"]["int"]
     shown = wait_for("the pod to list its /dev/nvidia*", lambda: pods.logs(api, namespace, "gpu").strip() or None, 30)
     nodes = {m[0]: (int(m[1], 16), int(m[2], 16))
@@ -65,15 +60,7 @@ def test_container_of_a_gpu_found_through_nvml_gets_its_device_node(both: Lab, a
 
 @pytest.mark.requirement("HW-10")
 def test_gpu_nvml_reports_unhealthy_leaves_the_slice_and_returns(both: Lab, api) -> None:
-    hardware, node = HardwareLab(both.local.cfg), both.nodes[1].name
-    names = lambda: [d["name"] for d in _slices(api, NVML_DRIVER)[node]]  # noqa: E731
-    assert "gpu-2" in names()
-    hardware.set_gpu_health(node, "gpu2", healthy=False)
-    try:
-        wait_for(f"gpu-2 withdrawn from {node}'s NVML slice", lambda: "gpu-2" not in names(), 20)
-    finally:
-        hardware.set_gpu_health(node, "gpu2", healthy=True)
-    wait_for(f"gpu-2 back in {node}'s NVML slice", lambda: "gpu-2" in names(), 20)
+    assert_unhealthy_gpu_leaves_the_slice_and_returns(both, api, NVML_DRIVER, both.nodes[1].name, "gpu2")
 
 
 @pytest.mark.requirement("HW-10")

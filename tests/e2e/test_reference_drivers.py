@@ -36,9 +36,23 @@ def reference_drivers(lab: Lab, deploy_driver) -> Lab:
     return lab
 
 
-def _slices(api, driver: str) -> dict[str, list[dict]]:
+def slices_by_node(api, driver: str) -> dict[str, list[dict]]:
     items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]
     return {s["spec"]["nodeName"]: s["spec"]["devices"] for s in items if s["spec"]["driver"] == driver}
+
+
+def assert_unhealthy_gpu_leaves_the_slice_and_returns(lab: Lab, api, driver: str, node: str, gpu: str) -> None:
+    """`gpu` (a profile device, gpu5) marked unhealthy leaves `driver`'s slice on `node`, and returns when healthy."""
+    device = gpu.replace("gpu", "gpu-")
+    names = lambda: [d["name"] for d in slices_by_node(api, driver)[node]]  # noqa: E731
+    assert device in names(), f"{device} is not in {driver}'s slice on {node} to begin with"
+    hardware = HardwareLab(lab.local.cfg)
+    hardware.set_gpu_health(node, gpu, healthy=False)
+    try:
+        wait_for(f"{device} withdrawn from {driver}'s slice on {node}", lambda: device not in names(), 20)
+    finally:
+        hardware.set_gpu_health(node, gpu, healthy=True)
+    wait_for(f"{device} back in {driver}'s slice on {node}", lambda: device in names(), 20)
 
 
 def _output(api, namespace: str, pod: str) -> tuple[str, str]:
@@ -54,7 +68,7 @@ def _first_object(stream: str) -> dict:
 
 
 def test_slices_carry_typed_attributes(reference_drivers: Lab, api) -> None:
-    gpus, vfs = _slices(api, GPU), _slices(api, VF)
+    gpus, vfs = slices_by_node(api, GPU), slices_by_node(api, VF)
     assert set(gpus) == set(vfs) == {n.name for n in reference_drivers.nodes}
     for node, devices in gpus.items():
         assert [d["name"] for d in devices] == [f"gpu-{i}" for i in range(8)], node
@@ -85,7 +99,7 @@ def test_gpu_claim_gives_metadata_cdi_env_device_nodes_and_status(reference_driv
     env, metadata = _output(api, namespace, "gpu")
     claim = claims.read(api, namespace, "gpus")
     results = claims.allocated(claim, GPU)
-    devices = {d["name"]: d for d in _slices(api, GPU)[results[0]["pool"]]}
+    devices = {d["name"]: d for d in slices_by_node(api, GPU)[results[0]["pool"]]}
     obj = _first_object(metadata)
     assert obj["apiVersion"] == "metadata.resource.k8s.io/v1beta1" and obj["kind"] == "DeviceMetadata"
     assert obj["metadata"]["uid"] == claim["metadata"]["uid"] and obj["metadata"]["generation"] == 1
@@ -132,14 +146,7 @@ def test_vf_claim_gives_configured_interface_deferred_metadata_and_network_statu
 
 
 def test_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers: Lab, api) -> None:
-    hardware, node = HardwareLab(reference_drivers.local.cfg), reference_drivers.nodes[0].name
-    names = lambda: [d["name"] for d in _slices(api, GPU)[node]]  # noqa: E731
-    hardware.set_gpu_health(node, "gpu5", healthy=False)
-    try:
-        wait_for(f"gpu-5 withdrawn from {node}'s slice", lambda: "gpu-5" not in names(), 20)
-    finally:
-        hardware.set_gpu_health(node, "gpu5", healthy=True)
-    wait_for(f"gpu-5 back in {node}'s slice", lambda: "gpu-5" in names(), 20)
+    assert_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers, api, GPU, reference_drivers.nodes[0].name, "gpu5")
 
 
 @pytest.mark.requirement("HW-08")
@@ -150,7 +157,7 @@ def test_vfs_follow_sriov_numvfs_into_the_slice_and_vfio_pci_gets_its_node_in_th
     pf = hw.plan.by_name("nic3")  # 4 of its 8 VFs enabled at boot
     numvfs = hw.sys_root / "bus" / "pci" / "devices" / pf.bdf / "sriov_numvfs"
     vf_names = {f"{pf.netdev}-vf{i}" for i in range(pf.sriov_total)}
-    in_slice = lambda: vf_names & {d["name"] for d in _slices(api, VF)[node]}  # noqa: E731
+    in_slice = lambda: vf_names & {d["name"] for d in slices_by_node(api, VF)[node]}  # noqa: E731
     assert len(in_slice()) == 4, f"{node}'s slice before the change: {sorted(in_slice())}"
     try:
         numvfs.write_text("0")
@@ -196,11 +203,11 @@ parameters: {{DRIVER_NAME: gpu-b.dralab.dev, COMPONENT: gpu-b-dra-driver,
     profile = load_profile(str(tmp_path / "gpu-b.yaml"))
     deploy(reference_drivers, profile)
     try:
-        assert set(_slices(api, "gpu-b.dralab.dev")) == {n.name for n in reference_drivers.nodes}
-        assert set(_slices(api, GPU)) == {n.name for n in reference_drivers.nodes}  # the first instance is untouched
+        assert set(slices_by_node(api, "gpu-b.dralab.dev")) == {n.name for n in reference_drivers.nodes}
+        assert set(slices_by_node(api, GPU)) == {n.name for n in reference_drivers.nodes}  # the first instance is untouched
     finally:
         remove(reference_drivers, profile)
-    assert _slices(api, "gpu-b.dralab.dev") == {}
+    assert slices_by_node(api, "gpu-b.dralab.dev") == {}
 
 
 @pytest.mark.requirement("LAB-04")
@@ -250,4 +257,4 @@ def test_broken_variant_deploys_and_runs(reference_drivers: Lab, deploy_driver, 
 def test_reference_drivers_restored_after_variants(reference_drivers: Lab, deploy_driver, api) -> None:
     for name in ("gpu", "net", "fake-gpu-plugin"):
         deploy_driver(name)
-    assert set(_slices(api, GPU)) == {n.name for n in reference_drivers.nodes}
+    assert set(slices_by_node(api, GPU)) == {n.name for n in reference_drivers.nodes}
