@@ -6,9 +6,14 @@ carry comes from a driver root this module renders from the same NodePlan, so bo
 
     <driver root>/dralab/nvml.json             versions, the tree's path, and per GPU (by BDF) its
                                                name, UUID, serial, minor number, memory, architecture,
-                                               compute capability and MIG devices
+                                               compute capability, MIG profiles (with their placements)
+                                               and MIG devices (with theirs)
     <driver root>/proc/driver/nvidia/version   as the kernel module shows it
-    <driver root>/usr/lib64/libnvidia-ml.so.1  the library, put there by whoever built it
+    <driver root>/usr/lib64/libnvidia-ml.so.<driver version>
+                                               the library, put there by whoever built it, with
+    <driver root>/usr/lib64/libnvidia-ml.so.1  its soname's link to it, as the driver's installer and
+                                               ldconfig leave them: NVIDIA's container toolkit takes the
+                                               driver's libraries to be those named for its version
     <driver root>/dev/nvidia0.., nvidiactl,    character devices with the kernel module's numbers,
       nvidia-uvm, nvidia-uvm-tools             in a lab (`install`): what a vendor driver's CDI
                                                specs hand to containers. NVIDIA's drivers take a
@@ -32,7 +37,7 @@ from pathlib import Path
 
 from clusters.errors import BadInput
 from fake_hardware import sysfs
-from fake_hardware.profile import Gpu, load_node_profile, mig_memory_bytes
+from fake_hardware.profile import Gpu, load_node_profile, mig_layout, mig_memory_bytes, mig_slices
 from fake_hardware.topology import NodePlan, PciFunction, plan_node
 
 DRIVER_VERSION = "580.95.05"
@@ -40,7 +45,8 @@ CUDA_DRIVER_VERSION = 13000  # CUDA 13.0, what the 580 branch supports, as NVML 
 NVML_VERSION = f"13.{DRIVER_VERSION}"  # NVML API 13, the version go-nvml's nvml.h declares
 CONFIG = Path("dralab/nvml.json")
 PROC_VERSION = Path("proc/driver/nvidia/version")
-LIBRARY = Path("usr/lib64/libnvidia-ml.so.1")
+LIBRARY = Path("usr/lib64/libnvidia-ml.so.1")  # what drivers load: a link to LIBRARY_FILE
+LIBRARY_FILE = LIBRARY.with_name(f"libnvidia-ml.so.{DRIVER_VERSION}")
 # The kernel module's character devices: nvidia's major is fixed (GPUs by minor number, the control
 # device 255); nvidia-uvm's is dynamic, this being a common value.
 NVIDIA_MAJOR, NVIDIACTL_MINOR, NVIDIA_UVM_MAJOR = 195, 255, 510
@@ -51,13 +57,23 @@ def serial(gpu_uuid: str) -> str:
     return str(int.from_bytes(hashlib.sha256(gpu_uuid.encode()).digest()[:8]) % 10 ** 13).zfill(13)
 
 
+def mig_profiles(gpu: Gpu) -> list[dict[str, object]]:
+    """The GPU instance profiles the GPU offers, as NVML describes them: compute slices, memory, the
+    memory slices an instance spans and where it may start, and how many fit at once."""
+    return [{"name": name, "slices": mig_slices(name), "memoryBytes": mig_memory_bytes(name),
+             "memorySlices": gpu.mig_memory_slices(name), "instanceCount": count,
+             "placements": gpu.mig_placements(name)} for name, count in gpu.mig_profiles.items()]
+
+
 def mig_devices(gpu: Gpu, gpu_uuid: str) -> list[dict[str, object]]:
-    """The GPU's MIG devices: GPU instances numbered from 1 in the profile's order, one compute instance (0) each."""
+    """The GPU's MIG devices: GPU instances numbered from 1 in the profile's order, one compute
+    instance (0) each, at the placements mig_layout gives them."""
     devices = []
-    for gi, profile in enumerate(gpu.mig_devices, start=1):
+    starts = mig_layout(gpu) or []
+    for gi, (profile, start) in enumerate(zip(gpu.mig_devices, starts, strict=True), start=1):
         devices.append({"uuid": "MIG-" + str(uuid.uuid5(uuid.UUID(gpu_uuid.removeprefix("GPU-")), f"{gi}/0")),
                         "name": f"{gpu.model} MIG {profile}", "profile": profile, "gpuInstanceId": gi,
-                        "computeInstanceId": 0, "memoryBytes": mig_memory_bytes(profile)})
+                        "computeInstanceId": 0, "memoryBytes": mig_memory_bytes(profile), "placementStart": start})
     return devices
 
 
@@ -69,7 +85,8 @@ def identity(fn: PciFunction, gpu: Gpu) -> dict[str, object]:
             "minorNumber": fn.gpu["index"],  # /dev/nvidia<N>: the kernel module numbers GPUs in probe order
             "memoryBytes": gpu.memory_bytes(), "architecture": gpu.architecture,
             "computeCapability": [int(major), int(minor)] if gpu.compute_capability else None,
-            "migCapable": bool(gpu.mig_profiles), "migDevices": mig_devices(gpu, gpu_uuid)}
+            "migCapable": bool(gpu.mig_profiles), "migProfiles": mig_profiles(gpu),
+            "migDevices": mig_devices(gpu, gpu_uuid)}
 
 
 def config(plan: NodePlan, sysfs_root: str) -> dict[str, object]:
@@ -110,14 +127,26 @@ def install(plan: NodePlan, driver_root: Path, sysfs_root: str, library: Path) -
     for name, (major, minor) in device_nodes(plan).items():
         os.mknod(dev / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
         os.chmod(dev / name, 0o666)  # mknod's mode is masked by the umask
-    (driver_root / LIBRARY).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(library, driver_root / LIBRARY)
+    install_library(driver_root, library)
 
 
-def write_node(plan: NodePlan, out: Path) -> None:
-    """A node's tree at out/sys and its driver root at out/driver-root, reading that tree; no lab needed."""
+def install_library(driver_root: Path, library: Path) -> None:
+    """The library as the driver's installer leaves it: a file named for the driver version and its
+    soname, libnvidia-ml.so.1, a relative link to it (so it holds wherever the root is mounted).
+    nvidia-ctk's CDI generation infers the driver's libraries from that versioned name."""
+    (driver_root / LIBRARY_FILE).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(library, driver_root / LIBRARY_FILE)
+    (driver_root / LIBRARY).unlink(missing_ok=True)
+    (driver_root / LIBRARY).symlink_to(LIBRARY_FILE.name)
+
+
+def write_node(plan: NodePlan, out: Path, library: Path | None = None) -> None:
+    """A node's tree at out/sys and its driver root at out/driver-root, reading that tree; no lab needed.
+    With `library` (a built libnvidia-ml), the root holds it as a lab node's does."""
     sysfs.write_tree(out / "sys", plan)
     render(plan, out / "driver-root", str((out / "sys").resolve()))
+    if library is not None:
+        install_library(out / "driver-root", library)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -126,14 +155,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--node", default="node-1", help="node name (GPU UUIDs derive from it and the seed)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--library", type=Path, help="a built libnvidia-ml.so to install in the driver root")
     args = parser.parse_args(argv)
     try:
         plan = plan_node(load_node_profile(args.profile), args.node, args.seed)
     except BadInput as e:
         parser.error(str(e))
-    write_node(plan, args.out)
-    print(f"{sum(fn.kind == 'gpu' for fn in plan.functions)} GPUs; point the library at them with "
-          f"DRALAB_NVML_ROOT={(args.out / 'driver-root').resolve()} or copy it to {args.out / 'driver-root' / LIBRARY}")
+    if args.library is not None and not args.library.is_file():
+        parser.error(f"--library {args.library}: no such file")
+    write_node(plan, args.out, args.library)
+    root = (args.out / "driver-root").resolve()
+    where = (f"installed at {root / LIBRARY_FILE}" if args.library is not None else
+             f"point it at them with DRALAB_NVML_ROOT={root} or install it with --library")
+    print(f"{sum(fn.kind == 'gpu' for fn in plan.functions)} GPUs; the library: {where}")
 
 
 if __name__ == "__main__":

@@ -120,6 +120,7 @@ class PciEndpoint(Model):
 
 
 MIG_PROFILE = re.compile(r"^([1-7])g\.(\d+)gb$")  # a GPU instance profile: compute slices (of 7), memory in GB
+MIG_MEMORY_SLICES = 8  # a MIG-capable GPU's memory slices, where its GPU instances are placed
 ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "rubin", "unknown")  # as NVML names them
 
 
@@ -152,7 +153,22 @@ class Gpu(PciEndpoint):
                                  f"{self.mig_profiles.get(name, 0)} (its profiles: {self.mig_profiles})")
         if sum(mig_slices(name) for name in self.mig_devices) > 7:
             raise ValueError(f"{self.name}: MIG devices {self.mig_devices} need more than the GPU's 7 compute slices")
+        if self.mig_devices and mig_layout(self) is None:
+            raise ValueError(f"{self.name}: MIG devices {self.mig_devices} do not fit the GPU's {MIG_MEMORY_SLICES} "
+                             f"memory slices (each takes {[self.mig_memory_slices(n) for n in self.mig_devices]})")
         return self
+
+    def mig_memory_slices(self, profile: str) -> int:
+        """The memory slices a GPU instance of `profile` spans: its memory's share of the GPU's in
+        eighths, rounded up to a power of two (1g.10gb 1, 1g.20gb and 2g.20gb 2, 3g.40gb 4, 7g.80gb 8 on
+        an 80 GB part), as NVML's placements of the profile show."""
+        eighths = -(-mig_memory_bytes(profile) * MIG_MEMORY_SLICES // self.memory_bytes())
+        return 1 << (max(eighths, 1) - 1).bit_length()
+
+    def mig_placements(self, profile: str) -> list[int]:
+        """Where a GPU instance of `profile` may start: aligned to its size, as many as the GPU takes."""
+        size = self.mig_memory_slices(profile)
+        return list(range(0, MIG_MEMORY_SLICES - size + 1, size))[:self.mig_profiles.get(profile, 0)]
 
     def memory_bytes(self) -> int:
         return quantity_bytes(self.memory)
@@ -160,6 +176,29 @@ class Gpu(PciEndpoint):
 
 def mig_slices(profile: str) -> int:
     return int(MIG_PROFILE.match(profile).group(1))  # type: ignore[union-attr]
+
+
+def mig_layout(gpu: Gpu) -> list[int] | None:
+    """The start (memory slice) of each of the GPU's MIG devices, in its order, or None where no
+    placements of their profiles hold them all without overlap: the first such layout, trying the
+    largest and the most constrained device first, each at its profile's placements in order."""
+    order = sorted(range(len(gpu.mig_devices)), key=lambda i: (-gpu.mig_memory_slices(gpu.mig_devices[i]),
+                                                                len(gpu.mig_placements(gpu.mig_devices[i])), i))
+    starts: dict[int, int] = {}
+
+    def place(k: int, taken: frozenset[int]) -> bool:
+        if k == len(order):
+            return True
+        profile = gpu.mig_devices[order[k]]
+        size = gpu.mig_memory_slices(profile)
+        for start in gpu.mig_placements(profile):
+            span = frozenset(range(start, start + size))
+            if not taken & span and place(k + 1, taken | span):
+                starts[order[k]] = start
+                return True
+        return False
+
+    return [starts[i] for i in range(len(gpu.mig_devices))] if place(0, frozenset()) else None
 
 
 def mig_memory_bytes(profile: str) -> int:

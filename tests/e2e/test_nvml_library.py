@@ -14,13 +14,15 @@ import pytest
 import yaml
 
 from fake_hardware import nvml
-from fake_hardware.profile import PROFILES_DIR, NodeProfile, load_node_profile, mig_memory_bytes, node_profile_path
+from fake_hardware.profile import (PROFILES_DIR, Gpu, NodeProfile, load_node_profile, mig_layout, mig_memory_bytes,
+                                   mig_slices, node_profile_path)
 from fake_hardware.topology import NodePlan, plan_node
 
 GO_MODULE = Path(__file__).resolve().parents[2] / "drivers_under_test"
 SEED = 7
-# hgx-h100 with MIG on for two GPUs: two 3g.40gb on the first, seven 1g.10gb on the second
-MIG_LAYOUTS = {"gpu0": ["3g.40gb", "3g.40gb"], "gpu1": ["1g.10gb"] * 7}
+# hgx-h100 with MIG on for three GPUs: two 3g.40gb on the first, seven 1g.10gb on the second, and
+# on the third a 3g.40gb listed before the 4g.40gb that must take the first placement
+MIG_LAYOUTS = {"gpu0": ["3g.40gb", "3g.40gb"], "gpu1": ["1g.10gb"] * 7, "gpu2": ["3g.40gb", "4g.40gb"]}
 
 
 def mig_profile() -> NodeProfile:
@@ -28,6 +30,19 @@ def mig_profile() -> NodeProfile:
     data["name"] = "hgx-h100-mig"
     data["gpus"] = [{**gpu, "mig_devices": MIG_LAYOUTS.get(gpu["name"], [])} for gpu in data["gpus"]]
     return NodeProfile.model_validate(data)
+
+
+def mig_profiles(gpu: Gpu) -> list[dict[str, object]]:
+    """The GPU instance profiles of the GPU, where each may be placed, and how many more fit beside
+    its MIG devices (placements that overlap none of theirs)."""
+    taken = {s for p, start in zip(gpu.mig_devices, mig_layout(gpu) or [], strict=True)
+             for s in range(start, start + gpu.mig_memory_slices(p))}
+    return [{"name": name, "slices": mig_slices(name), "memoryBytes": mig_memory_bytes(name),
+             "memorySlices": gpu.mig_memory_slices(name), "instanceCount": count,
+             "placements": gpu.mig_placements(name),
+             "remaining": sum(not taken & set(range(p, p + gpu.mig_memory_slices(name)))
+                              for p in gpu.mig_placements(name))}
+            for name, count in gpu.mig_profiles.items()]
 
 
 def expectation(plan: NodePlan) -> dict[str, object]:
@@ -44,9 +59,10 @@ def expectation(plan: NodePlan) -> dict[str, object]:
                      "minorNumber": fn.gpu["index"], "architecture": model.architecture,
                      "computeCapability": [int(v) for v in model.compute_capability.split(".")]
                      if model.compute_capability else None,
-                     "migCapable": bool(model.mig_profiles),
-                     "migDevices": [{"name": f"{model.model} MIG {p}", "memoryBytes": mig_memory_bytes(p)}
-                                    for p in model.mig_devices]})
+                     "migCapable": bool(model.mig_profiles), "migProfiles": mig_profiles(model),
+                     "migDevices": [{"name": f"{model.model} MIG {p}", "memoryBytes": mig_memory_bytes(p),
+                                     "profile": p, "placementStart": start}
+                                    for p, start in zip(model.mig_devices, mig_layout(model) or [], strict=True)]})
     return {"profile": plan.profile.name, "driverVersion": nvml.DRIVER_VERSION,
             "cudaDriverVersion": nvml.CUDA_DRIVER_VERSION, "gpus": gpus}
 

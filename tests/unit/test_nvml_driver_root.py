@@ -12,7 +12,7 @@ import pytest
 
 from fake_hardware import nvml
 from fake_hardware.lab import NODE_SYSFS_ROOT
-from fake_hardware.profile import Gpu, load_node_profile
+from fake_hardware.profile import Gpu, load_node_profile, mig_layout
 from fake_hardware.topology import plan_node
 
 H100 = {"name": "gpu0", "model": "NVIDIA H100 80GB HBM3", "memory": "80Gi", "vendor": "0x10de",
@@ -33,6 +33,7 @@ def test_a_known_model_brings_its_identity_and_a_profile_may_override_it() -> No
     ({"mig_devices": ["3g.40gb"] * 3}, "3 MIG devices 3g.40gb, the GPU takes 2"),
     ({"mig_devices": ["2g.99gb"]}, "1 MIG devices 2g.99gb, the GPU takes 0"),
     ({"mig_devices": ["4g.40gb", "3g.40gb", "1g.10gb"]}, "need more than the GPU's 7 compute slices"),
+    ({"mig_devices": ["3g.40gb", "3g.40gb", "1g.10gb"]}, r"do not fit the GPU's 8 memory slices \(each takes \[4, 4, 1\]\)"),
     ({"mig_profiles": {"big": 1}}, "MIG profile 'big' is not like 3g.40gb"),
     ({"architecture": "fermi"}, "architecture 'fermi' is none of"),
     ({"compute_capability": "nine"}, "String should match pattern"),
@@ -59,6 +60,31 @@ def test_driver_root_gives_every_gpu_of_the_plan_by_bdf(tmp_path: Path) -> None:
     version = (tmp_path / "proc" / "driver" / "nvidia" / "version").read_text()
     assert version.startswith("NVRM version: NVIDIA UNIX Open Kernel Module for ") and f"  {nvml.DRIVER_VERSION}  " in version
     assert not list(tmp_path.rglob(".*.tmp"))
+
+
+def test_mig_profiles_are_placed_as_nvml_places_them() -> None:
+    """An 80 GB part's profiles over its 8 memory slices, as `nvidia-smi mig -lgipp` lists them."""
+    h100 = Gpu.model_validate(H100)
+    placements = {p["name"]: (p["memorySlices"], p["placements"], p["instanceCount"]) for p in nvml.mig_profiles(h100)}
+    assert placements == {"1g.10gb": (1, list(range(7)), 7), "1g.20gb": (2, [0, 2, 4, 6], 4),
+                          "2g.20gb": (2, [0, 2, 4], 3), "3g.40gb": (4, [0, 4], 2), "4g.40gb": (4, [0], 1),
+                          "7g.80gb": (8, [0], 1)}
+    h200 = Gpu.model_validate({**H100, "model": "NVIDIA H200", "memory": "143771Mi"})
+    assert {p["name"]: p["memorySlices"] for p in nvml.mig_profiles(h200)} == {
+        "1g.18gb": 1, "1g.35gb": 2, "2g.35gb": 2, "3g.71gb": 4, "4g.71gb": 4, "7g.141gb": 8}
+
+
+@pytest.mark.parametrize("layout, starts", [
+    (["3g.40gb", "3g.40gb"], [0, 4]),
+    (["3g.40gb", "4g.40gb"], [4, 0]),  # the 4g.40gb has one placement: it goes first
+    (["1g.10gb"] * 7, list(range(7))),
+    (["1g.10gb", "2g.20gb", "1g.20gb"], [4, 0, 2]),
+    ([], []),
+])
+def test_a_mig_layout_takes_free_placements_of_its_profiles(layout: list[str], starts: list[int]) -> None:
+    gpu = Gpu.model_validate({**H100, "mig_devices": layout})
+    assert mig_layout(gpu) == starts
+    assert [d["placementStart"] for d in nvml.mig_devices(gpu, "GPU-38c9132b-7340-42a4-a400-ecefa6895fdc")] == starts
 
 
 def test_mig_devices_get_instance_ids_uuids_and_their_profiles_memory() -> None:
@@ -95,6 +121,24 @@ def test_installed_driver_root_has_the_kernel_modules_device_nodes_and_the_libra
         st = (dev / name).stat()
         assert stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (major, minor)
         assert stat.S_IMODE(st.st_mode) == 0o666
-    assert (tmp_path / "root" / nvml.LIBRARY).read_bytes() == b"\x7fELF"
+    assert_library_installed(tmp_path / "root", b"\x7fELF")
     assert (tmp_path / "root" / nvml.CONFIG).exists()
+
+
+def assert_library_installed(driver_root: Path, content: bytes) -> None:
+    """The library as the driver's installer leaves it: libnvidia-ml.so.<version>, and the soname a
+    relative link to it. NVIDIA's container toolkit finds the driver's libraries by that version."""
+    versioned = driver_root / "usr" / "lib64" / f"libnvidia-ml.so.{nvml.DRIVER_VERSION}"
+    assert nvml.LIBRARY_FILE == versioned.relative_to(driver_root) and versioned.read_bytes() == content
+    assert not versioned.is_symlink() and os.readlink(driver_root / nvml.LIBRARY) == versioned.name
+
+
+def test_command_installs_a_built_library_as_the_driver_installs_it(tmp_path: Path) -> None:
+    library = tmp_path / "built.so"
+    library.write_bytes(b"\x7fELF")
+    nvml.main(["--profile", "gpu-small", "--out", str(tmp_path / "node"), "--library", str(library)])
+    assert_library_installed(tmp_path / "node" / "driver-root", b"\x7fELF")
+    library.write_bytes(b"\x7fELF2")  # a rebuilt library replaces the installed one
+    nvml.main(["--profile", "gpu-small", "--out", str(tmp_path / "node"), "--library", str(library)])
+    assert_library_installed(tmp_path / "node" / "driver-root", b"\x7fELF2")
 

@@ -86,7 +86,7 @@ func nvmlDeviceGetMinorNumber(device unsafe.Pointer, minor *C.uint) C.int {
 func nvmlDeviceGetIndex(device unsafe.Pointer, index *C.uint) C.int {
 	return ret(gpus(func(_ *config, present []*gpu) nvml.Return {
 		o, ok := lib.objects[device]
-		if !ok {
+		if !ok || o.kind != deviceHandle {
 			return nvml.ERROR_INVALID_ARGUMENT
 		}
 		for i, g := range present {

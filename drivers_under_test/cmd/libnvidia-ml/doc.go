@@ -19,7 +19,12 @@
 // DRALAB_NVML_ROOT, read at nvmlInit, names it instead.
 //
 // Devices are numbered in PCI bus order, as NVML does. A MIG device's handle answers as its GPU
-// except for its name, UUID, memory and instance IDs. Event sets deliver an Xid critical error
+// except for its name, UUID, memory, instance IDs and attributes. MIG's GPU and compute instances
+// (mig.go) come from the GPU's profiles and MIG devices in nvml.json: the GPU instance profiles with
+// NVML's profile indexes and IDs, their placements over the GPU's 8 memory slices, and per MIG
+// device one GPU instance at its placement holding one compute instance that spans it, so that
+// NVIDIA's device library (go-nvlib) finds each MIG device's profile and names it as the hardware
+// profile does. The layout never changes: creating or destroying instances answers NOT_SUPPORTED. Event sets deliver an Xid critical error
 // when a registered GPU turns unhealthy (Xid 48, a double-bit ECC error, which GetTotalEccErrors
 // then counts) or leaves the tree (Xid 79, fallen off the bus); nvmlEventSetWait polls the tree
 // every 100 ms within its timeout.

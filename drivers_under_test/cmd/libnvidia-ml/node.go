@@ -53,16 +53,29 @@ type identity struct {
 	MemoryBytes       uint64      `json:"memoryBytes"`
 	Architecture      string      `json:"architecture"`
 	ComputeCapability *[2]int32   `json:"computeCapability"` // null for a model the lab does not know
-	MigCapable        bool        `json:"migCapable"`
-	MigDevices        []migDevice `json:"migDevices"`
+	MigCapable        bool         `json:"migCapable"`
+	MigProfiles       []migProfile `json:"migProfiles"`
+	MigDevices        []migDevice  `json:"migDevices"`
+}
+
+// migProfile is a GPU instance profile the GPU offers (fake_hardware/nvml.py mig_profiles).
+type migProfile struct {
+	Name          string   `json:"name"`   // 3g.40gb
+	Slices        uint32   `json:"slices"` // compute slices, of 7
+	MemoryBytes   uint64   `json:"memoryBytes"`
+	MemorySlices  uint32   `json:"memorySlices"` // of 8: the size of its placements
+	InstanceCount uint32   `json:"instanceCount"`
+	Placements    []uint32 `json:"placements"` // where an instance may start, in memory slices
 }
 
 type migDevice struct {
 	UUID              string `json:"uuid"`
 	Name              string `json:"name"`
+	Profile           string `json:"profile"`
 	GpuInstanceID     uint32 `json:"gpuInstanceId"`
 	ComputeInstanceID uint32 `json:"computeInstanceId"`
 	MemoryBytes       uint64 `json:"memoryBytes"`
+	PlacementStart    uint32 `json:"placementStart"`
 }
 
 // gpu is a GPU as the tree shows it now, with its identity.
@@ -84,11 +97,21 @@ func parseAddress(s string) (pciAddress, error) {
 	return a, err
 }
 
-// object is what a handle stands for: a GPU, or one of its MIG devices.
+// object is what a handle stands for: a GPU, one of its MIG devices, or a MIG device's GPU or
+// compute instance.
 type object struct {
-	bdf string
-	mig int // index in the GPU's MigDevices; -1 for the GPU itself
+	bdf  string
+	mig  int // index in the GPU's MigDevices; -1 for the GPU itself
+	kind handleKind
 }
+
+type handleKind int
+
+const (
+	deviceHandle handleKind = iota // nvmlDevice_t
+	gpuInstanceHandle              // nvmlGpuInstance_t
+	computeInstanceHandle          // nvmlComputeInstance_t
+)
 
 // lib is the state between nvmlInit and the last nvmlShutdown (NVML counts initialisations).
 // Handles are C memory the caller never dereferences, one per object for the life of the
@@ -266,15 +289,21 @@ func handle(o object) unsafe.Pointer {
 	return h
 }
 
-// resolve is the GPU a handle stands for (a MIG device's GPU) and the MIG device, if it is one.
+// resolve is the GPU a device handle stands for (a MIG device's GPU) and the MIG device, if it is one.
 func resolve(h unsafe.Pointer) (*gpu, *migDevice, nvml.Return) {
+	return resolveKind(h, deviceHandle)
+}
+
+// resolveKind is resolve for a handle of the kind given: a GPU or compute instance's handle
+// resolves to its MIG device.
+func resolveKind(h unsafe.Pointer, kind handleKind) (*gpu, *migDevice, nvml.Return) {
 	lib.Lock()
 	defer lib.Unlock()
 	if lib.inits == 0 {
 		return nil, nil, nvml.ERROR_UNINITIALIZED
 	}
 	o, ok := lib.objects[h]
-	if !ok {
+	if !ok || o.kind != kind {
 		return nil, nil, nvml.ERROR_INVALID_ARGUMENT
 	}
 	g := readGPU(lib.cfg, o.bdf)

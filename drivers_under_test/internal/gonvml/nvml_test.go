@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,13 +47,26 @@ type expectedGPU struct {
 	MinorNumber       int           `json:"minorNumber"`
 	Architecture      string        `json:"architecture"`
 	ComputeCapability *[2]int       `json:"computeCapability"`
-	MigCapable        bool          `json:"migCapable"`
-	MigDevices        []expectedMIG `json:"migDevices"`
+	MigCapable        bool                 `json:"migCapable"`
+	MigProfiles       []expectedMigProfile `json:"migProfiles"`
+	MigDevices        []expectedMIG        `json:"migDevices"`
+}
+
+type expectedMigProfile struct {
+	Name          string   `json:"name"` // 3g.40gb
+	Slices        int      `json:"slices"`
+	MemoryBytes   uint64   `json:"memoryBytes"`
+	MemorySlices  uint32   `json:"memorySlices"`
+	InstanceCount int      `json:"instanceCount"`
+	Placements    []uint32 `json:"placements"`
+	Remaining     int      `json:"remaining"` // beside the GPU's MIG devices
 }
 
 type expectedMIG struct {
-	Name        string `json:"name"`
-	MemoryBytes uint64 `json:"memoryBytes"`
+	Name           string `json:"name"`
+	MemoryBytes    uint64 `json:"memoryBytes"`
+	Profile        string `json:"profile"`
+	PlacementStart uint32 `json:"placementStart"`
 }
 
 var architectures = map[string]nvml.DeviceArchitecture{
@@ -341,6 +355,10 @@ func checkMIG(t *testing.T, l nvml.Interface, d nvml.Device, index int, want exp
 	case want.MigCapable && (r != nvml.SUCCESS || current != wantMode):
 		t.Errorf("GPU %d: MIG mode %d (%v), want %d", index, current, r, wantMode)
 	}
+	if !want.MigCapable {
+		return
+	}
+	profiles := checkMigProfiles(t, d, index, want)
 	if len(want.MigDevices) == 0 {
 		return
 	}
@@ -360,7 +378,8 @@ func checkMIG(t *testing.T, l nvml.Interface, d nvml.Device, index int, want exp
 		}
 		name, _ := mig.GetName()
 		mem, _ := mig.GetMemoryInfo()
-		seen = append(seen, expectedMIG{Name: name, MemoryBytes: mem.Total})
+		profile, start := checkInstances(t, d, mig, index, i, profiles)
+		seen = append(seen, expectedMIG{Name: name, MemoryBytes: mem.Total, Profile: profile, PlacementStart: start})
 		uuid, _ := mig.GetUUID()
 		isMig, _ := mig.IsMigDeviceHandle()
 		gi, _ := mig.GetGpuInstanceId()
@@ -375,6 +394,120 @@ func checkMIG(t *testing.T, l nvml.Interface, d nvml.Device, index int, want exp
 		t.Errorf("GPU %d: MIG devices %v, want %v", index, seen, want.MigDevices)
 	}
 }
+
+// migProfileName is the name go-nvlib (NVIDIA's drivers' device library) gives a GPU instance
+// profile: compute slices, and its memory as a share of the GPU's in eighths, rounded up, of the
+// GPU's memory in whole GiB (go-nvlib's getMigMemorySizeGB).
+func migProfileName(slices uint32, memorySizeMB, deviceMemoryBytes uint64) string {
+	share := math.Ceil(float64(memorySizeMB<<20)/float64(deviceMemoryBytes)*8) / 8
+	gib := float64((deviceMemoryBytes + 1<<30 - 1) >> 30)
+	return fmt.Sprintf("%dg.%dgb", slices, uint64(math.Round(share*gib)))
+}
+
+// checkMigProfiles reads the GPU instance profiles as NVIDIA's drivers do, by every profile index,
+// and their placements; it answers the profiles' infos by name.
+func checkMigProfiles(t *testing.T, d nvml.Device, index int, want expectedGPU) map[string]nvml.GpuInstanceProfileInfo {
+	t.Helper()
+	mem, _ := d.GetMemoryInfo()
+	infos := map[string]nvml.GpuInstanceProfileInfo{}
+	for i := range nvml.GPU_INSTANCE_PROFILE_COUNT {
+		info, r := d.GetGpuInstanceProfileInfo(i)
+		if r == nvml.ERROR_NOT_SUPPORTED {
+			continue
+		}
+		name := migProfileName(info.SliceCount, info.MemorySizeMB, mem.Total)
+		v3, rv := d.GetGpuInstanceProfileInfoV(i).V3()
+		if r != nvml.SUCCESS || rv != nvml.SUCCESS || cString(v3.Name[:]) != "MIG "+name || v3.Id != info.Id {
+			t.Errorf("GPU %d: GPU instance profile %d: %+v (%v), v3 %q %d (%v)", index, i, info, r, cString(v3.Name[:]), v3.Id, rv)
+		}
+		infos[name] = info
+	}
+	if len(infos) != len(want.MigProfiles) {
+		t.Errorf("GPU %d: GPU instance profiles %v, want %d", index, infos, len(want.MigProfiles))
+	}
+	for _, p := range want.MigProfiles {
+		info, ok := infos[p.Name]
+		if !ok || int(info.SliceCount) != p.Slices || int(info.InstanceCount) != p.InstanceCount || info.MemorySizeMB != p.MemoryBytes>>20 {
+			t.Errorf("GPU %d: GPU instance profile %s: %+v (found %v), want %+v", index, p.Name, info, ok, p)
+			continue
+		}
+		placements, r := d.GetGpuInstancePossiblePlacements(&info)
+		var starts []uint32
+		for _, pl := range placements {
+			starts = append(starts, pl.Start)
+			if pl.Size != p.MemorySlices {
+				t.Errorf("GPU %d: %s placed over %d memory slices, want %d", index, p.Name, pl.Size, p.MemorySlices)
+			}
+		}
+		if r != nvml.SUCCESS || !slices.Equal(starts, p.Placements) {
+			t.Errorf("GPU %d: %s placements %v (%v), want %v", index, p.Name, starts, r, p.Placements)
+		}
+		if len(want.MigDevices) == 0 {
+			continue
+		}
+		remaining, r := d.GetGpuInstanceRemainingCapacity(&info)
+		instances, ri := d.GetGpuInstances(&info)
+		devices := 0
+		for _, m := range want.MigDevices {
+			if m.Profile == p.Name {
+				devices++
+			}
+		}
+		if r != nvml.SUCCESS || remaining != p.Remaining || ri != nvml.SUCCESS || len(instances) != devices {
+			t.Errorf("GPU %d: %s remaining %d (%v), instances %d (%v), want %d and %d", index, p.Name, remaining, r,
+				len(instances), ri, p.Remaining, devices)
+		}
+	}
+	return infos
+}
+
+// checkInstances follows a MIG device to its GPU and compute instances as go-nvlib's
+// MigDevice.GetProfile does, and answers its profile's name (as go-nvlib names it) and placement.
+func checkInstances(t *testing.T, d, mig nvml.Device, index, i int, profiles map[string]nvml.GpuInstanceProfileInfo) (string, uint32) {
+	t.Helper()
+	errorf := func(format string, args ...any) {
+		t.Errorf("GPU %d: MIG device %d: "+format, append([]any{index, i}, args...)...)
+	}
+	mem, _ := d.GetMemoryInfo()
+	attributes, r := mig.GetAttributes()
+	if r != nvml.SUCCESS || attributes.GpuInstanceSliceCount != attributes.ComputeInstanceSliceCount {
+		errorf("attributes %+v (%v)", attributes, r)
+	}
+	name := migProfileName(attributes.GpuInstanceSliceCount, attributes.MemorySizeMB, mem.Total)
+	giID, _ := mig.GetGpuInstanceId()
+	ciID, _ := mig.GetComputeInstanceId()
+	gi, r := d.GetGpuInstanceById(giID)
+	if r != nvml.SUCCESS {
+		errorf("GPU instance %d: %v", giID, r)
+		return name, 0
+	}
+	giInfo, r := gi.GetInfo()
+	if r != nvml.SUCCESS || giInfo.Device != d || int(giInfo.Id) != giID || giInfo.ProfileId != profiles[name].Id {
+		errorf("GPU instance info %+v (%v), want GPU instance %d of profile %s (ID %d)", giInfo, r, giID, name, profiles[name].Id)
+	}
+	ci, r := gi.GetComputeInstanceById(ciID)
+	if r != nvml.SUCCESS {
+		errorf("compute instance %d: %v", ciID, r)
+		return name, giInfo.Placement.Start
+	}
+	ciInfo, r := ci.GetInfo()
+	ciProfile, rp := gi.GetComputeInstanceProfileInfo(slicesToCiProfile[attributes.ComputeInstanceSliceCount],
+		nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+	if r != nvml.SUCCESS || rp != nvml.SUCCESS || ciInfo.Device != mig || ciInfo.GpuInstance != gi || int(ciInfo.Id) != ciID ||
+		ciInfo.ProfileId != ciProfile.Id || ciProfile.SliceCount != attributes.ComputeInstanceSliceCount {
+		errorf("compute instance info %+v (%v), profile %+v (%v)", ciInfo, r, ciProfile, rp)
+	}
+	if cis, r := gi.GetComputeInstances(&ciProfile); r != nvml.SUCCESS || len(cis) != 1 || cis[0] != ci {
+		errorf("compute instances %v (%v), want [%v]", cis, r, ci)
+	}
+	if _, r := d.GetAttributes(); r != nvml.ERROR_NOT_SUPPORTED {
+		errorf("the GPU's own attributes: %v, want ERROR_NOT_SUPPORTED (MIG devices only)", r)
+	}
+	return name, giInfo.Placement.Start
+}
+
+var slicesToCiProfile = map[uint32]int{1: nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 2: nvml.COMPUTE_INSTANCE_PROFILE_2_SLICE,
+	3: nvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, 4: nvml.COMPUTE_INSTANCE_PROFILE_4_SLICE, 7: nvml.COMPUTE_INSTANCE_PROFILE_7_SLICE}
 
 // faults marks the last GPU unhealthy and takes the first out of the tree, as `dralab hw fault`
 // does, and checks that a driver's event set hears of both and the count follows.
