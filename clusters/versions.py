@@ -7,6 +7,8 @@ ETCD = "v3.7.3"
 CONTAINERD = "v2.3.7"
 RUNC = "v1.4.3"
 NRI = "v0.12.5"
+# helm renders the charts driver profiles may name (`helm template`); it never talks to a cluster.
+HELM = "v4.3.1"
 
 # containerd's pinned sandbox image (internal/cri/config DefaultSandboxImage in CONTAINERD):
 # the local pause image is tagged exactly so, so containerd never tries to pull it.
@@ -25,4 +27,5 @@ ALL = {
     "containerd": CONTAINERD,
     "runc": RUNC,
     "nri": NRI,
+    "helm": HELM,
 }

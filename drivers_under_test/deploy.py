@@ -24,6 +24,7 @@ from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
 from clusters.progress import console, step
 from clusters.providers import Lab
 from drivers_under_test import evidence
+from drivers_under_test.helm_chart import render_chart
 from drivers_under_test.evidence import PROFILE_LABEL
 from drivers_under_test.profile import DriverProfile, SysfsExposure
 from fake_hardware.exposure import driver_root_mounts, standard_sysfs_mounts, sysfs_root_mount
@@ -57,8 +58,9 @@ def lab_parameters(lab: Lab) -> dict[str, str]:
             "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT, "HARDWARE_DRIVER_ROOT": NODE_DRIVER_ROOT}  # NAMESPACE: the profile's
 
 
-def _load_manifest(profile: DriverProfile, relative: Path, params: dict[str, str]) -> list[dict[str, Any]]:
-    objects, problems = profile.read_manifest(relative, params)
+def _or_refused(found: tuple[list[dict[str, Any]], list[str]]) -> list[dict[str, Any]]:
+    """The objects of a manifest or chart, unless it has problems: then nothing is applied."""
+    objects, problems = found
     if problems:
         raise BadInput("\n".join(problems))
     return objects
@@ -107,7 +109,8 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
     elif chosen is not None:
         manifests += chosen.manifests
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": profile.namespace}}
-    objects = [namespace] + [o for m in dict.fromkeys(manifests) for o in _load_manifest(profile, m, params)]
+    objects = [namespace] + [o for m in dict.fromkeys(manifests) for o in _or_refused(profile.read_manifest(m, params))]
+    objects += _or_refused(render_chart(profile, params)) if profile.chart else []
     for obj in objects:
         labels = obj.setdefault("metadata", {}).setdefault("labels", {})
         labels[PROFILE_LABEL] = profile.name

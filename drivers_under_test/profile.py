@@ -73,6 +73,18 @@ class Image(Model):
         return self
 
 
+class Chart(Model):
+    """The driver's helm chart, rendered at deploy by dralab's pinned helm (`helm template`, its
+    CRDs included) as release `<profile name>` in the profile's namespace; its objects are applied
+    with the profile's manifests, CRDs first. Values are templates as manifests are: `${NAME}`
+    takes the profile's parameters and the lab's."""
+
+    path: Path = Field(description="the chart directory or packaged chart (.tgz), relative to the profile file")
+    values_files: list[Path] = Field(default_factory=list, alias="valuesFiles",
+                                     description="values files, relative to the profile file; a later one wins")
+    values: dict[str, Any] = Field(default_factory=dict, description="values that win over the valuesFiles")
+
+
 # The variant that deploys the driver with device metadata turned off (MD-15); a profile
 # without it gets MD-15 skipped.
 METADATA_DISABLED = "metadata-disabled"
@@ -116,7 +128,9 @@ class DriverProfile(Model):
                                                 "proc/driver/nvidia) at this path in the driver's containers")
     namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     images: list[Image] = Field(min_length=1)
-    manifests: list[Path] = Field(min_length=1)
+    manifests: list[Path] = Field(default_factory=list, description="manifest templates, relative to the profile "
+                                  "file; ${NAME} takes the profile's parameters and the lab's")
+    chart: Chart | None = None
     parameters: dict[str, str] = Field(default_factory=dict)
     # Opaque parameters the suites put in their claims for this driver (a network driver needs
     # an interface to configure); none by default.
@@ -157,6 +171,8 @@ class DriverProfile(Model):
         if not self.needs_hardware and self.driver_root:
             raise ValueError("driverRoot mounts the emulated GPUs' NVIDIA driver root, and hardware is none: "
                              "drop driverRoot, or name a hardware profile with GPUs")
+        if not self.manifests and self.chart is None:
+            raise ValueError("give the driver's manifests, its chart, or both")
         if not self.drivers and not self.extended_resources:
             raise ValueError("name at least one DRA driver (drivers) or device plugin resource (extendedResources)")
         if Capability.DEVICE_PLUGIN in self.capabilities and not self.extended_resources:
@@ -212,8 +228,13 @@ class DriverProfile(Model):
         files = [("manifest", m) for m in self.manifests]
         files += [("image archive", i.archive) for i in self.images if i.archive is not None]
         files += [(f"manifest of variant {n}", m) for n, v in self.variants.items() for m in v.manifests]
+        files += [("values file", v) for v in (self.chart.values_files if self.chart else [])]
         problems = [f"driver profile {self.source}: {what} {self.path(p)} does not exist (paths are relative to "
                     "the profile file)" for what, p in files if not self.path(p).is_file()]
+        chart = self.path(self.chart.path) if self.chart else None
+        if chart is not None and not (chart / "Chart.yaml").is_file() and not chart.is_file():
+            problems.append(f"driver profile {self.source}: chart {chart} is neither a chart directory (with "
+                            "Chart.yaml) nor a packaged chart (paths are relative to the profile file)")
         if self.needs_hardware:
             try:
                 node_profile_path(self.hardware)
@@ -224,38 +245,46 @@ class DriverProfile(Model):
 
     def read_manifest(self, relative: Path, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
         """The objects of one manifest template with `params` substituted, and every problem with
-        it: parameters nobody sets, stray `$`s, YAML errors, documents that are no Kubernetes object.
-        A deploy stops at the problems; a validation lists them all, so an undefined parameter gets
-        a stand-in value and the YAML is still checked."""
+        it (read_template's, and documents that are no Kubernetes object)."""
         path = self.path(relative)
         try:
             text = path.read_text()
         except OSError as e:
             return [], [f"cannot read manifest {path}: {e.strerror}"]
+        docs, problems = self.read_template(f"manifest {path}", text, params)
+        return docs, problems + object_problems(f"manifest {path}", docs)
+
+    def read_template(self, what: str, text: str, params: Mapping[str, str]) -> tuple[list[Any], list[str]]:
+        """The YAML documents of a template (a manifest, a chart's values) with `params` substituted,
+        and every problem of `what`: parameters nobody sets, stray `$`s, YAML errors. A deploy stops
+        at the problems; a validation lists them all, so an undefined parameter gets a stand-in
+        value and the YAML is still checked."""
         names, invalid = template_placeholders(text)
         undefined = [n for n in names if n not in params]
-        problems = [f"manifest {path} uses ${{{n}}}, which neither driver profile {self.name} (parameters) nor "
+        problems = [f"{what} uses ${{{n}}}, which neither driver profile {self.name} (parameters) nor "
                     f"the lab ({', '.join(LAB_PARAMETERS)}) sets: add {n} to the profile's parameters"
                     for n in undefined]
-        problems += [f"manifest {path} line {line}: a $ that starts no ${{NAME}} (write a literal $ as $$)"
-                     for line in invalid]
+        problems += [f"{what} line {line}: a $ that starts no ${{NAME}} (write a literal $ as $$)" for line in invalid]
         text = string.Template(text).safe_substitute({**params, **{n: n for n in undefined}})
         try:
-            docs = [d for d in yaml.safe_load_all(text) if d is not None]
+            return [d for d in yaml.safe_load_all(text) if d is not None], problems
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            return [], problems + [f"manifest {path} is not valid YAML after substitution{at}: "
-                                   f"{getattr(e, 'problem', None) or e}"]
-        for i, doc in enumerate(docs, 1):
-            obj = doc if isinstance(doc, dict) else {}
-            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-            fields = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata.name": meta.get("name")}
-            missing = [f for f, value in fields.items() if not value]
-            if missing:
-                problems.append(f"manifest {path} document {i} is not a Kubernetes object: it has no "
-                                f"{', '.join(missing)}")
-        return docs, problems
+            return [], problems + [f"{what} is not valid YAML after substitution{at}: {getattr(e, 'problem', None) or e}"]
+
+
+def object_problems(what: str, docs: list[Any]) -> list[str]:
+    """Documents of `what` that are no Kubernetes object (no apiVersion, kind or metadata.name)."""
+    problems = []
+    for i, doc in enumerate(docs, 1):
+        obj = doc if isinstance(doc, dict) else {}
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        fields = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata.name": meta.get("name")}
+        missing = [f for f, value in fields.items() if not value]
+        if missing:
+            problems.append(f"{what} document {i} is not a Kubernetes object: it has no {', '.join(missing)}")
+    return problems
 
 
 def template_placeholders(text: str) -> tuple[list[str], list[int]]:

@@ -1,6 +1,7 @@
 """Validating a driver profile before any lab starts (DEP-02): schema, template parameters,
-manifest files, image archives. Every problem is listed at once, so a vendor fixes a profile in
-one round instead of one lab start per mistake; `dralab certify` refuses (exit 2) on any.
+manifest files, the chart (rendered with helm), image archives. Every problem is listed at once,
+so a vendor fixes a profile in one round instead of one lab start per mistake; `dralab certify`
+refuses (exit 2) on any.
 
 Image archives are streamed, never extracted: only the small JSON members (index, manifests,
 configs) are kept, so a large archive costs one sequential read.
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from clusters.errors import BadInput
 from clusters.yaml_profiles import field_errors, load_yaml, profile_path
+from drivers_under_test.helm_chart import render_chart
 from drivers_under_test.profile import PROFILES_DIR, WHAT, DriverProfile
 
 VARIANT_NAME = re.compile(r"^[a-z0-9][-a-z0-9]*$")
@@ -59,6 +61,9 @@ def validate(name_or_path: str, known_ids: set[str] | None = None) -> tuple[Driv
     for manifest in dict.fromkeys(manifests):
         if profile.path(manifest).is_file():  # a missing one is in reference_problems
             problems += profile.read_manifest(manifest, params)[1]
+    chart = profile.chart
+    if chart and profile.path(chart.path).exists() and all(profile.path(v).is_file() for v in chart.values_files):
+        problems += render_chart(profile, params)[1]  # a missing chart or values file is in reference_problems
     for image in profile.images:
         if image.archive is not None and profile.path(image.archive).is_file():
             problems += archive_problems(profile.path(image.archive))

@@ -22,7 +22,7 @@ from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
     CGO_DRIVER_BINARIES, CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, DRIVER_BINARIES, DRIVERS_UNDER_TEST,
-    DRIVERS_WITH_CGO, ETCD, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC,
+    DRIVERS_WITH_CGO, ETCD, HELM, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC,
 )
 from clusters.provision.gobuild import RECIPES, GoRecipe
 
@@ -234,6 +234,12 @@ def provision(offline: bool = False) -> Toolchain:
         drivers_with_cgo=dirs[DRIVERS_WITH_CGO.name], images=imgs,
         allure=_ensure_allure(offline),
     )
+
+
+def helm() -> Path:
+    """The pinned helm, which renders the charts driver profiles name; BadInput naming the fix
+    when `dralab provision` has not built it."""
+    return _ensure_go(HELM, offline=True) / "helm"
 
 
 def check_toolchain_usable(tools: Toolchain) -> None:

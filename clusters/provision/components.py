@@ -88,7 +88,16 @@ DRIVERS_WITH_CGO = GoRecipe(
     cgo=True,
 )
 
-GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST, DRIVERS_WITH_CGO)
+_helm = "helm.sh/helm/v4"
+HELM = GoRecipe(
+    name="helm",
+    version=versions.HELM,
+    requires={_helm: versions.HELM},
+    binaries={"helm": f"{_helm}/cmd/helm"},
+    ldflags=f"-s -w -X {_helm}/internal/version.version={versions.HELM}",
+)
+
+GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST, DRIVERS_WITH_CGO, HELM)
 
 # Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
 # image's busybox, libseccomp for building runc, and chromium, which renders the HTML reports in
