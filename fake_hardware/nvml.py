@@ -8,15 +8,21 @@ carry comes from a driver root this module renders from the same NodePlan, so bo
                                                name, UUID, serial, minor number, memory, architecture,
                                                compute capability, MIG profiles (with their placements)
                                                and MIG devices (with theirs)
-    <driver root>/proc/driver/nvidia/version   as the kernel module shows it
+    <driver root>/proc/driver/nvidia/version   as the kernel modules show them: the version, each
+      .../nvidia/gpus/<bdf>/information        GPU's information, the access capabilities of MIG
+      .../nvidia/capabilities/                 (config, monitor, each MIG device's GPU and compute
+      .../nvidia-caps/mig-minors               instance) and the nvidia-caps minor of every one. Most
+                                               tools read these at /proc itself, which a lab node's
+                                               kernel does not have (nvidia-ctk reads the information
+                                               files under its dev root)
     <driver root>/usr/lib64/libnvidia-ml.so.<driver version>
                                                the library, put there by whoever built it, with
     <driver root>/usr/lib64/libnvidia-ml.so.1  its soname's link to it, as the driver's installer and
                                                ldconfig leave them: NVIDIA's container toolkit takes the
                                                driver's libraries to be those named for its version
-    <driver root>/dev/nvidia0.., nvidiactl,    character devices with the kernel module's numbers,
-      nvidia-uvm, nvidia-uvm-tools             in a lab (`install`): what a vendor driver's CDI
-                                               specs hand to containers. NVIDIA's drivers take a
+    <driver root>/dev/nvidia0.., nvidiactl,    character devices with the kernel modules' numbers,
+      nvidia-uvm, nvidia-uvm-tools,            in a lab (`install`): what a vendor driver's CDI
+      nvidia-caps/nvidia-cap<minor>            specs hand to containers. NVIDIA's drivers take a
                                                driver root holding dev/ as the root of its /dev.
 
 `python -m fake_hardware.nvml --profile hgx-h100 --out DIR` writes a node's tree (DIR/sys) and its
@@ -45,11 +51,18 @@ CUDA_DRIVER_VERSION = 13000  # CUDA 13.0, what the 580 branch supports, as NVML 
 NVML_VERSION = f"13.{DRIVER_VERSION}"  # NVML API 13, the version go-nvml's nvml.h declares
 CONFIG = Path("dralab/nvml.json")
 PROC_VERSION = Path("proc/driver/nvidia/version")
+PROC_GPUS = Path("proc/driver/nvidia/gpus")
+PROC_CAPABILITIES = Path("proc/driver/nvidia/capabilities")
+PROC_MIG_MINORS = Path("proc/driver/nvidia-caps/mig-minors")
+# The MIG capabilities the nvidia-caps module numbers: GPU minors, GPU instances per GPU, compute
+# instances per GPU instance.
+MIG_CAP_GPUS, MIG_CAP_GIS, MIG_CAP_CIS = 32, 15, 8
 LIBRARY = Path("usr/lib64/libnvidia-ml.so.1")  # what drivers load: a link to LIBRARY_FILE
 LIBRARY_FILE = LIBRARY.with_name(f"libnvidia-ml.so.{DRIVER_VERSION}")
 # The kernel module's character devices: nvidia's major is fixed (GPUs by minor number, the control
 # device 255); nvidia-uvm's is dynamic, this being a common value.
 NVIDIA_MAJOR, NVIDIACTL_MINOR, NVIDIA_UVM_MAJOR = 195, 255, 510
+NVIDIA_CAPS_MAJOR = 511  # dynamic too: nvidia.ko registers nvidia-caps before nvidia-uvm.ko loads
 
 
 def serial(gpu_uuid: str) -> str:
@@ -102,21 +115,86 @@ def proc_version() -> str:
             "Release Build  (dralab emulated hardware)\nGCC version:  unknown\n")
 
 
+def gpu_information(fn: PciFunction, gpu: Gpu) -> str:
+    """/proc/driver/nvidia/gpus/<bdf>/information, with the fields the lab knows (no IRQ, no VBIOS)."""
+    assert fn.gpu is not None
+    return "".join(f"{key + ':':<17}{value}\n" for key, value in (
+        ("Model", gpu.model), ("GPU UUID", fn.gpu["uuid"]), ("Bus Type", "PCIe"), ("Bus Location", fn.bdf),
+        ("Device Minor", fn.gpu["index"]), ("GPU Excluded", "No")))
+
+
+def mig_minor(gpu: int, gi: int, ci: int | None = None) -> int:
+    """The nvidia-caps minor of a GPU instance's access capability (ci None) or a compute instance's,
+    as the kernel module numbers them in mig-minors: after config (1) and monitor (2), per GPU minor
+    15 GPU instances of a GI access and 8 CI accesses each."""
+    return 3 + gpu * MIG_CAP_GIS * (1 + MIG_CAP_CIS) + gi * (1 + MIG_CAP_CIS) + (0 if ci is None else 1 + ci)
+
+
+def proc_mig_minors() -> str:
+    """/proc/driver/nvidia-caps/mig-minors: every capability the module numbers, present or not."""
+    lines = ["config 1", "monitor 2"]
+    for gpu in range(MIG_CAP_GPUS):
+        for gi in range(MIG_CAP_GIS):
+            lines.append(f"gpu{gpu}/gi{gi}/access {mig_minor(gpu, gi)}")
+            lines += [f"gpu{gpu}/gi{gi}/ci{ci}/access {mig_minor(gpu, gi, ci)}" for ci in range(MIG_CAP_CIS)]
+    return "\n".join(lines) + "\n"
+
+
+def cap_mode(minor: int) -> int:
+    """The mode of an nvidia-caps device node: MIG config is root's alone, the rest readable by all."""
+    return 0o400 if minor == 1 else 0o444
+
+
+def capability(minor: int) -> str:
+    """A file of /proc/driver/nvidia/capabilities: the nvidia-caps device node that grants it."""
+    return f"DeviceFileMinor: {minor}\nDeviceFileMode: {cap_mode(minor)}\nDeviceFileModify: 1\n"
+
+
+def mig_instances(plan: NodePlan) -> list[tuple[int, int, int]]:
+    """(GPU minor, GPU instance ID, compute instance ID) of every MIG device of the plan."""
+    gpus = {g.name: g for g in plan.profile.gpus}
+    return [(int(fn.gpu["index"]), int(m["gpuInstanceId"]), int(m["computeInstanceId"]))
+            for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None
+            for m in mig_devices(gpus[fn.name], str(fn.gpu["uuid"]))]
+
+
+def proc_files(plan: NodePlan) -> dict[Path, str]:
+    """What the kernel modules show under /proc/driver for the plan's GPUs: the driver version, each
+    GPU's information, the MIG capabilities of its GPU and compute instances and their minors."""
+    gpus = {g.name: g for g in plan.profile.gpus}
+    files = {PROC_VERSION: proc_version(), PROC_MIG_MINORS: proc_mig_minors(),
+             PROC_CAPABILITIES / "mig" / "config": capability(1),
+             PROC_CAPABILITIES / "mig" / "monitor": capability(2)}
+    for fn in plan.functions:
+        if fn.kind == "gpu":
+            files[PROC_GPUS / fn.bdf / "information"] = gpu_information(fn, gpus[fn.name])
+    for gpu, gi, ci in mig_instances(plan):
+        files[PROC_CAPABILITIES / f"gpu{gpu}" / "mig" / f"gi{gi}" / "access"] = capability(mig_minor(gpu, gi))
+        files[PROC_CAPABILITIES / f"gpu{gpu}" / "mig" / f"gi{gi}" / f"ci{ci}" / "access"] = capability(
+            mig_minor(gpu, gi, ci))
+    return files
+
+
 def render(plan: NodePlan, driver_root: Path, sysfs_root: str) -> None:
     """The driver root's data for the node of `plan`, whose tree the library reads at `sysfs_root`
     (a path in the mount namespace the library runs in)."""
-    for path, content in ((CONFIG, json.dumps(config(plan, sysfs_root), indent=2) + "\n"),
-                          (PROC_VERSION, proc_version())):
+    files = {CONFIG: json.dumps(config(plan, sysfs_root), indent=2) + "\n"}
+    if any(fn.kind == "gpu" for fn in plan.functions):
+        files.update(proc_files(plan))
+    for path, content in files.items():
         (driver_root / path).parent.mkdir(parents=True, exist_ok=True)
         sysfs.write_atomic(driver_root / path, content)
 
 
 def device_nodes(plan: NodePlan) -> dict[str, tuple[int, int]]:
-    """dev/ entries of the driver root: name -> (major, minor)."""
+    """dev/ entries of the driver root: name (a path under dev/) -> (major, minor). The nvidia-caps
+    nodes are those of the MIG config and monitor capabilities and of the MIG devices' instances."""
     gpus = {f"nvidia{fn.gpu['index']}": (NVIDIA_MAJOR, int(fn.gpu["index"]))
             for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None}
+    caps = [1, 2] + [m for gpu, gi, ci in mig_instances(plan) for m in (mig_minor(gpu, gi), mig_minor(gpu, gi, ci))]
     return {**gpus, "nvidiactl": (NVIDIA_MAJOR, NVIDIACTL_MINOR), "nvidia-uvm": (NVIDIA_UVM_MAJOR, 0),
-            "nvidia-uvm-tools": (NVIDIA_UVM_MAJOR, 1)} if gpus else {}
+            "nvidia-uvm-tools": (NVIDIA_UVM_MAJOR, 1),
+            **{f"nvidia-caps/nvidia-cap{m}": (NVIDIA_CAPS_MAJOR, m) for m in caps}} if gpus else {}
 
 
 def install(plan: NodePlan, driver_root: Path, sysfs_root: str, library: Path) -> None:
@@ -125,8 +203,10 @@ def install(plan: NodePlan, driver_root: Path, sysfs_root: str, library: Path) -
     dev = driver_root / "dev"
     dev.mkdir(exist_ok=True)
     for name, (major, minor) in device_nodes(plan).items():
-        os.mknod(dev / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
-        os.chmod(dev / name, 0o666)  # mknod's mode is masked by the umask
+        mode = cap_mode(minor) if major == NVIDIA_CAPS_MAJOR else 0o666
+        (dev / name).parent.mkdir(exist_ok=True)
+        os.mknod(dev / name, mode | stat.S_IFCHR, os.makedev(major, minor))
+        os.chmod(dev / name, mode)  # mknod's mode is masked by the umask
     install_library(driver_root, library)
 
 

@@ -33,7 +33,8 @@ def test_a_known_model_brings_its_identity_and_a_profile_may_override_it() -> No
     ({"mig_devices": ["3g.40gb"] * 3}, "3 MIG devices 3g.40gb, the GPU takes 2"),
     ({"mig_devices": ["2g.99gb"]}, "1 MIG devices 2g.99gb, the GPU takes 0"),
     ({"mig_devices": ["4g.40gb", "3g.40gb", "1g.10gb"]}, "need more than the GPU's 7 compute slices"),
-    ({"mig_devices": ["3g.40gb", "3g.40gb", "1g.10gb"]}, r"do not fit the GPU's 8 memory slices \(each takes \[4, 4, 1\]\)"),
+    ({"mig_devices": ["3g.40gb", "3g.40gb", "1g.10gb"]},
+     r"do not fit the GPU's 8 memory slices \(each takes \[4, 4, 1\]\)"),
     ({"mig_profiles": {"big": 1}}, "MIG profile 'big' is not like 3g.40gb"),
     ({"architecture": "fermi"}, "architecture 'fermi' is none of"),
     ({"compute_capability": "nine"}, "String should match pattern"),
@@ -87,6 +88,37 @@ def test_a_mig_layout_takes_free_placements_of_its_profiles(layout: list[str], s
     assert [d["placementStart"] for d in nvml.mig_devices(gpu, "GPU-38c9132b-7340-42a4-a400-ecefa6895fdc")] == starts
 
 
+def test_proc_shows_each_gpu_and_the_mig_capabilities_of_its_instances(tmp_path: Path) -> None:
+    """As the kernel modules show them: each GPU's information, and per MIG device a GPU and a
+    compute instance access capability whose minor mig-minors gives and whose device node exists."""
+    profile = load_node_profile("hgx-h100").model_copy(deep=True)
+    gpu0 = profile.gpus[0].model_copy(update={"mig_devices": ["3g.40gb", "3g.40gb"]})
+    profile.gpus[0] = gpu0
+    plan = plan_node(profile, "node-1", 3)
+    nvml.render(plan, tmp_path, NODE_SYSFS_ROOT)
+    proc = tmp_path / "proc" / "driver"
+    for fn in (f for f in plan.functions if f.kind == "gpu"):
+        assert fn.gpu is not None
+        lines = (proc / "nvidia" / "gpus" / fn.bdf / "information").read_text().splitlines()
+        assert {k: v.strip() for k, v in (line.split(":", 1) for line in lines)} == {
+            "Model": "NVIDIA H100 80GB HBM3", "GPU UUID": fn.gpu["uuid"], "Bus Type": "PCIe",
+            "Bus Location": fn.bdf, "Device Minor": str(fn.gpu["index"]), "GPU Excluded": "No"}
+    minors = dict(line.split(" ")[::-1] for line in (proc / "nvidia-caps" / "mig-minors").read_text().splitlines())
+    assert len(minors) == 2 + 32 * 15 * 9 and minors["1"] == "config" and minors["4322"] == "gpu31/gi14/ci7/access"
+    gpu = next(fn for fn in plan.functions if fn.name == "gpu0").gpu
+    assert gpu is not None
+    caps = proc / "nvidia" / "capabilities"
+    granted = sorted(str(p.relative_to(caps)) for p in caps.rglob("access"))
+    assert granted == [f"gpu{gpu['index']}/mig/gi{gi}/{what}access" for gi in (1, 2) for what in ("", "ci0/")]
+    for path in granted:
+        gpu_part, _, rest = path.partition("/mig/")
+        text = (caps / path).read_text()
+        number = int(text.split("DeviceFileMinor: ")[1].split("\n")[0])
+        assert minors[str(number)] == f"{gpu_part}/{rest}" and "DeviceFileMode: 292\n" in text
+        assert f"nvidia-caps/nvidia-cap{number}" in nvml.device_nodes(plan)
+    assert "DeviceFileMode: 256" in (caps / "mig" / "config").read_text()
+
+
 def test_mig_devices_get_instance_ids_uuids_and_their_profiles_memory() -> None:
     gpu = Gpu.model_validate({**H100, "mig_devices": ["3g.40gb", "1g.10gb"]})
     devices = nvml.mig_devices(gpu, "GPU-38c9132b-7340-42a4-a400-ecefa6895fdc")
@@ -116,11 +148,14 @@ def test_installed_driver_root_has_the_kernel_modules_device_nodes_and_the_libra
     dev = tmp_path / "root" / "dev"
     indexes = sorted(int(fn.gpu["index"]) for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None)
     assert sorted(p.name for p in dev.iterdir()) == sorted(
-        [f"nvidia{i}" for i in indexes] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"])
-    for name, (major, minor) in {"nvidia0": (195, 0), "nvidiactl": (195, 255), "nvidia-uvm-tools": (510, 1)}.items():
+        [f"nvidia{i}" for i in indexes] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-caps"])
+    assert sorted(p.name for p in (dev / "nvidia-caps").iterdir()) == ["nvidia-cap1", "nvidia-cap2"]  # no MIG devices
+    for name, (major, minor, mode) in {"nvidia0": (195, 0, 0o666), "nvidiactl": (195, 255, 0o666),
+                                       "nvidia-uvm-tools": (510, 1, 0o666), "nvidia-caps/nvidia-cap1": (511, 1, 0o400),
+                                       "nvidia-caps/nvidia-cap2": (511, 2, 0o444)}.items():
         st = (dev / name).stat()
         assert stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (major, minor)
-        assert stat.S_IMODE(st.st_mode) == 0o666
+        assert stat.S_IMODE(st.st_mode) == mode
     assert_library_installed(tmp_path / "root", b"\x7fELF")
     assert (tmp_path / "root" / nvml.CONFIG).exists()
 

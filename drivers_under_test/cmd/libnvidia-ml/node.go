@@ -46,13 +46,13 @@ type config struct {
 }
 
 type identity struct {
-	Name              string      `json:"name"`
-	UUID              string      `json:"uuid"`
-	Serial            string      `json:"serial"`
-	MinorNumber       uint32      `json:"minorNumber"`
-	MemoryBytes       uint64      `json:"memoryBytes"`
-	Architecture      string      `json:"architecture"`
-	ComputeCapability *[2]int32   `json:"computeCapability"` // null for a model the lab does not know
+	Name              string       `json:"name"`
+	UUID              string       `json:"uuid"`
+	Serial            string       `json:"serial"`
+	MinorNumber       uint32       `json:"minorNumber"`
+	MemoryBytes       uint64       `json:"memoryBytes"`
+	Architecture      string       `json:"architecture"`
+	ComputeCapability *[2]int32    `json:"computeCapability"` // null for a model the lab does not know
 	MigCapable        bool         `json:"migCapable"`
 	MigProfiles       []migProfile `json:"migProfiles"`
 	MigDevices        []migDevice  `json:"migDevices"`
@@ -108,9 +108,9 @@ type object struct {
 type handleKind int
 
 const (
-	deviceHandle handleKind = iota // nvmlDevice_t
-	gpuInstanceHandle              // nvmlGpuInstance_t
-	computeInstanceHandle          // nvmlComputeInstance_t
+	deviceHandle          handleKind = iota // nvmlDevice_t
+	gpuInstanceHandle                       // nvmlGpuInstance_t
+	computeInstanceHandle                   // nvmlComputeInstance_t
 )
 
 // lib is the state between nvmlInit and the last nvmlShutdown (NVML counts initialisations).

@@ -37,16 +37,16 @@ type expectation struct {
 }
 
 type expectedGPU struct {
-	BDF               string        `json:"bdf"`
-	UUID              string        `json:"uuid"`
-	Name              string        `json:"name"`
-	PciDeviceID       uint32        `json:"pciDeviceId"` // device << 16 | vendor
-	NUMA              int           `json:"numa"`
-	CPUs              []int         `json:"cpus"`
-	MemoryBytes       uint64        `json:"memoryBytes"`
-	MinorNumber       int           `json:"minorNumber"`
-	Architecture      string        `json:"architecture"`
-	ComputeCapability *[2]int       `json:"computeCapability"`
+	BDF               string               `json:"bdf"`
+	UUID              string               `json:"uuid"`
+	Name              string               `json:"name"`
+	PciDeviceID       uint32               `json:"pciDeviceId"` // device << 16 | vendor
+	NUMA              int                  `json:"numa"`
+	CPUs              []int                `json:"cpus"`
+	MemoryBytes       uint64               `json:"memoryBytes"`
+	MinorNumber       int                  `json:"minorNumber"`
+	Architecture      string               `json:"architecture"`
+	ComputeCapability *[2]int              `json:"computeCapability"`
 	MigCapable        bool                 `json:"migCapable"`
 	MigProfiles       []expectedMigProfile `json:"migProfiles"`
 	MigDevices        []expectedMIG        `json:"migDevices"`
