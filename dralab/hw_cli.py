@@ -45,7 +45,7 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
             network.sh("ip", "netns", "add", cfg.netns(node))
         # No NVML driver root: its paths hold in a node's mount namespace, which only a cluster's nodes
         # have (`python -m fake_hardware.nvml` renders one to try without a lab).
-        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs", nvml_library=None)
+        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs", nvidia=None)
     except BaseException:
         teardown(cfg)
         raise

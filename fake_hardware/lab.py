@@ -129,13 +129,13 @@ class HardwareLab:
 
     # Build ------------------------------------------------------------------------------
 
-    def build(self, nvml_library: Path | None = None) -> None:
-        """The trees, netdevs and fabric; with the lab's NVML library, a driver root on every node with GPUs."""
+    def build(self, nvidia: nvml.Userspace | None = None) -> None:
+        """The trees, netdevs and fabric; with the lab's NVML and nvidia-smi, a driver root on every node with GPUs."""
         netdevs.create_fabric(self.cfg.fabric_bridge)
         for hw in self.nodes.values():
             sysfs.write_tree(hw.sys_root, hw.plan)
-            if nvml_library is not None and nvml.device_nodes(hw.plan):
-                nvml.install(hw.plan, hw.driver_root, NODE_SYSFS_ROOT, nvml_library)
+            if nvidia is not None and nvml.device_nodes(hw.plan):
+                nvml.install(hw.plan, hw.driver_root, NODE_SYSFS_ROOT, nvidia)
             netdevs.create([(fn, hw.peer(fn)) for fn in hw.plan.at_boot() if fn.netdev], hw.netns, self.cfg.fabric_bridge)
         self._save({})
 

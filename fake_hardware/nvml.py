@@ -20,6 +20,7 @@ carry comes from a driver root this module renders from the same NodePlan, so bo
     <driver root>/usr/lib64/libnvidia-ml.so.1  its soname's link to it, as the driver's installer and
                                                ldconfig leave them: NVIDIA's container toolkit takes the
                                                driver's libraries to be those named for its version
+    <driver root>/usr/bin/nvidia-smi           cmd/nvidia-smi, over the library
     <driver root>/dev/nvidia0.., nvidiactl,    character devices with the kernel modules' numbers,
       nvidia-uvm, nvidia-uvm-tools,            in a lab (`install`): what a vendor driver's CDI
       nvidia-caps/nvidia-cap<minor>            specs hand to containers. NVIDIA's drivers take a
@@ -39,6 +40,7 @@ import platform
 import shutil
 import stat
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from clusters.errors import BadInput
@@ -58,6 +60,7 @@ PROC_MIG_MINORS = Path("proc/driver/nvidia-caps/mig-minors")
 # instances per GPU instance.
 MIG_CAP_GPUS, MIG_CAP_GIS, MIG_CAP_CIS = 32, 15, 8
 LIBRARY = Path("usr/lib64/libnvidia-ml.so.1")  # what drivers load: a link to LIBRARY_FILE
+NVIDIA_SMI = Path("usr/bin/nvidia-smi")
 LIBRARY_FILE = LIBRARY.with_name(f"libnvidia-ml.so.{DRIVER_VERSION}")
 # The kernel module's character devices: nvidia's major is fixed (GPUs by minor number, the control
 # device 255); nvidia-uvm's is dynamic, this being a common value.
@@ -197,8 +200,15 @@ def device_nodes(plan: NodePlan) -> dict[str, tuple[int, int]]:
             **{f"nvidia-caps/nvidia-cap{m}": (NVIDIA_CAPS_MAJOR, m) for m in caps}} if gpus else {}
 
 
-def install(plan: NodePlan, driver_root: Path, sysfs_root: str, library: Path) -> None:
-    """A lab node's driver root, complete: data, device nodes (mknod: as root) and the library."""
+@dataclass(frozen=True)
+class Userspace:
+    """The driver's userspace as dralab builds it (drivers_under_test: cmd/libnvidia-ml, cmd/nvidia-smi)."""
+    library: Path
+    nvidia_smi: Path
+
+
+def install(plan: NodePlan, driver_root: Path, sysfs_root: str, nvidia: Userspace) -> None:
+    """A lab node's driver root, complete: data, device nodes (mknod: as root), the library and nvidia-smi."""
     render(plan, driver_root, sysfs_root)
     dev = driver_root / "dev"
     dev.mkdir(exist_ok=True)
@@ -207,7 +217,8 @@ def install(plan: NodePlan, driver_root: Path, sysfs_root: str, library: Path) -
         (dev / name).parent.mkdir(exist_ok=True)
         os.mknod(dev / name, mode | stat.S_IFCHR, os.makedev(major, minor))
         os.chmod(dev / name, mode)  # mknod's mode is masked by the umask
-    install_library(driver_root, library)
+    install_library(driver_root, nvidia.library)
+    install_nvidia_smi(driver_root, nvidia.nvidia_smi)
 
 
 def install_library(driver_root: Path, library: Path) -> None:
@@ -220,13 +231,22 @@ def install_library(driver_root: Path, library: Path) -> None:
     (driver_root / LIBRARY).symlink_to(LIBRARY_FILE.name)
 
 
-def write_node(plan: NodePlan, out: Path, library: Path | None = None) -> None:
+def install_nvidia_smi(driver_root: Path, nvidia_smi: Path) -> None:
+    """nvidia-smi where the driver's installer puts it: NVIDIA's DRA driver will not start without it."""
+    (driver_root / NVIDIA_SMI).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(nvidia_smi, driver_root / NVIDIA_SMI)
+    os.chmod(driver_root / NVIDIA_SMI, 0o755)
+
+
+def write_node(plan: NodePlan, out: Path, library: Path | None = None, nvidia_smi: Path | None = None) -> None:
     """A node's tree at out/sys and its driver root at out/driver-root, reading that tree; no lab needed.
-    With `library` (a built libnvidia-ml), the root holds it as a lab node's does."""
+    With `library` (a built libnvidia-ml) and `nvidia_smi`, the root holds them as a lab node's does."""
     sysfs.write_tree(out / "sys", plan)
     render(plan, out / "driver-root", str((out / "sys").resolve()))
     if library is not None:
         install_library(out / "driver-root", library)
+    if nvidia_smi is not None:
+        install_nvidia_smi(out / "driver-root", nvidia_smi)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -236,14 +256,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--node", default="node-1", help="node name (GPU UUIDs derive from it and the seed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--library", type=Path, help="a built libnvidia-ml.so to install in the driver root")
+    parser.add_argument("--nvidia-smi", type=Path, help="a built nvidia-smi (cmd/nvidia-smi) to install there")
     args = parser.parse_args(argv)
     try:
         plan = plan_node(load_node_profile(args.profile), args.node, args.seed)
     except BadInput as e:
         parser.error(str(e))
-    if args.library is not None and not args.library.is_file():
-        parser.error(f"--library {args.library}: no such file")
-    write_node(plan, args.out, args.library)
+    for option, path in (("--library", args.library), ("--nvidia-smi", args.nvidia_smi)):
+        if path is not None and not path.is_file():
+            parser.error(f"{option} {path}: no such file")
+    write_node(plan, args.out, args.library, args.nvidia_smi)
     root = (args.out / "driver-root").resolve()
     where = (f"installed at {root / LIBRARY_FILE}" if args.library is not None else
              f"point it at them with DRALAB_NVML_ROOT={root} or install it with --library")

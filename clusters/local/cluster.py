@@ -20,6 +20,7 @@ from clusters.local.waits import https_ok, wait_for
 from clusters.pki import PKI, CertKey, write_kubeconfig
 from clusters.progress import console, step
 from clusters.provision import Toolchain, provision
+from fake_hardware.nvml import Userspace
 
 
 class LocalCluster:
@@ -118,7 +119,8 @@ class LocalCluster:
             apiserver = self._start("kube-apiserver", configs.apiserver_command(self.tools, cfg, pki, pki["ca"].cert))
             _parallel(lambda n: n.create(self._pki, self.server), self.nodes)
             if cfg.hardware:  # before the kubelets, so drivers find their devices from the start
-                hardware.bring_up(cfg, self.state_file(cfg.name), self.log_dir, self.tools.nvml_library)
+                hardware.bring_up(cfg, self.state_file(cfg.name), self.log_dir,
+                                  Userspace(self.tools.nvml_library, self.tools.nvidia_smi))
             for node in self.nodes:
                 node.start_containerd()
             _parallel(lambda n: (n.wait_containerd(), n.import_images([i.archive for i in self.tools.node_images])), self.nodes)

@@ -11,13 +11,14 @@ from clusters.config import ClusterConfig
 from clusters.local import supervisor
 from clusters.local.waits import wait_for
 from fake_hardware.lab import HardwareLab
+from fake_hardware.nvml import Userspace
 
 AGENT_START_TIMEOUT = 30.0
 
 
-def bring_up(cfg: ClusterConfig, state_file: Path, log_dir: Path, nvml_library: Path | None) -> HardwareLab:
+def bring_up(cfg: ClusterConfig, state_file: Path, log_dir: Path, nvidia: Userspace | None) -> HardwareLab:
     lab = HardwareLab(cfg)
-    lab.build(nvml_library)
+    lab.build(nvidia)
     agents = [supervisor.start(f"{hw.name}-hardware-agent",
                                [sys.executable, "-m", "fake_hardware.agent", "--lab-config", str(state_file),
                                 "--node", hw.name], lab_dir=cfg.lab_dir, log_dir=log_dir)

@@ -22,7 +22,7 @@ from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
     CGO_DRIVER_BINARIES, CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, DRIVER_BINARIES, DRIVERS_UNDER_TEST,
-    DRIVERS_WITH_CGO, ETCD, HELM, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC,
+    DRIVERS_WITH_CGO, ETCD, HELM, NVIDIA_SMI_FILE, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC,
 )
 from clusters.provision.gobuild import RECIPES, GoRecipe
 
@@ -69,6 +69,10 @@ class Toolchain:
     @property
     def nvml_library(self) -> Path:
         return self.drivers_with_cgo / NVML_LIBRARY_FILE
+
+    @property
+    def nvidia_smi(self) -> Path:
+        return self.drivers_with_cgo / NVIDIA_SMI_FILE
 
     @property
     def cni_bin_dir(self) -> Path:

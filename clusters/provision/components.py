@@ -76,15 +76,17 @@ DRIVERS_UNDER_TEST = GoRecipe(
 )
 
 # From the same module, with cgo: the lab's NVML, libnvidia-ml.so.1 (HW-10), a C shared library,
-# and the GPU driver, which loads an NVML through go-nvml (dlopen). The drivers image carries the
-# C library they link against.
+# and nvidia-smi over it, both for the driver roots of nodes with GPUs, and the GPU driver, which
+# loads an NVML through go-nvml (dlopen). The drivers image carries the C library they link against.
 CGO_DRIVER_BINARIES = ("gpu-dra-driver",)
 NVML_LIBRARY_FILE = "libnvidia-ml.so.1"
+NVIDIA_SMI_FILE = "nvidia-smi"
 DRIVERS_WITH_CGO = GoRecipe(
     name="drivers-under-test-cgo",
     version="local",
     local_module=REPO / "drivers_under_test",
-    binaries={NVML_LIBRARY_FILE: "./cmd/libnvidia-ml", **{name: f"./cmd/{name}" for name in CGO_DRIVER_BINARIES}},
+    binaries={NVML_LIBRARY_FILE: "./cmd/libnvidia-ml", NVIDIA_SMI_FILE: "./cmd/nvidia-smi",
+              **{name: f"./cmd/{name}" for name in CGO_DRIVER_BINARIES}},
     cgo=True,
 )
 

@@ -21,7 +21,9 @@ from clusters.errors import LabBroken
 from clusters.progress import run_logged
 
 RECIPES = Path(__file__).parent / "recipes"
-SHARED_LIBRARY = re.compile(r"^lib[\w-]+\.so(\.\d+)*$")  # a binary named so is built as a C shared library
+# A binary named so is built as a C shared library, with its name as its soname: a program that
+# loads it by soname (dlopen("libnvidia-ml.so.1")) then finds it where it was preloaded by another name.
+SHARED_LIBRARY = re.compile(r"^lib[\w-]+\.so(\.\d+)*$")
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,8 @@ def build(recipe: GoRecipe, out_dir: Path, work_dir: Path, log: Path) -> None:
     staging.mkdir(parents=True)
     for binary, package in recipe.binaries.items():
         cmd = ["go", "build", "-trimpath", "-o", str(staging / binary), "-ldflags", recipe.ldflags]
-        if SHARED_LIBRARY.match(binary):
+        if SHARED_LIBRARY.match(binary):  # cgo's #cgo LDFLAGS do not take -soname
+            cmd[-1] = f"{recipe.ldflags} -extldflags=-Wl,-soname,{binary}".strip()
             cmd.append("-buildmode=c-shared")
         if recipe.tags:
             cmd += ["-tags", ",".join(recipe.tags)]

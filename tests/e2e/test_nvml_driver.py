@@ -68,3 +68,4 @@ def test_every_node_with_gpus_has_a_driver_root(both: Lab) -> None:
     for hw in HardwareLab(both.local.cfg).nodes.values():
         assert (hw.driver_root / nvml.LIBRARY).is_file() and (hw.driver_root / nvml.CONFIG).is_file()
         assert os.path.exists(hw.driver_root / "dev" / "nvidiactl")
+        assert (hw.driver_root / nvml.LIBRARY_FILE).is_file() and os.access(hw.driver_root / nvml.NVIDIA_SMI, os.X_OK)

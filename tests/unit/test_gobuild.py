@@ -45,7 +45,9 @@ def test_a_binary_named_as_a_shared_library_is_built_as_one_with_cgo(tmp_path: P
     monkeypatch.setattr(gobuild, "run_logged", lambda cmd, log, env, **kw: builds.append((cmd, env["CGO_ENABLED"])))
     gobuild.build(DRIVERS_WITH_CGO, tmp_path / "cgo", tmp_path / "work", tmp_path / "log")
     gobuild.build(DRIVERS_UNDER_TEST, tmp_path / "drivers", tmp_path / "work", tmp_path / "log")
-    (library, cgo), (gpu_driver, gpu_cgo), *drivers = builds
+    (library, cgo), (smi, smi_cgo), (gpu_driver, gpu_cgo), *drivers = builds
     assert "-buildmode=c-shared" in library and library[-1] == "./cmd/libnvidia-ml" and cgo == "1"
+    assert "-extldflags=-Wl,-soname,libnvidia-ml.so.1" in library[library.index("-ldflags") + 1]
+    assert "-buildmode=c-shared" not in smi and smi[-1] == "./cmd/nvidia-smi" and smi_cgo == "1"
     assert "-buildmode=c-shared" not in gpu_driver and gpu_driver[-1] == "./cmd/gpu-dra-driver" and gpu_cgo == "1"
     assert all("-buildmode=c-shared" not in cmd and cgo == "0" for cmd, cgo in drivers)

@@ -144,7 +144,11 @@ def test_installed_driver_root_has_the_kernel_modules_device_nodes_and_the_libra
     plan = plan_node(load_node_profile("gpu-small"), "node-1", 0)
     library = tmp_path / "built.so"
     library.write_bytes(b"\x7fELF")
-    nvml.install(plan, tmp_path / "root", NODE_SYSFS_ROOT, library)
+    smi = tmp_path / "nvidia-smi"
+    smi.write_bytes(b"\x7fELF smi")
+    nvml.install(plan, tmp_path / "root", NODE_SYSFS_ROOT, nvml.Userspace(library, smi))
+    installed = tmp_path / "root" / "usr" / "bin" / "nvidia-smi"
+    assert installed.read_bytes() == b"\x7fELF smi" and stat.S_IMODE(installed.stat().st_mode) == 0o755
     dev = tmp_path / "root" / "dev"
     indexes = sorted(int(fn.gpu["index"]) for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None)
     assert sorted(p.name for p in dev.iterdir()) == sorted(

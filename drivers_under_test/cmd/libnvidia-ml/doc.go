@@ -1,6 +1,12 @@
 // Command libnvidia-ml is NVML (libnvidia-ml.so.1) for the lab's emulated GPUs (HW-10), built with
-// -buildmode=c-shared. Vendor GPU drivers load it through go-nvml, as on a real node, and see the
-// node's GPUs with the identities of its hardware profile.
+// -buildmode=c-shared and its soname, which cgo's flags cannot set:
+//
+//	go build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 ./cmd/libnvidia-ml
+//
+// (NVIDIA's DRA driver preloads the library by its versioned file name and runs nvidia-smi, which
+// opens libnvidia-ml.so.1: only the soname makes the two one library.) Vendor GPU drivers load it
+// through go-nvml, as on a real node, and see the node's GPUs with the identities of its hardware
+// profile; cmd/nvidia-smi shows them over it.
 //
 // Where its answers come from:
 //

@@ -92,13 +92,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// library builds cmd/libnvidia-ml once per test binary, as the lab builds it.
+// library builds cmd/libnvidia-ml once per test binary, as the lab builds it (clusters/provision/
+// gobuild.py): with its soname, which cgo's own flags cannot set.
 func library(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		start := time.Now()
 		built = filepath.Join(tempDir, "libnvidia-ml.so.1")
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", built, "dralab.dev/drivers/cmd/libnvidia-ml")
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,-soname,libnvidia-ml.so.1",
+			"-o", built, "dralab.dev/drivers/cmd/libnvidia-ml")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build -buildmode=c-shared: %v\n%s", err, out)
@@ -133,6 +135,9 @@ func TestLibraryDefinesEveryFunctionOfNvmlH(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	if soname, err := f.DynString(elf.DT_SONAME); err != nil || !slices.Equal(soname, []string{"libnvidia-ml.so.1"}) {
+		t.Errorf("soname %v (%v), want libnvidia-ml.so.1", soname, err)
+	}
 	symbols, err := f.DynamicSymbols()
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +191,87 @@ func nodes(t *testing.T) []node {
 		found = append(found, n)
 	}
 	return found
+}
+
+// nvidia-smi (cmd/nvidia-smi), run in each node's driver root over the library there, lists the
+// profile's GPUs and MIG devices, answers queries and refuses changes with nvidia-smi's exit code
+// for an operation the device does not offer. It runs before TestGoNVMLSeesEveryGPUOfTheProfile,
+// whose faults take GPU 0 out of the first node's tree.
+func TestNvidiaSMIShowsTheProfilesGPUs(t *testing.T) {
+	all := nodes(t)
+	smi := filepath.Join(tempDir, "nvidia-smi")
+	build := exec.Command("go", "build", "-o", smi, "dralab.dev/drivers/cmd/nvidia-smi")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/nvidia-smi: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(library(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range all {
+		t.Run(n.want.Profile, func(t *testing.T) {
+			// As the driver's installer leaves it (fake_hardware/nvml.py install_library): the file
+			// named for the driver version, and the soname a link to it.
+			lib := filepath.Join(n.dir, "driver-root", "usr", "lib64")
+			versioned := filepath.Join(lib, "libnvidia-ml.so."+n.want.DriverVersion)
+			if err := os.MkdirAll(lib, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(versioned, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(lib, "libnvidia-ml.so.1")
+			if _, err := os.Lstat(link); err != nil {
+				if err := os.Symlink(filepath.Base(versioned), link); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := []string{"LD_LIBRARY_PATH=" + lib}
+			run := func(args ...string) (string, int) {
+				cmd := exec.Command(smi, args...)
+				cmd.Env = append(append(os.Environ(), rootEnv+"="), env...)
+				out, err := cmd.CombinedOutput()
+				if exit, ok := err.(*exec.ExitError); ok {
+					return string(out), exit.ExitCode()
+				} else if err != nil {
+					t.Fatalf("nvidia-smi %v: %v", args, err)
+				}
+				return string(out), 0
+			}
+			var list, rows []string
+			for i, g := range n.want.GPUs {
+				list = append(list, fmt.Sprintf("GPU %d: %s (UUID: %s)", i, g.Name, g.UUID))
+				for j, m := range g.MigDevices {
+					list = append(list, fmt.Sprintf("  MIG %-12s Device %2d: (UUID: MIG-", m.Profile, j))
+				}
+				rows = append(rows, fmt.Sprintf("%d, %s, 0000%s, %d", i, g.UUID, strings.ToUpper(g.BDF), g.MemoryBytes>>20))
+			}
+			out, code := run("-L")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if code != 0 || len(lines) != len(list) {
+				t.Fatalf("nvidia-smi -L (exit %d):\n%s\nwant:\n%s", code, out, strings.Join(list, "\n"))
+			}
+			for i := range list {
+				if !strings.HasPrefix(lines[i], list[i]) {
+					t.Errorf("nvidia-smi -L line %d: %q, want %q...", i, lines[i], list[i])
+				}
+			}
+			out, code = run("--query-gpu=index,uuid,pci.bus_id,memory.total", "--format=csv,noheader,nounits")
+			if got := strings.TrimSpace(out); code != 0 || got != strings.Join(rows, "\n") {
+				t.Errorf("nvidia-smi --query-gpu (exit %d):\n%s\nwant:\n%s", code, got, strings.Join(rows, "\n"))
+			}
+			if out, code = run(); code != 0 || !strings.Contains(out, "Driver Version: "+n.want.DriverVersion) {
+				t.Errorf("nvidia-smi (exit %d):\n%s", code, out)
+			}
+			// NVIDIA's DRA driver runs nvidia-smi with the library preloaded by its resolved path,
+			// the versioned name: go-nvml's dlopen("libnvidia-ml.so.1") finds it by its soname.
+			env = []string{"LD_LIBRARY_PATH=", "LD_PRELOAD=" + versioned}
+			if out, code = run("-i", n.want.GPUs[0].UUID, "-c", "EXCLUSIVE_PROCESS"); code != 3 || !strings.Contains(out, "Not Supported") {
+				t.Errorf("nvidia-smi -c EXCLUSIVE_PROCESS: exit %d, %q; want 3 (not available on the device)", code, out)
+			}
+		})
+	}
 }
 
 // One process holds one instance of the library: it is loaded from the first node's driver root
