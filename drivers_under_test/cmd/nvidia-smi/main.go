@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"dralab.dev/drivers/internal/nvmltext"
 )
 
 // nvidia-smi's exit codes (nvidia-smi(1)).
@@ -198,7 +200,7 @@ func (g gpu) matches(id string) bool {
 		return true
 	}
 	pci, r := g.device.GetPciInfo()
-	bus := strings.ToLower(cString(pci.BusId[:]))
+	bus := strings.ToLower(nvmltext.String(pci.BusId[:]))
 	want := strings.ToLower(id)
 	return r == nvml.SUCCESS && (bus == want || strings.TrimPrefix(bus, "0000") == want)
 }
@@ -208,7 +210,7 @@ func (g gpu) busID() string {
 	if r != nvml.SUCCESS {
 		return fmt.Sprintf("GPU %d", g.index)
 	}
-	return cString(pci.BusId[:])
+	return nvmltext.String(pci.BusId[:])
 }
 
 // errorText is an NVML error as nvidia-smi words it.
@@ -219,17 +221,6 @@ func errorText(lib nvml.Interface, r nvml.Return) string {
 		return text
 	}
 	return lib.ErrorString(r)
-}
-
-func cString(chars []int8) string {
-	var b strings.Builder
-	for _, c := range chars {
-		if c == 0 {
-			break
-		}
-		b.WriteByte(byte(c))
-	}
-	return b.String()
 }
 
 // change asks NVML for each setting on each GPU; the lab's answers NOT_SUPPORTED for all of them.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"dralab.dev/drivers/internal/nvmltext"
 )
 
 // field is a --query-gpu property of a GPU, given the system and the number of GPUs asked about.
@@ -60,7 +62,7 @@ var fields = map[string]field{
 	"driver_version": func(lib nvml.Interface, _ gpu, _ int) (string, nvml.Return) {
 		return lib.SystemGetDriverVersion()
 	},
-	"pci.bus_id":        pciField(func(p nvml.PciInfo) string { return cString(p.BusId[:]) }),
+	"pci.bus_id":        pciField(func(p nvml.PciInfo) string { return nvmltext.String(p.BusId[:]) }),
 	"pci.domain":        pciField(func(p nvml.PciInfo) string { return fmt.Sprintf("0x%04X", p.Domain) }),
 	"pci.bus":           pciField(func(p nvml.PciInfo) string { return fmt.Sprintf("0x%02X", p.Bus) }),
 	"pci.device":        pciField(func(p nvml.PciInfo) string { return fmt.Sprintf("0x%02X", p.Device) }),

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"dralab.dev/drivers/internal/nvmltext"
 )
 
 const (
@@ -380,7 +382,7 @@ func checkGPU(t *testing.T, l nvml.Interface, d nvml.Device, index int, want exp
 	}
 	busID := "0000" + strings.ToUpper(want.BDF) // NVML's form: an 8-digit domain, upper-case hex
 	pci, r := d.GetPciInfo()
-	if got := cString(pci.BusId[:]); r != nvml.SUCCESS || got != busID || pci.PciDeviceId != want.PciDeviceID {
+	if got := nvmltext.String(pci.BusId[:]); r != nvml.SUCCESS || got != busID || pci.PciDeviceId != want.PciDeviceID {
 		errorf("PCI bus ID %q, device ID %#x (%v), want %q, %#x", got, pci.PciDeviceId, r, busID, want.PciDeviceID)
 	}
 	if numa, r := d.GetNumaNodeId(); r != nvml.SUCCESS || numa != want.NUMA {
@@ -503,8 +505,8 @@ func checkMigProfiles(t *testing.T, d nvml.Device, index int, want expectedGPU) 
 		}
 		name := migProfileName(info.SliceCount, info.MemorySizeMB, mem.Total)
 		v3, rv := d.GetGpuInstanceProfileInfoV(i).V3()
-		if r != nvml.SUCCESS || rv != nvml.SUCCESS || cString(v3.Name[:]) != "MIG "+name || v3.Id != info.Id {
-			t.Errorf("GPU %d: GPU instance profile %d: %+v (%v), v3 %q %d (%v)", index, i, info, r, cString(v3.Name[:]), v3.Id, rv)
+		if r != nvml.SUCCESS || rv != nvml.SUCCESS || nvmltext.String(v3.Name[:]) != "MIG "+name || v3.Id != info.Id {
+			t.Errorf("GPU %d: GPU instance profile %d: %+v (%v), v3 %q %d (%v)", index, i, info, r, nvmltext.String(v3.Name[:]), v3.Id, rv)
 		}
 		infos[name] = info
 	}
@@ -725,15 +727,4 @@ func affinity(d nvml.Device, numCPUs int) ([]int, nvml.Return) {
 		}
 	}
 	return cpus, r
-}
-
-func cString(chars []int8) string {
-	var b strings.Builder
-	for _, c := range chars {
-		if c == 0 {
-			break
-		}
-		b.WriteByte(byte(c))
-	}
-	return b.String()
 }
