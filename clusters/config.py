@@ -24,6 +24,17 @@ def labs_root() -> Path:
     return Path(os.environ.get("DRALAB_LABS", "/srv/dralab"))
 
 
+def state_file(name: str) -> Path:
+    """A lab's configuration as it was started (its slot included), written first at bring-up."""
+    return labs_root() / "labs" / name / "cluster.json"
+
+
+def saved_config(name: str) -> "ClusterConfig | None":
+    """The configuration lab `name` was started with; None when it has no state file."""
+    path = state_file(name)
+    return ClusterConfig.model_validate_json(path.read_text()) if path.exists() else None
+
+
 class ClusterConfig(BaseModel):
     """A local lab cluster. Everything that differs between two labs on one host derives from `slot`."""
 

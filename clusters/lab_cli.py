@@ -72,20 +72,18 @@ def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, .
 @click.option("--force", is_flag=True, help="Also clean up a lab whose state is missing or from a crashed run.")
 def down(name: str, force: bool) -> None:
     """Stop a lab and remove everything it created (LAB-05)."""
-    from clusters.config import labs_root
-    from clusters.local.cluster import LocalCluster, remove
+    from clusters.config import labs_root, saved_config, state_file
+    from clusters.local.cluster import remove
     from clusters.local.preflight import require_root
 
     require_root("down")
     start = time.monotonic()
-    state = LocalCluster.state_file(name)
-    if state.exists():
-        cfg = ClusterConfig.model_validate_json(state.read_text())
-    elif force:
+    cfg = saved_config(name)
+    if cfg is None and force:
         cfg = ClusterConfig(name=name)  # no state: remove what is found by the lab's name
-    else:
-        raise BadInput(f"no lab named {name!r} ({state} does not exist); `dralab down --name {name} --force` "
-                       "cleans up whatever a crashed run left")
+    elif cfg is None:
+        raise BadInput(f"no lab named {name!r} ({state_file(name)} does not exist); `dralab down --name {name} "
+                       "--force` cleans up whatever a crashed run left")
     left = remove(cfg)
     console.print(f"lab {name!r} down in {time.monotonic() - start:.1f}s; logs kept under {labs_root() / 'logs' / name}")
     exit_if_left_behind(left)

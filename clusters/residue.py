@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.config import ClusterConfig, labs_root
+from clusters.config import labs_root, saved_config
 from clusters.local import cgroups, network, supervisor
 
 
@@ -20,10 +20,8 @@ class Residue:
 
 def _links_of(lab_dir: Path) -> set[str]:
     """The links of a lab (bridge, node veths, fabric), known from its slot while its state file exists."""
-    state = lab_dir / "cluster.json"
-    if not state.exists():
-        return set()
-    return set(ClusterConfig.model_validate_json(state.read_text()).slot_links(network.links_named("dralab")))
+    cfg = saved_config(lab_dir.name)
+    return set(cfg.slot_links(network.links_named("dralab"))) if cfg else set()
 
 
 def find(lab: str | None = None) -> list[Residue]:

@@ -55,14 +55,13 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
 
 
 def _lab(name: str):  # -> HardwareLab
+    from clusters.config import saved_config
     from clusters.errors import BadInput
-    from clusters.local.cluster import LocalCluster
     from fake_hardware.lab import HardwareLab
 
-    state = LocalCluster.state_file(name)
-    if not state.exists():
+    cfg = saved_config(name)
+    if cfg is None:
         raise BadInput(f"no lab named {name!r}: start one with `dralab hw up` or `dralab up --hardware PROFILE`")
-    cfg = ClusterConfig.model_validate_json(state.read_text())
     if not cfg.hardware:
         raise BadInput(f"lab {name!r} has no emulated hardware: start it with `dralab up --hardware PROFILE`")
     return HardwareLab(cfg)

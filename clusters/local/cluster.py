@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -11,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from clusters.config import ClusterConfig, labs_root
+from clusters.config import ClusterConfig, labs_root, saved_config, state_file
 from clusters.errors import BadInput
 from clusters.local import cgroups, configs, hardware, network, preflight, supervisor
 from clusters.local.node import LocalNode
@@ -59,16 +58,14 @@ class LocalCluster:
 
     # Loading an existing lab --------------------------------------------------------------
 
-    @staticmethod
-    def state_file(name: str) -> Path:
-        return labs_root() / "labs" / name / "cluster.json"
+    state_file = staticmethod(state_file)
 
     @classmethod
     def load(cls, name: str) -> "LocalCluster":
-        path = cls.state_file(name)
-        if not path.exists():
-            raise BadInput(f"no lab named {name!r} ({path} does not exist); start one with `dralab up`")
-        return cls(ClusterConfig.model_validate(json.loads(path.read_text())), provision(offline=True))
+        cfg = saved_config(name)
+        if cfg is None:
+            raise BadInput(f"no lab named {name!r} ({state_file(name)} does not exist); start one with `dralab up`")
+        return cls(cfg, provision(offline=True))
 
     @staticmethod
     def names() -> list[str]:
@@ -216,11 +213,15 @@ def teardown(cfg: ClusterConfig) -> list[str]:
 def require_no_live_lab(cfg: ClusterConfig) -> None:
     """Refuse a name whose lab is running; remove one that no process is alive in, left by a run
     killed with its machine (a VM stopped or restored mid-run), which nobody can be using."""
-    if preflight.is_dead_lab(cfg):
+    if not cfg.lab_dir.exists():
+        return
+    saved = saved_config(cfg.name) or cfg
+    alive = preflight.live_processes(saved)
+    if not alive:
         console.print(f"[yellow]lab {cfg.name!r} was left by a run none of whose processes is alive: removing it "
                       f"first; its logs kept under {labs_root() / 'logs' / cfg.name}[/yellow]")
-        teardown(preflight.saved_config(cfg))
-    preflight.require_no_lab(cfg)
+        teardown(saved)
+    preflight.require_no_lab(cfg, alive)
 
 
 def remove(cfg: ClusterConfig) -> list[str]:

@@ -39,25 +39,17 @@ def raise_inotify_limits() -> list[str]:
     return raised
 
 
-def saved_config(cfg: ClusterConfig) -> ClusterConfig:
-    """The configuration an existing lab of this name was started with (its slot, its links)."""
-    state = cfg.lab_dir / "cluster.json"
-    return ClusterConfig.model_validate(json.loads(state.read_text())) if state.exists() else cfg
-
-
 def live_processes(cfg: ClusterConfig) -> set[int]:
+    """The lab's processes alive now: its components (by marker) and its containers (by cgroup)."""
     return set(supervisor.lab_processes(cfg.lab_dir)) | cgroups.pids(cfg.cgroup_parent)
 
 
-def is_dead_lab(cfg: ClusterConfig) -> bool:
-    return cfg.lab_dir.exists() and not live_processes(saved_config(cfg))
-
-
-def require_no_lab(cfg: ClusterConfig) -> None:
+def require_no_lab(cfg: ClusterConfig, alive: set[int]) -> None:
+    """Refuse a lab directory that is still there; `alive` are its live processes."""
     if cfg.lab_dir.exists():
-        alive = sorted(live_processes(saved_config(cfg)))
-        running = (f"{len(alive)} of its processes are running (pids {', '.join(map(str, alive[:8]))}): it may be "
-                   f"another run's" if alive else "could not be removed")
+        pids = sorted(alive)
+        running = (f"{len(pids)} of its processes are running (pids {', '.join(map(str, pids[:8]))}): it may be "
+                   f"another run's" if pids else "could not be removed")
         raise BadInput(f"a lab named {cfg.name!r} already exists at {cfg.lab_dir} and {running}; "
                        f"run `dralab down --name {cfg.name} --force` to remove it")
 

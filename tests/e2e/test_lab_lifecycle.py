@@ -132,12 +132,12 @@ def test_lab_of_a_crashed_run_is_refused_until_down_force_removes_it() -> None:
 def test_lab_whose_processes_all_died_is_replaced_by_the_next_up() -> None:
     """As a VM stopped mid-run and restored leaves it: the lab's directory, mounts and links, and
     no process alive. Nobody can be using it, so the next `up` of that name removes it and starts."""
-    from clusters.config import ClusterConfig
+    from clusters.config import saved_config
     from clusters.local import preflight
 
     assert dralab("hw", "up", "--name", "stopped", "--nodes", "1", "--profile", "gpu-small").returncode == 0
     try:
-        cfg = preflight.saved_config(ClusterConfig(name="stopped"))
+        cfg = saved_config("stopped")
         alive = preflight.live_processes(cfg)
         assert alive, "the hardware lab should have its agent running"
         for pid in alive:
@@ -149,7 +149,7 @@ def test_lab_whose_processes_all_died_is_replaced_by_the_next_up() -> None:
         again = dralab("hw", "up", "--name", "stopped", "--nodes", "1", "--profile", "gpu-small")
         assert again.returncode == 0, again.stderr
         assert "left by a run none of whose processes is alive" in again.stdout + again.stderr
-        assert preflight.live_processes(preflight.saved_config(cfg)), "the new lab should be running"
+        assert preflight.live_processes(saved_config("stopped")), "the new lab should be running"
     finally:
         dralab("hw", "down", "--name", "stopped")
     assert_no_residue("stopped")

@@ -4,7 +4,7 @@ import pytest
 
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
-from clusters.local import network, preflight
+from clusters.local import cluster, network, preflight
 
 # One listener on 0.0.0.0:6443 (0x192B), one established connection on 2379 (not a listener).
 PROC_NET_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
@@ -36,19 +36,21 @@ def test_first_free_slot_skips_other_labs(fs, monkeypatch) -> None:
 def test_existing_lab_with_live_processes_is_refused_with_them_and_the_force_hint(fs, monkeypatch) -> None:
     monkeypatch.setenv("DRALAB_LABS", "/srv/dralab")
     monkeypatch.setattr(preflight, "live_processes", lambda cfg: {4242, 17})
+    monkeypatch.setattr(cluster, "teardown", lambda cfg: pytest.fail("a live lab must not be torn down"))
     fs.create_dir("/srv/dralab/labs/crashed")
-    assert not preflight.is_dead_lab(ClusterConfig(name="crashed"))
     with pytest.raises(BadInput, match=r"2 of its processes are running \(pids 17, 4242\).*dralab down --name crashed --force"):
-        preflight.require_no_lab(ClusterConfig(name="crashed"))
+        cluster.require_no_live_lab(ClusterConfig(name="crashed"))
 
 
-def test_lab_dir_without_live_processes_is_dead(fs, monkeypatch) -> None:
+def test_lab_without_live_processes_is_torn_down_with_its_saved_config(fs, monkeypatch) -> None:
     monkeypatch.setenv("DRALAB_LABS", "/srv/dralab")
     monkeypatch.setattr(preflight, "live_processes", lambda cfg: set())
-    assert not preflight.is_dead_lab(ClusterConfig(name="stopped"))
+    torn: list[ClusterConfig] = []
+    monkeypatch.setattr(cluster, "teardown", lambda cfg: torn.append(cfg) or fs.remove_object(str(cfg.lab_dir)))
+    cluster.require_no_live_lab(ClusterConfig(name="stopped"))  # no lab: nothing to do
     fs.create_file("/srv/dralab/labs/stopped/cluster.json", contents=ClusterConfig(name="stopped", slot=3).model_dump_json())
-    assert preflight.is_dead_lab(ClusterConfig(name="stopped"))
-    assert preflight.saved_config(ClusterConfig(name="stopped")).slot == 3
+    cluster.require_no_live_lab(ClusterConfig(name="stopped"))
+    assert [c.slot for c in torn] == [3]  # its links are known from the slot it was started in
 
 
 def test_inotify_limits_are_raised_only_where_lower(fs) -> None:
