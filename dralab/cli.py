@@ -57,8 +57,9 @@ def _register_commands() -> None:
     from dralab.hw_cli import hw
     from reports.certify import certify
     from reports.perf.command import perf
+    from reports.selfcheck import selfcheck
 
-    for command in [*lab_cli.COMMANDS, hw, driver, certify, perf]:
+    for command in [*lab_cli.COMMANDS, hw, driver, certify, perf, selfcheck]:
         main.add_command(command)
 
 

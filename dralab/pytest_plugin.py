@@ -53,6 +53,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          f"kubelet nodes; default: {', '.join(sorted(set(SESSION_LAB.hardware.values())))}")
     group.addoption("--lab-prefix", default=PREFIX,
                     help="name prefix of the local labs this run starts; runs side by side need different ones")
+    group.addoption("--reuse-labs", action="store_true",
+                    help="use a live local lab of the same name and configuration instead of starting one, and leave "
+                         "the labs up at the end (for runs one after another; `dralab down --name NAME` removes them)")
     group.addoption("--requirement-ids", default=None, metavar="ID,...",
                     help="run only the tests marked with one of these requirement IDs (or ID prefixes: MD)")
     group.addoption("--progress", action="store_true",
@@ -102,20 +105,25 @@ def _local_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluste
     from clusters.local.cluster import LocalCluster
 
     cfg = lab_config(config, cfg)
-    progress_note(config, f"starting lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
-    cluster = LocalCluster.up(cfg)
+    cluster = LocalCluster.running(cfg) if config.getoption("--reuse-labs") else None
+    if cluster is not None:
+        progress_note(config, f"using lab {cfg.name}, up from an earlier run (--reuse-labs)")
+    else:
+        progress_note(config, f"starting lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
+        cluster = LocalCluster.up(cfg)
     config.stash.setdefault(_labs_up, []).append(cluster)
     return cluster
 
 
 def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster
-    """Tear a lab down, its component logs first copied under the results dir: every log path a
-    report names must outlive the lab (LAB-07)."""
+    """Tear a lab down (with --reuse-labs, leave it to the next run), its component logs first
+    copied under the results dir: every log path a report names must outlive the lab (LAB-07)."""
     config.stash[_labs_up].remove(cluster)
     try:
         shutil.copytree(cluster.log_dir, logs_dir(config) / cluster.cfg.name, dirs_exist_ok=True)
     finally:
-        cluster.down()
+        if not config.getoption("--reuse-labs"):
+            cluster.down()
 
 
 def logs_dir(config: pytest.Config) -> Path:
@@ -125,7 +133,8 @@ def logs_dir(config: pytest.Config) -> Path:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     for cluster in list(config.stash.get(_labs_up, [])):
-        print(f"tearing down lab {cluster.cfg.name}, left up by an interrupted teardown")
+        if not config.getoption("--reuse-labs"):
+            print(f"tearing down lab {cluster.cfg.name}, left up by an interrupted teardown")
         _down(config, cluster)
 
 

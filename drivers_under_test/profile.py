@@ -100,6 +100,8 @@ class Variant(Model):
     manifests: list[Path] = Field(default_factory=list)
     breaks: list[str] = Field(default_factory=list)
     warns: list[str] = Field(default_factory=list)
+    violations: dict[str, str] = Field(default_factory=dict, description=(
+        "per ID it breaks, a regular expression the FAIL's message must match: the violation named (MUT-01)"))
 
     @field_validator("breaks", "warns")
     @classmethod
@@ -108,6 +110,18 @@ class Variant(Model):
         if bad:
             raise ValueError(f"{bad} are not requirement IDs like MD-04")
         return v
+
+    @model_validator(mode="after")
+    def _violations_of_what_it_breaks(self) -> "Variant":
+        stray = sorted(set(self.violations) - set(self.breaks))
+        if stray:
+            raise ValueError(f"violations name {stray}, which the variant does not break (breaks: {self.breaks})")
+        for rid, pattern in self.violations.items():
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ValueError(f"violations[{rid}] {pattern!r} is not a regular expression: {e}") from None
+        return self
 
 
 class DriverProfile(Model):

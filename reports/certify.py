@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -20,7 +21,7 @@ import click
 from clusters import versions
 from clusters import residue
 from clusters.children import run_to_completion
-from clusters.errors import BadInput
+from clusters.errors import BadInput, LabBroken
 from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, renamed, scale
 from clusters.progress import console, run_logged
 from drivers_under_test.profile import DriverProfile
@@ -133,6 +134,63 @@ def _allure_html(results: Path, out: Path) -> Path | None:
     return out / "index.html"
 
 
+class NoResults(LabBroken):
+    """The suites wrote no JUnit XML: no verdict at all, INCOMPLETE (exit 3 as the lab's failure)."""
+
+
+@dataclass
+class SuiteRun:
+    """One pytest run of the suites into out_dir, and the report built from its JUnit XML. Local
+    labs are named under lab_prefix; with reuse_labs a live lab of the same configuration is used
+    as it is and left up (dralab selfcheck runs variants one after another on the same labs)."""
+
+    out_dir: Path
+    paths: list[str]
+    ids: list[str]
+    cluster: str = "local"
+    kubeconfig: str | None = None
+    drivers: list[DriverProfile] = field(default_factory=list)
+    variant: str | None = None
+    hardware: str | None = None
+    lab_prefix: str = LAB_PREFIX
+    reuse_labs: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def junit(self) -> Path:
+        return self.out_dir / "junit.xml"
+
+    def pytest(self) -> int:
+        """Run the suites; pytest's exit code. BadInput when pytest refused the options."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [*pytest_command(self.paths), f"--junitxml={self.junit}",
+               f"--alluredir={self.out_dir / 'allure-results'}", "--clean-alluredir", f"--cluster={self.cluster}",
+               f"--results-dir={self.out_dir}", f"--lab-prefix={self.lab_prefix}", "--progress", *QUIET,
+               *(f"--driver={d.source}" for d in self.drivers)]
+        cmd += [f"--kubeconfig={self.kubeconfig}"] if self.kubeconfig else []
+        cmd += [f"--hardware={self.hardware}"] if self.hardware else []
+        cmd += [f"--driver-variant={self.variant}"] if self.variant else []
+        cmd += [f"--requirement-ids={','.join(self.ids)}"] if self.ids else []
+        cmd += ["--reuse-labs"] if self.reuse_labs else []
+        console.print(f"certify: {', '.join(self.paths)}{' (' + ', '.join(self.ids) + ')' if self.ids else ''} on the "
+                      f"{self.cluster} cluster{f' (variant {self.variant})' if self.variant else ''}; results in {self.out_dir}")
+        self.started = time.monotonic()
+        rc = run_to_completion(cmd, cwd=REPO)
+        if rc == PYTEST_USAGE_ERROR:
+            raise BadInput(f"pytest refused the options (exit {rc}): {' '.join(cmd)}")
+        return rc
+
+    def report(self, rc: int, nodes_hardware: dict[str, str], more: dict[str, object]) -> dict[str, object]:
+        """report.json and report.html from the run's JUnit XML; NoResults when there is none."""
+        if not self.junit.exists():
+            raise NoResults(f"{INCOMPLETE}: the suites produced no results (pytest exit {rc}); logs under "
+                            f"{self.out_dir / 'logs'}")
+        env = {**environment(self.cluster, self.drivers, self.variant, nodes_hardware, self.paths + self.ids), **more}
+        report = build(read_junit(self.junit, self.out_dir), env, time.monotonic() - self.started)
+        write(report, self.out_dir)
+        return report
+
+
 @click.command()
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--cluster", type=click.Choice(["local", "kubeconfig"]), default="local", show_default=True)
@@ -164,46 +222,26 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None
     if hardware and Path(hardware).suffix in (".yaml", ".yml"):
         hardware = str(Path(hardware).resolve())
-    out_dir.mkdir(parents=True, exist_ok=True)
-    junit, allure_results = out_dir / "junit.xml", out_dir / "allure-results"
-    cmd = [*pytest_command(paths), f"--junitxml={junit}",
-           f"--alluredir={allure_results}", "--clean-alluredir", f"--cluster={cluster}", f"--results-dir={out_dir}",
-           f"--lab-prefix={LAB_PREFIX}", "--progress", *QUIET,
-           *(f"--driver={d.source}" for d in drivers)]
-    cmd += [f"--kubeconfig={kubeconfig}"] if kubeconfig else []
-    cmd += [f"--hardware={hardware}"] if hardware else []
-    cmd += [f"--driver-variant={variant}"] if variant else []
-    cmd += [f"--requirement-ids={','.join(ids)}"] if ids else []
-    console.print(f"certify: {', '.join(paths)}{' (' + ', '.join(ids) + ')' if ids else ''} on the {cluster} cluster; "
-                  f"results in {out_dir}")
-    start = time.monotonic()
-    rc = run_to_completion(cmd, cwd=REPO)
-    if rc == PYTEST_USAGE_ERROR:
-        raise BadInput(f"pytest refused the options (exit {rc}): {' '.join(cmd)}")
-    left = [str(r) for lab in _lab_names() for r in residue.find(lab)]  # LAB-05, checked after every run
+    run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware)
+    rc = run.pytest()
+    left = [str(r) for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)]  # LAB-05, checked after every run
     if left:
         console.print("[red]left behind by the run's labs (LAB-05):[/red]\n  " + "\n  ".join(left))
-    if not junit.exists():
-        console.print(f"{INCOMPLETE}: the suites produced no results (pytest exit {rc}); logs under {out_dir / 'logs'}",
-                      markup=False)
-        sys.exit(EXIT_CODES[INCOMPLETE])
-    environment_now = environment(cluster, drivers, variant, nodes_hardware, paths + ids)
-    environment_now["residue after teardown"] = left or "none"
-    report = build(read_junit(junit, out_dir.resolve()), environment_now, time.monotonic() - start)
-    as_json, as_html = write(report, out_dir)
-    allure_html = _allure_html(allure_results, out_dir / "allure-report")
+    report = run.report(rc, nodes_hardware, {"residue after teardown": left or "none"})
+    as_json, as_html = out_dir / "report.json", out_dir / "report.html"
+    allure_html = _allure_html(out_dir / "allure-results", out_dir / "allure-report")
     for r in report["requirements"]:
         if r["verdict"] in ("FAIL", "ERROR", "BLOCKED", "WARNING"):
             first = next((t["message"] or "(no message)").splitlines()[0] for t in r["tests"] if t["verdict"] == r["verdict"])
             console.print(f"  {r['verdict']} {r['id']} ({r['section']}): {first[:200]}", markup=False)
     counts = "; ".join(f"{section}: " + ", ".join(f"{n} {v}" for v, n in c.items() if n)
                        for section, c in report["summary"]["requirements"].items() if any(c.values()))
-    console.print(f"requirements {counts} in {report['summary']['wall_seconds']:.0f}s; {as_html}, {as_json}, {junit}, "
+    console.print(f"requirements {counts} in {report['summary']['wall_seconds']:.0f}s; {as_html}, {as_json}, {run.junit}, "
                   f"logs {out_dir / 'logs'}" + (f", {allure_html}" if allure_html else ""), markup=False)
     console.print(last_line(report), markup=False)
     sys.exit(report["summary"]["exit_code"])
 
 
-def _lab_names() -> list[str]:
-    """The local labs a certification may start (each under certify's own prefix)."""
-    return [renamed(cfg, LAB_PREFIX).name for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))]
+def lab_names(prefix: str) -> list[str]:
+    """The local labs a certification may start, named under `prefix`."""
+    return [renamed(cfg, prefix).name for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from clusters.config import ClusterConfig, labs_root, saved_config, state_file
-from clusters.errors import BadInput
+from clusters.errors import BadInput, LabBroken
 from clusters.local import cgroups, configs, hardware, network, preflight, supervisor
 from clusters.local.node import LocalNode
 from clusters.local.readiness import wait_cluster_ready
@@ -66,6 +66,21 @@ class LocalCluster:
         if cfg is None:
             raise BadInput(f"no lab named {name!r} ({state_file(name)} does not exist); start one with `dralab up`")
         return cls(cfg, provision(offline=True))
+
+    @classmethod
+    def running(cls, cfg: ClusterConfig) -> "LocalCluster | None":
+        """The live lab started with exactly `cfg`, its components all up and its nodes Ready; None
+        when there is no such lab (a lab of that name with another configuration is not it)."""
+        saved = saved_config(cfg.name)
+        if saved is None or saved != (cfg if cfg.slot else cfg.model_copy(update={"slot": saved.slot})):
+            return None  # (slot 0 asks for any free slot: the one it got is as good)
+        cluster = cls(saved, provision(offline=True))
+        try:
+            cluster.check_components()
+            cluster.wait_ready(timeout=20)
+        except LabBroken:
+            return None
+        return cluster
 
     @staticmethod
     def names() -> list[str]:

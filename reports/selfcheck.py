@@ -1,0 +1,259 @@
+"""`dralab selfcheck`: dralab's verdicts on the reference drivers' own variants, checked.
+
+A broken variant (MUT-01) must FAIL exactly the requirements it breaks, each FAIL's message
+naming the violation it commits (the profile's `violations`), and WARN where it only misses a
+SHOULD; a valid variant (MUT-02), another legitimate choice than ours, must be CERTIFIED. Each
+variant is one certification run (reports.certify.SuiteRun) of only the suites it concerns;
+the runs share their labs (--reuse-labs), which go at the end, also after a failure or Ctrl-C.
+Written as selfcheck.json and selfcheck.html, each variant's own report beside them.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from clusters.config import saved_config
+from clusters.errors import BadInput
+from clusters.progress import console
+from drivers_under_test.profile import METADATA_DISABLED, DriverProfile, load_profile, shipped_profiles
+from reports.certify import NoResults, SuiteRun, lab_names, selection
+from reports.report import CERTIFIED
+from suites import catalogue
+
+VALID, BROKEN = "valid", "broken"
+LAB_PREFIX = "self"
+# Configurations the suites deploy by name (MD-15 turns metadata off): neither valid nor broken.
+CONFIGURATIONS = {METADATA_DISABLED}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One variant of a reference driver and what dralab must say about it."""
+
+    variant: str
+    driver: str  # the driver profile's name
+    kind: str  # VALID or BROKEN
+    breaks: list[str] = field(default_factory=list)
+    warns: list[str] = field(default_factory=list)
+    violations: dict[str, str] = field(default_factory=dict)  # ID -> what its FAIL message must say (a regex)
+
+    @property
+    def name(self) -> str:
+        return f"{self.driver}:{self.variant}"
+
+    def expected(self) -> dict[str, str]:
+        """Requirement ID -> the verdict dralab must reach; for a valid variant, the outcome."""
+        if self.kind == VALID:
+            return {"outcome": CERTIFIED, **{i: "WARNING" for i in self.warns}}
+        return {**{i: "FAIL" for i in self.breaks}, **{i: "WARNING" for i in self.warns}}
+
+
+def cases() -> list[Case]:
+    """Every variant of every shipped reference profile, broken or valid, configurations aside."""
+    found = []
+    for name in shipped_profiles():
+        profile = load_profile(name)
+        for variant, v in sorted(profile.variants.items()):
+            if variant in CONFIGURATIONS:
+                continue
+            found.append(Case(variant, profile.name, BROKEN if v.breaks else VALID, list(v.breaks), list(v.warns),
+                              dict(v.violations)))
+    return found
+
+
+def chosen(all_cases: list[Case], only: str | None, variants: tuple[str, ...]) -> list[Case]:
+    """The cases `--variant` names (driver:variant or variant), then those that concern `--only`'s
+    IDs or suites: broken ones breaking or warning on one of them, valid ones whose driver the
+    IDs apply to. BadInput for a variant no profile has."""
+    picked = all_cases
+    if variants:
+        unknown = [v for v in variants if not any(v in (c.variant, c.name) for c in all_cases)]
+        if unknown:
+            raise BadInput(f"--variant {', '.join(unknown)}: no reference driver has it; `dralab selfcheck --list` "
+                           "lists them")
+        picked = [c for c in all_cases if c.variant in variants or c.name in variants]
+    if only:
+        selection(only)  # BadInput for what names no suite
+        wanted = {p.strip().upper() for p in only.split(",") if p.strip()}
+
+        def concerns(rid: str) -> bool:
+            return rid in wanted or rid.split("-")[0] in wanted
+
+        picked = [c for c in picked if any(map(concerns, c.breaks + c.warns)) or
+                  (c.kind == VALID and any(map(concerns, _certifiable(load_profile(c.driver)))))]
+    return picked
+
+
+def _certifiable(profile: DriverProfile) -> list[str]:
+    return catalogue.certifiable([c.value for c in profile.capabilities], bool(profile.drivers))
+
+
+def _suites_of(case: Case, only: str | None) -> str | None:
+    """certify's --only for a case: what it breaks or warns on; for a valid variant every suite, or --only's."""
+    if case.kind == VALID:
+        return only
+    return ",".join(case.breaks + case.warns)
+
+
+@dataclass
+class Observed:
+    """What dralab said about a variant, against what it must say."""
+
+    variant: str
+    driver: str
+    kind: str
+    breaks: list[str]
+    expected: dict[str, str]
+    observed: dict[str, str]
+    messages: dict[str, str]  # ID -> the first line of its FAIL/ERROR/WARNING
+    match: bool
+    why: str  # for a mismatch: what differs
+    seconds: float
+    report: str
+
+
+def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path) -> Observed:
+    """Compare a variant's certification report with what dralab must say about it."""
+    verdicts = {r["id"]: r["verdict"] for r in report["requirements"]}
+    messages = {r["id"]: next((t["message"] or "(no message)").splitlines()[0] for t in r["tests"]
+                              if t["verdict"] == r["verdict"])
+                for r in report["requirements"] if r["verdict"] in ("FAIL", "ERROR", "BLOCKED", "WARNING")}
+    expected = case.expected()
+    outcome = report["summary"]["outcome"]
+    observed = {"outcome": outcome, **verdicts} if case.kind == VALID else verdicts
+    problems = []
+    for rid, want in expected.items():
+        got = observed.get(rid, "not run")
+        if got != want:
+            problems.append(f"{rid}: {got}, expected {want}" + (f" ({messages[rid][:160]})" if rid in messages else ""))
+        elif want == "FAIL" and not re.search(case.violations.get(rid, r"(?!)"), messages.get(rid, "")):
+            problems.append(f"{rid} FAILed without naming the violation /{case.violations.get(rid, '(none declared)')}/: "
+                            f"{messages.get(rid, '')[:200]}")
+    # Exactly what it breaks: no other requirement of the driver may FAIL, nor the lab ERROR.
+    others = [f"{r['id']}: {r['verdict']} ({messages.get(r['id'], '')[:160]})" for r in report["requirements"]
+              if r["id"] not in expected and r["verdict"] in ("FAIL", "ERROR", "BLOCKED")]
+    problems += others
+    return Observed(case.variant, case.driver, case.kind, case.breaks, expected, observed, messages, not problems,
+                    "; ".join(problems), round(seconds, 1), str(report_path))
+
+
+def run(selected: list[Case], out_dir: Path, only: str | None) -> list[Observed]:
+    """Certify each case on shared labs; the labs go at the end whatever happens."""
+    results = []
+    try:
+        for n, case in enumerate(selected, 1):
+            console.print(f"[bold]selfcheck {n}/{len(selected)}: {case.name}[/bold] ({case.kind}"
+                          f"{', breaks ' + ', '.join(case.breaks) if case.breaks else ''})")
+            paths, ids = selection(_suites_of(case, only))
+            suite_run = SuiteRun(out_dir / "variants" / f"{case.driver}-{case.variant}", paths, ids,
+                                 drivers=[load_profile(case.driver)], variant=case.variant,
+                                 lab_prefix=LAB_PREFIX, reuse_labs=True)
+            started = time.monotonic()
+            try:
+                report = suite_run.report(suite_run.pytest(), {}, {})
+            except NoResults as e:  # no verdict at all: that is not what dralab must say either
+                report = {"requirements": [], "summary": {"outcome": str(e).split(":")[0]}}
+            result = judge(case, report, time.monotonic() - started, suite_run.out_dir / "report.html")
+            results.append(result)
+            console.print(f"  {'[green]match[/green]' if result.match else '[red]MISMATCH[/red]'} in "
+                          f"{result.seconds:.0f}s: {result.why or _short(result.observed)}")
+    finally:
+        _remove_labs()
+    return results
+
+
+def _short(observed: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in observed.items() if v != "SKIP")
+
+
+def _remove_labs() -> None:
+    from clusters.local.cluster import remove
+
+    for name in lab_names(LAB_PREFIX):
+        cfg = saved_config(name)
+        if cfg is not None:
+            console.print(f"removing lab {name}")
+            for left in remove(cfg):
+                console.print(f"[red]left behind (LAB-05): {left}[/red]")
+
+
+def write(results: list[Observed], out_dir: Path, wall_seconds: float) -> tuple[Path, Path]:
+    matched = sum(r.match for r in results)
+    data = {"summary": {"variants": len(results), "matched": matched, "wall_seconds": round(wall_seconds, 1),
+                        "valid": sum(r.kind == VALID for r in results), "broken": sum(r.kind == BROKEN for r in results)},
+            "variants": [asdict(r) for r in results]}
+    as_json, as_html = out_dir / "selfcheck.json", out_dir / "selfcheck.html"
+    as_json.write_text(json.dumps(data, indent=2))
+    as_html.write_text(render_html(data, out_dir))
+    return as_json, as_html
+
+
+def render_html(data: dict[str, Any], out_dir: Path) -> str:
+    e = html.escape
+
+    def cell(mapping: dict[str, str]) -> str:
+        return "<br>".join(e(f"{k}: {v}") for k, v in mapping.items() if v != "SKIP") or "-"
+
+    rows = "".join(
+        f"<tr class='{'PASS' if v['match'] else 'FAIL'}'><td>{e(v['driver'])}</td><td>{e(v['variant'])}</td>"
+        f"<td>{e(v['kind'])}</td><td>{cell(v['expected'])}</td><td>{cell(v['observed'])}</td>"
+        f"<td>{'match' if v['match'] else 'MISMATCH: ' + e(v['why'])}</td><td>{v['seconds']:.0f}s</td>"
+        f"<td><a href='{e(Path(v['report']).relative_to(out_dir).as_posix())}'>report</a></td></tr>"
+        for v in data["variants"])
+    s = data["summary"]
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab selfcheck</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;width:100%}}
+td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top;text-align:left}}
+tr.PASS td:nth-child(6){{color:#070}}tr.FAIL td:nth-child(6){{color:#b00;font-weight:bold}}</style></head><body>
+<h1>dralab selfcheck: {s['matched']} of {s['variants']} variants as expected</h1>
+<p>{s['broken']} broken variants (MUT-01: each must FAIL what it breaks, naming the violation), {s['valid']} valid
+variants (MUT-02: each must be CERTIFIED); {s['wall_seconds']}s.</p>
+<table><tr><th>driver</th><th>variant</th><th>kind</th><th>expected</th><th>observed</th><th>match</th>
+<th>time</th><th>its report</th></tr>{rows}</table></body></html>
+"""
+
+
+@click.command()
+@click.option("--out", "out_dir", default="selfcheck", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path))
+@click.option("--only", default=None, help="Comma-separated suites or requirement IDs: the broken variants that "
+              "break one of them, and the valid variants checked on them only.")
+@click.option("--variant", "variants", multiple=True, help="Only this variant (name or driver:variant; repeatable).")
+@click.option("--list", "list_only", is_flag=True, help="Print the variants and what each breaks; run nothing.")
+@click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list of {variant, driver, kind, breaks}.")
+def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_only: bool, as_json: bool) -> None:
+    """Certify the reference drivers' variants and check dralab's verdicts on them (MUT-01, MUT-02):
+    broken ones must FAIL what they break, valid ones must be CERTIFIED (exit 0 all as expected,
+    1 a mismatch, 2 bad input)."""
+    selected = chosen(cases(), only, variants)
+    if list_only:
+        listing = [{"variant": c.variant, "driver": c.driver, "kind": c.kind, "breaks": c.breaks} for c in selected]
+        if as_json:
+            click.echo(json.dumps(listing, indent=2))
+        else:
+            for c in selected:
+                click.echo(f"{c.name:40} {c.kind:7} {'breaks ' + ', '.join(c.breaks) if c.breaks else ''}"
+                           f"{' warns ' + ', '.join(c.warns) if c.warns else ''}")
+        return
+    if as_json:
+        raise BadInput("--json goes with --list")
+    if not selected:
+        raise BadInput(f"no variant matches --only {only!r} --variant {' '.join(variants)!r}; see `dralab selfcheck --list`")
+    out_dir = out_dir.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    results = run(selected, out_dir, only)
+    as_json_path, as_html = write(results, out_dir, time.monotonic() - started)
+    matched = sum(r.match for r in results)
+    console.print(f"selfcheck: {matched} of {len(results)} variants as expected in {time.monotonic() - started:.0f}s; "
+                  f"{as_html}, {as_json_path}", markup=False)
+    sys.exit(0 if matched == len(results) else 1)

@@ -1,0 +1,93 @@
+"""`dralab selfcheck` judges dralab's verdicts on variants: a broken variant must FAIL exactly what
+it breaks, naming the violation; a valid one must be CERTIFIED (MUT-01, MUT-02)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dralab.cli import main
+from reports.selfcheck import BROKEN, VALID, Case, cases, chosen, judge, render_html
+
+
+def _report(outcome: str, **verdicts: tuple[str, str]) -> dict:
+    """A certification report with one test per requirement: ID -> (verdict, message)."""
+    return {"summary": {"outcome": outcome},
+            "requirements": [{"id": rid.replace("_", "-"), "verdict": v,
+                              "tests": [{"verdict": v, "message": message}]} for rid, (v, message) in verdicts.items()]}
+
+
+LEAVE = Case("leave-files", "gpu", BROKEN, ["MD-14"], [], {"MD-14": r"still there after unprepare"})
+
+
+def test_a_broken_variant_matches_when_it_fails_what_it_breaks_naming_the_violation() -> None:
+    report = _report("NOT CERTIFIED", DEP_01=("PASS", ""), MD_14=("FAIL", "metadata dir still there after unprepare: /x"))
+    result = judge(LEAVE, report, 12.0, Path("r.html"))
+    assert result.match and result.why == ""
+    assert result.expected == {"MD-14": "FAIL"} and result.observed["MD-14"] == "FAIL"
+
+
+@pytest.mark.parametrize("verdicts,why", [
+    ({"MD_14": ("PASS", "")}, "MD-14: PASS, expected FAIL"),
+    ({"MD_14": ("FAIL", "the file had mode 0666")}, "without naming the violation"),
+    ({"MD_14": ("ERROR", "lab broken: containerd died")}, "MD-14: ERROR, expected FAIL"),
+    ({}, "MD-14: not run, expected FAIL"),
+    ({"MD_14": ("FAIL", "still there after unprepare"), "DEP_01": ("FAIL", "crash")}, "DEP-01: FAIL"),
+])
+def test_a_broken_variant_mismatches_on_a_pass_another_message_an_error_or_an_extra_failure(verdicts, why: str) -> None:
+    result = judge(LEAVE, _report("NOT CERTIFIED", **verdicts), 1.0, Path("r.html"))
+    assert not result.match and why in result.why
+
+
+def test_a_valid_variant_must_be_certified_and_may_only_warn() -> None:
+    case = Case("slow-prepare", "gpu", VALID, [], ["ST-07"])
+    ok = _report("CERTIFIED", MD_01=("PASS", ""), ST_07=("WARNING", "SHOULD not met: no Ready condition"))
+    assert judge(case, ok, 1.0, Path("r.html")).match
+    failed = judge(case, _report("NOT CERTIFIED", MD_01=("FAIL", "no file"), ST_07=("WARNING", "")), 1.0, Path("r"))
+    assert not failed.match and "outcome: NOT CERTIFIED, expected CERTIFIED" in failed.why and "MD-01: FAIL" in failed.why
+
+
+def test_every_shipped_variant_is_a_case_and_configurations_are_not() -> None:
+    names = {c.name: c for c in cases()}
+    assert "gpu:metadata-disabled" not in names  # a configuration MD-15 asks for, not a variant to judge
+    assert names["gpu:leave-files"].kind == BROKEN and names["gpu:no-ready-condition"].kind == VALID
+    assert all(c.breaks for c in names.values() if c.kind == BROKEN)
+
+
+def test_only_picks_the_broken_variants_of_those_ids_and_the_valid_ones_they_apply_to() -> None:
+    all_cases = [LEAVE, Case("wrong-path", "gpu", BROKEN, ["MD-01"]), Case("never-unhealthy", "fake-gpu-plugin", BROKEN,
+                 ["DP-03"]), Case("no-ready-condition", "gpu", VALID, [], ["ST-07"])]
+    assert [c.variant for c in chosen(all_cases, "MD-14", ())] == ["leave-files", "no-ready-condition"]
+    assert [c.variant for c in chosen(all_cases, "DP", ())] == ["never-unhealthy"]
+    assert [c.variant for c in chosen(all_cases, None, ("gpu:wrong-path", "never-unhealthy"))] == [
+        "wrong-path", "never-unhealthy"]
+
+
+def test_list_json_names_variant_driver_kind_and_breaks_without_starting_anything(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["selfcheck", "--list", "--json", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.output)
+    assert {"variant": "leave-files", "driver": "gpu", "kind": "broken", "breaks": ["MD-14"]} in listing
+    assert {entry["kind"] for entry in listing} == {"valid", "broken"}
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args,named", [(["--variant", "no-such"], "no-such"), (["--only", "QQ"], "QQ"),
+                                        (["--json"], "--list")])
+def test_bad_input_exits_2_naming_it(tmp_path, args: list[str], named: str) -> None:
+    result = CliRunner().invoke(main, ["selfcheck", "--out", str(tmp_path / "out"), *args])
+    assert result.exit_code == 2 and named in result.output, result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_page_shows_each_variant_with_its_verdicts_and_a_link_to_its_report(tmp_path) -> None:
+    result = judge(LEAVE, _report("NOT CERTIFIED", MD_14=("PASS", "")), 3.0, tmp_path / "variants/gpu-leave-files/report.html")
+    from dataclasses import asdict
+
+    page = render_html({"summary": {"variants": 1, "matched": 0, "wall_seconds": 3.0, "valid": 0, "broken": 1},
+                        "variants": [asdict(result)]}, tmp_path)
+    assert "0 of 1 variants as expected" in page and "MISMATCH: MD-14: PASS, expected FAIL" in page
+    assert "href='variants/gpu-leave-files/report.html'" in page
