@@ -11,6 +11,7 @@ pytest.register_assert_rewrite("suites.derived_attributes.checks")
 
 from clusters.providers import Lab  # noqa: E402
 from suites.derived_attributes import topology  # noqa: E402
+from suites.framework.workload import pytest_configure  # noqa: E402,F401 (--workload-image)
 
 
 @pytest.fixture(scope="module")

@@ -124,14 +124,19 @@ def host_layout(s: Scenario, ev: Evidence, requests: tuple[str, ...] = REQUESTS)
     assert files == sorted(s.host_file(r) for r in requests)
 
 
+def no_spec(s: Scenario, dirs: tuple[str, ...], request: str) -> str:
+    return (f"no CDI spec {paths.cdi_spec_name(s.driver.name, s.uid, request)} on {s.node} in any dir its containerd "
+            f"reads CDI specs from ({', '.join(dirs)})")
+
+
 def cdi_spec(s: Scenario, ev: Evidence, requests: tuple[str, ...] = REQUESTS) -> str:  # MD-13; the cdiVersion seen
+    dirs = s.cdi_dirs(ev)
     versions = set()
     for request in requests:
-        path = paths.cdi_spec(s.driver.name, s.uid, request)
-        text = s.files.read(s.node, path)
-        ev.add(path, text or "(missing)")
-        assert text is not None, f"no CDI spec {path} on {s.node}"
-        spec = json.loads(text)
+        found = s.cdi_spec(dirs, request)
+        ev.add(f"CDI spec of {request}", found or "(missing)")
+        assert found is not None, no_spec(s, dirs, request)
+        spec = json.loads(found[1])
         want_version = "0.5.0" if s.uid[0].isdigit() else "0.3.0"
         versions.add(spec["cdiVersion"])
         assert spec["cdiVersion"] == want_version, f"cdiVersion {spec['cdiVersion']}, want {want_version} for UID {s.uid}"
@@ -190,17 +195,17 @@ def update_generation(s: Scenario, ev: Evidence) -> None:  # MD-17
 
 def cleanup(s: Scenario, ev: Evidence) -> None:  # MD-14
     claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
-    spec = paths.cdi_spec(s.driver.name, s.uid, "dev")
-    assert s.files.read(s.node, spec) is not None, f"{spec} is missing while the pod runs"
+    dirs = s.cdi_dirs(ev)
+    assert s.cdi_spec(dirs, "dev") is not None, f"{no_spec(s, dirs, 'dev')} while the pod runs"
     client.CoreV1Api(s.api).delete_namespaced_pod(s.pod, s.namespace)
     wait_for(f"pod {s.pod} gone", lambda: not client.CoreV1Api(s.api).list_namespaced_pod(
         s.namespace, field_selector=f"metadata.name={s.pod}").items, 60)
 
     def left() -> dict[str, object]:
-        return {"claim dir": sorted(s.files.listing(s.node, claim_dir)), "CDI spec": s.files.read(s.node, spec)}
+        return {"claim dir": sorted(s.files.listing(s.node, claim_dir)), "CDI specs": s.cdi_specs(dirs, s.driver.name)}
     try:
-        wait_for(f"{claim_dir} and {spec} removed from {s.node} after unprepare",
-                 lambda: left() == {"claim dir": [], "CDI spec": None}, 20)
+        wait_for(f"{claim_dir} and the claim's CDI specs ({', '.join(dirs)}) removed from {s.node} after unprepare",
+                 lambda: left() == {"claim dir": [], "CDI specs": []}, 20)
     except AssertionError:
         ev.add(f"left on {s.node} 20 s after the pod was gone", left())
         raise

@@ -1,10 +1,10 @@
-"""Where shipped Kubernetes (v1.37) puts device metadata: in containers, on the node, in CDI."""
+"""Where shipped Kubernetes (v1.37) puts device metadata: in containers, on the node, in CDI
+(the spec's file name; its directory is the driver's choice among those containerd reads)."""
 
 from __future__ import annotations
 
 CONTAINER_ROOT = "/var/run/kubernetes.io/dra-device-attributes"
 KEP_CONTAINER_ROOT = "/var/run/dra-device-attributes"  # the KEP text's path (spec drift 1)
-CDI_DIR = "/var/run/cdi"
 
 
 def in_container(claim: str, request: str, driver: str, template: bool = False) -> str:
@@ -24,5 +24,5 @@ def on_node(kubelet_root: str, driver: str, namespace: str, claim: str, request:
     return f"{claim_dir_on_node(kubelet_root, driver, namespace, claim)}/{request}/metadata.json"
 
 
-def cdi_spec(driver: str, claim_uid: str, request: str) -> str:
-    return f"{CDI_DIR}/{driver}_metadata_{claim_uid}_{request}.json"
+def cdi_spec_name(driver: str, claim_uid: str, request: str) -> str:
+    return f"{driver}_metadata_{claim_uid}_{request}.json"

@@ -13,14 +13,15 @@ from typing import Any, Callable
 
 from kubernetes import client
 
-from clusters import versions
 from clusters.providers import Lab
 from suites.device_metadata import paths
-from suites.framework import claims, pods, slices
+from suites.framework import claims, pods, slices, workload
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
+from suites.framework.evidence import Evidence
 from suites.framework.metadata_file import MetadataStream, parse_stream
 from suites.framework.node_files import NodeFiles
+from suites.framework.verdicts import require
 from suites.framework.waits import wait_for
 
 SLEEP = ["sh", "-c", "sleep 3600"]
@@ -29,7 +30,7 @@ LIST_FILES = f"find {paths.CONTAINER_ROOT} -type f 2>/dev/null | sort"  # an ini
 
 def container(name: str, command: list[str], claim: str, requests: tuple[str, ...] = ()) -> dict[str, Any]:
     refs = [{"name": claim, "request": r} for r in requests] or [{"name": claim}]
-    return {"name": name, "image": versions.WORKLOAD_IMAGE, "imagePullPolicy": "Never", "command": command,
+    return {"name": name, **workload.container_image(), "command": command,
             "resources": {"claims": refs}}
 
 
@@ -106,6 +107,23 @@ class Scenario:
 
     def host_file(self, request: str) -> str:
         return paths.on_node(self.kubelet_root, self.driver.name, self.namespace, self.claim_name, request)
+
+    def cdi_dirs(self, ev: Evidence) -> tuple[str, ...]:
+        """The dirs the node's containerd reads CDI specs from, observed; SKIP when it has CDI off."""
+        found = self.files.cdi_dirs(self.node)
+        ev.observe(f"CDI spec dirs of {self.node}", found.describe())
+        require(found.enabled, f"containerd on {self.node} does not use CDI ({found.source})",
+                "set enable_cdi = true in its CRI runtime plugin's configuration: without CDI no device metadata "
+                "reaches a container")
+        return found.dirs
+
+    def cdi_spec(self, dirs: tuple[str, ...], request: str) -> tuple[str, str] | None:
+        """(path, content) of the claim's metadata CDI spec for `request` in whichever of `dirs` holds it."""
+        return self.files.find(self.node, dirs, paths.cdi_spec_name(self.driver.name, self.uid, request))
+
+    def cdi_specs(self, dirs: tuple[str, ...], driver: str) -> list[str]:
+        """Every metadata CDI spec of `driver` for this claim in `dirs`."""
+        return [f for d in dirs for f in self.files.glob(self.node, f"{d}/{paths.cdi_spec_name(driver, self.uid, '*')}")]
 
     def slice_attributes(self) -> dict[tuple[str, str], dict[str, Any]]:
         return {(d.pool, d.name): d.attributes for d in slices.published(self.api, self.driver.name)}

@@ -137,11 +137,12 @@ def test_metadata_disabled_means_no_files_no_specs_no_mount(lab: Lab, api, node_
     try:
         with namespaces.fresh(api, prefix="md-off") as ns:
             s = scenario.single(lab, api, node_files, off, ns, "no-metadata")  # returns once the pod runs
+            dirs = s.cdi_dirs(evidence)
             claim_dir = paths.claim_dir_on_node(s.kubelet_root, off.name, ns, s.claim_name)
             seen = {
                 "metadata files in the container": s.listed_in("main", paths.CONTAINER_ROOT, paths.KEP_CONTAINER_ROOT),
                 f"{claim_dir} on {s.node}": sorted(s.files.listing(s.node, claim_dir)),
-                "metadata CDI specs": s.files.glob(s.node, paths.cdi_spec(off.name, s.uid, "*")),
+                f"metadata CDI specs in {', '.join(dirs)}": s.cdi_specs(dirs, off.name),
             }
             evidence.add("with metadata disabled", seen)
             assert not any(seen.values()), f"metadata is disabled, yet there are {[k for k, v in seen.items() if v]}"
@@ -151,10 +152,10 @@ def test_metadata_disabled_means_no_files_no_specs_no_mount(lab: Lab, api, node_
 
 # MD-18 ----------------------------------------------------------------------------------------
 
-def _observed(s: Scenario) -> dict[str, str | None]:
+def _observed(s: Scenario, cdi_dirs: tuple[str, ...]) -> dict[str, str | None]:
+    spec = s.cdi_spec(cdi_dirs, "dev")
     return {"in the container": s.read_in("main", paths.in_container(s.claim_name, "dev", s.driver.name)),
-            "on the node": s.files.read(s.node, s.host_file("dev")),
-            "CDI spec": s.files.read(s.node, paths.cdi_spec(s.driver.name, s.uid, "dev"))}
+            "on the node": s.files.read(s.node, s.host_file("dev")), "CDI spec": spec and spec[1]}
 
 
 def _without_generation(text: str | None) -> dict[str, Any] | None:
@@ -165,22 +166,25 @@ def _without_generation(text: str | None) -> dict[str, Any] | None:
     return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "generation"}}
 
 
-def _plant_stale_files(lab: Lab, s: Scenario) -> list[Path]:
+def _plant_stale_files(lab: Lab, s: Scenario, cdi_dirs: tuple[str, ...]) -> list[Path]:
     """The metadata directory and CDI spec of a claim that no longer exists, as a crash leaves
-    them: copies of the live ones under another claim, on the node's host paths (local labs)."""
+    them: copies of the live ones under another claim, beside them on the node's host paths
+    (local labs)."""
     node = lab.node(s.node)
     stale_uid, stale_claim = str(uuid.uuid4()), f"stale-{s.claim_name}"
     stale_file = paths.on_node(s.kubelet_root, s.driver.name, s.namespace, stale_claim, "dev")
-    spec = s.files.read(s.node, paths.cdi_spec(s.driver.name, s.uid, "dev")) or ""
+    found = s.cdi_spec(cdi_dirs, "dev")
+    assert found is not None, checks.no_spec(s, cdi_dirs, "dev")
+    spec_path, spec = found
+    stale_spec = f"{spec_path.rpartition('/')[0]}/{paths.cdi_spec_name(s.driver.name, stale_uid, 'dev')}"
     planted = {stale_file: s.files.read(s.node, s.host_file("dev")) or "",
-               paths.cdi_spec(s.driver.name, stale_uid, "dev"): spec.replace(s.uid, stale_uid).replace(
-                   s.host_file("dev"), stale_file)}
+               stale_spec: spec.replace(s.uid, stale_uid).replace(s.host_file("dev"), stale_file)}
     for path, text in planted.items():
         host = node.host_path(path)
         host.parent.mkdir(parents=True, exist_ok=True)
         host.write_text(text)
     claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, stale_claim)
-    return [node.host_path(claim_dir), node.host_path(paths.cdi_spec(s.driver.name, stale_uid, "dev"))]
+    return [node.host_path(claim_dir), node.host_path(stale_spec)]
 
 
 def _remove(planted: list[Path]) -> None:
@@ -196,12 +200,13 @@ def test_running_pods_keep_their_files_across_a_driver_restart(lab: Lab, api, no
                                                                metadata_driver: DriverUnderTest, namespace: str,
                                                                evidence: Evidence, request) -> None:
     s = scenario.single(lab, api, node_files, metadata_driver, namespace, "driver-restart")
-    before = _observed(s)
+    dirs = s.cdi_dirs(evidence)
+    before = _observed(s, dirs)
     evidence.add("before the driver restart", before)
-    stale = _plant_stale_files(lab, s) if lab.local is not None else []
+    stale = _plant_stale_files(lab, s, dirs) if lab.local is not None else []
     try:
         metadata_driver.restart_on(api, s.node)
-        after = _observed(s)
+        after = _observed(s, dirs)
         evidence.add("after the driver restart", after)
         assert after == before, "the running pod's metadata changed across a driver restart: " \
             f"{sorted(k for k in before if before[k] != after[k])}"
@@ -223,14 +228,15 @@ def test_a_re_prepared_claim_has_its_cdi_spec_and_metadata_after_a_restart_of(
         component: str, local_only: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str,
         evidence: Evidence) -> None:
     s = scenario.single(local_only, api, node_files, metadata_driver, namespace, f"{component}-restart")
-    before, version = _observed(s), node_files.version(s.node, s.host_file("dev"))
+    dirs = s.cdi_dirs(evidence)
+    before, version = _observed(s, dirs), node_files.version(s.node, s.host_file("dev"))
     evidence.add(f"before the {component} restart", before)
     node = local_only.local_node(s.node)
     {"kubelet": node.restart_kubelet, "containerd": node.restart_containerd}[component]()
     # Then the pod's sandbox dies: the kubelet creates a new one, which prepares the claim again
     # (the restarted kubelet has not prepared it yet) and starts the containers with its CDI devices.
     s.restarted("main", lambda: node.kill_pod_sandbox(s.pod_uid))
-    after = _observed(s)
+    after = _observed(s, dirs)
     evidence.add(f"after the {component} restart and a new sandbox", after)
     if component == "kubelet":
         assert node_files.version(s.node, s.host_file("dev")) != version, \

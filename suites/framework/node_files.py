@@ -3,15 +3,19 @@ mounted read-only, so the same checks work on local labs and on `kubeconfig` clu
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from clusters.providers import Lab
-from suites.framework import pods
+from suites.framework import cdi_dirs, pods
+from suites.framework.cdi_dirs import CdiDirs
 from suites.framework.pods import PodBuilder
+from suites.framework.verdicts import skip
+from suites.framework.waits import wait_for
 
 NAMESPACE = "dralab-node-files"
 HOST = "/host"
@@ -23,21 +27,68 @@ class Entry:
     kind: str  # "regular file", "directory", ...
 
 
+# Pod Security admission: the observer mounts the node's root (hostPath), which only the
+# privileged level allows.
+POD_SECURITY = {"pod-security.kubernetes.io/enforce": "privileged"}
+REMEDY = (f"let dralab run a privileged pod with hostPath / in namespace {NAMESPACE}: allow the namespace "
+          f"label pod-security.kubernetes.io/enforce=privileged (or exempt the namespace in the PodSecurity "
+          f"admission configuration and in any policy webhook), and give dralab's user the right to create the "
+          f"namespace and its pods")
+
+
+def _refused(what: str, e: ApiException) -> NoReturn:
+    """SKIP: the cluster does not let dralab observe its nodes' files; not the driver's FAIL."""
+    skip(f"the cluster refused {what} ({e.status} {e.reason}: {_message(e)}), so this check cannot read node files",
+         REMEDY)
+
+
+def _message(e: ApiException) -> str:
+    try:
+        return json.loads(e.body or "{}").get("message", "")
+    except ValueError:
+        return e.body or ""
+
+
+def _terminating(core: client.CoreV1Api) -> bool:
+    try:
+        return core.read_namespace(NAMESPACE).status.phase == "Terminating"
+    except ApiException as e:
+        if e.status in (403, 404):  # absent, or not ours to read: creating it answers
+            return False
+        raise
+
+
 @dataclass
 class NodeFiles:
     lab: Lab
     api: Any
     _ready: set[str] = field(default_factory=set)
+    _cdi_dirs: dict[str, CdiDirs] = field(default_factory=dict)
+
+    def _namespace(self) -> None:
+        """The observers' namespace, labelled for Pod Security admission (also when it exists)."""
+        core = client.CoreV1Api(self.api)
+        # One an earlier session left terminating would refuse the pod as if forbidden.
+        wait_for(f"namespace {NAMESPACE} of an earlier session deleted", lambda: not _terminating(core), 120)
+        try:
+            core.create_namespace({"metadata": {"name": NAMESPACE, "labels": POD_SECURITY}})
+            return
+        except ApiException as e:
+            if e.status == 403:
+                _refused(f"creating namespace {NAMESPACE}", e)
+            if e.status != 409:
+                raise
+        try:
+            core.patch_namespace(NAMESPACE, {"metadata": {"labels": POD_SECURITY}})
+        except ApiException as e:
+            if e.status == 403:
+                _refused(f"labelling namespace {NAMESPACE} {POD_SECURITY}", e)
+            raise
 
     def _pod(self, node: str) -> str:
         name = f"node-files-{node}"
         if node not in self._ready:
-            core = client.CoreV1Api(self.api)
-            try:
-                core.create_namespace({"metadata": {"name": NAMESPACE}})
-            except ApiException as e:
-                if e.status != 409:
-                    raise
+            self._namespace()
             pod = PodBuilder(name).with_volume({"name": "host", "hostPath": {"path": "/"}}, HOST).build()
             pod["spec"]["nodeName"] = node  # no scheduling: this pod observes, it is not under test
             pod["spec"]["containers"][0]["volumeMounts"][0]["readOnly"] = True
@@ -45,11 +96,27 @@ class NodeFiles:
             try:
                 pods.create(self.api, NAMESPACE, pod)
             except ApiException as e:
+                if e.status == 403:  # Pod Security or a policy webhook said no
+                    _refused(f"the node observer pod {NAMESPACE}/{name} (privileged, hostPath /)", e)
                 if e.status != 409:
                     raise
             pods.wait_phase(self.api, NAMESPACE, name)
             self._ready.add(node)
         return name
+
+    def cdi_dirs(self, node: str) -> CdiDirs:
+        """Where the node's container runtime reads CDI specs (read once per node)."""
+        if node not in self._cdi_dirs:
+            self._cdi_dirs[node] = cdi_dirs.of_node(self, node)
+        return self._cdi_dirs[node]
+
+    def find(self, node: str, dirs: tuple[str, ...], name: str) -> tuple[str, str] | None:
+        """(path, content) of file `name` in the first of `dirs` that has it, None if none does."""
+        for d in dirs:
+            text = self.read(node, f"{d}/{name}")
+            if text is not None:
+                return f"{d}/{name}", text
+        return None
 
     @staticmethod
     def _host(path: str) -> str:

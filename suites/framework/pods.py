@@ -9,9 +9,8 @@ from typing import Any
 
 from kubernetes import client
 
-from clusters import versions
 from clusters.providers import Lab
-from suites.framework import claims
+from suites.framework import claims, workload
 from suites.framework.claims import ClaimBuilder
 from suites.framework.verdicts import DriverFailure
 from suites.framework.waits import wait_for
@@ -21,7 +20,7 @@ POD_TIMEOUT = 90
 
 @dataclass
 class PodBuilder:
-    """A pod running the lab's workload image; chain the with_* calls, then `build()`."""
+    """A pod running the workload image (workload.py); chain the with_* calls, then `build()`."""
 
     name: str
     command: list[str] = field(default_factory=lambda: ["sleep", "3600"])
@@ -36,7 +35,7 @@ class PodBuilder:
     claims: list[dict[str, Any]] = field(default_factory=list)  # pod.spec.resourceClaims
     container_claims: list[dict[str, Any]] = field(default_factory=list)  # resources.claims of the container
     limits: dict[str, str] = field(default_factory=dict)
-    image: str = versions.WORKLOAD_IMAGE  # imported into the nodes' containerd by the lab
+    image: str = field(default_factory=workload.image)
 
     def on_node(self, node: str) -> "PodBuilder":
         """Through the scheduler, not spec.nodeName: the scheduler is part of what is tested."""
@@ -80,7 +79,7 @@ class PodBuilder:
         return self
 
     def build(self) -> dict[str, Any]:
-        container = {"name": "main", "image": self.image, "imagePullPolicy": "Never",
+        container = {"name": "main", **workload.container_image(self.image),
                      "command": self.command, "env": self.env, "volumeMounts": self.mounts,
                      "resources": {"claims": self.container_claims, "limits": self.limits}}
         spec: dict[str, Any] = {"containers": [container], "volumes": self.volumes, "terminationGracePeriodSeconds": 1,
