@@ -1,0 +1,155 @@
+"""What a container must hold when its plugin answered Allocate (the kubelet's record of the answer,
+checkpoint.AllocateAnswer), against what it does hold: each env var with its value, a mount at each
+container path (read-only when asked), a device node at each container path, and the edits of each
+CDI device the answer names. Pure: the check observes, this module judges."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from suites.device_plugin.checkpoint import AllocateAnswer
+
+# CDI's default spec directories, which containerd and CRI-O read unless configured otherwise.
+CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
+
+ALLOCATE = "Allocate"
+DEVICE_KINDS = ("character special file", "block special file")  # stat %F
+
+
+@dataclass(frozen=True)
+class Promise:
+    """One thing the container must hold, and who promised it (Allocate or a CDI device)."""
+
+    source: str
+    what: str  # "env", "mount" or "device node"
+    target: str  # the env var's name, or a path in the container
+    value: str = ""  # an env var's value
+    read_only: bool = False  # a mount's
+    host_path: str = ""  # a device node's, on the node
+
+
+def promises(answer: AllocateAnswer, cdi_specs: list[dict[str, Any]]) -> tuple[list[Promise], list[str]]:
+    """The answer's promises with its CDI devices' edits resolved against the specs, and a
+    violation for each CDI device no spec defines. The runtime applies CDI edits after the
+    kubelet's container config, so a CDI edit of the same env var or path replaces Allocate's."""
+    found: list[Promise] = [Promise(ALLOCATE, "env", k, v) for k, v in sorted(answer.envs.items())]
+    found += [Promise(ALLOCATE, "mount", m.container_path, read_only=m.read_only) for m in answer.mounts]
+    found += [Promise(ALLOCATE, "device node", d.container_path, host_path=d.host_path) for d in answer.devices]
+    problems = []
+    for name in answer.cdi_devices:
+        edits = cdi_edits(cdi_specs, name)
+        if edits is None:
+            problems.append(f"{ALLOCATE} named CDI device {name}, which no CDI spec under "
+                            f"{', '.join(CDI_SPEC_DIRS)} defines")
+            continue
+        source = f"CDI device {name}"
+        for edit in edits:
+            found += [Promise(source, "env", *e.split("=", 1)) for e in edit.get("env") or [] if "=" in e]
+            found += [Promise(source, "mount", m["containerPath"], read_only="ro" in (m.get("options") or []))
+                      for m in edit.get("mounts") or []]
+            found += [Promise(source, "device node", d["path"], host_path=d.get("hostPath") or d["path"])
+                      for d in edit.get("deviceNodes") or []]
+    last = {(p.what, p.target): p for p in found}
+    return list(last.values()), problems
+
+
+def cdi_edits(specs: list[dict[str, Any]], qualified: str) -> list[dict[str, Any]] | None:
+    """The container edits of CDI device `vendor/class=name`: its spec's and its own; None if no spec has it."""
+    kind, _, name = qualified.partition("=")
+    for spec in specs:
+        if spec.get("kind") != kind:
+            continue
+        for device in spec.get("devices") or []:
+            if device.get("name") == name:
+                return [spec.get("containerEdits") or {}, device.get("containerEdits") or {}]
+    return None
+
+
+@dataclass
+class ContainerView:
+    """What the container holds, as its main process sees it."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    mounts: dict[str, list[str]] = field(default_factory=dict)  # mount point -> its mount options
+    nodes: dict[str, str] = field(default_factory=dict)  # asked path -> file type (stat %F), "" if none
+    # Asked path -> the path it resolves to: the runtime mounts onto a destination with its
+    # symlinks resolved (an image's /var/run -> /run), and mountinfo names that.
+    resolved: dict[str, str] = field(default_factory=dict)
+
+    def mount_at(self, path: str) -> list[str] | None:
+        """The options of the mount at `path` as the container resolves it; None if there is none."""
+        return self.mounts.get(self.resolved.get(path, path))
+
+    def as_evidence(self) -> dict[str, Any]:
+        return {"env": self.env, "mount points": self.mounts, "paths of device nodes": self.nodes,
+                "mount paths resolved": self.resolved}
+
+
+_NODES, _MOUNTS, _ENV = "---device nodes", "---mount paths", "---env"
+
+
+def view_script(nodes: list[str], mounts: list[str]) -> str:
+    """Prints the container's mounts, the file type of each of `nodes`, where each of `mounts`
+    resolves to, and PID 1's environment (the container's command, so exactly what the runtime
+    gave it; NUL-separated, as values may hold newlines)."""
+    def quoted(paths: list[str]) -> str:
+        return " ".join(shlex.quote(p) for p in paths)
+    return (f"set -e; cat /proc/1/mountinfo; echo {_NODES}; for p in {quoted(nodes)}; do "
+            "if [ -e \"$p\" ]; then stat -L -c '%F|%n' \"$p\"; else echo \"|$p\"; fi; done; "
+            f"echo {_MOUNTS}; for p in {quoted(mounts)}; do "
+            "echo \"$p|$(readlink -f \"$p\" || echo \"$p\")\"; done; "
+            f"echo {_ENV}; cat /proc/1/environ")
+
+
+def parse_view(out: str) -> ContainerView:
+    head, _, environ = out.partition(f"\n{_ENV}\n")
+    mountinfo, _, rest = head.partition(f"{_NODES}\n")
+    nodes, _, mounts = rest.partition(f"{_MOUNTS}\n")
+    view = ContainerView()
+    for line in mountinfo.splitlines():
+        # mountinfo(5): ID parent major:minor root mount-point options ...; paths octal-escaped.
+        fields = line.split(" ")
+        if len(fields) > 5:
+            view.mounts[_unescape(fields[4])] = fields[5].split(",")
+    for line in nodes.splitlines():
+        kind, _, path = line.partition("|")
+        view.nodes[path] = kind
+    for line in mounts.splitlines():
+        path, _, resolved = line.rpartition("|")
+        view.resolved[path] = resolved
+    view.env = dict(e.split("=", 1) for e in environ.split("\0") if "=" in e)
+    return view
+
+
+def _unescape(path: str) -> str:
+    """mountinfo writes space, tab, newline and backslash as \\ooo."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+def violations(expected: list[Promise], view: ContainerView, host_kinds: dict[str, str]) -> list[str]:
+    """Each promise the container breaks, named with what it holds instead. `host_kinds`: the file
+    type of each device node's host path on the node ("" if the node has none)."""
+    found = []
+    for p in expected:
+        if p.what == "env":
+            got = view.env.get(p.target)
+            if got != p.value:
+                holds = f"{p.target}={got!r}" if got is not None else f"no {p.target}"
+                found.append(f"{p.source} set env {p.target}={p.value!r}, the container has {holds}")
+        elif p.what == "mount":
+            options = view.mount_at(p.target)
+            if options is None:
+                found.append(f"{p.source} mounted {p.target}, the container has no mount there")
+            elif p.read_only and "ro" not in options:
+                found.append(f"{p.source} mounted {p.target} read-only, the container has it {','.join(options)}")
+        else:
+            kind, host = view.nodes.get(p.target, ""), host_kinds.get(p.host_path, "")
+            if not kind:
+                found.append(f"{p.source} gave device node {p.target} ({p.host_path}), the container has none")
+            elif kind not in DEVICE_KINDS or kind != host:
+                found.append(f"{p.source} gave device node {p.target}: the container's is a {kind}, "
+                             f"the node's {p.host_path} a {host or 'missing file'}")
+    return found
