@@ -1,16 +1,21 @@
-"""The device plugin checks that the tests and the self-check share, and the plugin as the node
-runs it: its pod and log on a node, the GPUs the emulated hardware gives the node."""
+"""The device plugin checks that the tests and the self-check share, judged by the device plugin
+API as the kubelet holds it (its checkpoint of each Allocate answer and of the healthy devices,
+the node's capacity and allocatable), not by what our plugin logs or names; and the plugin as the
+node runs it: its pod and log on a node (evidence), the GPUs the emulated hardware gives the node."""
 
 from __future__ import annotations
 
 import re
 
 from clusters.providers import Lab
-from suites.framework.evidence import Evidence
 from fake_hardware.lab import HardwareLab
-from suites.device_plugin.node_resources import allocatable, wait_allocatable
+from suites.device_plugin import allocation, observations
+from suites.device_plugin.checkpoint import Entry
+from suites.device_plugin.node_resources import allocatable, capacity, wait_allocatable
 from suites.framework import pods
 from suites.framework.drivers import DriverUnderTest
+from suites.framework.evidence import Evidence
+from suites.framework.node_files import NodeFiles
 from suites.framework.pods import PodBuilder
 from suites.framework.waits import WaitTimeout
 
@@ -38,40 +43,80 @@ def plugin_log(api, plugin: DriverUnderTest, node: str) -> str:
 
 
 def granted(log: str, call: str) -> list[list[str]]:
-    """The device ID lists the plugin logged for each `call` (klog: `"Allocate" devices=["a","b"]`)."""
+    """The device ID lists the reference plugin logged for each `call` (klog: `"GetPreferredAllocation"
+    preferred=["a","b"]`). Only DP-07 reads them: the kubelet keeps no record of a preference or a
+    pre-start call, so seeing them for any plugin takes a probe between the kubelet and the plugin."""
     key = "preferred" if call == "GetPreferredAllocation" else "devices"
     return [re.findall(r"[A-Za-z0-9][\w.-]*", m) for m in re.findall(rf'"{call}" {key}=\[([^\]]*)\]', log)]
 
 
-def uuids_of(output: str) -> list[str]:
-    """The device IDs a container was given, from the plugin's env var it printed."""
-    found = re.search(r"DRALAB_FAKE_GPU_UUIDS=(\S+)", output)
-    return found.group(1).split(",") if found else []
+def device_pod(name: str, plugin: DriverUnderTest, count: int, node: str) -> PodBuilder:
+    """A pod whose container asks for `count` of the plugin's devices and sleeps: its PID 1 holds
+    the environment the runtime gave the container."""
+    return PodBuilder(name).on_node(node).with_limit(plugin.resource, count)
 
 
-def gpu_pod(name: str, plugin: DriverUnderTest, count: int, node: str) -> PodBuilder:
-    """A pod that asks for `count` devices and prints what it got: env, device nodes, mounts."""
-    return (PodBuilder(name).on_node(node).with_limit(plugin.resource, count).running(
-        "sh", "-c", "env | grep ^DRALAB_ | sort; echo ---; ls /dev | grep dralab-fake-gpu; echo ---; "
-                    "ls /var/run/dralab/fake-gpu; echo ---end; sleep 3600"))
+def holds_its_allocation(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, namespace: str, pod: str,
+                         count: int, ev: Evidence) -> Entry:  # DP-04
+    """Once pod `pod` (a device_pod) runs: the kubelet's record of its allocation, after checking
+    that it was granted `count` distinct devices and that its container holds everything the
+    plugin answered to Allocate for them (env, mounts, device nodes, CDI devices' edits)."""
+    running = pods.wait_phase(api, namespace, pod)
+    entry = observations.allocation_of(files, running, plugin.resource)
+    ev.add(f"pod {pod}: the kubelet's record of its allocation (checkpoint)", entry.as_evidence())
+    ids = entry.device_ids
+    ev.observe(f"pod {pod}: devices granted", ids)
+    assert len(set(ids)) == len(ids) == count, \
+        f"pod {pod} asked for {count} {plugin.resource}, the kubelet granted {len(ids)}: {ids}"
+    node = running.spec.node_name
+    specs = observations.cdi_specs(files, node) if entry.answer.cdi_devices else []
+    expected, wrong = allocation.promises(entry.answer, specs)
+    nodes = [p for p in expected if p.what == "device node"]
+    view = observations.container_view(lab, namespace, pod, [p.target for p in nodes],
+                                       [p.target for p in expected if p.what == "mount"])
+    ev.add(f"pod {pod}: what its container holds", view.as_evidence())
+    wrong += allocation.violations(expected, view, {p.host_path: observations.file_kind(files, node, p.host_path)
+                                                    for p in nodes})
+    assert not wrong, (f"pod {pod}'s container lacks what the plugin answered to Allocate for {ids}: "
+                       + "; ".join(wrong))
+    return entry
 
 
-def health_follows_the_hardware(lab: Lab, api, plugin: DriverUnderTest, node: str, ev: Evidence) -> None:  # DP-03
+def healthy_devices(files: NodeFiles, node: str, resource: str) -> list[str]:
+    """The devices of `resource` the kubelet holds healthy, as ListAndWatch last listed them."""
+    return observations.kubelet_checkpoint(files, node).registered.get(resource, [])
+
+
+def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, node: str,
+                                ev: Evidence) -> None:  # DP-03
+    """A GPU faulted in the emulated hardware leaves the node's allocatable (the kubelet's count of
+    the healthy devices ListAndWatch lists) and returns to it once healed."""
     every = gpus(lab, plugin, node)
     gpu, total = every[-1], len(every)
     # A plugin just rolled out (the self-check's variant) shows in allocatable only with kubelet's
     # next node status update: start once every GPU is there, not from a passing 0.
     wait_allocatable(api, node, plugin.resource, total, HEALTH_TIMEOUT)
+    before = healthy_devices(files, node, plugin.resource)
     hardware = HardwareLab(lab.local.cfg)  # type: ignore[union-attr]
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:
-        dropped = wait_allocatable(api, node, plugin.resource, total - 1, HEALTH_TIMEOUT)
-    except WaitTimeout:
-        ev.add(f"plugin log on {node}", plugin_log(api, plugin, node)[-3000:])
-        raise AssertionError(f"{gpu} marked unhealthy in sysfs, yet {node}'s allocatable {plugin.resource} stayed "
-                             f"{allocatable(api, node, plugin.resource)} (want {total - 1}) for {HEALTH_TIMEOUT}s") from None
+        try:
+            dropped: float | None = wait_allocatable(api, node, plugin.resource, total - 1, HEALTH_TIMEOUT)
+        except WaitTimeout:
+            dropped = None
+        during = healthy_devices(files, node, plugin.resource)
+        counts = capacity(api, node, plugin.resource), allocatable(api, node, plugin.resource)
     finally:
         hardware.set_gpu_health(node, gpu, healthy=True)
+    left = sorted(set(before) - set(during))
+    ev.observe(f"the kubelet's healthy {plugin.resource} on {node} (checkpoint, from ListAndWatch)",
+               {"before": before, f"with {gpu} unhealthy": during, "left": left})
+    ev.observe(f"capacity, allocatable with {gpu} unhealthy", counts)
+    if dropped is None:
+        ev.add(f"plugin log on {node}", plugin_log(api, plugin, node)[-3000:])
+        raise AssertionError(f"{gpu} marked unhealthy in the emulated hardware, yet {node}'s allocatable "
+                             f"{plugin.resource} stayed {counts[1]} (want {total - 1}) for {HEALTH_TIMEOUT}s; the "
+                             f"kubelet holds {len(during)} of its {len(before)} devices healthy (checkpoint)")
     restored = wait_allocatable(api, node, plugin.resource, total, HEALTH_TIMEOUT)
-    ev.observe("allocatable", f"{total} -> {total - 1} {dropped:.1f}s after {gpu} went unhealthy -> {total} "
-                              f"{restored:.1f}s after it recovered")
+    ev.observe("allocatable", f"{total} -> {total - 1} {dropped:.1f}s after {gpu} went unhealthy ({left} left the "
+                              f"kubelet's healthy devices) -> {total} {restored:.1f}s after it recovered")

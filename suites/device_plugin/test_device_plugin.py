@@ -14,10 +14,11 @@ from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability
-from suites.device_plugin import checks, probe
+from suites.device_plugin import checkpoint, checks, observations, probe
 from suites.device_plugin.node_resources import allocatable, capacity, wait_allocatable
 from suites.framework import pods, spec_drift
 from suites.framework.drivers import DriverUnderTest
+from suites.framework.node_files import NodeFiles
 from suites.framework.spec_drift import Drift
 from suites.framework.waits import wait_for
 
@@ -37,12 +38,6 @@ def plugin(driver: DriverUnderTest) -> DriverUnderTest:
 @pytest.fixture
 def node(lab: Lab) -> str:
     return lab.nodes[0].name
-
-
-def _outputs(api, namespace: str, *names: str) -> dict[str, str]:
-    """Each pod's printout of what it was given (gpu_pod), once complete."""
-    return {n: wait_for(f"the printout of pod {n}", lambda n=n: (o := pods.logs(api, namespace, n)).endswith("---end\n")
-                        and o, 60) for n in names}
 
 
 @pytest.mark.requirement("DP-01")
@@ -87,39 +82,30 @@ def test_second_plugin_for_a_registered_resource_name(local_only: Lab, api, plug
 
 
 @pytest.mark.requirement("DP-03")
-def test_unhealthy_device_leaves_allocatable_and_returns(local_only: Lab, api, plugin: DriverUnderTest, node: str,
+def test_unhealthy_device_leaves_allocatable_and_returns(local_only: Lab, api, node_files: NodeFiles,
+                                                         plugin: DriverUnderTest, node: str,
                                                          evidence: Evidence) -> None:
-    checks.health_follows_the_hardware(local_only, api, plugin, node, evidence)
+    checks.health_follows_the_hardware(local_only, api, node_files, plugin, node, evidence)
 
 
 @pytest.mark.requirement("DP-04")
-def test_allocate_results_reach_the_container(api, plugin: DriverUnderTest, namespace: str, node: str,
-                                              evidence: Evidence) -> None:
-    pods.create(api, namespace, checks.gpu_pod("two", plugin, 2, node))
-    out = _outputs(api, namespace, "two")["two"]
-    evidence.add("the container's printout", out)
-    env, dev, mounts, _ = out.split("---")
-    uuids = checks.uuids_of(out)
-    evidence.observe("devices", uuids)
-    assert len(set(uuids)) == 2, f"want 2 devices in DRALAB_FAKE_GPU_UUIDS, got {uuids}"
-    assert checks.granted(checks.plugin_log(api, plugin, node), "Allocate")[-1] == uuids, \
-        "the container's devices differ from what the plugin's last Allocate answered"
-    for uuid in uuids:
-        assert env.count(f"={uuid}\n") == 2, f"want the env var the plugin set and the CDI device's for {uuid}:\n{env}"
-        assert uuid in mounts.split(), f"no mount of {uuid}'s sysfs dir under /var/run/dralab/fake-gpu:{mounts}"
-    assert len(dev.split()) == 2, f"want 2 device nodes /dev/dralab-fake-gpu*, got {dev.split()}"
+def test_allocate_results_reach_the_container(lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest,
+                                              namespace: str, node: str, evidence: Evidence) -> None:
+    pods.create(api, namespace, checks.device_pod("two", plugin, 2, node))
+    checks.holds_its_allocation(lab, api, node_files, plugin, namespace, "two", 2, evidence)
 
 
 @pytest.mark.requirement("DP-04")
-def test_concurrent_pods_get_disjoint_devices(api, plugin: DriverUnderTest, namespace: str, node: str,
-                                              evidence: Evidence) -> None:
+def test_concurrent_pods_get_disjoint_devices(lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest,
+                                              namespace: str, node: str, evidence: Evidence) -> None:
     names = [f"pod-{i}" for i in range(3)]
     for name in names:
-        pods.create(api, namespace, checks.gpu_pod(name, plugin, 2, node))
-    given = {n: checks.uuids_of(o) for n, o in _outputs(api, namespace, *names).items()}
+        pods.create(api, namespace, checks.device_pod(name, plugin, 2, node))
+    given = {n: checks.holds_its_allocation(lab, api, node_files, plugin, namespace, n, 2, evidence).device_ids
+             for n in names}
     evidence.observe("devices per pod", given)
-    everything = [u for uuids in given.values() for u in uuids]
-    assert len(everything) == 6 and len(set(everything)) == 6, f"3 pods x 2 devices overlap: {given}"
+    everything = [d for ids in given.values() for d in ids]
+    assert len(set(everything)) == 6, f"3 pods x 2 devices overlap: {given}"
 
 
 def _container(api, namespace: str, name: str) -> tuple[str, int]:
@@ -127,30 +113,42 @@ def _container(api, namespace: str, name: str) -> tuple[str, int]:
     return status.container_id, status.restart_count
 
 
+def _lists_again(files: NodeFiles, node: str, resource: str, written_before: str | None, total: int) -> bool:
+    """A checkpoint written since `written_before` holds `total` healthy devices of `resource`: a
+    starting kubelet clears them until the plugin registers and lists them again (readCheckpoint)."""
+    return files.version(node, checkpoint.PATH) != written_before and \
+        len(checks.healthy_devices(files, node, resource)) == total
+
+
 @pytest.mark.requirement("DP-05")
-def test_kubelet_restart_keeps_running_pods_devices(local_only: Lab, api, plugin: DriverUnderTest, namespace: str,
-                                                    node: str, evidence: Evidence) -> None:
+def test_kubelet_restart_keeps_running_pods_devices(local_only: Lab, api, node_files: NodeFiles,
+                                                    plugin: DriverUnderTest, namespace: str, node: str,
+                                                    evidence: Evidence) -> None:
     total = len(checks.gpus(local_only, plugin, node))
-    pods.create(api, namespace, checks.gpu_pod("running", plugin, 2, node))
-    held = checks.uuids_of(_outputs(api, namespace, "running")["running"])
+    pods.create(api, namespace, checks.device_pod("running", plugin, 2, node))
+    held = checks.holds_its_allocation(local_only, api, node_files, plugin, namespace, "running", 2, evidence)
     before = _container(api, namespace, "running")
-    registrations = checks.plugin_log(api, plugin, node).count("Registered with kubelet")
+    written = node_files.version(node, checkpoint.PATH)
     start = time.monotonic()
     local_only.local_node(node).restart_kubelet()
     # Measured (v1.37.1): the reference plugin registers again about 1.5 s after the restart began
     # (it watches for a new kubelet.sock every second).
-    wait_for("the plugin to register again", lambda: checks.plugin_log(api, plugin, node).count(
-        "Registered with kubelet") > registrations, 60)
+    wait_for(f"the plugin to register again and list its {total} devices to the restarted kubelet",
+             lambda: _lists_again(node_files, node, plugin.resource, written, total), 60)
     took = time.monotonic() - start
     wait_allocatable(api, node, plugin.resource, total)
     evidence.observe("re-registered", f"{took:.1f}s after the kubelet restart began")
     assert _container(api, namespace, "running") == before, "the running pod's container changed or restarted"
+    kept = observations.allocation_of(node_files, client.CoreV1Api(api).read_namespaced_pod("running", namespace),
+                                      plugin.resource)
+    assert kept.device_ids == held.device_ids, \
+        f"after the kubelet restart its checkpoint gives the running pod {kept.device_ids}, before {held.device_ids}"
     # Every other device goes to a new pod: kubelet still knows (checkpoint) which two are taken.
-    pods.create(api, namespace, checks.gpu_pod("rest", plugin, total - 2, node))
-    rest = checks.uuids_of(_outputs(api, namespace, "rest")["rest"])
-    evidence.observe("devices", {"running pod": held, "new pod": rest})
-    assert len(rest) == total - 2 and not set(rest) & set(held), \
-        f"after the kubelet restart a new pod got {rest}, overlapping the running pod's {held}"
+    pods.create(api, namespace, checks.device_pod("rest", plugin, total - 2, node))
+    rest = checks.holds_its_allocation(local_only, api, node_files, plugin, namespace, "rest", total - 2, evidence)
+    evidence.observe("devices", {"running pod": held.device_ids, "new pod": rest.device_ids})
+    assert not set(rest.device_ids) & set(held.device_ids), \
+        f"after the kubelet restart a new pod got {rest.device_ids}, overlapping the running pod's {held.device_ids}"
 
 
 def _plugin_daemonset(api, plugin: DriverUnderTest) -> str:
@@ -163,8 +161,7 @@ def _plugin_daemonset(api, plugin: DriverUnderTest) -> str:
 def test_plugin_death_and_return(local_only: Lab, api, plugin: DriverUnderTest, namespace: str, node: str,
                                  evidence: Evidence) -> None:
     total = len(checks.gpus(local_only, plugin, node))
-    pods.create(api, namespace, checks.gpu_pod("survivor", plugin, 1, node))
-    _outputs(api, namespace, "survivor")
+    pods.run(api, namespace, checks.device_pod("survivor", plugin, 1, node))
     before = _container(api, namespace, "survivor")
     apps, ds = client.AppsV1Api(api), _plugin_daemonset(api, plugin)
     # The DaemonSet would replace a killed plugin at once: select no node instead, then restore.
@@ -187,10 +184,11 @@ def test_plugin_death_and_return(local_only: Lab, api, plugin: DriverUnderTest, 
 
 
 @pytest.mark.requirement("DP-07")
-def test_preferred_allocation_is_honoured_and_prestart_runs(api, plugin: DriverUnderTest, namespace: str, node: str,
-                                                            evidence: Evidence) -> None:
-    pods.create(api, namespace, checks.gpu_pod("preferred", plugin, 2, node))
-    uuids = checks.uuids_of(_outputs(api, namespace, "preferred")["preferred"])
+def test_preferred_allocation_is_honoured_and_prestart_runs(api, node_files: NodeFiles, plugin: DriverUnderTest,
+                                                            namespace: str, node: str, evidence: Evidence) -> None:
+    pod = pods.run(api, namespace, checks.device_pod("preferred", plugin, 2, node))
+    uuids = observations.allocation_of(node_files, pod, plugin.resource).device_ids
+    # The preference and the pre-start call as the reference plugin logs them (checks.granted).
     log = checks.plugin_log(api, plugin, node)
     preferred, prestart = checks.granted(log, "GetPreferredAllocation"), checks.granted(log, "PreStartContainer")
     evidence.observe("calls", {"preferred": preferred[-1:], "allocated": uuids, "pre-start": prestart[-1:]})
