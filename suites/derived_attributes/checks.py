@@ -6,12 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from suites.framework.evidence import Evidence
+from suites.derived_attributes.gates import DERIVED, remedy
 from suites.derived_attributes.topology import DERIVED_NUMA, GPU, NIC, attribute
 from suites.framework import claims, pods
 from suites.framework.claims import ClaimBuilder
+from suites.framework.verdicts import require
 from suites.framework.waits import wait_for
 
 SCHEDULE_TIMEOUT = 30
+# The scheduler's answer to derived attributes while its DRADerivedAttributes gate is off.
+SCHEDULER_GATE_OFF = "cannot handle request with derived attributes, the feature is disabled"
+
+
+def skip_if_scheduler_gate_off(events: str) -> None:
+    require(SCHEDULER_GATE_OFF not in events, f"feature gate {DERIVED} is off in kube-scheduler (its event: "
+            f"{SCHEDULER_GATE_OFF!r})", remedy(DERIVED, "kube-scheduler"))
 GPU_1 = f"{attribute(GPU, 'index')} == 1"  # the selector of the one NUMA-1 GPU
 
 
@@ -21,7 +30,9 @@ def schedule(api, namespace: str, claim: ClaimBuilder, node: str | None, ev: Evi
     try:
         allocated = pods.allocate_through(api, namespace, claim, node, pod=claim.name, timeout=SCHEDULE_TIMEOUT)
     except AssertionError:
-        ev.add("pod events", pods.events(api, namespace, claim.name))
+        events = pods.events(api, namespace, claim.name)
+        ev.add("pod events", events)
+        skip_if_scheduler_gate_off(events)
         raise
     ev.add("allocation", claims.allocated(allocated))
     ev.observe("allocated", ", ".join(f"{r['request']}={r['pool']}/{r['device']}" for r in claims.allocated(allocated)))
@@ -38,6 +49,10 @@ def scheduling_failure(api, namespace: str, claim: ClaimBuilder, node: str | Non
         return next((line for line in seen.splitlines() if "FailedScheduling" in line and reason in line), None)
     try:
         event = wait_for(f"a FailedScheduling event of pod {claim.name} saying {reason!r}", failed, SCHEDULE_TIMEOUT)
+    except AssertionError:
+        if reason not in SCHEDULER_GATE_OFF:
+            skip_if_scheduler_gate_off(pods.events(api, namespace, claim.name))
+        raise
     finally:
         ev.add("pod events", pods.events(api, namespace, claim.name))
     ev.observe("scheduling failed", event)

@@ -1,5 +1,5 @@
-"""Fixtures of the DA suite: the published topology on a slice-only node and a namespace whose
-pods only get scheduled (slice-only nodes have no kubelet)."""
+"""Fixtures of the DA suite: the feature gates as the cluster shows them, and the published
+topology on a slice-only node whose pods only get scheduled (slice-only nodes have no kubelet)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,26 @@ import pytest
 pytest.register_assert_rewrite("suites.derived_attributes.checks")
 
 from clusters.providers import Lab  # noqa: E402
-from suites.derived_attributes import topology  # noqa: E402
+from suites.derived_attributes import gates, topology  # noqa: E402
+from suites.framework.evidence import Evidence  # noqa: E402
 from suites.framework.workload import pytest_configure  # noqa: E402,F401 (--workload-image)
+
+
+@pytest.fixture(scope="session")
+def cluster_gates(api) -> gates.Gates:
+    return gates.Gates(api)
+
+
+@pytest.fixture
+def derived_gate(cluster_gates: gates.Gates, evidence: Evidence) -> None:
+    """SKIP unless the API server keeps derivedAttributes (DRADerivedAttributes), observed."""
+    evidence.observe(f"feature gate {gates.DERIVED}", cluster_gates.require(gates.DERIVED))
+
+
+@pytest.fixture
+def list_gate(derived_gate: None, cluster_gates: gates.Gates, evidence: Evidence) -> None:
+    """SKIP unless the API server accepts list results (DRAListTypeAttributes), observed."""
+    evidence.observe(f"feature gate {gates.LISTS}", cluster_gates.require(gates.LISTS))
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,8 @@ from suites.framework.claims import ClaimBuilder
 from suites.framework.spec_drift import Drift
 from suites.framework.validation import Cause
 
-pytestmark = pytest.mark.e2e
+# Every check here needs the API server to keep derivedAttributes; each observes that it does.
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("derived_gate")]
 
 
 @pytest.mark.requirement("DA-01")
@@ -96,6 +97,7 @@ LISTS = [  # (case, GPU-side list, NIC-side list, matchAttribute?, the NIC the s
 
 
 @pytest.mark.requirement("DA-08")
+@pytest.mark.usefixtures("list_gate")
 @pytest.mark.parametrize("case,gpu,nic,match,want", LISTS, ids=[c[0] for c in LISTS])
 def test_list_results(api, topology_node: str, namespace: str, evidence: Evidence, case: str, gpu: str, nic: str,
                       match: bool, want: str) -> None:

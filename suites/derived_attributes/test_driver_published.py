@@ -47,7 +47,10 @@ def numa_nodes(api, claim: dict[str, Any]) -> dict[str, tuple[str, int]]:
 
 
 @pytest.fixture(scope="module")
-def net(lab: Lab, deploy_driver) -> DriverProfile:
+def net(lab: Lab, deploy_driver, request: pytest.FixtureRequest) -> DriverProfile:
+    if request.config.getoption("--driver"):
+        pytest.skip("these checks pair dralab's reference GPU and VF drivers; the drivers --driver names are checked "
+                    "by test_driver_under_test.py")
     if lab.local is None:
         pytest.skip("the reference drivers run on the local lab's emulated hardware")
     deploy_driver("gpu")
@@ -64,6 +67,7 @@ EXPRESSIONS = [  # the GPU side; the VF side derives from numaNode
 
 
 @pytest.mark.parametrize("gpu_expression", EXPRESSIONS)
+@pytest.mark.usefixtures("derived_gate")
 def test_reference_drivers_pair_by_numa(api, net: DriverProfile, namespace: str, evidence: Evidence,
                                         gpu_expression: str) -> None:
     node = "node-1"

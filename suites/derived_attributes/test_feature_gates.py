@@ -30,7 +30,7 @@ def test_gate_off_in_the_scheduler_fails_scheduling(scheduler_gate_off_lab: Lab,
     api, node = scheduler_gate_off_lab.api(), scheduler_gate_off_lab.slice_only_nodes[0]
     with namespaces.fresh(api) as namespace, topology.published(api, node):
         claim = checks.numa_pair()
-        checks.scheduling_failure(api, namespace, claim, node, "feature is disabled", evidence)
+        checks.scheduling_failure(api, namespace, claim, node, checks.SCHEDULER_GATE_OFF, evidence)
         assert claims.derived_attributes(claims.read(api, namespace, claim.name)), \
             "the API server (gate on) should have kept derivedAttributes"
 

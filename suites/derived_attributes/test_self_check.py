@@ -8,7 +8,7 @@ import pytest
 from suites.derived_attributes import checks
 from suites.framework import self_check
 
-pytestmark = [pytest.mark.e2e, pytest.mark.requirement("MUT-01")]
+pytestmark = [pytest.mark.e2e, pytest.mark.requirement("MUT-01"), pytest.mark.usefixtures("derived_gate")]
 
 
 def test_wrong_derived_expression_fails_da01(api, topology_node: str, namespace: str) -> None:
