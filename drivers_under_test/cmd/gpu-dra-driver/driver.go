@@ -31,7 +31,6 @@ var ownVariants = map[string]string{
 	variantLeakOtherRequest:  "each device is reported for every request of its claim, so one request's container sees another's metadata (breaks MD-04)",
 	variantAttributeMismatch: "the metadata's index attribute differs from the ResourceSlice's (breaks MD-03)",
 	variantDropDevice:        "a request's metadata lists only its first device (breaks MD-02, MD-06)",
-	variantNoReadyCondition:  "status.devices entries carry no Ready condition (misses ST-07, a SHOULD: a WARNING)",
 	variantRefusePrepare:     "NodePrepareResources fails for every claim, so no pod with a claim starts (breaks MD-01 and every check of a prepared claim)",
 }
 
@@ -39,7 +38,6 @@ const (
 	variantLeakOtherRequest  = "leak-other-request"
 	variantAttributeMismatch = "attribute-mismatch"
 	variantDropDevice        = "drop-device"
-	variantNoReadyCondition  = "no-ready-condition"
 	variantRefusePrepare     = "refuse-prepare"
 )
 
@@ -56,8 +54,8 @@ type gpuDriver struct {
 
 func deviceName(g sysfs.GPU) string { return fmt.Sprintf("gpu-%d", g.Index) }
 
-// attributes are the typed attributes of a GPU, published in the slice and, identically, in
-// the metadata file.
+// attributes are the typed attributes of a GPU under the names the driver publishes, in the
+// slice and, identically, in the metadata file.
 func (d *gpuDriver) attributes(g sysfs.GPU) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		"index":         {IntValue: ptr.To(int64(g.Index))},
@@ -72,7 +70,7 @@ func (d *gpuDriver) attributes(g sysfs.GPU) map[resourceapi.QualifiedName]resour
 	if root, err := deviceattribute.GetPCIeRootAttributeByPCIBusID(g.BDF, deviceattribute.WithFSFromRoot(d.opts.SysfsRoot)); err == nil {
 		attrs[root.Name] = root.Value
 	}
-	return attrs
+	return d.opts.Attributes(attrs)
 }
 
 // devices discovers the GPUs and returns the healthy ones as slice devices.
@@ -121,7 +119,7 @@ func (d *gpuDriver) PrepareResourceClaims(ctx context.Context, claims []*resourc
 func (d *gpuDriver) ours(claim *resourceapi.ResourceClaim) []resourceapi.DeviceRequestAllocationResult {
 	var out []resourceapi.DeviceRequestAllocationResult
 	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver == d.opts.DriverName && r.Pool == d.opts.NodeName {
+		if r.Driver == d.opts.DriverName && d.opts.OwnsPool(r.Pool) {
 			out = append(out, r)
 		}
 	}
@@ -199,7 +197,7 @@ func (d *gpuDriver) metadataAttributes(g sysfs.GPU) map[string]resourceapi.Devic
 		attrs[string(k)] = v
 	}
 	if d.opts.Variant.Is(variantAttributeMismatch) {
-		attrs["index"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(g.Index + 1))}
+		attrs[string(d.opts.AttributeName("index"))] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(g.Index + 1))}
 	}
 	return attrs
 }
@@ -209,11 +207,11 @@ func (d *gpuDriver) reportStatus(ctx context.Context, claim *resourceapi.Resourc
 	var entries []dradriver.DeviceStatus
 	for _, r := range results {
 		entries = append(entries, dradriver.DeviceStatus{
-			Pool: r.Pool, Device: r.Device, Ready: !d.opts.Variant.Is(variantNoReadyCondition),
+			Pool: r.Pool, Device: r.Device, Ready: true,
 			Data: map[string]any{"uuid": gpus[r.Device].UUID, "node": d.opts.NodeName},
 		})
 	}
-	return dradriver.WriteStatus(ctx, d.client, d.opts.DriverName, claim.Namespace, claim.Name, entries)
+	return d.opts.WriteClaimStatus(ctx, d.client, claim.Namespace, claim.Name, entries)
 }
 
 func (d *gpuDriver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {

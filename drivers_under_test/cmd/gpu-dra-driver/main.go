@@ -18,25 +18,39 @@ import (
 	"dralab.dev/drivers/internal/sysfs"
 )
 
+// config is the driver's command line.
+type config struct {
+	opts           *dradriver.Options
+	poll           time.Duration
+	library        string
+	hostDriverRoot string
+}
+
+func newConfig(fs *flag.FlagSet) *config {
+	c := &config{opts: dradriver.RegisterFlags(fs, "gpu.dralab.dev", ownVariants)}
+	fs.DurationVar(&c.poll, "poll", 2*time.Second, "how often GPUs are looked for: ones that vanish, return or change health")
+	fs.StringVar(&c.library, "nvml-library", "", "discover GPUs through this libnvidia-ml.so.1 instead of reading sysfs")
+	fs.StringVar(&c.hostDriverRoot, "host-driver-root", "/", "with --nvml-library: the NVIDIA driver root as the node sees it, whose dev/ holds the GPUs' device nodes")
+	return c
+}
+
 func main() {
 	klog.InitFlags(nil)
-	opts := dradriver.RegisterFlags(flag.CommandLine, "gpu.dralab.dev", ownVariants)
-	poll := flag.Duration("poll", 2*time.Second, "how often GPUs are looked for: ones that vanish, return or change health")
-	library := flag.String("nvml-library", "", "discover GPUs through this libnvidia-ml.so.1 instead of reading sysfs")
-	hostDriverRoot := flag.String("host-driver-root", "/", "with --nvml-library: the NVIDIA driver root as the node sees it, whose dev/ holds the GPUs' device nodes")
+	c := newConfig(flag.CommandLine)
 	flag.Parse()
+	opts := c.opts
 	newDriver := func(client kubernetes.Interface) (dradriver.Driver, error) {
 		d := &gpuDriver{opts: opts, client: client, discover: func() ([]sysfs.GPU, error) { return sysfs.GPUs(opts.SysfsRoot) }}
-		if *library != "" {
-			n, err := newNVMLDiscovery(*library, opts.SysfsRoot)
+		if c.library != "" {
+			n, err := newNVMLDiscovery(c.library, opts.SysfsRoot)
 			if err != nil {
 				return nil, err
 			}
-			d.discover, d.devRoot = n.GPUs, *hostDriverRoot
+			d.discover, d.devRoot = n.GPUs, c.hostDriverRoot
 		}
 		return d, nil
 	}
-	if err := opts.Run(*poll, newDriver, nil); err != nil {
+	if err := opts.Run(c.poll, newDriver, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "gpu-dra-driver:", err)
 		os.Exit(1)
 	}

@@ -48,6 +48,7 @@ type vfConfig struct {
 type vfDriver struct {
 	dradriver.Common
 	opts   *dradriver.Options
+	fields networkFields // what networkData reports
 	client kubernetes.Interface
 	helper *kubeletplugin.Helper // set after Start; NRI hooks run only after that
 
@@ -64,8 +65,10 @@ func deviceName(vf sysfs.VF) string {
 	return strings.ToLower(fmt.Sprintf("%s-vf%d", vf.PFName, vf.Index))
 }
 
-func attributes(vf sysfs.VF) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
-	return map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+// attributes are a VF's attributes under the names the driver publishes, in the slice and in
+// the metadata file.
+func (d *vfDriver) attributes(vf sysfs.VF) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+	return d.opts.Attributes(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		// numaNode, not numa as the GPU driver says: derived attributes (KEP-6080) bridge the two.
 		"numaNode": {IntValue: ptr.To(int64(vf.NUMA))},
 		"pciBusID": {StringValue: ptr.To(vf.BDF)},
@@ -73,7 +76,7 @@ func attributes(vf sysfs.VF) map[resourceapi.QualifiedName]resourceapi.DeviceAtt
 		"pfName":     {StringValue: ptr.To(vf.PFName)},
 		"vfIndex":    {IntValue: ptr.To(int64(vf.Index))},
 		"macAddress": {StringValue: ptr.To(vf.MAC)},
-	}
+	})
 }
 
 func (d *vfDriver) Devices() ([]resourceapi.Device, error) {
@@ -92,7 +95,7 @@ func (d *vfDriver) Devices() ([]resourceapi.Device, error) {
 			continue
 		}
 		vfs[deviceName(vf)] = vf
-		devices = append(devices, resourceapi.Device{Name: deviceName(vf), Attributes: attributes(vf)})
+		devices = append(devices, resourceapi.Device{Name: deviceName(vf), Attributes: d.attributes(vf)})
 	}
 	d.vfs = vfs
 	return devices, nil
@@ -163,7 +166,7 @@ func (d *vfDriver) prepare(claim *resourceapi.ResourceClaim) ([]kubeletplugin.De
 		known[dev.Device] = true
 	}
 	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver != d.opts.DriverName || r.Pool != d.opts.NodeName {
+		if r.Driver != d.opts.DriverName || !d.opts.OwnsPool(r.Pool) {
 			continue
 		}
 		vf, ok := d.vfs[r.Device]
@@ -252,13 +255,13 @@ func (d *vfDriver) attach(ctx context.Context, podUID types.UID, netnsPath strin
 	return d.state.save()
 }
 
-// networkData is what the driver reports for an attached VF.
+// networkData is what the driver reports for an attached VF: the fields --network-data-fields names.
 func (d *vfDriver) networkData(a *netdev.Attached) *resourceapi.NetworkDeviceData {
 	ips := append([]string(nil), a.IPs...)
 	if d.opts.Variant.Is(variantNetworkDataMismatch) && len(ips) > 0 {
 		ips[0] = nextAddress(ips[0])
 	}
-	return &resourceapi.NetworkDeviceData{InterfaceName: a.InterfaceName, IPs: ips, HardwareAddress: a.HardwareAddress}
+	return d.fields.of(resourceapi.NetworkDeviceData{InterfaceName: a.InterfaceName, IPs: ips, HardwareAddress: a.HardwareAddress})
 }
 
 func nextAddress(cidr string) string {
@@ -275,7 +278,7 @@ func (d *vfDriver) publish(ctx context.Context, pc *preparedClaim) error {
 	for _, dev := range pc.Devices {
 		nd := d.networkData(dev.Attached)
 		attrs := map[string]resourceapi.DeviceAttribute{}
-		for k, v := range attributes(dev.VF) {
+		for k, v := range d.attributes(dev.VF) {
 			attrs[string(k)] = v
 		}
 		byRequest[dev.Request] = append(byRequest[dev.Request], kubeletplugin.Device{
@@ -298,7 +301,7 @@ func (d *vfDriver) publish(ctx context.Context, pc *preparedClaim) error {
 		}
 	}
 	if d.opts.ReportStatus {
-		return dradriver.WriteStatus(ctx, d.client, d.opts.DriverName, pc.Namespace, pc.Name, entries)
+		return d.opts.WriteClaimStatus(ctx, d.client, pc.Namespace, pc.Name, entries)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/containerd/nri/pkg/api"
@@ -23,26 +24,43 @@ import (
 	"dralab.dev/drivers/internal/dradriver"
 )
 
+// config is the driver's command line.
+type config struct {
+	opts      *dradriver.Options
+	poll      time.Duration
+	nriSocket string
+	fields    networkFields
+}
+
+func newConfig(fs *flag.FlagSet) *config {
+	c := &config{opts: dradriver.RegisterFlags(fs, "vf.dralab.dev", ownVariants)}
+	fs.DurationVar(&c.poll, "poll", 2*time.Second, "how often sysfs is checked for VFs that vanish or return")
+	fs.StringVar(&c.nriSocket, "nri-socket", api.DefaultSocketPath, "the container runtime's NRI socket")
+	_ = c.fields.Set(strings.Join(allNetworkFields, ","))
+	fs.Var(&c.fields, "network-data-fields", "comma-separated networkData fields to report, each optional in the API: "+
+		strings.Join(allNetworkFields, ", "))
+	return c
+}
+
 func main() {
 	klog.InitFlags(nil)
-	opts := dradriver.RegisterFlags(flag.CommandLine, "vf.dralab.dev", ownVariants)
-	poll := flag.Duration("poll", 2*time.Second, "how often sysfs is checked for VFs that vanish or return")
-	nriSocket := flag.String("nri-socket", api.DefaultSocketPath, "the container runtime's NRI socket")
+	c := newConfig(flag.CommandLine)
 	flag.Parse()
+	opts := c.opts
 	var d *vfDriver
 	newDriver := func(client kubernetes.Interface) (dradriver.Driver, error) {
 		state, err := loadCheckpoint(filepath.Join(opts.PluginDataDir(), "prepared-claims.json"))
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint: %w", err)
 		}
-		d = &vfDriver{opts: opts, client: client, state: state, netns: map[types.UID]*os.File{}}
+		d = &vfDriver{opts: opts, fields: c.fields, client: client, state: state, netns: map[types.UID]*os.File{}}
 		return d, nil
 	}
 	started := func(ctx context.Context, helper *kubeletplugin.Helper) {
 		d.helper = helper
-		go runNRI(ctx, d, *nriSocket)
+		go runNRI(ctx, d, c.nriSocket)
 	}
-	if err := opts.Run(*poll, newDriver, started); err != nil {
+	if err := opts.Run(c.poll, newDriver, started); err != nil {
 		fmt.Fprintln(os.Stderr, "vf-dra-driver:", err)
 		os.Exit(1)
 	}

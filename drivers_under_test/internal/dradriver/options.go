@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"dralab.dev/drivers/internal/variant"
 )
@@ -27,8 +29,23 @@ type Options struct {
 	EnableDeviceMetadata bool
 	MetadataVersions     string
 	ReportStatus         bool
-	Variant              *variant.Selected
+	// Choices a correct driver may make otherwise than the reference one (MUT-02): the suites
+	// must PASS whichever it makes.
+	PrepareDelay    time.Duration
+	DevicesPerNode  int
+	Pools           int
+	SlicesPerPool   int
+	StatusDevices   string
+	ReadyCondition  bool
+	AttributeDomain string
+	Variant         *variant.Selected
 }
+
+// What --status-devices takes.
+const (
+	StatusDevicesAll   = "all"
+	StatusDevicesFirst = "first"
+)
 
 // Variants every reference DRA driver has: they break what the framework does with metadata files.
 var Variants = map[string]string{
@@ -62,6 +79,16 @@ func RegisterFlags(fs *flag.FlagSet, driverName string, own map[string]string) *
 	fs.StringVar(&o.MetadataVersions, "metadata-versions", "metadata.resource.k8s.io/v1beta1",
 		"comma-separated metadata API versions, written in this order")
 	fs.BoolVar(&o.ReportStatus, "report-status", false, "write ResourceClaim status.devices (KEP-4817)")
+	fs.DurationVar(&o.PrepareDelay, "prepare-delay", 0,
+		"wait this long in every NodePrepareResources call before preparing, as a driver that configures hardware slowly does (the kubelet gives a call 45s)")
+	fs.IntVar(&o.DevicesPerNode, "devices-per-node", 0, "publish at most this many of the node's healthy devices, the first discovered (0: all)")
+	fs.IntVar(&o.Pools, "pools", 1, "spread the node's devices over this many pools: one is named after the node, several <node>/pool-<i>")
+	fs.IntVar(&o.SlicesPerPool, "slices-per-pool", 1, "publish each pool in this many ResourceSlices")
+	fs.StringVar(&o.StatusDevices, "status-devices", StatusDevicesAll, "with --report-status, the allocated devices of a claim that get a status.devices entry: "+
+		StatusDevicesAll+", or "+StatusDevicesFirst+" (only the first of the claim's devices on this node)")
+	fs.BoolVar(&o.ReadyCondition, "ready-condition", true, "give status.devices entries a Ready condition once the device is configured (the API says they should)")
+	fs.StringVar(&o.AttributeDomain, "attribute-domain", "",
+		"publish the driver's own device attributes qualified with this domain, e.g. dralab.dev/index (default: unqualified, in the driver name's domain)")
 	all := map[string]string{}
 	for k, v := range Variants {
 		all[k] = v
@@ -80,6 +107,25 @@ func (o *Options) Validate() error {
 	}
 	if !filepath.IsAbs(o.KubeletRootDir) {
 		return fmt.Errorf("--kubelet-root-dir %q must be an absolute path", o.KubeletRootDir)
+	}
+	if !filepath.IsAbs(o.CDIDir) {
+		return fmt.Errorf("--cdi-dir %q must be an absolute path", o.CDIDir)
+	}
+	switch {
+	case o.PrepareDelay < 0:
+		return fmt.Errorf("--prepare-delay %s must not be negative", o.PrepareDelay)
+	case o.DevicesPerNode < 0:
+		return fmt.Errorf("--devices-per-node %d must not be negative", o.DevicesPerNode)
+	case o.Pools < 1:
+		return fmt.Errorf("--pools %d: a driver publishes at least one pool", o.Pools)
+	case o.SlicesPerPool < 1:
+		return fmt.Errorf("--slices-per-pool %d: a pool has at least one slice", o.SlicesPerPool)
+	case o.StatusDevices != StatusDevicesAll && o.StatusDevices != StatusDevicesFirst:
+		return fmt.Errorf("--status-devices %q: want %s or %s", o.StatusDevices, StatusDevicesAll, StatusDevicesFirst)
+	}
+	// The domain of a qualified attribute name is a DNS subdomain of at most 63 characters.
+	if d := o.AttributeDomain; d != "" && (len(d) > 63 || len(validation.IsDNS1123Subdomain(d)) > 0) {
+		return fmt.Errorf("--attribute-domain %q must be a DNS subdomain of at most 63 characters", d)
 	}
 	_, err := o.metadataVersions()
 	return err

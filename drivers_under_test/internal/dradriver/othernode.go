@@ -26,7 +26,7 @@ func (o *Options) StatusOtherNodeLoop(ctx context.Context, client kubernetes.Int
 		}
 		var entries []DeviceStatus
 		for _, r := range claim.Status.Allocation.Devices.Results {
-			if r.Driver == o.DriverName && r.Pool != o.NodeName {
+			if r.Driver == o.DriverName && !o.OwnsPool(r.Pool) {
 				entries = append(entries, DeviceStatus{Pool: r.Pool, Device: r.Device, Ready: true,
 					Data: map[string]any{"node": o.NodeName}})
 			}

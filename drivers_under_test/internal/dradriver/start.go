@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,12 +53,34 @@ func (o *Options) Start(ctx context.Context, plugin kubeletplugin.DRAPlugin, cli
 		opts = append(opts, kubeletplugin.EnableDeviceMetadata(true, versions),
 			kubeletplugin.MetadataFileOps(o.metadataFileOps()))
 	}
+	if o.PrepareDelay > 0 {
+		plugin = slowPrepare{DRAPlugin: plugin, delay: o.PrepareDelay}
+	}
 	klog.FromContext(ctx).Info("Starting DRA driver", "driver", o.DriverName, "node", o.NodeName,
-		"kubeletRootDir", o.KubeletRootDir, "metadata", o.EnableDeviceMetadata, "metadataVersions", o.MetadataVersions,
-		"reportStatus", o.ReportStatus, "variant", o.Variant.Describe())
+		"kubeletRootDir", o.KubeletRootDir, "cdiDir", o.CDIDir, "metadata", o.EnableDeviceMetadata, "metadataVersions", o.MetadataVersions,
+		"reportStatus", o.ReportStatus, "statusDevices", o.StatusDevices, "readyCondition", o.ReadyCondition,
+		"pools", o.Pools, "slicesPerPool", o.SlicesPerPool, "devicesPerNode", o.DevicesPerNode,
+		"attributeDomain", o.AttributeDomain, "prepareDelay", o.PrepareDelay, "variant", o.Variant.Describe())
 	helper, err := kubeletplugin.Start(ctx, plugin, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("start kubelet plugin %s: %w", o.DriverName, err)
 	}
 	return helper, nil
+}
+
+// slowPrepare is --prepare-delay: every NodePrepareResources call waits before the driver
+// prepares, as one that configures hardware slowly does. A call the kubelet gives up on (its
+// context ends) returns at once with the reason.
+type slowPrepare struct {
+	kubeletplugin.DRAPlugin
+	delay time.Duration
+}
+
+func (s slowPrepare) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("preparing %d claim(s): %w", len(claims), context.Cause(ctx))
+	case <-time.After(s.delay):
+	}
+	return s.DRAPlugin.PrepareResourceClaims(ctx, claims)
 }

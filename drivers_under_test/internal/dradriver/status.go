@@ -36,6 +36,25 @@ func (e DeviceStatus) entry(driver string) (resourceapi.AllocatedDeviceStatus, e
 	return out, nil
 }
 
+// WriteClaimStatus writes the status.devices entries the driver reports for a claim's devices
+// on this node, as its options choose: for every device or only the first (--status-devices),
+// with or without a Ready condition (--ready-condition).
+func (o *Options) WriteClaimStatus(ctx context.Context, client kubernetes.Interface, namespace, name string, entries []DeviceStatus) error {
+	return WriteStatus(ctx, client, o.DriverName, namespace, name, o.reported(entries))
+}
+
+func (o *Options) reported(entries []DeviceStatus) []DeviceStatus {
+	if o.StatusDevices == StatusDevicesFirst && len(entries) > 1 {
+		entries = entries[:1]
+	}
+	out := make([]DeviceStatus, len(entries))
+	for i, e := range entries {
+		e.Ready = e.Ready && o.ReadyCondition
+		out[i] = e
+	}
+	return out
+}
+
 // WriteStatus replaces the driver's entries for these devices in a claim's status.devices and
 // keeps every other entry. It reads, modifies and updates (retrying on conflict) rather than
 // applying server-side: in v1.37.1 a server-side apply to the status of a claim whose

@@ -1,0 +1,12 @@
+package main
+
+import (
+	"flag"
+	"testing"
+
+	"dralab.dev/drivers/internal/profiletest"
+)
+
+func TestTheProfilesVariantsAreFlagsOfTheDriver(t *testing.T) {
+	profiletest.ParseVariants(t, "../../profiles/net.yaml", func(fs *flag.FlagSet) func() error { return newConfig(fs).opts.Validate })
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"flag"
+	"reflect"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+var full = resourceapi.NetworkDeviceData{InterfaceName: "net1", IPs: []string{"10.97.0.5/24"}, HardwareAddress: "02:aa:bb:cc:dd:01"}
+
+func fields(t *testing.T, args ...string) networkFields {
+	t.Helper()
+	fs := flag.NewFlagSet("vf-dra-driver", flag.ContinueOnError)
+	c := newConfig(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return c.fields
+}
+
+func TestEveryNetworkDataFieldByDefault(t *testing.T) {
+	if got := fields(t).of(full); !reflect.DeepEqual(*got, full) {
+		t.Errorf("got %+v, want %+v", *got, full)
+	}
+}
+
+func TestNetworkDataWithTheChosenFieldsOnly(t *testing.T) {
+	got := fields(t, "--network-data-fields=interfaceName,ips").of(full)
+	want := resourceapi.NetworkDeviceData{InterfaceName: "net1", IPs: []string{"10.97.0.5/24"}}
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("got %+v, want %+v", *got, want)
+	}
+	if full.HardwareAddress == "" {
+		t.Error("of changed its argument")
+	}
+}
+
+func TestUnknownNetworkDataFieldsAreRefused(t *testing.T) {
+	for _, list := range []string{"mac", "", "ips,addresses"} {
+		fs := flag.NewFlagSet("vf-dra-driver", flag.ContinueOnError)
+		fs.SetOutput(new(strings.Builder))
+		newConfig(fs)
+		if err := fs.Parse([]string{"--network-data-fields=" + list}); err == nil || !strings.Contains(err.Error(), "networkData field") {
+			t.Errorf("%q: got %v", list, err)
+		}
+	}
+}
