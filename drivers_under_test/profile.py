@@ -14,7 +14,7 @@ import string
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -92,14 +92,18 @@ METADATA_DISABLED = "metadata-disabled"
 
 class Variant(Model):
     """Another way to deploy the driver: extra container args and manifests. A broken variant
-    (MUT-01) names the requirements it must break (FAIL); one that only misses SHOULDs names
-    those it `warns` (WARNING, still certifiable); one that does neither is a configuration the
-    suites ask for by name (METADATA_DISABLED)."""
+    (MUT-01) names the requirements it must break (FAIL); a valid one (MUT-02: another choice a
+    correct driver may make) breaks nothing and names the SHOULDs it misses in `warns` (WARNING,
+    still certifiable); METADATA_DISABLED is a configuration the suites ask for by name."""
 
     args: list[str] = Field(default_factory=list)
     manifests: list[Path] = Field(default_factory=list)
     breaks: list[str] = Field(default_factory=list)
     warns: list[str] = Field(default_factory=list)
+    device_classes: list[Annotated[str, Field(pattern=DNS_SUBDOMAIN.pattern)]] | None = Field(
+        default=None, alias="deviceClasses",
+        description="the device classes to request the driver's devices with in this variant, instead of the "
+                    "profile's deviceClasses (one its manifests bring)")
     violations: dict[str, str] = Field(default_factory=dict, description=(
         "per ID it breaks, a regular expression the FAIL's message must match: the violation named (MUT-01)"))
 

@@ -173,6 +173,56 @@ def test_switching_variant_removes_the_other_variants_objects() -> None:
 
     gpu = load_profile("gpu")
     stale = _other_variants_objects(render(gpu, None, LAB), LAB)
-    assert sorted(o["kind"] for o in stale) == ["ClusterRole", "ClusterRoleBinding"]
-    assert all(o["metadata"]["name"] == "gpu.dralab.dev:arbitrary-node-status" for o in stale)
-    assert _other_variants_objects(render(gpu, "status-other-node", LAB), LAB) == []
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in stale) == [
+        ("ClusterRole", "gpu.dralab.dev:arbitrary-node-status"),
+        ("ClusterRoleBinding", "gpu.dralab.dev:arbitrary-node-status"),
+        ("DeviceClass", "devices.gpu.dralab.dev")]
+    assert [o["kind"] for o in _other_variants_objects(render(gpu, "status-other-node", LAB), LAB)] == ["DeviceClass"]
+
+
+# MUT-02: the valid variants of the reference drivers, each another choice a correct driver may
+# make (the kind, as requirements.md lists them). Every one must be CERTIFIED.
+VALID_VARIANTS = {
+    ("gpu", "no-ready-condition"): "no status conditions",
+    ("gpu", "status-first-device"): "status for some devices only",
+    ("gpu", "one-device-per-node"): "one device per node",
+    ("gpu", "several-pools"): "several pools",
+    ("gpu", "several-slices"): "several slices",
+    ("gpu", "slow-prepare"): "slow but correct prepare",
+    ("gpu", "metadata-v1beta1-only"): "only the metadata versions the cluster needs",
+    ("gpu", "attribute-domain"): "other attribute names",
+    ("gpu", "other-device-class"): "other class names",
+    ("net", "no-ready-condition"): "no status conditions",
+    ("net", "one-vf-per-node"): "one device per node",
+    ("net", "several-pools"): "several pools",
+    ("net", "slow-prepare"): "slow but correct prepare",
+    ("net", "network-data-without-mac"): "networkData with fewer of its optional fields",
+}
+
+
+def test_valid_variants_are_declared_break_nothing_and_render() -> None:
+    declared = {(name, v): variant for name in ("gpu", "net") for v, variant in load_profile(name).variants.items()
+                if not variant.breaks and v != METADATA_DISABLED}
+    assert set(declared) == set(VALID_VARIANTS), "a valid variant of the profiles is missing here, or the reverse"
+    assert len(declared) >= 8
+    for (name, v), variant in declared.items():
+        # A valid variant is a correct driver's option, never one of its broken behaviours.
+        assert not any(a.startswith("--break") for a in variant.args), f"{name}:{v} runs a broken variant"
+        assert not variant.violations and set(variant.warns) <= {"ST-07"}, f"{name}:{v}"
+        (ds,) = render(load_profile(name), v, LAB).of_kind("DaemonSet")
+        args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[len(args) - len(variant.args):] == variant.args, "the variant's args come last: they win"
+
+
+def test_a_variant_brings_its_own_device_class() -> None:
+    gpu = load_profile("gpu")
+    variant = gpu.variant("other-device-class")
+    classes = [o["metadata"]["name"] for o in render(gpu, "other-device-class", LAB).of_kind("DeviceClass")]
+    assert variant.device_classes == ["devices.gpu.dralab.dev"] and set(variant.device_classes) <= set(classes)
+    assert gpu.variant(None) is None and gpu.variant("several-pools").device_classes is None
+
+
+def test_a_variants_device_classes_are_dns_subdomains(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, PROFILE.replace("breaks: [MD-14]}", "breaks: [MD-14], deviceClasses: [Other_Class]}"))
+    with pytest.raises(BadInput, match="deviceClasses"):
+        load_profile(str(path))
