@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify certify-nvml test perf-allocator
+.PHONY: packages setup certify certify-nvml selfcheck test perf-allocator
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -25,6 +25,12 @@ certify: setup
 # The reference GPU driver finding its GPUs through the lab's NVML (HW-10), certified alone; not part of test.
 certify-nvml: setup
 	$(DRALAB) certify --driver gpu-nvml --out $(OUT)-nvml
+
+# MUT-01/MUT-02, not part of test: every variant of the reference drivers certified on shared labs and
+# judged (broken ones FAIL what they break, valid ones are CERTIFIED); selfcheck.json and .html in $(SELFCHECK).
+SELFCHECK ?= selfcheck
+selfcheck: setup
+	$(DRALAB) selfcheck --out $(SELFCHECK)
 
 # Go unit tests of the reference drivers (as root: the netns tests make namespaces) and of the
 # allocator benchmark (both variants place alike; one timed iteration each), unit tests,

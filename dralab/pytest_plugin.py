@@ -38,6 +38,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=kubeconfig")
     group.addoption("--kubelet-root-dir", default="/var/lib/kubelet",
                     help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
+    group.addoption("--workload-image", default=None, metavar="IMAGE",
+                    help="the image of the suites' pods (pulled when a node lacks it); default: the lab's "
+                         "dralab.dev/workload:lab, imported, never pulled. It needs sh, busybox-like coreutils and ip, "
+                         "and incluster-whoami")
     group.addoption("--driver", action="append", default=[],
                     help="driver profile under test (name or .yaml; repeatable); default: each suite's reference drivers")
     group.addoption("--driver-variant", default=None, metavar="VARIANT",
@@ -76,6 +80,9 @@ def pytest_configure(config: pytest.Config) -> None:
             load_node_profile(hardware)
         except Exception as e:
             raise pytest.UsageError(f"--hardware {hardware!r}: {e}") from None
+    from suites.framework import workload
+
+    workload.use(config.getoption("--workload-image", None))
     if config.getoption("--progress", False):
         config.pluginmanager.register(Progress(config), PLUGIN_NAME)
     # A CI job cancelled or a `timeout` sends SIGTERM: stop as Ctrl-C does, so the labs' teardown runs.

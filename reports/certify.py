@@ -154,6 +154,7 @@ class SuiteRun:
     hardware: str | None = None
     lab_prefix: str = LAB_PREFIX
     reuse_labs: bool = False
+    workload_image: str | None = None
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -172,6 +173,7 @@ class SuiteRun:
         cmd += [f"--driver-variant={self.variant}"] if self.variant else []
         cmd += [f"--requirement-ids={','.join(self.ids)}"] if self.ids else []
         cmd += ["--reuse-labs"] if self.reuse_labs else []
+        cmd += [f"--workload-image={self.workload_image}"] if self.workload_image else []
         console.print(f"certify: {', '.join(self.paths)}{' (' + ', '.join(self.ids) + ')' if self.ids else ''} on the "
                       f"{self.cluster} cluster{f' (variant {self.variant})' if self.variant else ''}; results in {self.out_dir}")
         self.started = time.monotonic()
@@ -201,10 +203,12 @@ class SuiteRun:
               "one (MUT-01) to see which requirements it fails.")
 @click.option("--hardware", default=None, help="Hardware profile of the local lab's nodes (name or .yaml); "
               f"default: {', '.join(sorted(set(SESSION_LAB.hardware.values())))}.")
+@click.option("--workload-image", default=None, help="Image of the suites' pods, pulled when a node lacks it "
+              "(needs sh, busybox-like coreutils, ip and incluster-whoami); default: the lab's dralab.dev/workload:lab.")
 @click.option("--only", default=None, help=f"Comma-separated suites by requirement prefix ({', '.join(SUITES)}) "
               "or requirement IDs (MD-01).")
 def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
-            variant: str | None, hardware: str | None, only: str | None) -> None:
+            variant: str | None, hardware: str | None, only: str | None, workload_image: str | None) -> None:
     """Run the conformance suites and write the results to OUT (exit 0 CERTIFIED, 1 NOT CERTIFIED,
     2 bad input, 3 INCOMPLETE, 4 NOTHING TO CERTIFY)."""
     paths, ids = selection(only)
@@ -222,7 +226,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None
     if hardware and Path(hardware).suffix in (".yaml", ".yml"):
         hardware = str(Path(hardware).resolve())
-    run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware)
+    run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware, workload_image=workload_image)
     rc = run.pytest()
     left = [str(r) for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)]  # LAB-05, checked after every run
     if left:

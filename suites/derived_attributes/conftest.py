@@ -12,7 +12,6 @@ pytest.register_assert_rewrite("suites.derived_attributes.checks")
 from clusters.providers import Lab  # noqa: E402
 from suites.derived_attributes import gates, topology  # noqa: E402
 from suites.framework.evidence import Evidence  # noqa: E402
-from suites.framework.workload import pytest_configure  # noqa: E402,F401 (--workload-image)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from drivers_under_test.profile import Capability
 from suites.device_metadata import scenario
 from suites.framework import namespaces
 from suites.framework.drivers import DriverUnderTest
-from suites.framework.workload import pytest_configure  # noqa: E402,F401 (--workload-image)
+
 
 @pytest.fixture
 def metadata_driver(driver: DriverUnderTest) -> DriverUnderTest:

@@ -8,8 +8,6 @@ needs a POSIX shell with cat, find, stat, sleep, ip and busybox-like coreutils, 
 
 from __future__ import annotations
 
-import pytest
-
 from clusters import versions
 
 _image = versions.WORKLOAD_IMAGE
@@ -30,7 +28,7 @@ def container_image(of: str | None = None) -> dict[str, str]:
     return {"image": chosen, "imagePullPolicy": pull_policy(chosen)}
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """A hook for the suites' conftest files: take the image from the command line."""
+def use(given: str | None) -> None:
+    """The image --workload-image names, or the lab's."""
     global _image
-    _image = config.getoption("--workload-image", None) or versions.WORKLOAD_IMAGE
+    _image = given or versions.WORKLOAD_IMAGE

@@ -16,7 +16,6 @@ from clusters.providers import Lab  # noqa: E402
 from suites.framework import claims, namespaces, pods, slices  # noqa: E402
 from suites.framework.claims import ClaimBuilder  # noqa: E402
 from suites.framework.verdicts import require  # noqa: E402
-from suites.framework.workload import pytest_configure  # noqa: E402,F401 (--workload-image)
 
 DRIVER_A, DRIVER_B = "st-a.dralab.dev", "st-b.dralab.dev"
 DEVICES_PER_NODE = 4

@@ -5,7 +5,6 @@ allow them, when the cluster refuses."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from suites.framework.pods import PodBuilder
 
 def configured(monkeypatch: pytest.MonkeyPatch, image: str | None) -> None:
     monkeypatch.setattr(workload, "_image", versions.WORKLOAD_IMAGE)
-    workload.pytest_configure(SimpleNamespace(getoption=lambda name, default=None: image))  # type: ignore[arg-type]
+    workload.use(image)
 
 
 def test_the_lab_image_is_never_pulled_a_given_one_when_absent(monkeypatch: pytest.MonkeyPatch) -> None:
