@@ -12,9 +12,6 @@ from typing import Any
 
 from suites.device_plugin.checkpoint import AllocateAnswer
 
-# CDI's default spec directories, which containerd and CRI-O read unless configured otherwise.
-CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
-
 ALLOCATE = "Allocate"
 DEVICE_KINDS = ("character special file", "block special file")  # stat %F
 
@@ -42,8 +39,8 @@ def promises(answer: AllocateAnswer, cdi_specs: list[dict[str, Any]]) -> tuple[l
     for name in answer.cdi_devices:
         edits = cdi_edits(cdi_specs, name)
         if edits is None:
-            problems.append(f"{ALLOCATE} named CDI device {name}, which no CDI spec under "
-                            f"{', '.join(CDI_SPEC_DIRS)} defines")
+            problems.append(f"{ALLOCATE} named CDI device {name}, which no CDI spec in the runtime's CDI spec "
+                            "directories defines")
             continue
         source = f"CDI device {name}"
         for edit in edits:

@@ -41,10 +41,10 @@ def allocation_of(files: NodeFiles, pod: client.V1Pod, resource: str) -> Entry:
 
 
 def cdi_specs(files: NodeFiles, node: str) -> list[dict[str, Any]]:
-    """The node's CDI specs in CDI's default directories. A file that does not parse is left out,
-    as the runtime leaves it out (it may be another driver's)."""
+    """The node's CDI specs in the directories its container runtime reads. A file that does not
+    parse is left out, as the runtime leaves it out (it may be another driver's)."""
     specs = []
-    for directory in allocation.CDI_SPEC_DIRS:
+    for directory in files.cdi_dirs(node).dirs:
         for path in files.glob(node, f"{directory}/*"):
             text = files.read(node, path) if path.endswith((".json", ".yaml", ".yml")) else None
             with contextlib.suppress(yaml.YAMLError):
