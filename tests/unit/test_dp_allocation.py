@@ -64,8 +64,8 @@ def test_allocate_and_its_cdi_devices_make_the_promises() -> None:
 
 def test_a_cdi_device_no_spec_defines_is_a_violation() -> None:
     _, problems = allocation.promises(AllocateAnswer(cdi_devices=["vendor.example/gpu=GPU-z"]), SPECS)
-    assert problems == ["Allocate named CDI device vendor.example/gpu=GPU-z, which no CDI spec under /etc/cdi, "
-                        "/var/run/cdi defines"]
+    assert problems == ["Allocate named CDI device vendor.example/gpu=GPU-z, which no CDI spec in the runtime's "
+                        "CDI spec directories defines"]
 
 
 def test_the_container_view_is_read_from_mountinfo_stat_and_pid_1s_environment() -> None:
