@@ -92,8 +92,8 @@ class NodeKernel:
         try:
             self._dispatch(path, value)
         except Refused as e:
+            self._undo(path)  # first: whoever reads the log line must see the old value back
             log.warning("write of %r to %s refused: %s", value.strip(), path.relative_to(self.root), e)
-            self._undo(path)
         else:
             log.info("write of %r to %s done", value.strip(), path.relative_to(self.root))
 
