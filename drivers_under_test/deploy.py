@@ -97,20 +97,25 @@ def _keep_off_slice_only_nodes(spec: dict[str, Any]) -> None:
         term.setdefault("matchExpressions", []).append({"key": SLICE_ONLY_LABEL, "operator": "DoesNotExist"})
 
 
+def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
+    return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
+
 def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, str],
            all_variants: bool = False) -> Rendered:
-    """The profile's objects, labelled with the profile; with `all_variants`, every variant's
-    extra manifests too (what removal must find whichever variant was deployed)."""
+    """The profile's objects, labelled with the profile; with `all_variants`, every object any
+    variant deploys, once (what removal must find whichever variant was deployed)."""
     chosen = profile.variant(variant)
-    params = profile.template_parameters(lab_params)
-    manifests = list(profile.manifests)
-    if all_variants:
-        manifests += [m for v in profile.variants.values() for m in v.manifests]
-    elif chosen is not None:
-        manifests += chosen.manifests
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": profile.namespace}}
-    objects = [namespace] + [o for m in dict.fromkeys(manifests) for o in _or_refused(profile.read_manifest(m, params))]
-    objects += _or_refused(render_chart(profile, params)) if profile.chart else []
+    objects = [namespace]
+    for params, manifests in profile.renderings(lab_params, [None, *profile.variants] if all_variants else [variant]):
+        objects += [o for m in manifests for o in _or_refused(profile.read_manifest(m, params))]
+        objects += _or_refused(render_chart(profile, params)) if profile.chart else []
+    if all_variants:  # an object several variants render alike is deleted once
+        unique: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for obj in objects:
+            unique.setdefault(_key(obj), obj)
+        objects = list(unique.values())
     for obj in objects:
         labels = obj.setdefault("metadata", {}).setdefault("labels", {})
         labels[PROFILE_LABEL] = profile.name
@@ -131,11 +136,9 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
 
 def _other_variants_objects(rendered: Rendered, lab_params: dict[str, str]) -> list[dict[str, Any]]:
     """Objects only other variants of the profile have: what a switch to `rendered` removes."""
-    def key(o: dict[str, Any]) -> tuple[str, str, str]:
-        return o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]
-    keep = {key(o) for o in rendered.objects}
+    keep = {_key(o) for o in rendered.objects}
     everything = render(rendered.profile, rendered.variant, lab_params, all_variants=True)
-    return [o for o in everything.objects if key(o) not in keep]
+    return [o for o in everything.objects if _key(o) not in keep]
 
 
 def _kubectl(lab: Lab, *args: str, stdin: str | None = None, check: bool = True) -> str:

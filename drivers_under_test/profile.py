@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -35,6 +35,14 @@ NO_HARDWARE = "none"
 # What the lab fills in (the kubelet root dir of its nodes, the reference drivers' image, the
 # emulated sysfs and NVIDIA driver root as nodes see them) and the profile's own namespace.
 LAB_PARAMETERS = ("KUBELET_ROOT_DIR", "DRIVERS_IMAGE", "HARDWARE_SYSFS_ROOT", "HARDWARE_DRIVER_ROOT", "NAMESPACE")
+
+
+def _not_lab_owned(parameters: dict[str, str]) -> dict[str, str]:
+    """Parameters of a profile or variant: none of them may be one the lab sets."""
+    taken = sorted(set(parameters) & set(LAB_PARAMETERS))
+    if taken:
+        raise ValueError(f"{taken} are set by the lab, not by a profile")
+    return parameters
 
 
 class Capability(str, Enum):
@@ -91,13 +99,16 @@ METADATA_DISABLED = "metadata-disabled"
 
 
 class Variant(Model):
-    """Another way to deploy the driver: extra container args and manifests. A broken variant
-    (MUT-01) names the requirements it must break (FAIL); a valid one (MUT-02: another choice a
-    correct driver may make) breaks nothing and names the SHOULDs it misses in `warns` (WARNING,
-    still certifiable); METADATA_DISABLED is a configuration the suites ask for by name."""
+    """Another way to deploy the driver: extra container args and manifests, template parameters
+    of its own. A broken variant (MUT-01) names the requirements it must break (FAIL); a valid one
+    (MUT-02: another choice a correct driver may make) breaks nothing and names the SHOULDs it
+    misses in `warns` (WARNING, still certifiable); METADATA_DISABLED is a configuration the
+    suites ask for by name."""
 
     args: list[str] = Field(default_factory=list)
     manifests: list[Path] = Field(default_factory=list)
+    parameters: dict[str, str] = Field(default_factory=dict, description=(
+        "template parameters that win over the profile's in this variant (another CDI spec directory, say)"))
     breaks: list[str] = Field(default_factory=list)
     warns: list[str] = Field(default_factory=list)
     device_classes: list[Annotated[str, Field(pattern=DNS_SUBDOMAIN.pattern)]] | None = Field(
@@ -106,6 +117,8 @@ class Variant(Model):
                     "profile's deviceClasses (one its manifests bring)")
     violations: dict[str, str] = Field(default_factory=dict, description=(
         "per ID it breaks, a regular expression the FAIL's message must match: the violation named (MUT-01)"))
+
+    _lab_owned = field_validator("parameters")(_not_lab_owned)
 
     @field_validator("breaks", "warns")
     @classmethod
@@ -165,13 +178,7 @@ class DriverProfile(Model):
             raise ValueError(f"{bad} are not DNS subdomains (lower case, dots, dashes)")
         return v
 
-    @field_validator("parameters")
-    @classmethod
-    def _lab_owned(cls, v: dict[str, str]) -> dict[str, str]:
-        taken = sorted(set(v) & set(LAB_PARAMETERS))
-        if taken:
-            raise ValueError(f"{taken} are set by the lab, not by a profile")
-        return v
+    _lab_owned = field_validator("parameters")(_not_lab_owned)
 
     @model_validator(mode="before")
     @classmethod
@@ -236,9 +243,25 @@ class DriverProfile(Model):
             "name": f"{self.name}-{suffix}", "namespace": f"{self.namespace}-{suffix}", "drivers": [driver],
             "device_classes": [driver] if self.device_classes else [], "parameters": parameters})
 
-    def template_parameters(self, lab: Mapping[str, str]) -> dict[str, str]:
-        """What `${NAME}` in the manifests becomes: the profile's parameters, the lab's, the namespace."""
-        return {**self.parameters, **lab, "NAMESPACE": self.namespace}
+    def template_parameters(self, lab: Mapping[str, str], variant: str | None = None) -> dict[str, str]:
+        """What `${NAME}` in the manifests becomes: the profile's parameters, the variant's over
+        them, the lab's, the namespace."""
+        chosen = self.variant(variant)
+        return {**self.parameters, **(chosen.parameters if chosen else {}), **lab, "NAMESPACE": self.namespace}
+
+    def renderings(self, lab: Mapping[str, str],
+                   variants: Iterable[str | None]) -> list[tuple[dict[str, str], list[Path]]]:
+        """The template parameters and manifests that render every object `variants` deploy (None:
+        the profile alone): one entry per distinct set of parameters, so the chart, rendered once
+        per entry, is not rendered again for variants that only add args or manifests."""
+        found: dict[tuple[tuple[str, str], ...], tuple[dict[str, str], list[Path]]] = {}
+        for name in variants:
+            params = self.template_parameters(lab, name)
+            chosen = self.variant(name)
+            _, manifests = found.setdefault(tuple(sorted(params.items())),
+                                            (params, list(dict.fromkeys(self.manifests))))
+            manifests += [m for m in (chosen.manifests if chosen else []) if m not in manifests]
+        return list(found.values())
 
     def reference_problems(self) -> list[str]:
         """Files the profile names that do not exist and an unknown hardware profile, one message

@@ -56,14 +56,20 @@ def validate(name_or_path: str, known_ids: set[str] | None = None) -> tuple[Driv
     except ValidationError as e:
         return None, [f"{WHAT} {path}: {line}" for line in field_errors(e)]
     problems = profile.reference_problems()
-    params = profile.template_parameters(LAB_EXAMPLE)
-    manifests = [*profile.manifests, *(m for v in profile.variants.values() for m in v.manifests)]
-    for manifest in dict.fromkeys(manifests):
-        if profile.path(manifest).is_file():  # a missing one is in reference_problems
-            problems += profile.read_manifest(manifest, params)[1]
     chart = profile.chart
-    if chart and profile.path(chart.path).exists() and all(profile.path(v).is_file() for v in chart.values_files):
-        problems += render_chart(profile, params)[1]  # a missing chart or values file is in reference_problems
+    # A missing manifest, chart or values file is in reference_problems.
+    chart_found = chart is not None and profile.path(chart.path).exists() and all(
+        profile.path(v).is_file() for v in chart.values_files)
+    # Every variant's parameters: a variant may set what its own manifests use, or override what
+    # the profile's use; a problem the variants share is listed once.
+    template_problems: list[str] = []
+    for params, manifests in profile.renderings(LAB_EXAMPLE, [None, *profile.variants]):
+        for manifest in manifests:
+            if profile.path(manifest).is_file():
+                template_problems += profile.read_manifest(manifest, params)[1]
+        if chart_found:
+            template_problems += render_chart(profile, params)[1]
+    problems += list(dict.fromkeys(template_problems))
     for image in profile.images:
         if image.archive is not None and profile.path(image.archive).is_file():
             problems += archive_problems(profile.path(image.archive))

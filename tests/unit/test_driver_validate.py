@@ -250,3 +250,19 @@ def test_layers_are_streamed_past_not_loaded(tmp_path: Path) -> None:
         for name, data in blobs.items():
             add(tar, name, data)
     assert validate(write_profile(tmp_path))[1] == []
+
+
+def test_a_parameter_only_a_variant_sets_is_undefined_for_the_profile(tmp_path: Path) -> None:
+    text = PROFILE.replace("parameters: {IMAGE: vendor/driver:1.0}", "").replace(
+        "breaks: [MD-14]}", "breaks: [MD-14], parameters: {IMAGE: vendor/driver:1.0}}")
+    _, problems = validate(write_profile(tmp_path, text))
+    (problem,) = problems  # once, though the variant renders the manifest too
+    assert f"manifest {tmp_path / 'driver.yaml'} uses ${{IMAGE}}" in problem
+
+
+def test_a_variants_manifest_may_use_the_variants_own_parameter(tmp_path: Path) -> None:
+    (tmp_path / "extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '${EXTRA}'}\n")
+    text = PROFILE.replace("breaks: [MD-14]}", "breaks: [MD-14], manifests: [extra.yaml], parameters: {EXTRA: x}}")
+    assert validate(write_profile(tmp_path, text))[1] == []
+    _, (problem,) = validate(write_profile(tmp_path, text.replace("parameters: {EXTRA: x}", "parameters: {}")))
+    assert f"manifest {tmp_path / 'extra.yaml'} uses ${{EXTRA}}" in problem
