@@ -192,11 +192,13 @@ VALID_VARIANTS = {
     ("gpu", "metadata-v1beta1-only"): "only the metadata versions the cluster needs",
     ("gpu", "attribute-domain"): "other attribute names",
     ("gpu", "other-device-class"): "other class names",
+    ("gpu", "cdi-etc"): "another CDI spec directory",
     ("net", "no-ready-condition"): "no status conditions",
     ("net", "one-vf-per-node"): "one device per node",
     ("net", "several-pools"): "several pools",
     ("net", "slow-prepare"): "slow but correct prepare",
     ("net", "network-data-without-mac"): "networkData with fewer of its optional fields",
+    ("net", "cdi-etc"): "another CDI spec directory",
 }
 
 
@@ -225,4 +227,49 @@ def test_a_variant_brings_its_own_device_class() -> None:
 def test_a_variants_device_classes_are_dns_subdomains(tmp_path: Path) -> None:
     path = write_profile(tmp_path, PROFILE.replace("breaks: [MD-14]}", "breaks: [MD-14], deviceClasses: [Other_Class]}"))
     with pytest.raises(BadInput, match="deviceClasses"):
+        load_profile(str(path))
+
+
+def _cdi_dir(ds: dict) -> tuple[str, str, str]:
+    """Where a reference driver's DaemonSet puts CDI specs: its flag, mount path and host path."""
+    spec = ds["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    flag = next(a.removeprefix("--cdi-dir=") for a in container["args"] if a.startswith("--cdi-dir="))
+    (mount,) = [m["mountPath"] for m in container["volumeMounts"] if m["name"] == "cdi"]
+    (host,) = [v["hostPath"]["path"] for v in spec["volumes"] if v["name"] == "cdi"]
+    return flag, mount, host
+
+
+@pytest.mark.parametrize("name", ["gpu", "net"])
+def test_cdi_etc_variant_moves_the_specs_and_only_them(name: str) -> None:
+    profile = load_profile(name)
+    (default,) = render(profile, None, LAB).of_kind("DaemonSet")
+    (etc,) = render(profile, "cdi-etc", LAB).of_kind("DaemonSet")
+    assert _cdi_dir(default) == ("/var/run/cdi",) * 3 and _cdi_dir(etc) == ("/etc/cdi",) * 3
+    # Host path equals container path: the paths the driver writes are the node's.
+    for ds in (default, etc):
+        del ds["metadata"]["labels"], ds["spec"]["template"]["metadata"]["labels"]
+    assert str(default).replace("/var/run/cdi", "/etc/cdi") == str(etc)
+    # A switch of variant updates the DaemonSet in place: nothing of the other is left to delete.
+    from drivers_under_test.deploy import _other_variants_objects
+
+    assert not any(o["kind"] == "DaemonSet" for o in _other_variants_objects(render(profile, "cdi-etc", LAB), LAB))
+
+
+VARIANT_PARAMETERS = PROFILE.replace(
+    "  broken: {args: [--broken], breaks: [MD-14]}",
+    "  broken: {args: [--broken], breaks: [MD-14]}\n  slow: {parameters: {MODE: slow}}")
+
+
+def test_a_variants_parameters_win_over_the_profiles(tmp_path: Path) -> None:
+    profile = load_profile(str(write_profile(tmp_path, VARIANT_PARAMETERS)))
+    assert profile.template_parameters(LAB, "slow")["MODE"] == "slow"
+    assert profile.template_parameters(LAB)["MODE"] == "fast"
+    (ds,) = render(profile, "slow", LAB).of_kind("DaemonSet")
+    assert ds["spec"]["template"]["spec"]["containers"][0]["args"] == ["--root=/var/lib/kubelet-alt", "--mode=slow"]
+
+
+def test_a_variant_may_not_set_a_lab_parameter(tmp_path: Path) -> None:
+    path = write_profile(tmp_path, VARIANT_PARAMETERS.replace("{MODE: slow}", "{KUBELET_ROOT_DIR: /x}"))
+    with pytest.raises(BadInput, match=r"variants\.slow\.parameters.*set by the lab"):
         load_profile(str(path))
