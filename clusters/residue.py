@@ -46,8 +46,8 @@ def find(lab: str | None = None) -> list[Residue]:
         found.append(Residue("cgroup", str(tree)))
     for pid in cgroups.pids(cgroup):
         found.append(Residue("process", f"{pid} in cgroup {cgroup}"))
-    if network.host_dev_vfio_orphaned():
-        found.append(Residue("files", f"{network.HOST_DEV_VFIO} (created for the labs' node /dev/vfio, no lab left)"))
+    for point in network.orphaned_host_mount_points():
+        found.append(Residue("files", f"{point} (created as the mount point of the labs' node {point}, no lab left)"))
     candidates = [lab_dir] if lab_dir else (sorted(labs.iterdir()) if labs.is_dir() else [])
     for d in candidates:
         if d.exists():

@@ -221,7 +221,7 @@ def teardown(cfg: ClusterConfig) -> list[str]:
         shutil.rmtree(lab_dir, ignore_errors=True)
         if lab_dir.exists():
             problems.append(f"{lab_dir} could not be removed")
-    network.release_host_dev_vfio()
+    network.release_host_mount_points()
     return problems
 
 

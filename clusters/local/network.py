@@ -1,7 +1,8 @@
 """Kernel objects of a local lab: the host bridge, and per node a network namespace joined to it
-by a veth pair plus a persistent mount namespace in which the node's /var/lib, /run and /var/log
-are its own directories in the lab dir (so kubelet, containerd, CDI and NRI use their standard
-paths and two nodes never collide), its mounts shared within the node as a real node's are.
+by a veth pair plus a persistent mount namespace in which the node's /var/lib, /run, /var/log,
+/dev/vfio and /etc/cdi are its own directories in the lab dir (so kubelet, containerd, CDI and NRI
+use their standard paths and two nodes never collide), its mounts shared within the node as a
+real node's are.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from clusters.config import ClusterConfig, labs_root
 from clusters.errors import LabBroken
 
 # Directories of the host that a node replaces with its own (host path -> name in the node dir).
-# /dev/vfio holds the node's vfio group nodes, made by its hardware agent (HW-08).
-NODE_PRIVATE_DIRS = {"/var/lib": "var-lib", "/run": "run", "/var/log": "var-log", "/dev/vfio": "dev/vfio"}
-# The node's /dev/vfio is a bind mount and needs a mount point on the host; a host without the vfio
-# module has none, so the first lab creates it (leaving this mark) and the last one removes it.
-HOST_DEV_VFIO = Path("/dev/vfio")
+# /dev/vfio holds the node's vfio group nodes, made by its hardware agent (HW-08). /etc/cdi is the
+# other directory containerd reads CDI specs from: a driver writing there must not reach the host,
+# other nodes or other labs.
+NODE_PRIVATE_DIRS = {"/var/lib": "var-lib", "/run": "run", "/var/log": "var-log", "/dev/vfio": "dev/vfio",
+                     "/etc/cdi": "etc-cdi"}
 
 
 def sh(*cmd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -77,32 +78,43 @@ def create_mount_ns_dir(cfg: ClusterConfig) -> None:
     sh("mount", "--make-private", ns_dir)
 
 
-def dev_vfio_mark() -> Path:
-    return labs_root() / "dev-vfio.created"
+def host_mount_point_mark(host_path: str) -> Path:
+    return labs_root() / f"{host_path.strip('/').replace('/', '-')}.created"
 
 
-def host_dev_vfio_orphaned() -> bool:
-    """A lab created the host's /dev/vfio and no lab is left to use it."""
+def create_host_mount_points() -> None:
+    """A node's private dir is a bind mount and needs a mount point on the host; a host without
+    one (/dev/vfio without the vfio module, /etc/cdi without a CDI-enabled runtime) gets it from
+    the first lab, which leaves a mark, and the last lab removes it."""
+    for host_path in NODE_PRIVATE_DIRS:
+        try:
+            Path(host_path).mkdir()
+        except FileExistsError:
+            continue  # the host's own, or one another lab created and marked
+        host_mount_point_mark(host_path).touch()
+
+
+def orphaned_host_mount_points() -> list[Path]:
+    """The mount points labs created on the host, when no lab is left to use them."""
     labs = labs_root() / "labs"
-    return dev_vfio_mark().exists() and not (labs.is_dir() and any(labs.iterdir()))
+    if labs.is_dir() and any(labs.iterdir()):
+        return []
+    return [Path(p) for p in NODE_PRIVATE_DIRS if host_mount_point_mark(p).exists()]
 
 
-def release_host_dev_vfio() -> None:
-    if not host_dev_vfio_orphaned():
-        return
-    try:
-        HOST_DEV_VFIO.rmdir()
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return  # something else put files there since: it is not ours to remove
-    dev_vfio_mark().unlink()
+def release_host_mount_points() -> None:
+    for point in orphaned_host_mount_points():
+        try:
+            point.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue  # something else put files there since: it is not ours to remove
+        host_mount_point_mark(str(point)).unlink()
 
 
 def create_node_mount_ns(cfg: ClusterConfig, node: str, node_dir: Path) -> None:
-    if not HOST_DEV_VFIO.exists():
-        HOST_DEV_VFIO.mkdir()
-        dev_vfio_mark().touch()
+    create_host_mount_points()
     ns_file = mount_ns_file(cfg, node)
     ns_file.touch()
     # The new namespace starts as a copy of the host's mounts. Copies of network and mount

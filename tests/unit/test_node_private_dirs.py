@@ -1,0 +1,80 @@
+"""Directories a lab node has of its own: /etc/cdi among them, so a driver writing its CDI specs
+there reaches neither the host nor another node (MUT-02's cdi-etc variants); the host mount
+points a lab creates for them are removed with the last lab and reported as residue until then."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusters.config import ClusterConfig
+from clusters.local import configs, network
+from clusters.local.node import LocalNode
+from tests.unit.test_component_configs import TOOLS
+
+LABS = Path("/srv/dralab")
+
+
+@pytest.fixture
+def labs(monkeypatch: pytest.MonkeyPatch, fs) -> Path:
+    """A host with the usual dirs and no /dev/vfio or /etc/cdi, one lab running."""
+    monkeypatch.setenv("DRALAB_LABS", str(LABS))
+    for d in ("/var/lib", "/run", "/var/log", "/dev", "/etc", LABS / "labs" / "lab"):
+        fs.create_dir(d)
+    return LABS
+
+
+def test_every_cdi_dir_of_containerd_is_the_nodes_own() -> None:
+    node = LocalNode(ClusterConfig(name="lab"), TOOLS, "node-2", 2)
+    assert node.cdi_dirs == (node.dir / "etc-cdi", node.dir / "run" / "cdi")
+    assert set(configs.CDI_DIRS) == {"/etc/cdi", "/var/run/cdi"}
+    assert node.host_path("/etc/cdi/vendor.json") == node.dir / "etc-cdi" / "vendor.json"
+    assert node.host_path("/etc/containerd/config.toml") == Path("/etc/containerd/config.toml")
+
+
+def test_the_last_lab_removes_the_mount_points_labs_created(labs: Path) -> None:
+    network.create_host_mount_points()
+    assert Path("/etc/cdi").is_dir() and Path("/dev/vfio").is_dir()
+    assert sorted(p.name for p in labs.glob("*.created")) == ["dev-vfio.created", "etc-cdi.created"]
+    network.create_host_mount_points()  # the next lab's nodes find them and mark nothing
+    assert network.orphaned_host_mount_points() == [], "a lab is left: its nodes still mount there"
+    network.release_host_mount_points()
+    assert Path("/etc/cdi").is_dir()
+    (labs / "labs" / "lab").rmdir()
+    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/etc/cdi")]
+    network.release_host_mount_points()
+    assert not Path("/etc/cdi").exists() and not Path("/dev/vfio").exists() and not list(labs.glob("*.created"))
+    assert network.orphaned_host_mount_points() == []
+
+
+def test_the_hosts_own_mount_points_stay(labs: Path, fs) -> None:
+    fs.create_file("/etc/cdi/vendor.json")
+    network.create_host_mount_points()
+    (labs / "labs" / "lab").rmdir()
+    assert network.orphaned_host_mount_points() == [Path("/dev/vfio")]
+    network.release_host_mount_points()
+    assert Path("/etc/cdi/vendor.json").exists()
+
+
+def test_a_created_mount_point_someone_filled_is_kept_and_stays_residue(labs: Path, fs) -> None:
+    network.create_host_mount_points()
+    fs.create_file("/etc/cdi/vendor.json")
+    (labs / "labs" / "lab").rmdir()
+    network.release_host_mount_points()
+    assert Path("/etc/cdi/vendor.json").exists()
+    assert network.orphaned_host_mount_points() == [Path("/etc/cdi")]
+
+
+def test_the_node_mount_namespace_binds_its_own_etc_cdi(labs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(network, "sh", lambda *cmd, check=True: calls.append(tuple(map(str, cmd))))
+    node_dir = labs / "labs" / "lab" / "nodes" / "node-1"
+    (labs / "labs" / "lab" / "ns").mkdir()  # create_mount_ns_dir's
+    network.create_node_mount_ns(ClusterConfig(name="lab"), "node-1", node_dir)
+    ((*unshare, script),) = calls
+    assert unshare[:2] == ["unshare", f"--mount={labs}/labs/lab/ns/node-1.mnt"]
+    lines = script.splitlines()
+    # The host's mounts under /etc/cdi are detached first, then the node's dir is bound there.
+    assert "|/etc/cdi|" in lines[0] and f"mount --bind {node_dir / 'etc-cdi'} /etc/cdi" in lines
+    assert (node_dir / "etc-cdi").is_dir() and lines[-1] == "mount --make-rshared /"
