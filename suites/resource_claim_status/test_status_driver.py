@@ -28,7 +28,7 @@ def status_driver(driver: DriverUnderTest) -> DriverUnderTest:
 @pytest.fixture(scope="module")
 def observed(lab: Lab, api, status_driver: DriverUnderTest) -> Iterator[checks.Observed]:
     with namespaces.fresh(api, prefix="st") as ns:
-        yield checks.start(lab, api, status_driver, ns, "status")
+        yield checks.start(lab, api, status_driver, ns, "status", count=checks.devices_to_observe(api, status_driver))
 
 
 @pytest.mark.requirement("ST-01")
