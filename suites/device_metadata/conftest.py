@@ -1,5 +1,5 @@
-"""Fixtures of the MD suite: the shared scenarios, each set up once per driver under test
-(suites/conftest.py)."""
+"""Fixtures of the MD suite: the shared metadata readers, each shape set up once per driver
+under test (suites/conftest.py)."""
 
 from __future__ import annotations
 
@@ -30,5 +30,5 @@ def md_namespace(api, driver: DriverUnderTest) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def two_requests(lab: Lab, api, node_files, driver: DriverUnderTest, md_namespace: str) -> scenario.Scenario:
-    return scenario.two_requests(lab, api, node_files, driver, md_namespace)
+def readers(lab: Lab, api, node_files, driver: DriverUnderTest, md_namespace: str) -> scenario.Readers:
+    return scenario.Readers(lab, api, node_files, driver, md_namespace)

@@ -1,21 +1,24 @@
-"""The scenarios the MD checks observe, each set up once per driver under test.
+"""The scenarios the MD checks observe.
 
-`two_requests` is a named claim with request `req0` (two devices) and `req1` (one device), and a
-pod with an init container and a sidecar that use the whole claim, container `c0` that uses
-only req0 and `c1` that uses only req1. What the checks read comes from where users meet it:
-commands in the containers, the node's files (through NodeFiles) and the API.
+A metadata reader (`metadata_reader`) is a named claim with requests `req0`, `req1`, ... of a
+shape (devices per request: (2, 1) is req0 with two devices and req1 with one), and a pod with an
+init container and a sidecar that use the whole claim and a container `c<i>` per request that
+uses only `req<i>`. The shape is derived from the devices the driver's ResourceSlices leave free
+(`Readers`). What the checks read comes from where users meet it: commands in the containers,
+the node's files (through NodeFiles) and the API.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from kubernetes import client
 
 from clusters.providers import Lab
 from suites.device_metadata import paths
-from suites.framework import claims, pods, slices, workload
+from suites.framework import claims, namespaces, pods, slices, workload
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
@@ -34,6 +37,28 @@ def container(name: str, command: list[str], claim: str, requests: tuple[str, ..
             "resources": {"claims": refs}}
 
 
+@dataclass(frozen=True)
+class Request:
+    """A request of the scenario's claim: its name, the devices it asks for, the container that
+    uses it alone."""
+
+    name: str
+    count: int
+    container: str
+
+
+DEV = (Request("dev", 1, "main"),)  # a one-device claim used by container `main`
+
+Shape = tuple[int, ...]  # devices per request of a metadata reader: req0, req1, ...
+
+ONE_DEVICE: Shape = (1,)  # what MD-01/02/03/10/11/12/19 need
+TWO_REQUESTS: Shape = (1, 1)  # MD-04, MD-05
+SEVERAL_DEVICES: Shape = (2,)  # MD-06: one request for two devices
+FULL: Shape = (2, 1)  # serves every MD check on a metadata reader
+# Largest first: of those that serve a check, the first a node has room for is built.
+SHAPES: tuple[Shape, ...] = (FULL, TWO_REQUESTS, SEVERAL_DEVICES, ONE_DEVICE)
+
+
 @dataclass
 class Scenario:
     lab: Lab
@@ -45,6 +70,11 @@ class Scenario:
     claim_name: str
     node: str = ""
     claim: dict[str, Any] = field(default_factory=dict)
+    requests: tuple[Request, ...] = DEV
+
+    @property
+    def shape(self) -> Shape:
+        return tuple(r.count for r in self.requests)
 
     def start(self, pod: dict[str, Any]) -> "Scenario":
         pods.create(self.api, self.namespace, pod)
@@ -147,7 +177,9 @@ def _create_claim(api: Any, namespace: str, claim: ClaimBuilder, uid_digit_first
 
 def single(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str, name: str = "single",
            command: list[str] = SLEEP, uid_digit_first: bool | None = None) -> Scenario:
-    """One claim (`dev`, one device) used by one container `main`."""
+    """One claim (`dev`, one device) used by one container `main`; SKIP when no node has a free
+    device of the driver."""
+    slices.require_room(api, driver.name, 1, f"scenario {name}")
     _create_claim(api, namespace, driver.claim(name), uid_digit_first)
     spec = {"containers": [container("main", command, "claim")], "terminationGracePeriodSeconds": 1,
             "resourceClaims": [{"name": "claim", "resourceClaimName": name}]}
@@ -155,17 +187,71 @@ def single(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namesp
     return Scenario(lab, api, files, driver, namespace, name, name).start(pod)
 
 
-def two_requests(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str) -> Scenario:
-    claim = ClaimBuilder("two-requests").request("req0", driver.device_class, count=2).request("req1", driver.device_class)
+def serves(shape: Shape, need: Shape) -> bool:
+    """Whether a reader of `shape` has the requests a check that needs `need` reads (request i
+    with at least need[i] devices)."""
+    return len(shape) >= len(need) and all(have >= want for have, want in zip(shape, need))
+
+
+def shape_for(need: Shape, most_free: int) -> Shape | None:
+    """The largest shape that serves `need` and fits on a node with `most_free` free devices."""
+    return next((s for s in SHAPES if serves(s, need) and sum(s) <= most_free), None)
+
+
+def describe(shape: Shape) -> str:
+    return " and ".join(f"a request for {n} device{'s' if n > 1 else ''}" for n in shape)
+
+
+def metadata_reader(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str,
+                    shape: Shape) -> Scenario:
+    name = "reader-" + "-".join(map(str, shape))
+    requests = tuple(Request(f"req{i}", n, f"c{i}") for i, n in enumerate(shape))
+    claim = ClaimBuilder(name)
+    for r in requests:
+        claim.request(r.name, driver.device_class, count=r.count)
     claims.create(api, namespace, claim)
     spec = {
         "initContainers": [
             container("init", ["sh", "-c", LIST_FILES], "claim"),
             {**container("sidecar", SLEEP, "claim"), "restartPolicy": "Always"},
         ],
-        "containers": [container("c0", SLEEP, "claim", ("req0",)), container("c1", SLEEP, "claim", ("req1",))],
-        "resourceClaims": [{"name": "claim", "resourceClaimName": "two-requests"}],
+        "containers": [container(r.container, SLEEP, "claim", (r.name,)) for r in requests],
+        "resourceClaims": [{"name": "claim", "resourceClaimName": name}],
         "terminationGracePeriodSeconds": 1,
     }
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "metadata-reader"}, "spec": spec}
-    return Scenario(lab, api, files, driver, namespace, "metadata-reader", "two-requests").start(pod)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+    return Scenario(lab, api, files, driver, namespace, name, name, requests=requests).start(pod)
+
+
+class Readers:
+    """The metadata readers of one driver (module scope). The first check builds, in the
+    module's namespace, the largest shape a node has room for among those that serve it, and
+    every check that shape serves shares it; a check it does not serve gets its own shape, built
+    in a namespace of its own and removed after it, or SKIPs saying what the nodes lack."""
+
+    def __init__(self, lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str) -> None:
+        self.lab, self.api, self.files, self.driver, self.namespace = lab, api, files, driver, namespace
+        self.shared: Scenario | None = None
+        self.failed: Exception | None = None  # the shared reader's failure, each later check's too
+
+    def _build(self, namespace: str, need: Shape, what: str) -> Scenario:
+        room = slices.require_room(self.api, self.driver.name, sum(need), f"{what} ({describe(need)})")
+        shape = shape_for(need, room.most_free) or need  # the room holds `need` itself at least
+        return metadata_reader(self.lab, self.api, self.files, self.driver, namespace, shape)
+
+    @contextlib.contextmanager
+    def serving(self, need: Shape, what: str) -> Iterator[Scenario]:
+        """A reader for check `what`, which reads requests of shape `need`."""
+        if self.failed is not None:
+            raise self.failed
+        if self.shared is None:
+            try:
+                self.shared = self._build(self.namespace, need, what)
+            except Exception as e:
+                self.failed = e
+                raise
+        if serves(self.shared.shape, need):
+            yield self.shared
+            return
+        with namespaces.fresh(self.api, prefix="md") as ns:
+            yield self._build(ns, need, what)

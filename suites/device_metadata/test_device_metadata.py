@@ -6,12 +6,14 @@ Kubernetes, its spec-drift record."""
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import pytest
 
 from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
 from suites.device_metadata import checks, paths
-from suites.device_metadata.scenario import Scenario, single
+from suites.device_metadata.scenario import ONE_DEVICE, SEVERAL_DEVICES, TWO_REQUESTS, Readers, Scenario, Shape, single
 from suites.framework import spec_drift
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.spec_drift import Drift
@@ -20,10 +22,27 @@ pytestmark = pytest.mark.e2e
 KEP = "KEP-5304"
 
 
-@pytest.fixture
-def scenario(driver: DriverUnderTest, two_requests: Scenario) -> Scenario:
+def _reader(request: pytest.FixtureRequest, driver: DriverUnderTest, readers: Readers,
+            need: Shape) -> Iterator[Scenario]:
+    """A metadata reader with the requests the test's check reads; SKIP where no node has room."""
     driver.requires(Capability.METADATA)
-    return two_requests
+    with readers.serving(need, request.node.get_closest_marker("requirement").args[0]) as s:
+        yield s
+
+
+@pytest.fixture
+def scenario(request, driver: DriverUnderTest, readers: Readers) -> Iterator[Scenario]:
+    yield from _reader(request, driver, readers, ONE_DEVICE)
+
+
+@pytest.fixture
+def two_requests(request, driver: DriverUnderTest, readers: Readers) -> Iterator[Scenario]:
+    yield from _reader(request, driver, readers, TWO_REQUESTS)
+
+
+@pytest.fixture
+def several_devices(request, driver: DriverUnderTest, readers: Readers) -> Iterator[Scenario]:
+    yield from _reader(request, driver, readers, SEVERAL_DEVICES)
 
 
 @pytest.mark.requirement("MD-01")
@@ -49,18 +68,18 @@ def test_attributes_are_typed_and_agree_with_the_slice(scenario: Scenario, evide
 
 
 @pytest.mark.requirement("MD-04")
-def test_a_container_sees_only_its_requests(scenario: Scenario, evidence: Evidence) -> None:
-    checks.isolation(scenario, evidence)
+def test_a_container_sees_only_its_requests(two_requests: Scenario, evidence: Evidence) -> None:
+    checks.isolation(two_requests, evidence)
 
 
 @pytest.mark.requirement("MD-05")
-def test_requests_get_separate_directories(scenario: Scenario, evidence: Evidence) -> None:
-    checks.separate_directories(scenario, evidence)
+def test_requests_get_separate_directories(two_requests: Scenario, evidence: Evidence) -> None:
+    checks.separate_directories(two_requests, evidence)
 
 
 @pytest.mark.requirement("MD-06")
-def test_a_request_for_several_devices_lists_all(scenario: Scenario, evidence: Evidence) -> None:
-    checks.several_devices_in_one_file(scenario, evidence)
+def test_a_request_for_several_devices_lists_all(several_devices: Scenario, evidence: Evidence) -> None:
+    checks.several_devices_in_one_file(several_devices, evidence)
 
 
 @pytest.mark.requirement("MD-10")
@@ -84,7 +103,7 @@ def test_cdi_spec(lab, api, node_files, metadata_driver: DriverUnderTest, namesp
                   request, digit_first: bool) -> None:
     # Both cases every run: the framework's minimum cdiVersion depends on the UID's first character.
     s = single(lab, api, node_files, metadata_driver, namespace, "cdi-spec", uid_digit_first=digit_first)
-    version = checks.cdi_spec(s, evidence, ("dev",))
+    version = checks.cdi_spec(s, evidence)
     spec_drift.record(request, Drift(KEP, "cdiVersion", "cdiVersion 0.3.0",
                                      f"cdiVersion {version} for claim UID {s.uid} "
                                      f"({'starts with a digit' if digit_first else 'starts with a letter'})"))

@@ -17,7 +17,7 @@ from suites.framework.spec_drift import Drift
 pytestmark = [pytest.mark.e2e, pytest.mark.requirement("MUT-01")]
 
 Check = Callable[[Scenario, Evidence], object]
-TWO_REQUESTS: dict[str, Check] = {
+READER: dict[str, Check] = {  # on the full metadata reader (scenario.FULL: every request a check reads)
     "MD-01": checks.file_at_shipped_path, "MD-02": checks.content, "MD-03": checks.attributes_typed_and_agree,
     "MD-04": checks.isolation, "MD-06": checks.several_devices_in_one_file, "MD-11": checks.read_only_and_modes,
 }
@@ -49,7 +49,7 @@ def test_variant_fails_the_checks_it_breaks(lab: Lab, api, node_files, deploy_dr
         def observe(kind: str) -> Scenario:
             if kind not in scenarios:
                 scenarios[kind] = {
-                    "two": lambda: scenario.two_requests(lab, api, node_files, driver, ns),
+                    "reader": lambda: scenario.metadata_reader(lab, api, node_files, driver, ns, scenario.FULL),
                     "single": lambda: scenario.single(lab, api, node_files, driver, ns, "single"),
                     "deferred": lambda: scenario.single(lab, api, node_files, driver, ns, "deferred",
                                                         checks.copy_at_start(driver.name, "deferred")),
@@ -57,8 +57,8 @@ def test_variant_fails_the_checks_it_breaks(lab: Lab, api, node_files, deploy_dr
             return scenarios[kind]
 
         for requirement in EXPECTED_FAILURES[(profile, variant)]:
-            kind = "two" if requirement in TWO_REQUESTS else "single" if requirement in SINGLE else "deferred"
-            check = {**TWO_REQUESTS, **SINGLE, **DEFERRED}[requirement]
+            kind = "reader" if requirement in READER else "single" if requirement in SINGLE else "deferred"
+            check = {**READER, **SINGLE, **DEFERRED}[requirement]
             failures[requirement] = self_check.must_fail(requirement, lambda ev: check(observe(kind), ev))
     print(f"{profile}:{variant} ->", failures)
     if variant == "foreign-device":  # what shipped UpdateRequestMetadata let through
