@@ -198,7 +198,7 @@ namespace: gpu-b
 images: [{{archive: {reference_drivers.local.tools.drivers_image.archive}}}]
 manifests: [dra-driver-rbac.yaml, gpu-dra-driver.yaml]
 parameters: {{DRIVER_NAME: gpu-b.dralab.dev, COMPONENT: gpu-b-dra-driver,
-             METADATA_VERSIONS: metadata.resource.k8s.io/v1beta1, NVML_LIBRARY: ""}}
+             METADATA_VERSIONS: metadata.resource.k8s.io/v1beta1, NVML_LIBRARY: "", CDI_DIR: /var/run/cdi}}
 """)
     profile = load_profile(str(tmp_path / "gpu-b.yaml"))
     deploy(reference_drivers, profile)
