@@ -1,0 +1,36 @@
+"""`dralab selfcheck` end to end on one broken and one valid variant (MUT-01, MUT-02): the broken
+one FAILs what it breaks with its violation named, the valid one is CERTIFIED, the second run
+uses the first one's lab, and no lab is left at the end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusters import residue
+from reports.certify import lab_names
+from reports.selfcheck import LAB_PREFIX
+from tests.e2e.test_lab_lifecycle import dralab
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.requirement("MUT-01")
+@pytest.mark.requirement("MUT-02")
+def test_selfcheck_judges_a_broken_and_a_valid_variant_on_one_lab(tmp_path) -> None:
+    out = tmp_path / "selfcheck"
+    done = dralab("selfcheck", "--only", "MD-14", "--variant", "gpu:leave-files", "--variant", "gpu:slow-prepare",
+                  "--out", str(out), timeout=1500)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"selfcheck exited {done.returncode}, want 0:\n{output[-5000:]}"
+    data = json.loads((out / "selfcheck.json").read_text())
+    by_name = {(v["driver"], v["variant"]): v for v in data["variants"]}
+    broken, valid = by_name[("gpu", "leave-files")], by_name[("gpu", "slow-prepare")]
+    assert broken["match"] and broken["observed"]["MD-14"] == "FAIL" and "MD-14" in broken["messages"], broken
+    assert valid["match"] and valid["observed"]["outcome"] == "CERTIFIED" and valid["observed"]["MD-14"] == "PASS", valid
+    assert output.count("starting lab") == 1 and "(--reuse-labs)" in output, output[-5000:]
+    page = (out / "selfcheck.html").read_text()
+    assert "2 of 2 variants as expected" in page and "variants/gpu-leave-files/report.html" in page
+    left = [str(r) for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)]
+    assert not left, f"selfcheck left its labs behind: {left}"
