@@ -91,3 +91,8 @@ def test_the_page_shows_each_variant_with_its_verdicts_and_a_link_to_its_report(
                         "variants": [asdict(result)]}, tmp_path)
     assert "0 of 1 variants as expected" in page and "MISMATCH: MD-14: PASS, expected FAIL" in page
     assert "href='variants/gpu-leave-files/report.html'" in page
+
+
+def test_every_broken_variant_names_the_violation_of_each_id_it_breaks() -> None:
+    unnamed = [f"{c.name} {rid}" for c in cases() if c.kind == BROKEN for rid in c.breaks if rid not in c.violations]
+    assert not unnamed, f"broken variants whose FAIL message is not matched (MUT-01): add `violations` for {unnamed}"
