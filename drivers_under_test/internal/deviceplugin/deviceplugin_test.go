@@ -53,7 +53,9 @@ func TestRegisterWithoutKubelet(t *testing.T) {
 	}
 }
 
-type server struct{ pluginapi.UnimplementedDevicePluginServer }
+type server struct {
+	pluginapi.UnimplementedDevicePluginServer
+}
 
 func TestServeTakesOverAStaleSocketAndStopRemovesIt(t *testing.T) {
 	dir := t.TempDir()
