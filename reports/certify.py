@@ -26,7 +26,7 @@ from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF
 from clusters.progress import console, run_logged
 from drivers_under_test.profile import DriverProfile
 from drivers_under_test.validate import validate_or_raise
-from reports.report import EXIT_CODES, INCOMPLETE, NOTHING, build, last_line, read_junit, write
+from reports.report import EXIT_CODES, INCOMPLETE, NOTHING, build, first_message, last_line, read_junit, write
 from suites import catalogue
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,6 +79,11 @@ def _hardware(profile: str | None) -> dict[str, str]:
     except Exception as e:
         raise BadInput(f"--hardware {profile!r}: {e}; profiles: fake_hardware/profiles/*.yaml, or a .yaml path") from None
     return {node: profile for node in SESSION_LAB.hardware}
+
+
+def certifiable(profile: DriverProfile) -> list[str]:
+    """The driver requirements the profile's capabilities make it certifiable on (empty: none)."""
+    return catalogue.certifiable([c.value for c in profile.capabilities], bool(profile.drivers))
 
 
 def _check_variant(variant: str | None, drivers: list[DriverProfile]) -> None:
@@ -218,7 +223,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     nodes_hardware = _hardware(hardware)
     if cluster == "kubeconfig" and not (kubeconfig and Path(kubeconfig).is_file()):
         raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
-    if drivers and not any(catalogue.certifiable([c.value for c in d.capabilities], bool(d.drivers)) for d in drivers):
+    if drivers and not any(map(certifiable, drivers)):
         console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} claim no capability "
                       "dralab checks (capabilities: metadata, metadata-deferred, device-status, network-data, device-plugin)")
         sys.exit(EXIT_CODES[NOTHING])
@@ -236,8 +241,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     allure_html = _allure_html(out_dir / "allure-results", out_dir / "allure-report")
     for r in report["requirements"]:
         if r["verdict"] in ("FAIL", "ERROR", "BLOCKED", "WARNING"):
-            first = next((t["message"] or "(no message)").splitlines()[0] for t in r["tests"] if t["verdict"] == r["verdict"])
-            console.print(f"  {r['verdict']} {r['id']} ({r['section']}): {first[:200]}", markup=False)
+            console.print(f"  {r['verdict']} {r['id']} ({r['section']}): {first_message(r)[:200]}", markup=False)
     counts = "; ".join(f"{section}: " + ", ".join(f"{n} {v}" for v, n in c.items() if n)
                        for section, c in report["summary"]["requirements"].items() if any(c.values()))
     console.print(f"requirements {counts} in {report['summary']['wall_seconds']:.0f}s; {as_html}, {as_json}, {run.junit}, "

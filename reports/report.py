@@ -153,6 +153,12 @@ def build(results: list[TestResult], environment: dict[str, Any], wall_seconds: 
     }
 
 
+def first_message(requirement: dict[str, Any]) -> str:
+    """The first line of the message of the first test that gave a requirement its verdict."""
+    return next((t["message"] or "(no message)").splitlines()[0] for t in requirement["tests"]
+                if t["verdict"] == requirement["verdict"])
+
+
 def last_line(report: dict[str, Any]) -> str:
     """The line a run ends with: the outcome and the IDs behind it (RP-04)."""
     summary = report["summary"]

@@ -24,10 +24,9 @@ import click
 from clusters.config import saved_config
 from clusters.errors import BadInput
 from clusters.progress import console
-from drivers_under_test.profile import METADATA_DISABLED, DriverProfile, load_profile, shipped_profiles
-from reports.certify import NoResults, SuiteRun, lab_names, selection
-from reports.report import CERTIFIED
-from suites import catalogue
+from drivers_under_test.profile import METADATA_DISABLED, load_profile, shipped_profiles
+from reports.certify import NoResults, SuiteRun, certifiable, lab_names, selection
+from reports.report import CERTIFIED, INCOMPLETE, first_message
 
 VALID, BROKEN = "valid", "broken"
 LAB_PREFIX = "self"
@@ -89,12 +88,8 @@ def chosen(all_cases: list[Case], only: str | None, variants: tuple[str, ...]) -
             return rid in wanted or rid.split("-")[0] in wanted
 
         picked = [c for c in picked if any(map(concerns, c.breaks + c.warns)) or
-                  (c.kind == VALID and any(map(concerns, _certifiable(load_profile(c.driver)))))]
+                  (c.kind == VALID and any(map(concerns, certifiable(load_profile(c.driver)))))]
     return picked
-
-
-def _certifiable(profile: DriverProfile) -> list[str]:
-    return catalogue.certifiable([c.value for c in profile.capabilities], bool(profile.drivers))
 
 
 def _suites_of(case: Case, only: str | None) -> str | None:
@@ -124,9 +119,8 @@ class Observed:
 def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path) -> Observed:
     """Compare a variant's certification report with what dralab must say about it."""
     verdicts = {r["id"]: r["verdict"] for r in report["requirements"]}
-    messages = {r["id"]: next((t["message"] or "(no message)").splitlines()[0] for t in r["tests"]
-                              if t["verdict"] == r["verdict"])
-                for r in report["requirements"] if r["verdict"] in ("FAIL", "ERROR", "BLOCKED", "WARNING")}
+    messages = {r["id"]: first_message(r) for r in report["requirements"]
+                if r["verdict"] in ("FAIL", "ERROR", "BLOCKED", "WARNING")}
     expected = case.expected()
     outcome = report["summary"]["outcome"]
     observed = {"outcome": outcome, **verdicts} if case.kind == VALID else verdicts
@@ -139,9 +133,8 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path)
             problems.append(f"{rid} FAILed without naming the violation /{case.violations.get(rid, '(none declared)')}/: "
                             f"{messages.get(rid, '')[:200]}")
     # Exactly what it breaks: no other requirement of the driver may FAIL, nor the lab ERROR.
-    others = [f"{r['id']}: {r['verdict']} ({messages.get(r['id'], '')[:160]})" for r in report["requirements"]
-              if r["id"] not in expected and r["verdict"] in ("FAIL", "ERROR", "BLOCKED")]
-    problems += others
+    problems += [f"{r['id']}: {r['verdict']} ({messages.get(r['id'], '')[:160]})" for r in report["requirements"]
+                 if r["id"] not in expected and r["verdict"] in ("FAIL", "ERROR", "BLOCKED")]
     return Observed(case.variant, case.driver, case.kind, case.breaks, expected, observed, messages, not problems,
                     "; ".join(problems), round(seconds, 1), str(report_path))
 
@@ -160,8 +153,8 @@ def run(selected: list[Case], out_dir: Path, only: str | None) -> list[Observed]
             started = time.monotonic()
             try:
                 report = suite_run.report(suite_run.pytest(), {}, {})
-            except NoResults as e:  # no verdict at all: that is not what dralab must say either
-                report = {"requirements": [], "summary": {"outcome": str(e).split(":")[0]}}
+            except NoResults:  # no verdict at all: that is not what dralab must say either
+                report = {"requirements": [], "summary": {"outcome": INCOMPLETE}}
             result = judge(case, report, time.monotonic() - started, suite_run.out_dir / "report.html")
             results.append(result)
             console.print(f"  {'[green]match[/green]' if result.match else '[red]MISMATCH[/red]'} in "

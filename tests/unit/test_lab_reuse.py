@@ -37,7 +37,6 @@ def test_a_lab_started_with_other_gates_is_not_reused(saved) -> None:
 
 def test_the_same_configuration_in_the_slot_it_got_is_reused_when_healthy(saved, monkeypatch) -> None:
     saved(WANTED.model_copy(update={"slot": 3}))
-    monkeypatch.setattr(LocalCluster, "check_components", lambda self: None)
     monkeypatch.setattr(LocalCluster, "wait_ready", lambda self, timeout: None)
     found = LocalCluster.running(WANTED)
     assert found is not None and found.cfg.slot == 3
@@ -46,7 +45,7 @@ def test_the_same_configuration_in_the_slot_it_got_is_reused_when_healthy(saved,
 def test_the_same_configuration_with_a_dead_component_is_not_reused(saved, monkeypatch) -> None:
     saved(WANTED.model_copy(update={"slot": 3}))
 
-    def dead(self) -> None:
+    def dead(self, timeout: float) -> None:
         raise LabBroken("lab component kubelet-node-1 has died")
-    monkeypatch.setattr(LocalCluster, "check_components", dead)
+    monkeypatch.setattr(LocalCluster, "wait_ready", dead)
     assert LocalCluster.running(WANTED) is None
