@@ -92,11 +92,17 @@ def chosen(all_cases: list[Case], only: str | None, variants: tuple[str, ...]) -
     return picked
 
 
-def _suites_of(case: Case, only: str | None) -> str | None:
-    """certify's --only for a case: what it breaks or warns on; for a valid variant every suite, or --only's."""
-    if case.kind == VALID:
-        return only
-    return ",".join(case.breaks + case.warns)
+def _suites_of(case: Case, only: str | None) -> str:
+    """certify's --only for a case: what it breaks or warns on; for a valid variant the driver
+    requirements its profile is certifiable on (the lab's and the cluster's own checks judge no
+    driver choice) and coming up (DEP), or those of them --only names."""
+    if case.kind == BROKEN:
+        return ",".join(case.breaks + case.warns)
+    ids = certifiable(load_profile(case.driver))
+    if only:
+        wanted = {p.strip().upper() for p in only.split(",") if p.strip()}
+        ids = [i for i in ids if i in wanted or i.split("-")[0] in wanted]
+    return ",".join(["DEP", *ids])
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from dralab.cli import main
-from reports.selfcheck import BROKEN, VALID, Case, cases, chosen, judge, render_html
+from reports.selfcheck import BROKEN, VALID, Case, _suites_of, cases, chosen, judge, render_html
 
 
 def _report(outcome: str, **verdicts: tuple[str, str]) -> dict:
@@ -64,6 +64,15 @@ def test_only_picks_the_broken_variants_of_those_ids_and_the_valid_ones_they_app
     assert [c.variant for c in chosen(all_cases, "DP", ())] == ["never-unhealthy"]
     assert [c.variant for c in chosen(all_cases, None, ("gpu:wrong-path", "never-unhealthy"))] == [
         "wrong-path", "never-unhealthy"]
+
+
+def test_a_valid_variant_runs_its_driver_requirements_and_a_broken_one_what_it_breaks() -> None:
+    valid = Case("slow-prepare", "gpu", VALID)
+    ids = _suites_of(valid, None).split(",")
+    assert "MD-01" in ids and "ST-01" in ids and ids[0] == "DEP"
+    assert not [i for i in ids if i.split("-")[0] in ("DA", "LAB", "HW") or i in ("ST-03", "ST-05")]  # not the driver's
+    assert _suites_of(valid, "ST").split(",") == ["DEP"] + [i for i in ids if i.startswith("ST-")]
+    assert _suites_of(LEAVE, None) == "MD-14"
 
 
 def test_list_json_names_variant_driver_kind_and_breaks_without_starting_anything(tmp_path) -> None:
