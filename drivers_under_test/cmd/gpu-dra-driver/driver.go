@@ -32,6 +32,7 @@ var ownVariants = map[string]string{
 	variantAttributeMismatch: "the metadata's index attribute differs from the ResourceSlice's (breaks MD-03)",
 	variantDropDevice:        "a request's metadata lists only its first device (breaks MD-02, MD-06)",
 	variantRefusePrepare:     "NodePrepareResources fails for every claim, so no pod with a claim starts (breaks MD-01 and every check of a prepared claim)",
+	variantRestoreWithoutCDI: "a claim prepared again is restored from the checkpoint without writing its CDI spec, which a node reboot has lost, so its pod cannot start (kubernetes#141433; breaks MD-18)",
 }
 
 const (
@@ -39,6 +40,7 @@ const (
 	variantAttributeMismatch = "attribute-mismatch"
 	variantDropDevice        = "drop-device"
 	variantRefusePrepare     = "refuse-prepare"
+	variantRestoreWithoutCDI = "restore-without-cdi"
 )
 
 type gpuDriver struct {
@@ -50,6 +52,17 @@ type gpuDriver struct {
 
 	mu   sync.Mutex
 	gpus map[string]sysfs.GPU // by device name, as last discovered
+
+	stateMu sync.Mutex // prepare and unprepare
+	state   *dradriver.Checkpoint[*preparedClaim]
+}
+
+// preparedClaim is what prepare did for a claim, enough to answer the same again.
+type preparedClaim struct {
+	// CDIDevices are the edits of the claim's CDI spec by device name: the spec is written
+	// again from them, since it lives in /var/run/cdi, which a node reboot empties.
+	CDIDevices map[string]cdi.Edits   `json:"cdiDevices"`
+	Devices    []kubeletplugin.Device `json:"devices"`
 }
 
 func deviceName(g sysfs.GPU) string { return fmt.Sprintf("gpu-%d", g.Index) }
@@ -101,6 +114,8 @@ func (d *gpuDriver) Devices() ([]resourceapi.Device, error) {
 }
 
 func (d *gpuDriver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
 	result := map[types.UID]kubeletplugin.PrepareResult{}
 	for _, claim := range claims {
 		if d.opts.Variant.Is(variantRefusePrepare) {
@@ -109,10 +124,30 @@ func (d *gpuDriver) PrepareResourceClaims(ctx context.Context, claims []*resourc
 			result[claim.UID] = kubeletplugin.PrepareResult{Err: err}
 			continue
 		}
-		devices, err := d.prepare(ctx, claim)
+		devices, err := d.prepareOrRestore(ctx, claim)
 		result[claim.UID] = kubeletplugin.PrepareResult{Err: err, Devices: devices}
 	}
-	return result, nil
+	return result, d.state.Save()
+}
+
+// prepareOrRestore prepares a claim, or answers one it prepared before (the kubelet prepares
+// its claims again after it or the node restarted) from the checkpoint, writing its CDI spec
+// again.
+func (d *gpuDriver) prepareOrRestore(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
+	saved, ok := d.state.Claims[claim.UID]
+	if !ok {
+		return d.prepare(ctx, claim)
+	}
+	logger := klog.FromContext(ctx)
+	if d.opts.Variant.Is(variantRestoreWithoutCDI) {
+		logger.Info("Claim restored from the checkpoint; CDI spec not written", "claim", klog.KObj(claim), "variant", d.opts.Variant.Describe())
+		return saved.Devices, nil
+	}
+	if _, err := d.opts.WriteClaimCDISpec(cdiClass, string(claim.UID), saved.CDIDevices); err != nil {
+		return nil, err
+	}
+	logger.Info("Claim restored from the checkpoint, CDI spec written again", "claim", klog.KObj(claim))
+	return saved.Devices, nil
 }
 
 // ours are the claim's allocation results for this driver on this node.
@@ -175,6 +210,7 @@ func (d *gpuDriver) prepare(ctx context.Context, claim *resourceapi.ResourceClai
 			return nil, err
 		}
 	}
+	d.state.Claims[claim.UID] = &preparedClaim{CDIDevices: cdiDevices, Devices: prepared}
 	return prepared, nil
 }
 
@@ -215,11 +251,15 @@ func (d *gpuDriver) reportStatus(ctx context.Context, claim *resourceapi.Resourc
 }
 
 func (d *gpuDriver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
 	result := map[types.UID]error{}
 	for _, claim := range claims {
-		result[claim.UID] = d.opts.RemoveClaimCDISpec(cdiClass, string(claim.UID))
+		if result[claim.UID] = d.opts.RemoveClaimCDISpec(cdiClass, string(claim.UID)); result[claim.UID] == nil {
+			delete(d.state.Claims, claim.UID)
+		}
 	}
-	return result, nil
+	return result, d.state.Save()
 }
 
 func keys(m map[string]bool) []string {

@@ -1,8 +1,9 @@
 // Command gpu-dra-driver is dralab's reference DRA driver for GPUs, on the upstream
 // kubeletplugin framework. It discovers GPUs in sysfs (or, with --nvml-library, through NVML as
-// NVIDIA's drivers do), publishes them in a ResourceSlice per
-// node (withdrawing unhealthy or vanished ones), prepares claims with a CDI spec per claim,
-// immediate device metadata (KEP-5304) and, with --report-status, status.devices (KEP-4817).
+// NVIDIA's drivers do), publishes them in a ResourceSlice per node (withdrawing unhealthy or
+// vanished ones), prepares claims with a CDI spec per claim and immediate device metadata
+// (KEP-5304), keeps them in a checkpoint from which a claim prepared again is restored, and,
+// with --report-status, writes status.devices (KEP-4817).
 package main
 
 import (
@@ -40,7 +41,11 @@ func main() {
 	flag.Parse()
 	opts := c.opts
 	newDriver := func(client kubernetes.Interface) (dradriver.Driver, error) {
-		d := &gpuDriver{opts: opts, client: client, discover: func() ([]sysfs.GPU, error) { return sysfs.GPUs(opts.SysfsRoot) }}
+		state, err := dradriver.LoadCheckpoint[*preparedClaim](opts.PluginDataDir())
+		if err != nil {
+			return nil, err
+		}
+		d := &gpuDriver{opts: opts, client: client, state: state, discover: func() ([]sysfs.GPU, error) { return sysfs.GPUs(opts.SysfsRoot) }}
 		if c.library != "" {
 			n, err := newNVMLDiscovery(c.library, opts.SysfsRoot)
 			if err != nil {

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+
+	"dralab.dev/drivers/internal/dradriver"
+	"dralab.dev/drivers/internal/sysfs"
+)
+
+// newTestDriver is the GPU driver with two GPUs on node-1, its CDI dir and plugin data dir in a
+// temporary directory, run with args.
+func newTestDriver(t *testing.T, root string, args ...string) *gpuDriver {
+	t.Helper()
+	fs := flag.NewFlagSet("gpu-dra-driver", flag.ContinueOnError)
+	c := newConfig(fs)
+	if err := fs.Parse(append([]string{"--node-name=node-1", "--kubelet-root-dir=" + filepath.Join(root, "kubelet"),
+		"--cdi-dir=" + filepath.Join(root, "cdi")}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	state, err := dradriver.LoadCheckpoint[*preparedClaim](c.opts.PluginDataDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &gpuDriver{opts: c.opts, state: state, discover: func() ([]sysfs.GPU, error) {
+		return []sysfs.GPU{{Index: 0, UUID: "GPU-0", BDF: "0000:01:00.0", Healthy: true}, {Index: 1, UUID: "GPU-1", BDF: "0000:02:00.0", Healthy: true}}, nil
+	}}
+	if _, err := d.Devices(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func testClaim(opts *dradriver.Options) *resourceapi.ResourceClaim {
+	return &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "claim", UID: "3f2a-uid"},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "dev", Driver: opts.DriverName, Pool: opts.PoolName(0), Device: "gpu-1"}},
+		}}},
+	}
+}
+
+func prepareOne(t *testing.T, d *gpuDriver, claim *resourceapi.ResourceClaim) []kubeletplugin.Device {
+	t.Helper()
+	result, err := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{claim})
+	if err != nil || result[claim.UID].Err != nil {
+		t.Fatalf("prepare: %v, %v", err, result[claim.UID].Err)
+	}
+	return result[claim.UID].Devices
+}
+
+// A node reboot: the driver starts anew from its checkpoint, /var/run/cdi is empty, and the
+// kubelet prepares the claim again.
+func rebootAndPrepareAgain(t *testing.T, root string, claim *resourceapi.ResourceClaim, args ...string) (before, after []kubeletplugin.Device, spec string) {
+	t.Helper()
+	d := newTestDriver(t, root, args...)
+	before = prepareOne(t, d, claim)
+	spec = d.opts.CDIDir + "/gpu.dralab.dev_gpu_" + string(claim.UID) + ".json"
+	if _, err := os.Stat(spec); err != nil {
+		t.Fatalf("no CDI spec after the first prepare: %v", err)
+	}
+	if err := os.RemoveAll(d.opts.CDIDir); err != nil {
+		t.Fatal(err)
+	}
+	after = prepareOne(t, newTestDriver(t, root, args...), claim)
+	return before, after, spec
+}
+
+func TestAClaimPreparedAgainIsRestoredWithItsCDISpec(t *testing.T) {
+	root := t.TempDir()
+	claim := testClaim(newTestDriver(t, root).opts)
+	before, after, spec := rebootAndPrepareAgain(t, root, claim)
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("restored %+v, prepared %+v", after, before)
+	}
+	if _, err := os.Stat(spec); err != nil {
+		t.Errorf("the restored claim has no CDI spec: %v", err)
+	}
+	d := newTestDriver(t, root)
+	result, err := d.UnprepareResourceClaims(context.Background(), []kubeletplugin.NamespacedObject{{UID: claim.UID}})
+	if err != nil || result[claim.UID] != nil {
+		t.Fatalf("unprepare: %v, %v", err, result[claim.UID])
+	}
+	if again := newTestDriver(t, root); len(again.state.Claims) != 0 {
+		t.Errorf("unprepare left the claim in the checkpoint: %v", again.state.Claims)
+	}
+}
+
+func TestRestoreWithoutCDIRestoresTheClaimWithoutItsSpec(t *testing.T) {
+	root := t.TempDir()
+	claim := testClaim(newTestDriver(t, root).opts)
+	before, after, spec := rebootAndPrepareAgain(t, root, claim, "--break="+variantRestoreWithoutCDI)
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("restored %+v, prepared %+v", after, before)
+	}
+	if _, err := os.Stat(spec); !os.IsNotExist(err) {
+		t.Errorf("the variant wrote the CDI spec of a restored claim: %v", err)
+	}
+}
