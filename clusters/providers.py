@@ -31,6 +31,7 @@ class NodeHandle(Protocol):
     def stop_kubelet(self) -> None: ...
     def start_kubelet(self) -> object: ...
     def kill_pod_sandbox(self, pod_uid: str) -> None: ...
+    def reboot(self) -> None: ...
 
 
 @dataclass
@@ -44,9 +45,9 @@ class RemoteNode:
         raise NotSupported(f"node {self.name} is not a local lab node: its files are not on this host")
 
     def _unsupported(self, *_: object) -> None:
-        raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab cannot restart its components")
+        raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab cannot restart it or its components")
 
-    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = kill_pod_sandbox = _unsupported
+    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = kill_pod_sandbox = reboot = _unsupported
 
 
 @dataclass

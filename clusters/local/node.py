@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +117,11 @@ class LocalNode:
         proxy = pki.issue(f"{self.name}-kube-proxy", "system:kube-proxy")
         write_kubeconfig(conf / "kube-proxy.kubeconfig", server, pki.ca.cert, proxy, "system:kube-proxy")
         (conf / "kube-proxy.yaml").write_text(configs.kube_proxy_config(self.cfg, self.name, conf / "kube-proxy.kubeconfig"))
+        self._make_dirs()
+
+    def _make_dirs(self) -> None:
+        """The directories the node's set-up makes, at creation and again at every boot (as
+        systemd-tmpfiles does): the CDI spec dirs containerd is configured to watch."""
         for d in self.cdi_dirs:
             d.mkdir(parents=True, exist_ok=True)
 
@@ -194,3 +202,72 @@ class LocalNode:
             run_logged(self.ctr("tasks", "kill", "--signal", "SIGKILL", sandbox), self.log_dir / "sandbox-kill.log",
                        what=f"killing sandbox {sandbox} of pod {pod_uid} on {self.name}")
 
+
+    # Reboot -------------------------------------------------------------------------------
+
+    def reboot(self) -> None:
+        """What a reboot does to the node, then the node up again with containerd, the kubelet
+        and kube-proxy healthy.
+
+        Lost, as on a real node: every process of the node (its services stopped, then every
+        container and shim killed); every mount its processes made (containers' root file
+        systems and /dev/shm, pod network namespaces, the kubelet's tmpfs volumes); the contents
+        of its /run, a tmpfs on a real node: containerd's state and sockets, the NRI socket, the
+        CDI specs in /var/run/cdi. Kept, as a node's disk keeps them: /var/lib (images, the
+        kubelet's and the drivers' checkpoints, metadata files), /etc/cdi, /var/log.
+        Kept as the lab's own plumbing, which stands for the machine rather than the node's
+        software: the node's network namespace (eth0, routes, the pod bridge and the rules in it,
+        which kube-proxy resyncs), its mount namespace with the private dirs bound in it, its
+        cgroup tree, the emulated hardware and its agent (which returns the netdevs of destroyed
+        pod namespaces to the node, as the kernel does for a real NIC's)."""
+        for component in ("kubelet", "kube-proxy", "containerd"):
+            self.component(component).stop()
+        supervisor.kill_and_wait(sorted(self._processes()))  # shims and containers: nothing stops them gracefully
+        supervisor.reap_children()
+        self._lose_volatile_state()
+        self.start_containerd()
+        self.wait_containerd()
+        self.start_kubelet()
+        self.start_kube_proxy()
+        self.wait_kubelet()
+        self.wait_kube_proxy()
+
+    def _processes(self) -> set[int]:
+        """The node's processes: those in its mount namespace (its services, containerd's shims)
+        and those in its cgroup tree (containers, which have namespaces of their own)."""
+        ns = f"mnt:[{network.mount_ns_file(self.cfg, self.name).stat().st_ino}]"
+        found = cgroups.pids(self.cgroup)
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and os.readlink(proc / "ns" / "mnt") == ns:
+                    found.add(int(proc.name))
+            except OSError:  # gone meanwhile
+                continue
+        return found
+
+    def _lose_volatile_state(self) -> None:
+        # Unmounted inside the node, so the bind mounts that make it a node stay; in rounds, as a
+        # point can be mounted more than once (one mount over another).
+        for _ in range(5):
+            if not (mounts := volatile_mounts(self.run("cat", "/proc/self/mountinfo").stdout)):
+                break
+            self.run("umount", "-l", *mounts, check=False)
+        else:
+            if left := volatile_mounts(self.run("cat", "/proc/self/mountinfo").stdout):
+                raise LabBroken(f"rebooting {self.name}: still mounted after unmounting: {', '.join(left)}")
+        for entry in self.host_path("/run").iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        self._make_dirs()
+
+
+def volatile_mounts(mountinfo: str) -> list[str]:
+    """The mount points below a node's private dirs, deepest first: every one is its processes'
+    (the lab mounts only the dirs themselves, and detached the host's copies below them), and a
+    reboot loses them all."""
+    points = {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+              for line in mountinfo.splitlines() if line.strip()}
+    below = [p for p in points if any(p.startswith(f"{d}/") for d in NODE_PRIVATE_DIRS)]
+    return sorted(below, key=lambda p: (-p.count("/"), p))

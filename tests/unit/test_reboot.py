@@ -1,0 +1,85 @@
+"""A node reboot (MD-18's "node" case): which of the node's mounts a reboot loses, and how the
+check reads the runtime's refusal to start a container whose CDI spec is gone (kubernetes#141433)."""
+
+from __future__ import annotations
+
+import json
+
+from kubernetes import client
+
+from clusters.local.node import volatile_mounts
+from suites.device_metadata import restarts
+
+# /proc/self/mountinfo inside a node: the host's root, the node's private dirs bound over the
+# host's, and what its processes mounted below them.
+MOUNTINFO = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+30 22 8:1 /srv/dralab/labs/l/nodes/node-1/var-lib /var/lib rw shared:40 - ext4 /dev/sda1 rw
+31 22 8:1 /srv/dralab/labs/l/nodes/node-1/run /run rw shared:41 - ext4 /dev/sda1 rw
+32 22 8:1 /srv/dralab/labs/l/nodes/node-1/etc-cdi /etc/cdi rw shared:42 - ext4 /dev/sda1 rw
+33 31 0:4 net:[4026532] /run/netns/cni-1f2e rw shared:43 - nsfs nsfs rw
+34 31 0:50 / /run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/rootfs rw shared:44 - overlay overlay rw
+35 31 0:51 / /run/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/shm rw shared:45 - tmpfs shm rw
+36 30 0:52 / /var/lib/kubelet/pods/u1/volumes/kubernetes.io~projected/kube-api-access-x rw shared:46 - tmpfs tmpfs rw
+37 30 0:53 / /var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/with\\040space rw shared:47 - tmpfs tmpfs rw
+38 22 0:54 / /var/library rw shared:48 - tmpfs tmpfs rw
+39 31 0:4 net:[4026533] /run/netns rw shared:49 - nsfs nsfs rw
+"""
+
+
+def test_a_reboot_loses_every_mount_below_the_private_dirs_but_not_the_dirs_themselves() -> None:
+    mounts = volatile_mounts(MOUNTINFO)
+    assert set(mounts) == {
+        "/run/netns/cni-1f2e", "/run/netns",
+        "/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/rootfs",
+        "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/shm",
+        "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~projected/kube-api-access-x",
+        "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/with space",  # mountinfo's octal escape read
+    }
+    # Deepest first: a mount is unmounted before the one it sits in.
+    assert mounts.index("/run/netns/cni-1f2e") < mounts.index("/run/netns")
+    assert [m.count("/") for m in mounts] == sorted((m.count("/") for m in mounts), reverse=True)
+
+
+def test_a_node_without_mounts_of_its_own_loses_none() -> None:
+    assert volatile_mounts("\n".join(MOUNTINFO.splitlines()[:4])) == []
+
+
+CDI_ERROR = ("failed to create containerd container: CDI device injection failed: unresolvable CDI devices "
+             "gpu.dralab.dev/gpu=3f2a-uid-gpu-1")
+
+
+def _waiting(message: str) -> client.V1ContainerStatus:
+    state = client.V1ContainerState(waiting=client.V1ContainerStateWaiting(reason="CreateContainerError", message=message))
+    return client.V1ContainerStatus(name="main", image="i", image_id="", ready=False, restart_count=1, state=state)
+
+
+def _event(kind: str, message: str) -> client.CoreV1Event:
+    return client.CoreV1Event(metadata=client.V1ObjectMeta(), involved_object=client.V1ObjectReference(),
+                              type=kind, reason="Failed", message=message)
+
+
+def test_the_runtimes_cdi_refusal_is_read_from_the_waiting_container_first() -> None:
+    assert restarts.unresolved_cdi(_waiting(CDI_ERROR), []) == CDI_ERROR
+    assert restarts.unresolved_cdi(_waiting("back-off 10s restarting"), [_event("Warning", f"Error: {CDI_ERROR}"),
+                                                                        _event("Normal", "Pulled")]) == f"Error: {CDI_ERROR}"
+
+
+def test_other_failures_are_not_read_as_a_missing_cdi_spec() -> None:
+    assert restarts.unresolved_cdi(_waiting("failed to create containerd container: no space left on device"),
+                                   [_event("Normal", CDI_ERROR)]) is None
+    assert restarts.unresolved_cdi(None, []) is None
+
+
+STREAM = "\n".join(json.dumps({"apiVersion": v, "kind": "DeviceMetadata",
+                               "metadata": {"name": "c", "namespace": "n", "uid": "u", "generation": g},
+                               "requests": [{"name": "dev", "devices": []}]})
+                   for v, g in (("metadata.resource.k8s.io/v1beta1", 3), ("metadata.resource.k8s.io/v1alpha1", 3)))
+
+
+def test_metadata_files_compare_apart_from_their_generation_and_cdi_specs_as_json() -> None:
+    assert restarts.comparable("on the node", STREAM) == restarts.comparable("on the node", STREAM.replace('"generation": 3', '"generation": 1'))
+    assert restarts.comparable("on the node", STREAM) != restarts.comparable("on the node", STREAM.replace('"uid": "u"', '"uid": "v"'))
+    assert restarts.comparable("CDI spec", '{"kind": "k", "cdiVersion": "0.3.0"}') == \
+        restarts.comparable("CDI spec", '{"cdiVersion":"0.3.0","kind":"k"}')
+    assert restarts.comparable("in the container", None) is None
