@@ -2,6 +2,11 @@
 // registers with kubelet under any API version and resource name, prints kubelet's answer as
 // one JSON line on stdout, and then serves a few healthy devices until SIGTERM, logging each
 // call kubelet makes (to tell which of two plugins for one resource kubelet talks to).
+//
+// With --proxy-resource it is a recording proxy instead: it finds the plugin serving that
+// resource, registers itself in the plugin's place and forwards every call of the kubelet to it,
+// printing each request and answer as one JSON line (proxy.go), so the suite sees what any
+// vendor's plugin and the kubelet said to each other.
 package main
 
 import (
@@ -12,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 
 	"google.golang.org/grpc"
@@ -70,11 +76,30 @@ func main() {
 	version := flag.String("api-version", pluginapi.Version, "API version to register with")
 	endpoint := flag.String("endpoint", "", "socket name in the directory (default: from the resource name and the host name, the pod's)")
 	devices := flag.Int("devices", 2, "healthy devices to list once registered")
+	proxyResource := flag.String("proxy-resource", "", "proxy the plugin of this resource instead of serving devices")
+	proxyDevices := flag.String("proxy-devices", "", "with --proxy-resource: the kubelet's healthy devices of the resource, comma-separated, to tell its plugin's socket")
 	flag.Parse()
+	if *proxyResource != "" {
+		*resource = *proxyResource
+	}
 	if *endpoint == "" {
 		// Not the process ID: in a container that is 1 for every probe.
 		host, _ := os.Hostname()
 		*endpoint = fmt.Sprintf("dp-probe-%s-%s.sock", regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(*resource, "-"), host)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	if *proxyResource != "" {
+		healthy := strings.FieldsFunc(*proxyDevices, func(r rune) bool { return r == ',' })
+		if len(healthy) == 0 {
+			klog.ErrorS(nil, "--proxy-resource needs --proxy-devices: the kubelet's healthy devices of the resource")
+			klog.FlushAndExit(klog.ExitFlushTimeout, 2)
+		}
+		if err := runProxy(ctx, os.Stdout, *dir, *endpoint, *resource, healthy); err != nil {
+			klog.ErrorS(err, "Proxying", "resource", *resource)
+			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+		}
+		return
 	}
 
 	p := &probe{endpoint: *endpoint, devices: *devices}
@@ -84,8 +109,6 @@ func main() {
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
 	defer stop()
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer cancel()
 	out := answer{Resource: *resource, Version: *version, Endpoint: *endpoint}
 	if _, err := deviceplugin.Register(ctx, *dir, &pluginapi.RegisterRequest{
 		Version: *version, Endpoint: *endpoint, ResourceName: *resource, Options: &pluginapi.DevicePluginOptions{},
