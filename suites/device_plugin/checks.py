@@ -5,11 +5,9 @@ node runs it: its pod and log on a node (evidence), the GPUs the emulated hardwa
 
 from __future__ import annotations
 
-import re
-
 from clusters.providers import Lab
 from fake_hardware.lab import HardwareLab
-from suites.device_plugin import allocation, observations
+from suites.device_plugin import allocation, checkpoint, observations
 from suites.device_plugin.checkpoint import Entry
 from suites.device_plugin.node_resources import allocatable, capacity, wait_allocatable
 from suites.framework import pods
@@ -40,14 +38,6 @@ def plugin_pod(api, plugin: DriverUnderTest, node: str) -> str:
 
 def plugin_log(api, plugin: DriverUnderTest, node: str) -> str:
     return pods.logs(api, plugin.profile.namespace, plugin_pod(api, plugin, node))
-
-
-def granted(log: str, call: str) -> list[list[str]]:
-    """The device ID lists the reference plugin logged for each `call` (klog: `"GetPreferredAllocation"
-    preferred=["a","b"]`). Only DP-07 reads them: the kubelet keeps no record of a preference or a
-    pre-start call, so seeing them for any plugin takes a probe between the kubelet and the plugin."""
-    key = "preferred" if call == "GetPreferredAllocation" else "devices"
-    return [re.findall(r"[A-Za-z0-9][\w.-]*", m) for m in re.findall(rf'"{call}" {key}=\[([^\]]*)\]', log)]
 
 
 def device_pod(name: str, plugin: DriverUnderTest, count: int, node: str) -> PodBuilder:
@@ -85,6 +75,14 @@ def holds_its_allocation(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTes
 def healthy_devices(files: NodeFiles, node: str, resource: str) -> list[str]:
     """The devices of `resource` the kubelet holds healthy, as ListAndWatch last listed them."""
     return observations.kubelet_checkpoint(files, node).registered.get(resource, [])
+
+
+def lists_again(files: NodeFiles, node: str, resource: str, written_before: str | None, total: int) -> bool:
+    """A checkpoint written since `written_before` holds `total` healthy devices of `resource`: the
+    kubelet writes it when a plugin lists its devices, so after a kubelet restart (which clears
+    them, readCheckpoint) or a plugin restart this is the plugin registered and listing again."""
+    return files.version(node, checkpoint.PATH) != written_before and \
+        len(healthy_devices(files, node, resource)) == total
 
 
 def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, node: str,

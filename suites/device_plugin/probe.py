@@ -1,5 +1,6 @@
-"""The registration probe (drivers_under_test/cmd/dp-probe) run as a pod on a node: it registers
-with the node's kubelet under any API version and resource name and prints kubelet's answer."""
+"""The device plugin probe (drivers_under_test/cmd/dp-probe) run as a pod on a node: as a plugin
+it registers with the node's kubelet under any API version and resource name and prints kubelet's
+answer; as a proxy it stands between the kubelet and a resource's plugin and prints every call."""
 
 from __future__ import annotations
 
@@ -10,12 +11,21 @@ from kubernetes.client.rest import ApiException
 
 from clusters.providers import Lab
 from drivers_under_test.deploy import lab_parameters
+from suites.device_plugin import calls
+from suites.device_plugin.calls import Call
 from suites.framework import pods
-from suites.framework.pods import PodBuilder
+from suites.framework.pods import ObservationFailed, PodBuilder
 from suites.framework.waits import wait_for
 
 # kubelet serves its Registration socket here whatever its --root-dir (deviceplugin/v1beta1.KubeletSocket).
 DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+
+
+def _probe(lab: Lab, pod: str, node: str, *args: str) -> PodBuilder:
+    return (PodBuilder(pod, image=lab_parameters(lab)["DRIVERS_IMAGE"]).on_node(node)
+            .running("/usr/local/bin/dp-probe", *args)
+            .with_volume({"name": "device-plugins", "hostPath": {"path": DEVICE_PLUGIN_DIR, "type": "Directory"}},
+                         DEVICE_PLUGIN_DIR))
 
 
 def register(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, version: str | None = None,
@@ -23,14 +33,33 @@ def register(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, 
     """Start the probe as pod `pod` on `node` (it keeps serving its devices until deleted); what
     kubelet answered: {"registered": bool, "answer": kubelet's error or "", ...}."""
     args = [f"--resource-name={resource}", f"--devices={devices}"] + ([f"--api-version={version}"] if version else [])
-    builder = (PodBuilder(pod, image=lab_parameters(lab)["DRIVERS_IMAGE"]).on_node(node)
-               .running("/usr/local/bin/dp-probe", *args)
-               .with_volume({"name": "device-plugins", "hostPath": {"path": DEVICE_PLUGIN_DIR, "type": "Directory"}},
-                            DEVICE_PLUGIN_DIR))
-    pods.create(api, namespace, builder)
+    pods.create(api, namespace, _probe(lab, pod, node, *args))
     line = wait_for(f"kubelet's answer in the log of probe {pod}", lambda: next(
         (ln for ln in _log(api, namespace, pod).splitlines() if ln.startswith("{")), None), 60)
     return json.loads(line)
+
+
+def proxy(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, healthy: list[str]) -> list[Call]:
+    """Start the recording proxy as pod `pod` on `node`, between the kubelet and the plugin of
+    `resource` (the one listing `healthy`, the kubelet's healthy devices of it), and return its
+    records once it registered. ObservationFailed (the harness's ERROR, not the plugin's FAIL)
+    when it cannot take the plugin's place, with what it saw."""
+    pods.create(api, namespace, _probe(lab, pod, node, f"--proxy-resource={resource}",
+                                       f"--proxy-devices={','.join(healthy)}").once())
+
+    def settled() -> list[Call] | None:
+        seen = recorded(api, namespace, pod)
+        return seen if calls.registered(seen) or calls.setup_failure(seen) else None
+    seen = wait_for(f"proxy {pod} to register in the place of {resource}'s plugin on {node}", settled, 60)
+    failure = calls.setup_failure(seen)
+    if failure:
+        raise ObservationFailed(f"proxy {pod} on {node}: {failure}")
+    return seen
+
+
+def recorded(api, namespace: str, pod: str) -> list[Call]:
+    """The calls proxy `pod` has recorded so far."""
+    return calls.parse(_log(api, namespace, pod))
 
 
 def _log(api, namespace: str, pod: str) -> str:
