@@ -9,6 +9,9 @@ RUNC = "v1.4.3"
 NRI = "v0.12.5"
 # helm renders the charts driver profiles may name (`helm template`); it never talks to a cluster.
 HELM = "v4.3.1"
+# kwok's controller runs the lab's nodes without a kubelet (LAB-09): Node objects Ready with their
+# leases renewed, pods bound to them Running.
+KWOK = "v0.8.0"
 
 # containerd's pinned sandbox image (internal/cri/config DefaultSandboxImage in CONTAINERD):
 # the local pause image is tagged exactly so, so containerd never tries to pull it.
@@ -28,4 +31,5 @@ ALL = {
     "runc": RUNC,
     "nri": NRI,
     "helm": HELM,
+    "kwok": KWOK,
 }

@@ -22,7 +22,7 @@ from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
     CGO_DRIVER_BINARIES, CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, DRIVER_BINARIES, DRIVERS_UNDER_TEST,
-    DRIVERS_WITH_CGO, ETCD, HELM, NVIDIA_SMI_FILE, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC,
+    DRIVERS_WITH_CGO, ETCD, HELM, KWOK, NVIDIA_SMI_FILE, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC,
 )
 from clusters.provision.gobuild import RECIPES, GoRecipe
 
@@ -50,6 +50,7 @@ class Toolchain:
     drivers_with_cgo: Path
     images: tuple[Image, ...]
     allure: Path
+    kwok_dir: Path
 
     def kube(self, component: str) -> Path:
         return self.kubernetes / component
@@ -73,6 +74,14 @@ class Toolchain:
     @property
     def nvidia_smi(self) -> Path:
         return self.drivers_with_cgo / NVIDIA_SMI_FILE
+
+    @property
+    def kwok(self) -> Path:
+        return self.kwok_dir / "kwok"
+
+    @property
+    def kwok_stages(self) -> Path:
+        return self.kwok_dir / "kwok-stages"
 
     @property
     def cni_bin_dir(self) -> Path:
@@ -236,7 +245,7 @@ def provision(offline: bool = False) -> Toolchain:
         kubernetes=dirs[KUBERNETES.name], etcd_dir=dirs[ETCD.name], containerd=dirs[CONTAINERD.name],
         runc_dir=dirs[RUNC.name], drivers_under_test=dirs[DRIVERS_UNDER_TEST.name],
         drivers_with_cgo=dirs[DRIVERS_WITH_CGO.name], images=imgs,
-        allure=_ensure_allure(offline),
+        allure=_ensure_allure(offline), kwok_dir=dirs[KWOK.name],
     )
 
 

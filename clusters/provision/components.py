@@ -99,7 +99,18 @@ HELM = GoRecipe(
     ldflags=f"-s -w -X {_helm}/internal/version.version={versions.HELM}",
 )
 
-GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST, DRIVERS_WITH_CGO, HELM)
+_kwok = "sigs.k8s.io/kwok"
+# The kwok controller as released, and kwok-stages (recipes/kwok), which prints the default stages
+# of the same kwok version for its --config.
+KWOK = GoRecipe(
+    name="kwok",
+    version=versions.KWOK,
+    requires={_kwok: versions.KWOK},
+    recipe_dir=RECIPES / "kwok",
+    binaries={"kwok": f"{_kwok}/cmd/kwok", "kwok-stages": "."},
+)
+
+GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST, DRIVERS_WITH_CGO, HELM, KWOK)
 
 # Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
 # image's busybox, libseccomp for building runc, and chromium, which renders the HTML reports in

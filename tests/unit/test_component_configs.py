@@ -11,7 +11,7 @@ from clusters.provision import Image, Toolchain
 
 TOOLS = Toolchain(kubernetes=Path("/k"), etcd_dir=Path("/e"), containerd=Path("/c"), runc_dir=Path("/r"),
                   drivers_under_test=Path("/t"), drivers_with_cgo=Path("/g"),
-                  images=(Image("x", Path("/x.tar"), "sha256:0"),), allure=Path("/a"))
+                  images=(Image("x", Path("/x.tar"), "sha256:0"),), allure=Path("/a"), kwok_dir=Path("/w"))
 
 
 def test_containerd_config_enables_cdi_and_nri_at_standard_node_paths() -> None:
