@@ -12,6 +12,10 @@ HELM = "v4.3.1"
 # kwok's controller runs the lab's nodes without a kubelet (LAB-09): Node objects Ready with their
 # leases renewed, pods bound to them Running.
 KWOK = "v0.8.0"
+# The kind provider (LAB-06): kind's CLI, built from its Go module, and the CoreDNS of its
+# offline node image, the version kubeadm KUBERNETES names (`kubeadm config images list`).
+KIND = "v0.33.0"
+COREDNS = "v1.14.6"
 
 # containerd's pinned sandbox image (internal/cri/config DefaultSandboxImage in CONTAINERD):
 # the local pause image is tagged exactly so, so containerd never tries to pull it.

@@ -198,16 +198,16 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
 
 
 def _kind_lab() -> Iterator[Lab]:
-    """The session lab's nodes and gates as a kind cluster (what kind nodes cannot have is left out)."""
-    from clusters.kind import KindCluster
+    """The session lab's nodes, gates and runtime-config as a kind cluster (clusters/kind)."""
+    from clusters.kind.cluster import KindCluster
     from clusters.provision import provision
 
     tools = provision()
-    cfg = ClusterConfig(name=SESSION_LAB.name, nodes=SESSION_LAB.nodes, feature_gates=SESSION_LAB.feature_gates)
-    cluster = KindCluster(cfg, Path(tempfile.mkdtemp(prefix="dralab-kind-")))
-    cluster.up(images=[image.archive for image in tools.images])
+    cfg = SESSION_LAB.model_copy(update={"slice_only_nodes": 0, "hardware": {}})
+    cluster = KindCluster(cfg, tools)
+    cluster.up(images=(tools.drivers_image,))
     try:
-        yield kubeconfig_lab(cluster.kubeconfig, tools.kubectl, cluster.work_dir, cfg.kubelet_root_dir)
+        yield kubeconfig_lab(cluster.kubeconfig, tools.kubectl, cluster.dir, cfg.kubelet_root_dir)
     finally:
         cluster.down()
 

@@ -1,42 +1,78 @@
-"""LAB-06: a kind cluster from a lab config, where a Docker engine and kind exist (skipped with
-the reason elsewhere; this machine has no Docker engine)."""
+"""LAB-06: a kind cluster from a lab config, on dralab's offline node image: the nodes Ready,
+containerd's CDI and NRI on, pods on two nodes reaching each other over the pod network, and
+after `down` nothing of the run left in the engine (containers, networks)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
+import time
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
+from clusters import versions
 from clusters.config import ClusterConfig
-from clusters.kind import KindCluster
+from clusters.kind import engine
+from clusters.kind.cluster import KIND_NETWORK, KindCluster
+from clusters.provision import provision
 
 pytestmark = pytest.mark.e2e
+CFG = ClusterConfig(name="kind-e2e", nodes=2, feature_gates={"DRADerivedAttributes": True},
+                    runtime_config={"resource.k8s.io/v1beta2": True})
 
 
-def _missing() -> str | None:
-    tools = [t for t in ("docker", "kind") if not shutil.which(t)]
-    if tools:
-        return f"needs {' and '.join(tools)} on PATH"
-    if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
-        return "needs a running Docker engine (`docker info` failed)"
-    return None
+def _pod(name: str, node: str) -> client.V1Pod:
+    return client.V1Pod(metadata=client.V1ObjectMeta(name=name), spec=client.V1PodSpec(
+        node_name=node, restart_policy="Never", termination_grace_period_seconds=0, containers=[client.V1Container(
+            name="c", image=versions.WORKLOAD_IMAGE, image_pull_policy="Never", command=["sleep", "3600"])]))
+
+
+def _running(core: client.CoreV1Api, name: str, timeout: float = 120) -> client.V1Pod:
+    deadline = time.monotonic() + timeout
+    while (pod := core.read_namespaced_pod(name, "default")).status.phase != "Running":
+        assert time.monotonic() < deadline, f"pod {name} not Running after {timeout}s: {pod.status}"
+        time.sleep(1)
+    return pod
+
+
+def _engine_leftovers() -> list[str]:
+    docker = engine.docker()
+    containers = subprocess.run([docker, "ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster"],
+                                capture_output=True, text=True, check=True).stdout.split()
+    networks = subprocess.run([docker, "network", "ls", "-q", "--filter", f"name=^{KIND_NETWORK}$"],
+                              capture_output=True, text=True, check=True).stdout.split()
+    return [f"container {c}" for c in containers] + [f"network {n}" for n in networks]
 
 
 @pytest.mark.requirement("LAB-06")
-def test_kind_cluster_with_gates_comes_up_and_goes(tmp_path) -> None:
-    reason = _missing()
-    if reason:
-        pytest.skip(f"the kind provider {reason}")
-    from clusters.provision import provision
-
-    cluster = KindCluster(ClusterConfig(name="kind-e2e", nodes=1, feature_gates={"DRADerivedAttributes": True}), tmp_path)
-    cluster.up(images=[provision().drivers_image.archive])
+def test_kind_cluster_comes_up_with_cdi_nri_and_pod_network_and_goes_without_residue() -> None:
+    tools = provision()
+    cluster = KindCluster(CFG, tools)
+    engine_was_running = engine.engine_running()
+    cluster.up(images=(tools.drivers_image,))
     try:
-        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-        nodes = client.CoreV1Api(api).list_node().items
-        assert len(nodes) == 2 and all(c.status == "True" for n in nodes for c in n.status.conditions if c.type == "Ready")
+        print(f"kind bring-up timings (s, cumulative): {cluster.timings}")
+        api = cluster.api()
+        core = client.CoreV1Api(api)
+        nodes = core.list_node().items
+        assert len(nodes) == 3 and all(c.status == "True" for n in nodes for c in n.status.conditions if c.type == "Ready")
+        workers = sorted(n.metadata.name for n in nodes if "node-role.kubernetes.io/control-plane" not in n.metadata.labels)
+        dump = subprocess.run([engine.docker(), "exec", workers[0], "containerd", "config", "dump"],
+                              capture_output=True, text=True, check=True).stdout
+        assert "enable_cdi = true" in dump, "containerd's CDI is off in the kind node"
+        nri = dump[dump.index("[plugins.'io.containerd.nri.v1.nri']"):]
+        assert "disable = false" in nri.split("[plugins.", 2)[1], "containerd's NRI is off in the kind node"
+        for i, node in enumerate(workers):
+            core.create_namespaced_pod("default", _pod(f"p{i}", node))
+        peer_ip = _running(core, "p1").status.pod_ip
+        _running(core, "p0")
+        ping = subprocess.run([str(tools.kubectl), "--kubeconfig", str(cluster.kubeconfig), "exec", "p0", "--",
+                               "ping", "-c", "1", "-W", "5", peer_ip], capture_output=True, text=True)
+        assert ping.returncode == 0, f"pod p0 on {workers[0]} cannot reach p1 ({peer_ip}) on {workers[1]}: {ping.stdout}{ping.stderr}"
     finally:
-        cluster.down()
-    assert "dralab-kind-e2e" not in subprocess.run(["kind", "get", "clusters"], capture_output=True, text=True).stdout
+        cluster.down(stop_engine=False)
+        left = _engine_leftovers()
+        if not engine_was_running:
+            engine.stop()
+    assert left == [], f"left in the Docker engine after down: {left}"
+    assert not engine_was_running or engine.engine_running(), "an engine dralab did not start must be left running"

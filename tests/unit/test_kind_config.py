@@ -7,7 +7,10 @@ import yaml
 
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
-from clusters.kind import CONTAINERD_PATCHES, NODE_IMAGE, host_has_cgroup_v1, kind_config
+from clusters.kind.config import CONTAINERD_PATCHES, host_has_cgroup_v1, kind_config
+
+IMAGE = "dralab.dev/kind-node:v1.37.1-0123456789ab"
+ETCD = {"etcd": {"local": {"imageTag": "v3.7.3"}}}
 
 SKEW = ClusterConfig(name="skew", nodes=2, feature_gates={"DRADerivedAttributes": True},
                      component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}},
@@ -15,10 +18,11 @@ SKEW = ClusterConfig(name="skew", nodes=2, feature_gates={"DRADerivedAttributes"
 
 
 def test_nodes_gates_runtime_config_and_containerd_patches() -> None:
-    config = kind_config(SKEW, cgroup_v1=False)
+    config = kind_config(SKEW, False, IMAGE, ETCD)
     assert config["name"] == "dralab-skew" and config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
     assert [n["role"] for n in config["nodes"]] == ["control-plane", "worker", "worker"]
-    assert {n["image"] for n in config["nodes"]} == {NODE_IMAGE}
+    assert {n["image"] for n in config["nodes"]} == {IMAGE}
+    assert config["networking"] == {"disableDefaultCNI": True}  # dralab sets up the pod network
     assert config["featureGates"] == {"DRADerivedAttributes": True}
     assert config["runtimeConfig"] == {"resource.k8s.io/v1beta2": "true"}
     assert config["containerdConfigPatches"] == CONTAINERD_PATCHES
@@ -26,13 +30,16 @@ def test_nodes_gates_runtime_config_and_containerd_patches() -> None:
 
 
 def test_a_components_own_gates_go_to_its_kubeadm_section_and_cgroup_v1_to_the_kubelet() -> None:
-    (cluster,) = [yaml.safe_load(p) for p in kind_config(SKEW, cgroup_v1=False)["kubeadmConfigPatches"]]
+    cluster, _ = [yaml.safe_load(p) for p in kind_config(SKEW, False, IMAGE, ETCD)["kubeadmConfigPatches"]]
     assert cluster["kind"] == "ClusterConfiguration"
     assert cluster["scheduler"]["extraArgs"] == [{"name": "feature-gates", "value": "DRADerivedAttributes=false"}]
+    assert cluster["etcd"] == ETCD["etcd"]  # kubeadm names the node image's etcd
     assert "apiServer" not in cluster  # kind's featureGates serve the others
-    patches = [yaml.safe_load(p) for p in kind_config(SKEW, cgroup_v1=True)["kubeadmConfigPatches"]]
-    assert {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "failCgroupV1": False} in patches
-    assert "kubeadmConfigPatches" not in kind_config(ClusterConfig(name="plain"), cgroup_v1=False)
+    patches = [yaml.safe_load(p) for p in kind_config(SKEW, True, IMAGE, ETCD)["kubeadmConfigPatches"]]
+    kubelet = next(p for p in patches if p["kind"] == "KubeletConfiguration")
+    assert kubelet["failCgroupV1"] is False and kubelet["imageGCHighThresholdPercent"] == 100
+    plain = [yaml.safe_load(p) for p in kind_config(ClusterConfig(name="plain"), False, IMAGE, {})["kubeadmConfigPatches"]]
+    assert [p["kind"] for p in plain] == ["KubeletConfiguration"] and "failCgroupV1" not in plain[0]
 
 
 @pytest.mark.parametrize("change,named", [
@@ -40,7 +47,7 @@ def test_a_components_own_gates_go_to_its_kubeadm_section_and_cgroup_v1_to_the_k
     ({"hardware": {"node-1": "gpu-small"}}, "emulated hardware"), ({"scheduler_api_qps": 200}, "scheduler_api_qps")])
 def test_what_kind_nodes_cannot_be_is_refused_with_the_reason(change: dict, named: str) -> None:
     with pytest.raises(BadInput, match=named):
-        kind_config(ClusterConfig(name="x").model_copy(update=change), cgroup_v1=False)
+        kind_config(ClusterConfig(name="x").model_copy(update=change), False, IMAGE, {})
 
 
 def test_cgroup_version_from_the_hierarchy_root(tmp_path) -> None:

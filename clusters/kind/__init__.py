@@ -1,0 +1,1 @@
+"""The kind provider (LAB-06)."""

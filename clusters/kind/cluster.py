@@ -1,0 +1,134 @@
+"""A kind cluster from a lab config (LAB-06): the Docker engine (engine.py), dralab's offline
+node image (nodeimage.py), `kind create cluster` with the generated config, then what kind's
+default CNI (kindnetd, whose Go module is not reachable here) would do: each node gets the local
+lab's CNI conflist for its pod CIDR and a route to every other node's pod CIDR. The reference
+drivers' image is loaded last. State (kind config, kubeconfig, logs) is under kind_dir()."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from clusters.config import ClusterConfig, labs_root
+from clusters.errors import LabBroken
+from clusters.kind import engine, nodeimage
+from clusters.kind.config import cluster_name, host_has_cgroup_v1, kind_config
+from clusters.local.configs import cni_conflist
+from clusters.progress import run_logged, step
+from clusters.provision import Image, Toolchain
+
+CNI_CONFLIST = "/etc/cni/net.d/10-dralab.conflist"
+KIND_NETWORK = "kind"  # the Docker network kind creates for all its clusters and leaves behind
+READY_TIMEOUT = 300.0
+
+
+def kind_dir() -> Path:
+    return labs_root() / "kind"
+
+
+@dataclass
+class KindCluster:
+    cfg: ClusterConfig
+    tools: Toolchain
+    offline: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return cluster_name(self.cfg)
+
+    @property
+    def dir(self) -> Path:
+        return kind_dir() / self.cfg.name
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "kubeconfig"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "kind.log"
+
+    def _timed(self, what: str, start: float) -> None:
+        self.timings[what] = round(time.monotonic() - start, 1)
+
+    def up(self, images: tuple[Image, ...] = ()) -> None:
+        """Engine, node image, cluster, pod network, images; on failure the cluster is deleted."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        start = time.monotonic()
+        image = nodeimage.build(self.tools, self.offline)
+        kind = nodeimage.kind_binary(self.offline)
+        self._timed("node image", start)
+        started = engine.start(self.offline)
+        try:
+            docker = engine.docker()
+            nodeimage.docker_import(image, docker, self.log)
+            self._timed("engine and image", start)
+            config = self.dir / "kind-config.yaml"
+            config.write_text(yaml.safe_dump(kind_config(self.cfg, host_has_cgroup_v1(), image), sort_keys=False))
+            with step(f"kind create cluster {self.name} (log: {self.log})"):
+                run_logged([kind, "create", "cluster", "--config", config, "--kubeconfig", self.kubeconfig,
+                            "--retain"], self.log, what=f"kind create cluster {self.name}")
+            self._timed("kind create", start)
+            self._pod_network(docker)
+            for img in images:
+                run_logged([kind, "load", "image-archive", img.archive, "--name", self.name], self.log,
+                           what=f"loading {img.ref}")
+            self._wait_ready()
+            self._timed("up", start)
+        except BaseException:
+            self.down(stop_engine=started)
+            raise
+
+    def api(self):  # -> kubernetes.client.ApiClient
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def _kubectl(self, *args: str) -> str:
+        return subprocess.run([str(self.tools.kubectl), "--kubeconfig", str(self.kubeconfig), *args],
+                              capture_output=True, text=True, check=True).stdout
+
+    def _pod_network(self, docker: str) -> None:
+        """The local lab's bridge conflist per node and routes between the nodes' pod CIDRs."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            nodes = json.loads(self._kubectl("get", "nodes", "-o", "json"))["items"]
+            cidrs = {n["metadata"]["name"]: n["spec"].get("podCIDR") for n in nodes}
+            if len(nodes) == self.cfg.nodes + 1 and all(cidrs.values()):
+                break
+            if time.monotonic() > deadline:
+                raise LabBroken(f"kind nodes without a pod CIDR after {READY_TIMEOUT:.0f}s: {cidrs}")
+            time.sleep(1)
+        ips = {n["metadata"]["name"]: next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
+               for n in nodes}
+        for node, cidr in cidrs.items():
+            script = [f"cat > {CNI_CONFLIST} <<'EOF'\n{cni_conflist(str(ipaddress.ip_network(cidr)))}\nEOF"]
+            script += [f"ip route replace {other_cidr} via {ips[other]}" for other, other_cidr in cidrs.items()
+                       if other != node]
+            run_logged([docker, "exec", node, "sh", "-euc", "\n".join(script)], self.log,
+                       what=f"pod network of kind node {node}")
+
+    def _wait_ready(self) -> None:
+        with step(f"waiting for the nodes of {self.name} to be Ready"):
+            self._kubectl("wait", "--for=condition=Ready", "nodes", "--all", f"--timeout={READY_TIMEOUT:.0f}s")
+            self._kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns",
+                          f"--timeout={READY_TIMEOUT:.0f}s")
+
+    def down(self, stop_engine: bool = True) -> None:
+        """Delete the cluster; with no kind cluster left, kind's network too, and the engine if
+        dralab started it."""
+        kind = nodeimage.kind_binary(offline=True)
+        if not engine.engine_running():
+            return
+        run_logged([kind, "delete", "cluster", "--name", self.name], self.log, what=f"kind delete cluster {self.name}")
+        if not subprocess.run([str(kind), "get", "clusters"], capture_output=True, text=True).stdout.split():
+            subprocess.run([engine.docker(), "network", "rm", KIND_NETWORK], capture_output=True)
+            if stop_engine:
+                engine.stop()
