@@ -12,6 +12,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Protocol
 
 import yaml
 
@@ -32,11 +33,45 @@ def kind_dir() -> Path:
     return labs_root() / "kind"
 
 
+class Lifecycle(Protocol):
+    """Creates and deletes one kind cluster: pytest-kind's KindCluster or KindCLI."""
+
+    def create(self, config_file: Path) -> None: ...
+    def delete(self) -> None: ...
+
+
+# (cluster name, kubeconfig, node image, kind binary) -> its lifecycle
+LifecycleFactory = Callable[[str, Path, str, Path], Lifecycle]
+
+
+@dataclass
+class KindCLI:
+    """`kind create/delete cluster`, logged; called as pytest-kind's KindCluster is."""
+
+    name: str
+    kubeconfig: Path
+    image: str
+    kind: Path
+
+    @property
+    def log(self) -> Path:
+        return self.kubeconfig.with_name("kind.log")
+
+    def create(self, config_file: Path) -> None:
+        with step(f"kind create cluster {self.name} (log: {self.log})"):
+            run_logged([self.kind, "create", "cluster", "--name", self.name, "--image", self.image, "--config",
+                        config_file, "--kubeconfig", self.kubeconfig], self.log, what=f"kind create cluster {self.name}")
+
+    def delete(self) -> None:
+        run_logged([self.kind, "delete", "cluster", "--name", self.name], self.log, what=f"kind delete cluster {self.name}")
+
+
 @dataclass
 class KindCluster:
     cfg: ClusterConfig
     tools: Toolchain
     offline: bool = False
+    lifecycle: LifecycleFactory = KindCLI
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -71,10 +106,9 @@ class KindCluster:
             nodeimage.docker_import(image, docker, self.log)
             self._timed("engine and image", start)
             config = self.dir / "kind-config.yaml"
-            config.write_text(yaml.safe_dump(kind_config(self.cfg, host_has_cgroup_v1(), image), sort_keys=False))
-            with step(f"kind create cluster {self.name} (log: {self.log})"):
-                run_logged([kind, "create", "cluster", "--config", config, "--kubeconfig", self.kubeconfig,
-                            "--retain"], self.log, what=f"kind create cluster {self.name}")
+            config.write_text(yaml.safe_dump(kind_config(self.cfg, host_has_cgroup_v1(), image.ref, image.kubeadm_config),
+                                             sort_keys=False))
+            self.lifecycle(self.name, self.kubeconfig, image.ref, kind).create(config)
             self._timed("kind create", start)
             self._pod_network(docker)
             for img in images:
@@ -127,7 +161,7 @@ class KindCluster:
         kind = nodeimage.kind_binary(offline=True)
         if not engine.engine_running():
             return
-        run_logged([kind, "delete", "cluster", "--name", self.name], self.log, what=f"kind delete cluster {self.name}")
+        self.lifecycle(self.name, self.kubeconfig, "", kind).delete()
         if not subprocess.run([str(kind), "get", "clusters"], capture_output=True, text=True).stdout.split():
             subprocess.run([engine.docker(), "network", "rm", KIND_NETWORK], capture_output=True)
             if stop_engine:

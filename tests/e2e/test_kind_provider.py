@@ -1,6 +1,7 @@
-"""LAB-06: a kind cluster from a lab config, on dralab's offline node image: the nodes Ready,
-containerd's CDI and NRI on, pods on two nodes reaching each other over the pod network, and
-after `down` nothing of the run left in the engine (containers, networks)."""
+"""LAB-06: a kind cluster from a lab config, on dralab's offline node image, created and deleted
+by pytest-kind's KindCluster (pointed at dralab's kind, kubectl and image: it never downloads):
+the nodes Ready, containerd's CDI and NRI on, pods on two nodes reaching each other over the pod
+network, and after `down` nothing of the run left in the engine (containers, networks)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 
 import pytest
 from kubernetes import client
+from pytest_kind import KindCluster as PytestKind
 
 from clusters import versions
 from clusters.config import ClusterConfig
@@ -45,9 +47,11 @@ def _engine_leftovers() -> list[str]:
 
 
 @pytest.mark.requirement("LAB-06")
-def test_kind_cluster_comes_up_with_cdi_nri_and_pod_network_and_goes_without_residue() -> None:
+def test_kind_cluster_comes_up_with_cdi_nri_and_pod_network_and_goes_without_residue(tmp_path, monkeypatch) -> None:
     tools = provision()
-    cluster = KindCluster(CFG, tools)
+    monkeypatch.chdir(tmp_path)  # pytest-kind keeps its files in .pytest-kind/ of the working directory
+    cluster = KindCluster(CFG, tools, lifecycle=lambda name, kubeconfig, image, kind: PytestKind(
+        name, kubeconfig, image=image, kind_path=kind, kubectl_path=tools.kubectl))
     engine_was_running = engine.engine_running()
     cluster.up(images=(tools.drivers_image,))
     try:
