@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -90,12 +91,23 @@ class KindCluster:
     def log(self) -> Path:
         return self.dir / "kind.log"
 
+    @property
+    def state_file(self) -> Path:
+        return self.dir / "cluster.json"
+
+    @classmethod
+    def load(cls, name: str, tools: Toolchain) -> "KindCluster | None":
+        """The kind lab `dralab up --cluster kind --name NAME` started, if any."""
+        state = kind_dir() / name / "cluster.json"
+        return cls(ClusterConfig.model_validate_json(state.read_text()), tools) if state.exists() else None
+
     def _timed(self, what: str, start: float) -> None:
         self.timings[what] = round(time.monotonic() - start, 1)
 
     def up(self, images: tuple[Image, ...] = ()) -> None:
         """Engine, node image, cluster, pod network, images; on failure the cluster is deleted."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.state_file.write_text(self.cfg.model_dump_json(indent=2))  # first: `dralab down` finds it
         start = time.monotonic()
         image = nodeimage.build(self.tools, self.offline)
         kind = nodeimage.kind_binary(self.offline)
@@ -159,10 +171,14 @@ class KindCluster:
         """Delete the cluster; with no kind cluster left, kind's network too, and the engine if
         dralab started it."""
         kind = nodeimage.kind_binary(offline=True)
-        if not engine.engine_running():
-            return
-        self.lifecycle(self.name, self.kubeconfig, "", kind).delete()
-        if not subprocess.run([str(kind), "get", "clusters"], capture_output=True, text=True).stdout.split():
-            subprocess.run([engine.docker(), "network", "rm", KIND_NETWORK], capture_output=True)
-            if stop_engine:
-                engine.stop()
+        if engine.engine_running():
+            self.lifecycle(self.name, self.kubeconfig, "", kind).delete()
+            if not subprocess.run([str(kind), "get", "clusters"], capture_output=True, text=True).stdout.split():
+                subprocess.run([engine.docker(), "network", "rm", KIND_NETWORK], capture_output=True)
+                if stop_engine:
+                    engine.stop()
+        if self.log.exists():  # kept as a local lab's logs are (LAB-07)
+            logs = labs_root() / "logs" / self.cfg.name
+            logs.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(self.log), str(logs / f"kind-{time.strftime('%Y%m%d-%H%M%S')}.log"))
+        shutil.rmtree(self.dir, ignore_errors=True)
