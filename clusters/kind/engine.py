@@ -55,15 +55,17 @@ def refused_capabilities() -> list[str]:
     return capwrap.missing(mask, int(Path("/proc/sys/kernel/cap_last_cap").read_text()))
 
 
-def install(offline: bool, log: Path) -> None:
-    if shutil.which("dockerd"):
+def apt_install(packages: dict[str, str], offline: bool, log: Path) -> None:
+    """Install the Debian packages (name -> a command it provides) whose command is missing."""
+    missing = [pkg for pkg, command in packages.items() if shutil.which(command) is None]
+    if not missing:
         return
     if offline:
-        raise BadInput("dockerd is not installed and --offline forbids installing Debian's docker.io")
-    with step("Installing Debian's docker.io"):
+        raise BadInput(f"{', '.join(missing)} not installed and --offline forbids installing Debian packages")
+    with step(f"Installing Debian packages: {', '.join(missing)} (log: {log})"):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        run_logged(["apt-get", "install", "-y", "-q", "--no-install-recommends", "docker.io"], log, env=env,
-                   what="apt-get install docker.io")
+        run_logged(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], log, env=env,
+                   what=f"apt-get install {' '.join(missing)}")
 
 
 def _runtime_shim(refused: list[str]) -> Path:
@@ -98,7 +100,7 @@ def start(offline: bool = False) -> bool:
         return True
     d = engine_dir()
     d.mkdir(parents=True, exist_ok=True)
-    install(offline, d / "install.log")
+    apt_install({"docker.io": "dockerd"}, offline, d / "install.log")
     (d / "forward-policy").write_text(_forward_policy())
     cmd = ["dockerd", "--pidfile", str(d / "dockerd.pid")]
     refused = refused_capabilities()

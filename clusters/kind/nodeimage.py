@@ -29,6 +29,7 @@ import yaml
 
 from clusters import versions
 from clusters.errors import BadInput, LabBroken
+from clusters.kind import engine
 from clusters.kind.recipes import COREDNS, KIND, KUBEADM
 from clusters.progress import run_logged, step
 from clusters.provision import Toolchain, _c_library_files, _ensure_go, cache_root, images
@@ -120,9 +121,10 @@ def _key(tools: Toolchain, kubeadm: Path, coredns: Path, kind: Path) -> str:
     return h.hexdigest()[:12]
 
 
-def _debootstrap(rootfs: Path, log: Path) -> None:
+def _debootstrap(rootfs: Path, offline: bool, log: Path) -> None:
     cached = cache_root() / "kind" / f"rootfs-{SUITE}-{hashlib.sha256(' '.join(PACKAGES).encode()).hexdigest()[:12]}.tar"
     if not cached.exists():
+        engine.apt_install({"debootstrap": "debootstrap"}, offline, log)
         work = cached.with_suffix(".partial.d")
         shutil.rmtree(work, ignore_errors=True)
         with step(f"debootstrap {SUITE} (log: {log})"):
@@ -235,7 +237,7 @@ def build(tools: Toolchain, offline: bool = False) -> NodeImage:
     shutil.rmtree(work, ignore_errors=True)
     rootfs = work / "rootfs"
     with step(f"Assembling the kind node image {ref} (log: {log})"):
-        _debootstrap(rootfs, log)
+        _debootstrap(rootfs, offline, log)
         _as_kind_base(rootfs, log)
         _binaries(rootfs, tools, kubeadm)
         built = work / "images"
