@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import pytest
 
 from clusters.config import ClusterConfig
-from clusters.health import diagnose
+from clusters.health import dead_components, diagnose
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
 from clusters.lab_configurations import PREFIX, SESSION_LAB, renamed
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
@@ -22,6 +22,7 @@ from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
 from drivers_under_test import evidence as driver_evidence
 from suites import catalogue
 from suites.framework.drivers import DriverUnderTest
+from suites.framework import waits
 from suites.framework.evidence import Evidence
 from suites.framework.verdicts import Blocked
 
@@ -337,6 +338,16 @@ def _component_logs(item: pytest.Item) -> dict[Path, str]:
     """The component logs of the labs a test uses, each with a label naming lab and component."""
     return {path: f"{path.relative_to(lab.log_dir)} (lab {lab.log_dir.parent.name})"
             for lab in _labs_of(item) for path in sorted(lab.log_dir.rglob("*.log"))}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Waits of the test, its fixtures included, end once a component of a lab it has died."""
+    def down() -> list[str]:
+        return [p for lab in getattr(item, "funcargs", {}).values() if isinstance(lab, Lab) for p in dead_components(lab)]
+
+    with waits.ending_when_the_lab_is_down(down):
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)

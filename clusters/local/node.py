@@ -170,7 +170,7 @@ class LocalNode:
     # Restart handles for restart tests ------------------------------------------------
 
     def stop_kubelet(self) -> None:
-        self.component("kubelet").stop()
+        supervisor.stop(self.cfg.lab_dir, f"{self.name}-kubelet")
 
     def restart_kubelet(self) -> None:
         self.stop_kubelet()
@@ -179,7 +179,7 @@ class LocalNode:
 
     def stop_containerd(self) -> None:
         # Stopping containerd leaves its shims and containers running, as on a real node.
-        self.component("containerd").stop()
+        supervisor.stop(self.cfg.lab_dir, f"{self.name}-containerd")
 
     def restart_containerd(self) -> None:
         self.stop_containerd()

@@ -59,6 +59,7 @@ def start(name: str, cmd: Sequence[str | Path], *, lab_dir: Path, log_dir: Path,
                                 stdin=subprocess.DEVNULL, env=full_env, cwd=cwd, start_new_session=True)
     stat = _stat(proc.pid)
     comp = Component(name, proc.pid, stat[1] if stat else 0, log)
+    _stopped_mark(lab_dir, name).unlink(missing_ok=True)
     _pidfile(lab_dir, name).write_text(json.dumps({"pid": comp.pid, "start_ticks": comp.start_ticks, "log": str(log)}))
     return comp
 
@@ -67,6 +68,21 @@ def _pidfile(lab_dir: Path, name: str) -> Path:
     d = lab_dir / "pids"
     d.mkdir(parents=True, exist_ok=True)
     return d / f"{name}.json"
+
+
+def _stopped_mark(lab_dir: Path, name: str) -> Path:
+    return _pidfile(lab_dir, name).with_suffix(".stopped")
+
+
+def stop(lab_dir: Path, name: str) -> None:
+    """Stop a component on purpose (a restart test): until it is started again it is not down."""
+    load(lab_dir)[name].stop()
+    _stopped_mark(lab_dir, name).touch()
+
+
+def down(lab_dir: Path) -> list[Component]:
+    """The components that died, those stopped on purpose aside."""
+    return [c for c in load(lab_dir).values() if not c.alive() and not _stopped_mark(lab_dir, c.name).exists()]
 
 
 def load(lab_dir: Path) -> dict[str, Component]:

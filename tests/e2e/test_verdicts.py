@@ -74,16 +74,19 @@ def test_missing_ready_condition_is_certified_with_a_warning(tmp_path: Path) -> 
 
 
 KILLER = '''
+import os
+import signal
+
 import pytest
 
 
 @pytest.fixture(scope="module", autouse=True)
 def containerd_dies(request):
-    """Before the metadata module's scenario starts, containerd dies on every node."""
+    """Before the metadata module's scenario starts, containerd dies (SIGKILL) on every node."""
     if request.module.__name__.endswith("test_device_metadata"):
         lab = request.getfixturevalue("lab")
         for node in lab.nodes:
-            lab.local_node(node.name).stop_containerd()
+            os.kill(lab.local_node(node.name).component("containerd").pid, signal.SIGKILL)
 '''
 
 
