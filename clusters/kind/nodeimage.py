@@ -32,7 +32,7 @@ from clusters.errors import BadInput, LabBroken
 from clusters.kind import engine
 from clusters.kind.recipes import COREDNS, KIND, KUBEADM
 from clusters.progress import run_logged, step
-from clusters.provision import Toolchain, _c_library_files, _ensure_go, cache_root, images
+from clusters.provision import Toolchain, _c_library_files, _ensure_go, _prune, cache_root, images
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -252,6 +252,7 @@ def build(tools: Toolchain, offline: bool = False) -> NodeImage:
                    what="packing the node image")
         out.with_suffix(".partial").rename(out)
     shutil.rmtree(work)
+    _prune(out.parent.glob("node-*.tar"), keep=out)  # older builds, once unused for a day
     return result
 
 
