@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify certify-nvml selfcheck test perf-allocator
+.PHONY: packages setup certify certify-nvml selfcheck test perf-check perf-allocator
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -32,13 +32,22 @@ SELFCHECK ?= selfcheck
 selfcheck: setup
 	$(DRALAB) selfcheck --out $(SELFCHECK)
 
+# Whole performance runs (minutes each): `make perf-check`, not part of test.
+PERF_RUNS = tests/e2e/test_perf.py suites/derived_attributes/test_scale.py
+
 # Go unit tests of the reference drivers (as root: the netns tests make namespaces) and of the
 # allocator benchmark (both variants place alike; one timed iteration each), unit tests,
 # the lab's own e2e tests and the suites on a local lab; then nothing may be left behind.
 test: setup
 	cd drivers_under_test && go test ./...
 	cd reports/perf/allocbench && go test -bench . -benchtime 1x ./...
-	$(PYTHON) -m pytest tests suites
+	$(PYTHON) -m pytest tests suites $(PERF_RUNS:%=--ignore=%)
+	$(DRALAB) residue
+
+# The performance runs at a small size: `dralab perf` twice into one history (RP-03) and the DA scale
+# benchmark (PF-04) on the real scheduler; about 7 minutes, outside test.
+perf-check: setup
+	$(PYTHON) -m pytest $(PERF_RUNS)
 	$(DRALAB) residue
 
 # PF-07, not part of test and without a lab: the upstream allocator benchmark, derived vs literal
