@@ -227,9 +227,12 @@ def test_preferred_allocation_is_honoured_and_prestart_runs(api, node_files: Nod
     # the kubelet and the plugin exchanged through the proxy, whichever plugin it is.
     pod = pods.run(api, namespace, checks.device_pod("preferred", plugin, 2, node))
     allocated = observations.allocation_of(node_files, pod, plugin.resource).device_ids
+
+    def complete() -> list[calls.Call] | None:
+        seen = probe.recorded(api, namespace, recording)
+        return seen if calls.awaited(seen, allocated) else None
     try:
-        seen = wait_for(f"the calls for {allocated} in the proxy's record", lambda: next(
-            (s for s in [probe.recorded(api, namespace, recording)] if calls.awaited(s, allocated)), None), 15)
+        seen = wait_for(f"the calls for {allocated} in the proxy's record", complete, 15)
     except WaitTimeout:  # judged on what did pass
         seen = probe.recorded(api, namespace, recording)
     evidence.observe("calls through the proxy", [c.as_evidence() for c in seen if c.method != "ListAndWatch"])
