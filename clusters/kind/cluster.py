@@ -118,8 +118,9 @@ class KindCluster:
             nodeimage.docker_import(image, docker, self.log)
             self._timed("engine and image", start)
             config = self.dir / "kind-config.yaml"
-            config.write_text(yaml.safe_dump(kind_config(self.cfg, host_has_cgroup_v1(), image.ref, image.kubeadm_config),
-                                             sort_keys=False))
+            restrict_oom = "CAP_SYS_RESOURCE" in engine.refused_capabilities()
+            config.write_text(yaml.safe_dump(kind_config(self.cfg, host_has_cgroup_v1(), image.ref, image.kubeadm_config,
+                                                         restrict_oom), sort_keys=False))
             self.lifecycle(self.name, self.kubeconfig, image.ref, kind).create(config)
             self._timed("kind create", start)
             self._pod_network(docker)

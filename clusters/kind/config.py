@@ -53,7 +53,20 @@ def _extra_args(flags: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in sorted(flags.items())]  # kubeadm v1beta4 extraArgs
 
 
-def kind_config(cfg: ClusterConfig, cgroup_v1: bool, image: str, cluster_fields: dict[str, Any]) -> dict[str, Any]:
+def worker(name: str, image: str) -> dict[str, Any]:
+    """A worker registered under the local lab's node name (node-1, ...), not its container's, so
+    the suites and hardware profiles name the same nodes on both providers."""
+    join = {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "JoinConfiguration", "nodeRegistration": {"name": name}}
+    return {"role": "worker", "image": image, "kubeadmConfigPatches": [yaml.safe_dump(join, sort_keys=False)]}
+
+
+# Where root may not lower OOM scores (no CAP_SYS_RESOURCE, as on this VM), containerd must not try
+# for its pods (kind's entrypoint does the same for rootless nodes); the local lab sets it too.
+RESTRICT_OOM_SCORE_ADJ = '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true\n'
+
+
+def kind_config(cfg: ClusterConfig, cgroup_v1: bool, image: str, cluster_fields: dict[str, Any],
+                restrict_oom_score_adj: bool = False) -> dict[str, Any]:
     """The kind cluster config for `cfg`: one control-plane node and one worker per lab node, all
     from `image`, whose images kubeadm finds by `cluster_fields` of its ClusterConfiguration."""
     check_supported(cfg)
@@ -73,11 +86,10 @@ def kind_config(cfg: ClusterConfig, cgroup_v1: bool, image: str, cluster_fields:
         ("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration", kubelet)) if fields]
     config: dict[str, Any] = {
         "kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "name": cluster_name(cfg),
-        "nodes": [{"role": "control-plane", "image": image}] + [{"role": "worker", "image": image}
-                                                                  for _ in cfg.node_names()],
+        "nodes": [{"role": "control-plane", "image": image}] + [worker(name, image) for name in cfg.node_names()],
         # kindnetd's image cannot be built here: cluster.py sets up the pod network instead.
         "networking": {"disableDefaultCNI": True},
-        "containerdConfigPatches": CONTAINERD_PATCHES,
+        "containerdConfigPatches": CONTAINERD_PATCHES + [RESTRICT_OOM_SCORE_ADJ] * restrict_oom_score_adj,
     }
     if cfg.feature_gates:
         config["featureGates"] = dict(sorted(cfg.feature_gates.items()))

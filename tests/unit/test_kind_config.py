@@ -7,7 +7,7 @@ import yaml
 
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
-from clusters.kind.config import CONTAINERD_PATCHES, host_has_cgroup_v1, kind_config
+from clusters.kind.config import CONTAINERD_PATCHES, RESTRICT_OOM_SCORE_ADJ, host_has_cgroup_v1, kind_config
 
 IMAGE = "dralab.dev/kind-node:v1.37.1-0123456789ab"
 ETCD = {"etcd": {"local": {"imageTag": "v3.7.3"}}}
@@ -21,12 +21,17 @@ def test_nodes_gates_runtime_config_and_containerd_patches() -> None:
     config = kind_config(SKEW, False, IMAGE, ETCD)
     assert config["name"] == "dralab-skew" and config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
     assert [n["role"] for n in config["nodes"]] == ["control-plane", "worker", "worker"]
+    joins = [yaml.safe_load(n["kubeadmConfigPatches"][0]) for n in config["nodes"][1:]]
+    assert [(j["kind"], j["nodeRegistration"]["name"]) for j in joins] == [("JoinConfiguration", "node-1"),
+                                                                         ("JoinConfiguration", "node-2")]
     assert {n["image"] for n in config["nodes"]} == {IMAGE}
     assert config["networking"] == {"disableDefaultCNI": True}  # dralab sets up the pod network
     assert config["featureGates"] == {"DRADerivedAttributes": True}
     assert config["runtimeConfig"] == {"resource.k8s.io/v1beta2": "true"}
     assert config["containerdConfigPatches"] == CONTAINERD_PATCHES
     assert any("enable_cdi = true" in p for p in CONTAINERD_PATCHES) and any("nri" in p for p in CONTAINERD_PATCHES)
+    restricted = kind_config(SKEW, False, IMAGE, ETCD, restrict_oom_score_adj=True)["containerdConfigPatches"]
+    assert restricted == CONTAINERD_PATCHES + [RESTRICT_OOM_SCORE_ADJ]  # where root may not lower OOM scores
 
 
 def test_a_components_own_gates_go_to_its_kubeadm_section_and_cgroup_v1_to_the_kubelet() -> None:
