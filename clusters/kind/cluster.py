@@ -155,11 +155,13 @@ class KindCluster:
             time.sleep(1)
         ips = {n["metadata"]["name"]: next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
                for n in nodes}
+        # Workers are named as the lab's nodes; kind's provider ID names their containers.
+        containers = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes}
         for node, cidr in cidrs.items():
             script = [f"cat > {CNI_CONFLIST} <<'EOF'\n{cni_conflist(str(ipaddress.ip_network(cidr)))}\nEOF"]
             script += [f"ip route replace {other_cidr} via {ips[other]}" for other, other_cidr in cidrs.items()
                        if other != node]
-            run_logged([docker, "exec", node, "sh", "-euc", "\n".join(script)], self.log,
+            run_logged([docker, "exec", containers[node], "sh", "-euc", "\n".join(script)], self.log,
                        what=f"pod network of kind node {node}")
 
     def _wait_ready(self) -> None:

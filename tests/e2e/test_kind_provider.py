@@ -61,7 +61,9 @@ def test_kind_cluster_comes_up_with_cdi_nri_and_pod_network_and_goes_without_res
         nodes = core.list_node().items
         assert len(nodes) == 3 and all(c.status == "True" for n in nodes for c in n.status.conditions if c.type == "Ready")
         workers = sorted(n.metadata.name for n in nodes if "node-role.kubernetes.io/control-plane" not in n.metadata.labels)
-        dump = subprocess.run([engine.docker(), "exec", workers[0], "containerd", "config", "dump"],
+        assert workers == CFG.node_names(), "kind's workers are registered as the lab's nodes"
+        container = next(n.spec.provider_id.rsplit("/", 1)[-1] for n in nodes if n.metadata.name == workers[0])
+        dump = subprocess.run([engine.docker(), "exec", container, "containerd", "config", "dump"],
                               capture_output=True, text=True, check=True).stdout
         assert "enable_cdi = true" in dump, "containerd's CDI is off in the kind node"
         nri = dump[dump.index("[plugins.'io.containerd.nri.v1.nri']"):]
