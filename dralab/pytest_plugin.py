@@ -4,6 +4,7 @@ each test's verdict with its evidence (requirements.md, Verdicts; LAB-07)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import signal
 import tempfile
@@ -35,7 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dralab")
     group.addoption("--cluster", choices=("local", "kubeconfig", "kind"), default="local",
                     help="local: start the embedded lab (default); kubeconfig: use an existing cluster; "
-                         "kind: start a kind cluster (needs Docker and kind; no emulated hardware)")
+                         "kind: start a kind cluster (clusters/kind: a running Docker engine or Debian's dockerd, kind and its "
+                         "node image built offline; no emulated hardware)")
     group.addoption("--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=kubeconfig")
     group.addoption("--kubelet-root-dir", default="/var/lib/kubelet",
                     help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
@@ -208,7 +210,9 @@ def _kind_lab() -> Iterator[Lab]:
     cluster = KindCluster(cfg, tools)
     cluster.up(images=(tools.drivers_image,))
     try:
-        yield kubeconfig_lab(cluster.kubeconfig, tools.kubectl, cluster.dir, cfg.kubelet_root_dir)
+        lab = kubeconfig_lab(cluster.kubeconfig, tools.kubectl, cluster.dir, cfg.kubelet_root_dir)
+        # The lab's nodes are kind's workers, named as the local lab's; the control plane runs no pods.
+        yield dataclasses.replace(lab, provider="kind", nodes=[n for n in lab.nodes if n.name in cfg.node_names()])
     finally:
         cluster.down()
 

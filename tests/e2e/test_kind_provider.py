@@ -47,6 +47,7 @@ def _engine_leftovers() -> list[str]:
 
 
 @pytest.mark.requirement("LAB-06")
+@pytest.mark.timeout(2400)  # cold, it builds kind, kubeadm, CoreDNS and the node image first (about 25 minutes)
 def test_kind_cluster_comes_up_with_cdi_nri_and_pod_network_and_goes_without_residue(tmp_path, monkeypatch) -> None:
     tools = provision()
     monkeypatch.chdir(tmp_path)  # pytest-kind keeps its files in .pytest-kind/ of the working directory
