@@ -210,20 +210,25 @@ class LocalNode:
         and kube-proxy healthy.
 
         Lost, as on a real node: every process of the node (its services stopped, then every
-        container and shim killed); every mount its processes made (containers' root file
-        systems and /dev/shm, pod network namespaces, the kubelet's tmpfs volumes); the contents
-        of its /run, a tmpfs on a real node: containerd's state and sockets, the NRI socket, the
-        CDI specs in /var/run/cdi. Kept, as a node's disk keeps them: /var/lib (images, the
+        container and shim killed); its cgroups, which live in memory (the node's own is made
+        again, empty: left behind, the kubelet spends half a minute at start-up looking for
+        their containers); every mount its processes made (containers' root file systems and
+        /dev/shm, pod network namespaces, the kubelet's tmpfs volumes); the contents of its
+        /run, a tmpfs on a real node: containerd's state and sockets, the NRI socket, the CDI
+        specs in /var/run/cdi. Kept, as a node's disk keeps them: /var/lib (images, the
         kubelet's and the drivers' checkpoints, metadata files), /etc/cdi, /var/log.
         Kept as the lab's own plumbing, which stands for the machine rather than the node's
-        software: the node's network namespace (eth0, routes, the pod bridge and the rules in it,
-        which kube-proxy resyncs), its mount namespace with the private dirs bound in it, its
-        cgroup tree, the emulated hardware and its agent (which returns the netdevs of destroyed
-        pod namespaces to the node, as the kernel does for a real NIC's)."""
+        software: the node's network namespace (eth0, routes, the pod bridge and the rules in
+        it, which kube-proxy resyncs), its mount namespace with the private dirs bound in it,
+        the emulated hardware and its agent (which returns the netdevs of destroyed pod
+        namespaces to the node, as the kernel does for a real NIC's)."""
         for component in ("kubelet", "kube-proxy", "containerd"):
             self.component(component).stop()
         supervisor.kill_and_wait(sorted(self._processes()))  # shims and containers: nothing stops them gracefully
         supervisor.reap_children()
+        if left := cgroups.remove(self.cgroup):
+            raise LabBroken(f"rebooting {self.name}: cgroups not removed: {'; '.join(left)}")
+        cgroups.create(self.cgroup)
         self._lose_volatile_state()
         self.start_containerd()
         self.wait_containerd()

@@ -252,9 +252,6 @@ def _why_not_started(s: Scenario, event: str, dirs: tuple[str, ...], evidence: E
     evidence.add(f"container main after the {event}", s.api.sanitize_for_serialization(status))
     evidence.add(f"events of pod {s.pod}", pods.events(s.api, s.namespace, s.pod))
     claim = f"{s.namespace}/{s.claim_name}"
-    if (refusal := pods.prepare_refusal(s.api, s.namespace, s.pod)) is not None:
-        return DriverFailure(f"after the {event} the driver refused to prepare claim {claim} again: "
-                             f"{refusal.reason}: {refusal.message}")
     if (unresolved := restarts.unresolved_cdi(status, events)) is not None:
         try:
             evidence.add(f"CDI specs on {s.node} after the {event}",
@@ -264,6 +261,10 @@ def _why_not_started(s: Scenario, event: str, dirs: tuple[str, ...], evidence: E
         return DriverFailure(f"after the {event} the CDI spec of claim {claim} is missing: the claim was prepared "
                              f"again, but container main cannot start, its CDI devices resolving to no spec in "
                              f"{', '.join(dirs)} on {s.node}: {unresolved}")
+    # Else the driver refused to prepare the claim again (the kubelet names its last refusal).
+    if (refusal := pods.prepare_refusal(s.api, s.namespace, s.pod)) is not None:
+        return DriverFailure(f"after the {event} the driver refused to prepare claim {claim} again: "
+                             f"{refusal.reason}: {refusal.message}")
     return None
 
 
