@@ -42,7 +42,7 @@ class ClusterConfig(BaseModel):
 
     name: str = "default"
     nodes: int = Field(2, ge=1, le=9, description="kubelet-backed nodes")
-    slice_only_nodes: int = Field(0, ge=0, le=5000, description="Node objects with no kubelet")
+    slice_only_nodes: int = Field(0, ge=0, le=5000, description="Node objects with no kubelet, run by kwok")
     feature_gates: dict[str, bool] = Field(default_factory=dict)
     # Per-component overrides on top of feature_gates, e.g. a gate on in the API server but off in the scheduler.
     component_feature_gates: dict[Component, dict[str, bool]] = Field(default_factory=dict)

@@ -28,7 +28,7 @@ def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
 @click.command()
 @click.option("--name", default="default", show_default=True, help="Lab name (one lab directory each).")
 @click.option("--nodes", default=2, show_default=True, help="kubelet-backed nodes.")
-@click.option("--slice-only-nodes", default=0, show_default=True, help="Node objects without a kubelet.")
+@click.option("--slice-only-nodes", default=0, show_default=True, help="Node objects without a kubelet, run by kwok.")
 @click.option("--feature-gates", multiple=True, help="NAME=true|false,... for every component.")
 @click.option("--scheduler-feature-gates", multiple=True, help="Overrides for kube-scheduler only.")
 @click.option("--runtime-config", multiple=True, help="API groups/versions, e.g. resource.k8s.io/v1beta2=true.")

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from clusters.local.cluster import LocalCluster
 from clusters.local.node import LocalNode
-from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
+from clusters.local.kwok import SLICE_ONLY_LABEL
 
 
 class NotSupported(Exception):

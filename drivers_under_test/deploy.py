@@ -20,7 +20,7 @@ from typing import Any, Callable
 import yaml
 
 from clusters.errors import BadInput, DralabError
-from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
+from clusters.local.kwok import SLICE_ONLY_LABEL
 from clusters.progress import console, step
 from clusters.providers import Lab
 from drivers_under_test import evidence

@@ -12,7 +12,7 @@ from typing import Callable, Iterator, Sequence
 
 from clusters.config import ClusterConfig, labs_root, saved_config, state_file
 from clusters.errors import BadInput, LabBroken
-from clusters.local import cgroups, configs, hardware, network, preflight, supervisor
+from clusters.local import cgroups, configs, hardware, kwok, network, preflight, supervisor
 from clusters.local.node import LocalNode
 from clusters.local.readiness import wait_cluster_ready
 from clusters.local.waits import https_ok, wait_for
@@ -27,6 +27,8 @@ class LocalCluster:
         self.cfg = cfg
         self.tools = tools
         self.nodes = [LocalNode(cfg, tools, name, i) for i, name in enumerate(cfg.node_names(), start=1)]
+        # LAB-09: how long kwok took to make the slice-only nodes Ready, from their creation (this bring-up's).
+        self.kwok_nodes_ready_s: float | None = None
 
     # Where things are -------------------------------------------------------------------
 
@@ -120,7 +122,7 @@ class LocalCluster:
         self.lab_dir.mkdir(parents=True)
         # Written first: a crashed bring-up can always be found and torn down.
         self.state_file(cfg.name).write_text(cfg.model_dump_json(indent=2))
-        with step(f"Starting lab {cfg.name!r}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only, "
+        with step(f"Starting lab {cfg.name!r}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only (kwok), "
                   f"network {cfg.subnet}"):
             pki = self._write_pki()
             network.create_bridge(cfg)
@@ -146,11 +148,10 @@ class LocalCluster:
             self._start("kube-scheduler", configs.scheduler_command(
                 self.tools, cfg, self._component_kubeconfig("scheduler", "system:kube-scheduler")))
             if cfg.slice_only_nodes:
-                from clusters.local import slice_only_nodes
-
-                slice_only_nodes.register(self.api(), cfg.slice_only_node_names())
-                self._start("slice-only-node-heartbeat", slice_only_nodes.agent_command(
-                    self.kubeconfig, cfg.slice_only_node_names()))
+                self._start("kwok", kwok.command(self.tools, cfg, self.kubeconfig, kwok.write_stages(self.tools, self.lab_dir)),
+                            env=kwok.environment(self.lab_dir))
+                self.kwok_nodes_ready_s = kwok.bring_up(self.api(), cfg.slice_only_node_names(),
+                                                        list(self.components().values()))
             self.wait_ready()
 
     def wait_ready(self, timeout: float = 90) -> None:
@@ -177,8 +178,8 @@ class LocalCluster:
         creds = self._pki.issue(name, user)
         return write_kubeconfig(self.lab_dir / "pki" / f"{name}.kubeconfig", self.server, self._pki.ca.cert, creds, user)
 
-    def _start(self, name: str, cmd: list[str]) -> supervisor.Component:
-        return supervisor.start(name, cmd, lab_dir=self.lab_dir, log_dir=self.log_dir)
+    def _start(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> supervisor.Component:
+        return supervisor.start(name, cmd, lab_dir=self.lab_dir, log_dir=self.log_dir, env=env)
 
     def api(self):  # -> kubernetes.client.ApiClient
         from kubernetes import config

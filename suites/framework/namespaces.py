@@ -8,7 +8,6 @@ from typing import Iterator
 
 from kubernetes import client
 
-from clusters.local.slice_only_nodes import SLICE_ONLY_LABEL
 from suites.framework.waits import wait_for
 
 
@@ -27,11 +26,7 @@ def fresh(api: client.ApiClient, prefix: str = "t") -> Iterator[str]:
         # before anything else happens to it, such as a roll-out of another variant. Deleted
         # gracefully, a pod leaves the API only once its kubelet has stopped it and unprepared its
         # claims; a forced deletion (grace 0) would not wait for that.
+        # On slice-only nodes kwok finishes the deletion (its pod-delete stage), as their kubelet would.
         core.delete_collection_namespaced_pod(name)
-        # Slice-only nodes have no kubelet to finish a graceful deletion: their pods go at once.
-        no_kubelet = {n.metadata.name for n in core.list_node(label_selector=SLICE_ONLY_LABEL).items}
-        for pod in core.list_namespaced_pod(name).items:
-            if pod.spec.node_name in no_kubelet:
-                core.delete_namespaced_pod(pod.metadata.name, name, grace_period_seconds=0)
         wait_for(f"pods of namespace {name} gone", lambda: not core.list_namespaced_pod(name).items, 90)
         core.delete_namespace(name, grace_period_seconds=0)
