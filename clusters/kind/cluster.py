@@ -13,16 +13,17 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
 
 import yaml
 
-from clusters.config import ClusterConfig, labs_root
-from clusters.errors import LabBroken
-from clusters.kind import engine, nodeimage
+from clusters.config import ClusterConfig, labs_root, state_file
+from clusters.errors import BadInput, LabBroken
+from clusters.kind import engine, hardware, nodeimage
 from clusters.kind.config import cluster_name, host_has_cgroup_v1, kind_config
+from clusters.local.cluster import teardown
+from clusters.local.preflight import allocate_slot
 from clusters.local.configs import cni_conflist
-from clusters.progress import run_logged, step
+from clusters.progress import console, run_logged, step
 from clusters.provision import Image, Toolchain
 
 CNI_CONFLIST = "/etc/cni/net.d/10-dralab.conflist"
@@ -34,20 +35,9 @@ def kind_dir() -> Path:
     return labs_root() / "kind"
 
 
-class Lifecycle(Protocol):
-    """Creates and deletes one kind cluster: pytest-kind's KindCluster or KindCLI."""
-
-    def create(self, config_file: Path) -> None: ...
-    def delete(self) -> None: ...
-
-
-# (cluster name, kubeconfig, node image, kind binary) -> its lifecycle
-LifecycleFactory = Callable[[str, Path, str, Path], Lifecycle]
-
-
 @dataclass
 class KindCLI:
-    """`kind create/delete cluster`, logged; called as pytest-kind's KindCluster is."""
+    """`kind create/delete cluster`, logged."""
 
     name: str
     kubeconfig: Path
@@ -72,7 +62,6 @@ class KindCluster:
     cfg: ClusterConfig
     tools: Toolchain
     offline: bool = False
-    lifecycle: LifecycleFactory = KindCLI
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -106,24 +95,38 @@ class KindCluster:
 
     def up(self, images: tuple[Image, ...] = ()) -> None:
         """Engine, node image, cluster, pod network, images; on failure the cluster is deleted."""
+        if self.cfg.hardware and self.cfg.lab_dir.exists():  # never tear down another lab of that name
+            raise BadInput(f"a lab named {self.cfg.name!r} exists ({self.cfg.lab_dir}); `dralab down --name "
+                           f"{self.cfg.name}` removes it, or choose another name")
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(self.cfg.model_dump_json(indent=2))  # first: `dralab down` finds it
         start = time.monotonic()
-        image = nodeimage.build(self.tools, self.offline)
-        kind = nodeimage.kind_binary(self.offline)
-        self._timed("node image", start)
-        started = engine.start(self.offline)
+        started = False
         try:
+            if self.cfg.hardware:  # a local lab's hardware: its slot (fabric, netdev names) and lab dir
+                self.cfg = allocate_slot(self.cfg)
+                self.state_file.write_text(self.cfg.model_dump_json(indent=2))
+                self.cfg.lab_dir.mkdir(parents=True)
+                state_file(self.cfg.name).write_text(self.cfg.model_dump_json(indent=2))
+            image = nodeimage.build(self.tools, self.offline)
+            kind = nodeimage.kind_binary(self.offline)
+            self._timed("node image", start)
+            started = engine.start(self.offline)
             docker = engine.docker()
             nodeimage.docker_import(image, docker, self.log)
             self._timed("engine and image", start)
             config = self.dir / "kind-config.yaml"
             restrict_oom = "CAP_SYS_RESOURCE" in engine.refused_capabilities()
+            mounts = hardware.mounts(self.cfg) if self.cfg.hardware else {}
             config.write_text(yaml.safe_dump(kind_config(self.cfg, host_has_cgroup_v1(), image.ref, image.kubeadm_config,
-                                                         restrict_oom), sort_keys=False))
-            self.lifecycle(self.name, self.kubeconfig, image.ref, kind).create(config)
+                                                         restrict_oom, mounts), sort_keys=False))
+            KindCLI(self.name, self.kubeconfig, image.ref, kind).create(config)
             self._timed("kind create", start)
-            self._pod_network(docker)
+            nodes = self._registered_nodes()
+            containers = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes}
+            self._pod_network(docker, nodes, containers)
+            if self.cfg.hardware:
+                hardware.bring_up(self.cfg, self.tools, containers, docker)
             for img in images:
                 run_logged([kind, "load", "image-archive", img.archive, "--name", self.name], self.log,
                            what=f"loading {img.ref}")
@@ -142,21 +145,24 @@ class KindCluster:
         return subprocess.run([str(self.tools.kubectl), "--kubeconfig", str(self.kubeconfig), *args],
                               capture_output=True, text=True, check=True).stdout
 
-    def _pod_network(self, docker: str) -> None:
-        """The local lab's bridge conflist per node and routes between the nodes' pod CIDRs."""
+    def _registered_nodes(self) -> list[dict]:
+        """Every node, once each has a pod CIDR. Workers are named as the lab's nodes; kind's
+        provider ID names their containers."""
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
             nodes = json.loads(self._kubectl("get", "nodes", "-o", "json"))["items"]
             cidrs = {n["metadata"]["name"]: n["spec"].get("podCIDR") for n in nodes}
             if len(nodes) == self.cfg.nodes + 1 and all(cidrs.values()):
-                break
+                return nodes
             if time.monotonic() > deadline:
                 raise LabBroken(f"kind nodes without a pod CIDR after {READY_TIMEOUT:.0f}s: {cidrs}")
             time.sleep(1)
+
+    def _pod_network(self, docker: str, nodes: list[dict], containers: dict[str, str]) -> None:
+        """The local lab's bridge conflist per node and routes between the nodes' pod CIDRs."""
+        cidrs = {n["metadata"]["name"]: n["spec"]["podCIDR"] for n in nodes}
         ips = {n["metadata"]["name"]: next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
                for n in nodes}
-        # Workers are named as the lab's nodes; kind's provider ID names their containers.
-        containers = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes}
         for node, cidr in cidrs.items():
             script = [f"cat > {CNI_CONFLIST} <<'EOF'\n{cni_conflist(str(ipaddress.ip_network(cidr)))}\nEOF"]
             script += [f"ip route replace {other_cidr} via {ips[other]}" for other, other_cidr in cidrs.items()
@@ -175,13 +181,39 @@ class KindCluster:
         dralab started it."""
         kind = nodeimage.kind_binary(offline=True)
         if engine.engine_running():
-            self.lifecycle(self.name, self.kubeconfig, "", kind).delete()
+            KindCLI(self.name, self.kubeconfig, "", kind).delete()
             if not subprocess.run([str(kind), "get", "clusters"], capture_output=True, text=True).stdout.split():
                 subprocess.run([engine.docker(), "network", "rm", KIND_NETWORK], capture_output=True)
                 if stop_engine:
                     engine.stop()
+        if self.cfg.hardware:  # after the nodes: the hardware's netns handles name their namespaces
+            for problem in teardown(self.cfg):
+                console.print(f"[red]left behind:[/red] {problem}")
         if self.log.exists():  # kept as a local lab's logs are (LAB-07)
             logs = labs_root() / "logs" / self.cfg.name
             logs.mkdir(parents=True, exist_ok=True)
             shutil.move(str(self.log), str(logs / f"kind-{time.strftime('%Y%m%d-%H%M%S')}.log"))
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def up_kind(cfg: ClusterConfig, offline: bool) -> KindCluster:
+    """`dralab up --cluster kind`: the lab as a kind cluster, with the reference drivers' image."""
+    from clusters.local.preflight import require_root
+    from clusters.provision import provision
+
+    require_root("up")
+    tools = provision(offline=offline)
+    cluster = KindCluster(cfg, tools, offline)
+    cluster.up(images=(tools.drivers_image,))
+    return cluster
+
+
+def down_kind(name: str) -> bool:
+    """`dralab down` of a kind lab (and its hardware); False when `name` is not a kind lab."""
+    from clusters.provision import provision
+
+    cluster = KindCluster.load(name, provision(offline=True))
+    if cluster is None:
+        return False
+    cluster.down()
+    return True

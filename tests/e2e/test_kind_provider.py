@@ -1,7 +1,7 @@
-"""LAB-06: a kind cluster from a lab config, on dralab's offline node image, created and deleted
-by pytest-kind's KindCluster (pointed at dralab's kind, kubectl and image: it never downloads):
-the nodes Ready, containerd's CDI and NRI on, pods on two nodes reaching each other over the pod
-network, and after `down` nothing of the run left in the engine (containers, networks)."""
+"""LAB-06: a kind cluster from a lab config, on dralab's offline node image: the nodes Ready, containerd's CDI and NRI on, pods on two nodes reaching each other over the pod
+network, node-1's emulated hardware (tree and netdevs) inside its container where a local lab's
+node has it, and after `down` nothing of the run left: in the engine (containers, networks) and
+of the hardware on the host (dralab residue)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import time
 
 import pytest
 from kubernetes import client
-from pytest_kind import KindCluster as PytestKind
 
-from clusters import versions
+from clusters import residue, versions
 from clusters.config import ClusterConfig
 from clusters.kind import engine
 from clusters.kind.cluster import KIND_NETWORK, KindCluster
 from clusters.provision import provision
+from fake_hardware.lab import NODE_SYSFS_ROOT, HardwareLab
 
 pytestmark = pytest.mark.e2e
 CFG = ClusterConfig(name="kind-e2e", nodes=2, feature_gates={"DRADerivedAttributes": True},
-                    runtime_config={"resource.k8s.io/v1beta2": True})
+                    runtime_config={"resource.k8s.io/v1beta2": True}, hardware={"node-1": "l40-e810"})
 
 
 def _pod(name: str, node: str) -> client.V1Pod:
@@ -48,11 +48,9 @@ def _engine_leftovers() -> list[str]:
 
 @pytest.mark.requirement("LAB-06")
 @pytest.mark.timeout(2400)  # cold, it builds kind, kubeadm, CoreDNS and the node image first (about 25 minutes)
-def test_kind_cluster_comes_up_with_cdi_nri_and_pod_network_and_goes_without_residue(tmp_path, monkeypatch) -> None:
+def test_kind_cluster_comes_up_with_cdi_nri_hardware_and_pod_network_and_goes_without_residue() -> None:
     tools = provision()
-    monkeypatch.chdir(tmp_path)  # pytest-kind keeps its files in .pytest-kind/ of the working directory
-    cluster = KindCluster(CFG, tools, lifecycle=lambda name, kubeconfig, image, kind: PytestKind(
-        name, kubeconfig, image=image, kind_path=kind, kubectl_path=tools.kubectl))
+    cluster = KindCluster(CFG, tools)
     engine_was_running = engine.engine_running()
     cluster.up(images=(tools.drivers_image,))
     try:
@@ -69,6 +67,14 @@ def test_kind_cluster_comes_up_with_cdi_nri_and_pod_network_and_goes_without_res
         assert "enable_cdi = true" in dump, "containerd's CDI is off in the kind node"
         nri = dump[dump.index("[plugins.'io.containerd.nri.v1.nri']"):]
         assert "disable = false" in nri.split("[plugins.", 2)[1], "containerd's NRI is off in the kind node"
+        plan = HardwareLab(cluster.cfg).node("node-1").plan
+        tree = subprocess.run([engine.docker(), "exec", container, "ls", f"{NODE_SYSFS_ROOT}/bus/pci/devices"],
+                              capture_output=True, text=True, check=True).stdout.split()
+        assert sorted(tree) == sorted(fn.bdf for fn in plan.at_boot()), "node-1's tree is not where its drivers look"
+        links = subprocess.run([engine.docker(), "exec", container, "ip", "-o", "link"], capture_output=True, text=True,
+                               check=True).stdout
+        missing = [fn.netdev for fn in plan.at_boot() if fn.netdev and f" {fn.netdev}@" not in links]
+        assert not missing, f"netdevs of node-1's profile missing in its container's netns: {missing}"
         for i, node in enumerate(workers):
             core.create_namespaced_pod("default", _pod(f"p{i}", node))
         peer_ip = _running(core, "p1").status.pod_ip
@@ -82,4 +88,5 @@ def test_kind_cluster_comes_up_with_cdi_nri_and_pod_network_and_goes_without_res
         if not engine_was_running:
             engine.stop()
     assert left == [], f"left in the Docker engine after down: {left}"
+    assert [str(r) for r in residue.find(CFG.name)] == [], "the emulated hardware left residue"
     assert not engine_was_running or engine.engine_running(), "an engine dralab did not start must be left running"
