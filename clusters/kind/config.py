@@ -2,8 +2,8 @@
 runtime-config as a local lab, containerd's CDI and NRI on, dralab's offline node image.
 
 What a kind node cannot be is refused before anything starts: slice-only nodes (they need the
-lab's lease agent), a non-default kubelet root dir, emulated hardware (its trees live in the
-host's mount namespace)."""
+local lab's kwok), a non-default kubelet root dir. Emulated hardware is mounted into the workers
+(extraMounts) where the local lab's nodes see it."""
 
 from __future__ import annotations
 
@@ -41,8 +41,6 @@ def check_supported(cfg: ClusterConfig) -> None:
         refused.append(f"slice_only_nodes={cfg.slice_only_nodes} (use the local provider)")
     if cfg.kubelet_root_dir != "/var/lib/kubelet":
         refused.append(f"kubelet_root_dir={cfg.kubelet_root_dir} (kind's kubelets use /var/lib/kubelet)")
-    if cfg.hardware:
-        refused.append("emulated hardware (its sysfs trees and netdevs live on the host, not in kind's nodes)")
     if cfg.scheduler_api_qps:
         refused.append("scheduler_api_qps (set it with a kubeadm patch of your own)")
     if refused:
@@ -53,11 +51,16 @@ def _extra_args(flags: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in sorted(flags.items())]  # kubeadm v1beta4 extraArgs
 
 
-def worker(name: str, image: str) -> dict[str, Any]:
+def worker(name: str, image: str, mounts: dict[str, Path]) -> dict[str, Any]:
     """A worker registered under the local lab's node name (node-1, ...), not its container's, so
-    the suites and hardware profiles name the same nodes on both providers."""
+    the suites and hardware profiles name the same nodes on both providers; `mounts`: node path ->
+    host path (its emulated hardware)."""
     join = {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "JoinConfiguration", "nodeRegistration": {"name": name}}
-    return {"role": "worker", "image": image, "kubeadmConfigPatches": [yaml.safe_dump(join, sort_keys=False)]}
+    node: dict[str, Any] = {"role": "worker", "image": image,
+                            "kubeadmConfigPatches": [yaml.safe_dump(join, sort_keys=False)]}
+    if mounts:
+        node["extraMounts"] = [{"hostPath": str(host), "containerPath": path} for path, host in sorted(mounts.items())]
+    return node
 
 
 # Where root may not lower OOM scores (no CAP_SYS_RESOURCE, as on this VM), containerd must not try
@@ -66,9 +69,10 @@ RESTRICT_OOM_SCORE_ADJ = '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_
 
 
 def kind_config(cfg: ClusterConfig, cgroup_v1: bool, image: str, cluster_fields: dict[str, Any],
-                restrict_oom_score_adj: bool = False) -> dict[str, Any]:
+                restrict_oom_score_adj: bool = False, mounts: dict[str, dict[str, Path]] | None = None) -> dict[str, Any]:
     """The kind cluster config for `cfg`: one control-plane node and one worker per lab node, all
-    from `image`, whose images kubeadm finds by `cluster_fields` of its ClusterConfiguration."""
+    from `image`, whose images kubeadm finds by `cluster_fields` of its ClusterConfiguration;
+    `mounts`: lab node -> its extra mounts."""
     check_supported(cfg)
     # Gates for every component go to kind's featureGates; a component's own overrides go to its
     # kubeadm section as the whole --feature-gates flag (kubeadm's flag replaces kind's).
@@ -86,7 +90,8 @@ def kind_config(cfg: ClusterConfig, cgroup_v1: bool, image: str, cluster_fields:
         ("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration", kubelet)) if fields]
     config: dict[str, Any] = {
         "kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "name": cluster_name(cfg),
-        "nodes": [{"role": "control-plane", "image": image}] + [worker(name, image) for name in cfg.node_names()],
+        "nodes": [{"role": "control-plane", "image": image}] + [worker(name, image, (mounts or {}).get(name, {}))
+                                                             for name in cfg.node_names()],
         # kindnetd's image cannot be built here: cluster.py sets up the pod network instead.
         "networking": {"disableDefaultCNI": True},
         "containerdConfigPatches": CONTAINERD_PATCHES + [RESTRICT_OOM_SCORE_ADJ] * restrict_oom_score_adj,

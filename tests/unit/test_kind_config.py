@@ -49,10 +49,18 @@ def test_a_components_own_gates_go_to_its_kubeadm_section_and_cgroup_v1_to_the_k
 
 @pytest.mark.parametrize("change,named", [
     ({"slice_only_nodes": 2}, "slice_only_nodes"), ({"kubelet_root_dir": "/var/lib/kubelet-x"}, "kubelet_root_dir"),
-    ({"hardware": {"node-1": "gpu-small"}}, "emulated hardware"), ({"scheduler_api_qps": 200}, "scheduler_api_qps")])
+    ({"scheduler_api_qps": 200}, "scheduler_api_qps")])
 def test_what_kind_nodes_cannot_be_is_refused_with_the_reason(change: dict, named: str) -> None:
     with pytest.raises(BadInput, match=named):
         kind_config(ClusterConfig(name="x").model_copy(update=change), False, IMAGE, {})
+
+
+def test_a_workers_emulated_hardware_is_mounted_where_the_local_labs_node_sees_it(tmp_path) -> None:
+    mounts = {"node-2": {"/var/lib/dralab-hardware": tmp_path / "hw", "/dev/vfio": tmp_path / "vfio"}}
+    node_1, node_2 = kind_config(SKEW, False, IMAGE, ETCD, mounts=mounts)["nodes"][1:]
+    assert "extraMounts" not in node_1
+    assert node_2["extraMounts"] == [{"hostPath": str(tmp_path / "vfio"), "containerPath": "/dev/vfio"},
+                                     {"hostPath": str(tmp_path / "hw"), "containerPath": "/var/lib/dralab-hardware"}]
 
 
 def test_cgroup_version_from_the_hierarchy_root(tmp_path) -> None:
