@@ -37,7 +37,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cluster", choices=("local", "kubeconfig", "kind"), default="local",
                     help="local: start the embedded lab (default); kubeconfig: use an existing cluster; "
                          "kind: start a kind cluster (clusters/kind: a running Docker engine or Debian's dockerd, kind and its "
-                         "node image built offline; no emulated hardware)")
+                         "node image built offline; emulated hardware, no slice-only nodes)")
     group.addoption("--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=kubeconfig")
     group.addoption("--kubelet-root-dir", default="/var/lib/kubelet",
                     help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
@@ -191,7 +191,7 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
                 logs.rmdir()
         return
     if option("--cluster") == "kind":
-        yield from _kind_lab()
+        yield from _kind_lab(option("--lab-prefix"))
         return
     cluster = _local_cluster(request.config, SESSION_LAB)
     try:
@@ -200,13 +200,14 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
         _down(request.config, cluster)
 
 
-def _kind_lab() -> Iterator[Lab]:
-    """The session lab's nodes, gates and runtime-config as a kind cluster (clusters/kind)."""
+def _kind_lab(prefix: str) -> Iterator[Lab]:
+    """The session lab's nodes, gates, runtime-config and hardware as a kind cluster (clusters/kind)."""
     from clusters.kind.cluster import KindCluster
     from clusters.provision import provision
 
     tools = provision()
-    cfg = SESSION_LAB.model_copy(update={"slice_only_nodes": 0, "hardware": {}})
+    # Named apart from the local labs of the same prefix: its hardware lives in a local lab's directory.
+    cfg = renamed(SESSION_LAB, f"{prefix}-kind", slice_only_nodes=0)
     cluster = KindCluster(cfg, tools)
     cluster.up(images=(tools.drivers_image,))
     try:
