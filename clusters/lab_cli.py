@@ -38,10 +38,12 @@ def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
 @click.option("--hardware-profile", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="YAML: seed and a hardware profile per node.")
 @click.option("--offline", is_flag=True, help="Do not build: fail if a component is not cached.")
+@click.option("--cluster", "provider", type=click.Choice(["local", "kind"]), default="local", show_default=True,
+              help="kind: the lab's nodes as a kind cluster (README: the kind provider).")
 def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, ...],
        scheduler_feature_gates: tuple[str, ...], runtime_config: tuple[str, ...], kubelet_root_dir: str,
-       slot: int, hardware: str | None, hardware_profile: Path | None, offline: bool) -> None:
-    """Start a local lab cluster (LAB-02, LAB-03)."""
+       slot: int, hardware: str | None, hardware_profile: Path | None, offline: bool, provider: str) -> None:
+    """Start a lab cluster (LAB-02, LAB-03; LAB-06 with --cluster kind)."""
     from clusters.local.cluster import LocalCluster
 
     try:
@@ -60,6 +62,13 @@ def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, .
         assignment, seed = hardware_assignment(hardware, hardware_profile, cfg.node_names())
         cfg = cfg.model_copy(update={"hardware": assignment, "hardware_seed": seed})
     start = time.monotonic()
+    if provider == "kind":
+        from clusters.kind.cluster import up_kind
+
+        kind = up_kind(cfg, offline)
+        console.print(f"kind lab {cfg.name!r} up in {time.monotonic() - start:.1f}s ({kind.timings})")
+        console.print(f"  kubectl:    {kind.tools.kubectl} --kubeconfig {kind.kubeconfig} get nodes")
+        return
     cluster = LocalCluster.up(cfg, offline=offline)
     console.print(f"lab {cfg.name!r} up in {time.monotonic() - start:.1f}s")
     console.print(f"  kubeconfig: {cluster.kubeconfig}")
@@ -78,6 +87,11 @@ def down(name: str, force: bool) -> None:
 
     require_root("down")
     start = time.monotonic()
+    from clusters.kind.cluster import down_kind
+
+    if down_kind(name):
+        console.print(f"kind lab {name!r} down in {time.monotonic() - start:.1f}s")
+        return
     cfg = saved_config(name)
     if cfg is None and force:
         cfg = ClusterConfig(name=name)  # no state: remove what is found by the lab's name

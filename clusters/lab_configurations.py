@@ -48,6 +48,12 @@ def scale(slice_only_nodes: int) -> ClusterConfig:
                          feature_gates={"DRADerivedAttributes": True}, scheduler_api_qps=200)
 
 
+def kind_session(prefix: str) -> ClusterConfig:
+    """The session lab as a kind cluster (--cluster kind): no slice-only nodes, and named apart from
+    the local labs of the run, since its hardware lives in a local lab's directory."""
+    return renamed(SESSION_LAB, f"{prefix}-kind", slice_only_nodes=0)
+
+
 def renamed(cfg: ClusterConfig, prefix: str, **changes: object) -> ClusterConfig:
     """The configuration under another name prefix (e2e-skew -> cert-skew), with other changes."""
     return ClusterConfig.model_validate(cfg.model_dump() | {"name": prefix + cfg.name.removeprefix(PREFIX), **changes})

@@ -16,7 +16,7 @@ import pytest
 from clusters.config import ClusterConfig
 from clusters.health import dead_components, diagnose
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
-from clusters.lab_configurations import PREFIX, SESSION_LAB, renamed
+from clusters.lab_configurations import PREFIX, SESSION_LAB, kind_session, renamed
 from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
 from dralab import verdicts
 from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
@@ -206,8 +206,7 @@ def _kind_lab(prefix: str) -> Iterator[Lab]:
     from clusters.provision import provision
 
     tools = provision()
-    # Named apart from the local labs of the same prefix: its hardware lives in a local lab's directory.
-    cfg = renamed(SESSION_LAB, f"{prefix}-kind", slice_only_nodes=0)
+    cfg = kind_session(prefix)
     cluster = KindCluster(cfg, tools)
     cluster.up(images=(tools.drivers_image,))
     try:

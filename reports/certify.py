@@ -22,7 +22,8 @@ from clusters import versions
 from clusters import residue
 from clusters.children import run_to_completion
 from clusters.errors import BadInput, LabBroken
-from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, renamed, scale
+from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, kind_session, renamed,
+                                         scale)
 from clusters.progress import console, run_logged
 from drivers_under_test.profile import DriverProfile
 from drivers_under_test.validate import validate_or_raise
@@ -119,7 +120,7 @@ def environment(cluster: str, drivers: list[DriverProfile], variant: str | None,
                               or [f"{reference.ref} {reference.digest}"]}
     if variant:
         env["driver variant"] = variant
-    if cluster == "local":
+    if cluster in ("local", "kind"):
         env.update({"feature gates": SESSION_LAB.feature_gates, "hardware": hardware})
     return env
 
@@ -200,7 +201,8 @@ class SuiteRun:
 
 @click.command()
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--cluster", type=click.Choice(["local", "kubeconfig"]), default="local", show_default=True)
+@click.option("--cluster", type=click.Choice(["local", "kind", "kubeconfig"]), default="local", show_default=True,
+              help="local: the embedded lab; kind: the same lab as a kind cluster (LAB-06); kubeconfig: your cluster.")
 @click.option("--kubeconfig", default=None, help="With --cluster kubeconfig: the cluster's kubeconfig.")
 @click.option("--driver", "driver_names", multiple=True, help="Driver profile under test (name or .yaml; repeatable); "
               "default: each suite's reference drivers.")
@@ -252,4 +254,5 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
 
 def lab_names(prefix: str) -> list[str]:
     """The local labs a certification may start, named under `prefix`."""
-    return [renamed(cfg, prefix).name for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))]
+    return [renamed(cfg, prefix).name for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))] + \
+        [kind_session(prefix).name]

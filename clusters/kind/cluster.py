@@ -84,12 +84,6 @@ class KindCluster:
     def state_file(self) -> Path:
         return self.dir / "cluster.json"
 
-    @classmethod
-    def load(cls, name: str, tools: Toolchain) -> "KindCluster | None":
-        """The kind lab `dralab up --cluster kind --name NAME` started, if any."""
-        state = kind_dir() / name / "cluster.json"
-        return cls(ClusterConfig.model_validate_json(state.read_text()), tools) if state.exists() else None
-
     def _timed(self, what: str, start: float) -> None:
         self.timings[what] = round(time.monotonic() - start, 1)
 
@@ -212,8 +206,8 @@ def down_kind(name: str) -> bool:
     """`dralab down` of a kind lab (and its hardware); False when `name` is not a kind lab."""
     from clusters.provision import provision
 
-    cluster = KindCluster.load(name, provision(offline=True))
-    if cluster is None:
+    state = kind_dir() / name / "cluster.json"
+    if not state.exists():
         return False
-    cluster.down()
+    KindCluster(ClusterConfig.model_validate_json(state.read_text()), provision(offline=True)).down()
     return True
