@@ -1,4 +1,4 @@
-"""`dralab perf --out DIR`: measure PF-01 to PF-05 and PF-07, write perf.json and perf.html, append to the
+"""`dralab perf --out DIR`: measure PF-01 to PF-05, PF-07 and PF-08, write perf.json and perf.html, append to the
 history in DIR and flag regressions against the median of the previous runs there."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from clusters.children import run_to_completion
 from clusters.errors import BadInput
 from clusters.lab_configurations import PERF, renamed, scale
 from clusters.progress import console
-from reports.perf import allocator, bringup, history, page, pod_startup
+from reports.perf import allocator, bringup, history, kwok_scale, page, pod_startup
 from reports.perf.figures import values
 
 REPO = Path(__file__).resolve().parents[2]
-MEASUREMENTS = ("PF-01", "PF-02", "PF-04", "PF-05", "PF-07")  # PF-03 comes with PF-02's pods
+MEASUREMENTS = ("PF-01", "PF-02", "PF-04", "PF-05", "PF-07", "PF-08")  # PF-03 comes with PF-02's pods
 
 
 def _progress(line: str) -> None:
@@ -94,21 +94,25 @@ def _selected(only: str | None) -> list[str]:
               help="PF-07 cluster size (nodes x 8 devices of each of 3 drivers).")
 @click.option("--allocator-benchtime", default="1s", show_default=True,
               help="PF-07 time of each run, in go test's -benchtime form (1s, 20x).")
+@click.option("--kwok-scale", "kwok_size", default=kwok_scale.DEFAULT_SIZE, show_default=True,
+              metavar="NODESxDEVICESxPODS", help="PF-08 size: kwok nodes (up to 5000), devices per node and driver, pods per mode.")
 @click.option("--threshold", default=0.25, show_default=True, type=click.FloatRange(0, min_open=True),
               help="Relative change for the worse that flags a regression.")
 @click.option("--window", default=5, show_default=True, type=click.IntRange(1),
               help="How many previous runs the baseline median is taken over.")
-@click.option("--only", default=None, help="Comma-separated: PF-01, PF-02 (with PF-03), PF-04, PF-05, PF-07.")
+@click.option("--only", default=None, help="Comma-separated: PF-01, PF-02 (with PF-03), PF-04, PF-05, PF-07, PF-08.")
 def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, scale_size: str, scale_runs: int,
          certify_report: Path | None, allocator_count: int, allocator_nodes: int, allocator_benchtime: str,
-         threshold: float, window: int, only: str | None) -> None:
-    """Measure the performance figures (PF-01 to PF-05, PF-07) and write perf.json and perf.html to OUT
+         kwok_size: str, threshold: float, window: int, only: str | None) -> None:
+    """Measure the performance figures (PF-01 to PF-05, PF-07, PF-08) and write perf.json and perf.html to OUT
     (exit 0; 1 when a figure regressed; 3 when a measurement failed)."""
     from suites.derived_attributes import scale as da_scale
 
     selected = _selected(only)
     try:
         size = da_scale.Size.parse(scale_size)
+        kwok = da_scale.Size.parse(kwok_size)
+        scale(kwok.nodes)  # the lab's own limit on kwok nodes, checked before anything runs
     except ValueError as e:
         raise BadInput(str(e)) from None
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -122,6 +126,7 @@ def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, sc
         "PF-05": ("certify", lambda: _certify(out_dir, certify_report)),
         "PF-07": ("allocator", lambda: allocator.measure(out_dir, allocator_count, allocator_nodes,
                                                          allocator_benchtime, _progress)),
+        "PF-08": ("kwok_scale", lambda: kwok_scale.run(kwok, _progress)),
     }
     start = time.monotonic()
     measured: dict[str, Any] = {}
@@ -143,6 +148,8 @@ def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, sc
         notes.append(f"PF-05 comes from a partial certification ({measured['certify']['report']})")
     if "allocator" in measured:
         notes.append(allocator.note(measured["allocator"]))
+    if "kwok_scale" in measured:
+        notes.append(kwok_scale.note(measured["kwok_scale"]))
     run = {"finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "wall_seconds": time.monotonic() - start, "measured": selected, "errors": errors, "notes": notes,
            "environment": _environment()}

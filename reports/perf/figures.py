@@ -59,6 +59,11 @@ def _scheduler(mode: str, figure: str, label: str, unit: str, lower_is_better: b
                   _path("da_scale", "summary", "per_mode", mode, figure, "median"), lower_is_better)
 
 
+def _kwok(mode: str, keys: tuple[str, ...], label: str, unit: str, lower_is_better: bool = True) -> Figure:
+    return Figure(f"kwok_{'_'.join(keys)}_{mode}", "PF-08", f"{label} on kwok nodes, {mode}", unit,
+                  _path("kwok_scale", "per_mode", mode, *keys), lower_is_better)
+
+
 FIGURES: tuple[Figure, ...] = (
     Figure("bringup_warm_s", "PF-01", "lab bring-up, warm (2 nodes, dgx-like), median", "s", _median("bringup", "warm", "up_s")),
     Figure("bringup_cold_s", "PF-01", "lab bring-up, cold (provision into an empty cache + first up)", "s",
@@ -79,6 +84,15 @@ FIGURES: tuple[Figure, ...] = (
              "ratio", _path("allocator", "derived_over_literal", unit, "median"))
       for unit, label in (("cpu", "CPU time"), ("wall", "wall time"))),
     Figure("certify_wall_s", "PF-05", "full certification wall time", "s", _path("certify", "wall_seconds")),
+    Figure("kwok_nodes_ready_s", "PF-08", "kwok nodes Ready, from their creation (LAB-09)", "s",
+           _path("kwok_scale", "kwok_nodes_ready_s")),
+    Figure("kwok_lab_up_s", "PF-08", "lab bring-up with the kwok nodes", "s", _path("kwok_scale", "lab_up_s")),
+    *(f for mode in ("literal", "derived") for f in (
+        _kwok(mode, ("throughput_pods_per_s",), "scheduler throughput", "pods/s", lower_is_better=False),
+        _kwok(mode, ("throughput_pods_per_s_per_cpu",), "scheduler throughput per CPU", "pods/s", lower_is_better=False),
+        _kwok(mode, ("scheduling_s", "p50"), "pod create to bound p50", "s"),
+        _kwok(mode, ("scheduling_s", "p99"), "pod create to bound p99", "s"),
+        _kwok(mode, ("create_to_running_s", "p99"), "pod create to Running (kwok) p99", "s"))),
 )
 
 

@@ -20,7 +20,7 @@ def test_two_small_perf_runs_make_a_history_with_baselines(tmp_path) -> None:
     out = tmp_path / "perf"
     args = ["perf", "--out", str(out), "--bringup-rounds", "1", "--no-cold", "--startup-rounds", "1",
             "--scale", "10x4x20", "--certify-report", str(certification),
-            "--allocator-count", "2", "--allocator-benchtime", "1x", "--allocator-nodes", "10"]
+            "--allocator-count", "2", "--allocator-benchtime", "1x", "--allocator-nodes", "10", "--kwok-scale", "10x4x20"]
     for run in (1, 2):
         done = dralab(*args, timeout=900)
         print(done.stdout[-3000:])
@@ -31,4 +31,4 @@ def test_two_small_perf_runs_make_a_history_with_baselines(tmp_path) -> None:
     assert all(c["runs"] == 1 for c in report["comparisons"] if c["value"] is not None and c["key"] != "bringup_cold_s")
     assert len((out / "perf-history.jsonl").read_text().splitlines()) == 2
     assert (out / "perf.html").read_text().count("data:image/png;base64,") == 3
-    assert [r for lab in ("perf", "perf-scale") for r in residue.find(lab)] == []
+    assert [r for lab in ("perf", "perf-scale", "perf-kwok-scale") for r in residue.find(lab)] == []

@@ -24,6 +24,9 @@ MEASURED = {
     "certify": {"wall_seconds": 810.0},
     "allocator": {"per_variant": {v: {"ns_per_op": {"median": ns}} for v, ns in (("literal", 4.2e7), ("derived", 4.5e7))},
                   "derived_over_literal": {"cpu": {"median": 1.06}, "wall": {"median": 1.07}}},
+    "kwok_scale": {"lab_up_s": 40.0, "kwok_nodes_ready_s": 12.0, "per_mode": {m: {
+        "throughput_pods_per_s": 30.0, "throughput_pods_per_s_per_cpu": 15.0, "scheduling_s": {"p50": 1.0, "p99": 2.0},
+        "create_to_running_s": {"p50": 1.1, "p99": 2.2}} for m in ("literal", "derived")}},
 }
 
 
@@ -77,4 +80,4 @@ def test_only_selects_each_measurement_once() -> None:
     from reports.perf.command import _selected
 
     assert _selected("pf-03, PF-02,PF-05") == ["PF-02", "PF-05"]  # PF-03 comes with PF-02's pods
-    assert _selected(None) == ["PF-01", "PF-02", "PF-04", "PF-05", "PF-07"]
+    assert _selected(None) == ["PF-01", "PF-02", "PF-04", "PF-05", "PF-07", "PF-08"]
