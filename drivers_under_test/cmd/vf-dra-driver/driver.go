@@ -143,7 +143,7 @@ func (d *vfDriver) PrepareResourceClaims(_ context.Context, claims []*resourceap
 		devices, err := d.prepare(claim)
 		result[claim.UID] = kubeletplugin.PrepareResult{Err: err, Devices: devices}
 	}
-	return result, d.state.save()
+	return result, d.state.Save()
 }
 
 func (d *vfDriver) prepare(claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
@@ -213,7 +213,7 @@ func (d *vfDriver) UnprepareResourceClaims(ctx context.Context, claims []kubelet
 			delete(d.state.Claims, claim.UID)
 		}
 	}
-	return result, d.state.save()
+	return result, d.state.Save()
 }
 
 // attach moves the pod's VFs into its network namespace, then publishes what the pod sees as
@@ -244,7 +244,7 @@ func (d *vfDriver) attach(ctx context.Context, podUID types.UID, netnsPath strin
 			dev.Attached, dev.PodUID = &attached, podUID
 			// Checkpointed before the API writes below: a driver restarted in between must still
 			// know to move the VF back on StopPodSandbox, or the VF dies with the pod's netns.
-			if err := d.state.save(); err != nil {
+			if err := d.state.Save(); err != nil {
 				return err
 			}
 		}
@@ -252,7 +252,7 @@ func (d *vfDriver) attach(ctx context.Context, podUID types.UID, netnsPath strin
 			return err
 		}
 	}
-	return d.state.save()
+	return d.state.Save()
 }
 
 // networkData is what the driver reports for an attached VF: the fields --network-data-fields names.
@@ -336,7 +336,7 @@ func (d *vfDriver) detachPod(ctx context.Context, podUID types.UID, netnsPath st
 		ns.Close()
 		delete(d.netns, podUID)
 	}
-	return errors.Join(append(errs, d.state.save())...)
+	return errors.Join(append(errs, d.state.Save())...)
 }
 
 // detach moves one VF back under its own name and MAC, from the namespace held since

@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,7 +48,7 @@ func main() {
 	opts := c.opts
 	var d *vfDriver
 	newDriver := func(client kubernetes.Interface) (dradriver.Driver, error) {
-		state, err := loadCheckpoint(filepath.Join(opts.PluginDataDir(), "prepared-claims.json"))
+		state, err := loadCheckpoint(opts.PluginDataDir())
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint: %w", err)
 		}

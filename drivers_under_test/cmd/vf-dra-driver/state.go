@@ -1,13 +1,9 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
-
 	"k8s.io/apimachinery/pkg/types"
 
+	"dralab.dev/drivers/internal/dradriver"
 	"dralab.dev/drivers/internal/netdev"
 	"dralab.dev/drivers/internal/sysfs"
 )
@@ -36,37 +32,15 @@ type preparedVF struct {
 // checkpoint keeps the prepared claims across driver restarts, so a pod that started before a
 // restart gets its VF back when it stops.
 type checkpoint struct {
-	path   string
-	Claims map[types.UID]*preparedClaim `json:"claims"`
+	*dradriver.Checkpoint[*preparedClaim]
 }
 
-func loadCheckpoint(path string) (*checkpoint, error) {
-	c := &checkpoint{path: path, Claims: map[types.UID]*preparedClaim{}}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
-	} else if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(data, c); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-func (c *checkpoint) save() error {
-	data, err := json.MarshalIndent(c, "", "  ")
+func loadCheckpoint(dir string) (*checkpoint, error) {
+	c, err := dradriver.LoadCheckpoint[*preparedClaim](dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
-		return err
-	}
-	tmp := c.path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, c.path)
+	return &checkpoint{c}, nil
 }
 
 // attached are the devices that are inside pods now, by device name.
