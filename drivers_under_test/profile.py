@@ -27,6 +27,7 @@ PROFILES_DIR = Path(__file__).parent / "profiles"
 WHAT = "driver profile"
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 REQUIREMENT_ID = re.compile(r"^[A-Z]+-\d\d$")
+REQUIREMENT_ID_OR_SUITE = re.compile(r"^[A-Z]+(-\d\d)?$")
 
 # `hardware: none`: a driver that needs no emulated hardware (it publishes devices of its own
 # making, or those a kind node really has); the checks that count or fault the emulated devices SKIP.
@@ -117,6 +118,10 @@ class Variant(Model):
                     "profile's deviceClasses (one its manifests bring)")
     violations: dict[str, str] = Field(default_factory=dict, description=(
         "per ID it breaks, a regular expression the FAIL's message must match: the violation named (MUT-01)"))
+    concerns: list[str] = Field(default_factory=list, description=(
+        "for a valid variant (MUT-02): the requirement IDs or suites (MD, ST-01) its choice can change the outcome "
+        "of; `dralab selfcheck` certifies it on those and DEP instead of on every requirement of the driver "
+        "(empty: every one)"))
 
     _lab_owned = field_validator("parameters")(_not_lab_owned)
 
@@ -138,6 +143,11 @@ class Variant(Model):
                 re.compile(pattern)
             except re.error as e:
                 raise ValueError(f"violations[{rid}] {pattern!r} is not a regular expression: {e}") from None
+        bad = [c for c in self.concerns if not REQUIREMENT_ID_OR_SUITE.match(c)]
+        if bad:
+            raise ValueError(f"concerns {bad} are not requirement IDs or suites like MD-04 or ST")
+        if self.concerns and self.breaks:
+            raise ValueError("concerns is for a valid variant: a broken one is checked on what it breaks")
         return self
 
 

@@ -44,6 +44,7 @@ class Case:
     breaks: list[str] = field(default_factory=list)
     warns: list[str] = field(default_factory=list)
     violations: dict[str, str] = field(default_factory=dict)  # ID -> what its FAIL message must say (a regex)
+    concerns: list[str] = field(default_factory=list)  # a valid variant: the IDs or suites its choice can change
 
     @property
     def name(self) -> str:
@@ -65,7 +66,7 @@ def cases() -> list[Case]:
             if variant in CONFIGURATIONS:
                 continue
             found.append(Case(variant, profile.name, BROKEN if v.breaks else VALID, list(v.breaks), list(v.warns),
-                              dict(v.violations)))
+                              dict(v.violations), list(v.concerns)))
     return found
 
 
@@ -82,27 +83,31 @@ def chosen(all_cases: list[Case], only: str | None, variants: tuple[str, ...]) -
         picked = [c for c in all_cases if c.variant in variants or c.name in variants]
     if only:
         selection(only)  # BadInput for what names no suite
-        wanted = {p.strip().upper() for p in only.split(",") if p.strip()}
-
-        def concerns(rid: str) -> bool:
-            return rid in wanted or rid.split("-")[0] in wanted
-
-        picked = [c for c in picked if any(map(concerns, c.breaks + c.warns)) or
-                  (c.kind == VALID and any(map(concerns, certifiable(load_profile(c.driver)))))]
+        picked = [c for c in picked if _named(c.breaks + c.warns, only) or (c.kind == VALID and _checked_on(c, only))]
     return picked
 
 
+def _named(ids: list[str], names: str | list[str] | None) -> list[str]:
+    """The IDs that `names` (IDs or suites, a comma-separated string or a list) names; all of them for None."""
+    if names is None:
+        return ids
+    wanted = {p.strip().upper() for p in (names.split(",") if isinstance(names, str) else names) if p.strip()}
+    return [i for i in ids if i in wanted or i.split("-")[0] in wanted]
+
+
+def _checked_on(case: Case, only: str | None) -> list[str]:
+    """A valid variant's requirements: those of its driver's that its profile is certifiable on (the
+    lab's and the cluster's own checks judge no driver choice), of them those its choice concerns
+    (all without `concerns`), and of those what --only names."""
+    return _named(_named(certifiable(load_profile(case.driver)), case.concerns or None), only)
+
+
 def _suites_of(case: Case, only: str | None) -> str:
-    """certify's --only for a case: what it breaks or warns on; for a valid variant the driver
-    requirements its profile is certifiable on (the lab's and the cluster's own checks judge no
-    driver choice) and coming up (DEP), or those of them --only names."""
+    """certify's --only for a case: what it breaks or warns on; for a valid variant coming up (DEP)
+    and the requirements it is checked on."""
     if case.kind == BROKEN:
         return ",".join(case.breaks + case.warns)
-    ids = certifiable(load_profile(case.driver))
-    if only:
-        wanted = {p.strip().upper() for p in only.split(",") if p.strip()}
-        ids = [i for i in ids if i in wanted or i.split("-")[0] in wanted]
-    return ",".join(["DEP", *ids])
+    return ",".join(["DEP", *_checked_on(case, only)])
 
 
 @dataclass
@@ -227,21 +232,24 @@ variants (MUT-02: each must be CERTIFIED); {s['wall_seconds']}s.</p>
 @click.option("--only", default=None, help="Comma-separated suites or requirement IDs: the broken variants that "
               "break one of them, and the valid variants checked on them only.")
 @click.option("--variant", "variants", multiple=True, help="Only this variant (name or driver:variant; repeatable).")
-@click.option("--list", "list_only", is_flag=True, help="Print the variants and what each breaks; run nothing.")
-@click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list of {variant, driver, kind, breaks}.")
+@click.option("--list", "list_only", is_flag=True, help="Print the variants, what each breaks and the requirements "
+              "each is checked on; run nothing.")
+@click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list of {variant, driver, kind, breaks, checked_on}.")
 def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_only: bool, as_json: bool) -> None:
     """Certify the reference drivers' variants and check dralab's verdicts on them (MUT-01, MUT-02):
     broken ones must FAIL what they break, valid ones must be CERTIFIED (exit 0 all as expected,
     1 a mismatch, 2 bad input)."""
     selected = chosen(cases(), only, variants)
     if list_only:
-        listing = [{"variant": c.variant, "driver": c.driver, "kind": c.kind, "breaks": c.breaks} for c in selected]
+        listing = [{"variant": c.variant, "driver": c.driver, "kind": c.kind, "breaks": c.breaks,
+                    "checked_on": _suites_of(c, only).split(",")} for c in selected]
         if as_json:
             click.echo(json.dumps(listing, indent=2))
         else:
-            for c in selected:
+            for c, entry in zip(selected, listing):
                 click.echo(f"{c.name:40} {c.kind:7} {'breaks ' + ', '.join(c.breaks) if c.breaks else ''}"
-                           f"{' warns ' + ', '.join(c.warns) if c.warns else ''}")
+                           f"{' warns ' + ', '.join(c.warns) if c.warns else ''}"
+                           f"{' checked on ' + ', '.join(entry['checked_on']) if c.kind == VALID else ''}")
         return
     if as_json:
         raise BadInput("--json goes with --list")

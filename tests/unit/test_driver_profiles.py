@@ -105,6 +105,8 @@ def test_removal_renders_every_variants_manifests() -> None:
     (("drivers: [gpu.vendor.example]", "drivers: []"), "name at least one DRA driver"),
     (("capabilities: [metadata]", "capabilities: [network-data]"), "network-data is part of device-status"),
     (("breaks: [MD-14]", "breaks: [cleanup]"), "are not requirement IDs"),
+    (("breaks: [MD-14]", "breaks: [MD-14], concerns: [MD]"), "concerns is for a valid variant"),
+    (("breaks: [MD-14]}", "breaks: [MD-14]}\n  slow: {concerns: [metadata]}"), "are not requirement IDs or suites"),
     (("parameters: {MODE: fast}", "parameters: {MODE: fast, KUBELET_ROOT_DIR: /x}"), "are set by the lab"),
     (("images: [{archive: driver.tar}]", "images: [{reference: vendor}]"), "the only reference image is 'drivers'"),
     (("manifests: [driver.yaml]", "manifests: [missing.yaml]"), "manifest " ),

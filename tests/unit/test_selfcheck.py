@@ -75,11 +75,29 @@ def test_a_valid_variant_runs_its_driver_requirements_and_a_broken_one_what_it_b
     assert _suites_of(LEAVE, None) == "MD-14"
 
 
+def test_a_valid_variant_with_concerns_runs_those_of_its_driver_requirements_only() -> None:
+    case = Case("status-first-device", "gpu", VALID, concerns=["ST", "MD-02", "DP-01"])
+    ids = _suites_of(case, None).split(",")
+    assert ids[0] == "DEP" and "MD-02" in ids and "ST-01" in ids
+    assert "MD-01" not in ids and "DP-01" not in ids  # DP-01 is not the GPU DRA driver's
+    assert "ST-03" not in ids  # the API server's own check, whatever the variant concerns
+    assert _suites_of(case, "MD").split(",") == ["DEP", "MD-02"]
+    assert chosen([case], "MD-02", ()) == [case] and chosen([case], "MD-01", ()) == []
+
+
+def test_every_shipped_valid_variant_is_checked_on_some_requirement_of_its_driver() -> None:
+    unchecked = [c.name for c in cases() if c.kind == VALID and _suites_of(c, None) == "DEP"]
+    assert not unchecked, f"valid variants whose concerns name none of their driver's requirements: {unchecked}"
+
+
 def test_list_json_names_variant_driver_kind_and_breaks_without_starting_anything(tmp_path) -> None:
     result = CliRunner().invoke(main, ["selfcheck", "--list", "--json", "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     listing = json.loads(result.output)
-    assert {"variant": "leave-files", "driver": "gpu", "kind": "broken", "breaks": ["MD-14"]} in listing
+    assert {"variant": "leave-files", "driver": "gpu", "kind": "broken", "breaks": ["MD-14"],
+            "checked_on": ["MD-14"]} in listing
+    valid = next(e for e in listing if e["variant"] == "no-ready-condition" and e["driver"] == "gpu")
+    assert valid["breaks"] == [] and valid["checked_on"][0] == "DEP" and "ST-07" in valid["checked_on"]
     assert {entry["kind"] for entry in listing} == {"valid", "broken"}
     assert not (tmp_path / "out").exists()
 
