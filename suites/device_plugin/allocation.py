@@ -1,10 +1,12 @@
 """What a container must hold when its plugin answered Allocate (the kubelet's record of the answer,
 checkpoint.AllocateAnswer), against what it does hold: each env var with its value, a mount at each
 container path (read-only when asked), a device node at each container path, and the edits of each
-CDI device the answer names. Pure: the check observes, this module judges."""
+CDI device the answer names. And the answer against the devices the kubelet granted: it names none
+of the resource's others. Pure: the check observes, this module judges."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -63,6 +65,39 @@ def cdi_edits(specs: list[dict[str, Any]], qualified: str) -> list[dict[str, Any
             if device.get("name") == name:
                 return [spec.get("containerEdits") or {}, device.get("containerEdits") or {}]
     return None
+
+
+def foreign_devices(answer: AllocateAnswer, cdi_specs: list[dict[str, Any]], others: list[str]) -> list[str]:
+    """Each of `others` (the resource's devices the container was not granted) that the answer or
+    the edits of its CDI devices name, with where: a plugin answering with another device's env,
+    path or CDI device hands that device out. An ID counts where it stands whole (not inside a
+    longer name); a bare number (an index as ID) is not looked for, as numbers turn up in paths
+    and values by chance."""
+    places = _places(answer, cdi_specs)
+    found = []
+    for device in sorted(others):
+        if device.isdigit():
+            continue
+        named = re.compile(rf"(?<![\w-]){re.escape(device)}(?![\w-])")
+        where = [place for place, text in places if named.search(text)]
+        if where:
+            found.append(f"{device} (in {', '.join(where)})")
+    return found
+
+
+def _places(answer: AllocateAnswer, cdi_specs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each part of the answer, and the edits of each CDI device it names: (where, its text)."""
+    places = [(f"env {k}={v}", f"{k}={v}") for k, v in sorted(answer.envs.items())]
+    places += [(f"mount {m.container_path} from {m.host_path}", f"{m.container_path} {m.host_path}")
+               for m in answer.mounts]
+    places += [(f"device node {d.container_path} ({d.host_path})", f"{d.container_path} {d.host_path}")
+               for d in answer.devices]
+    places += [(f"annotation {k}={v}", f"{k}={v}") for k, v in sorted(answer.annotations.items())]
+    for name in answer.cdi_devices:
+        places.append((f"CDI device {name}", name))
+        places += [(f"the edits of CDI device {name}", json.dumps(edit, ensure_ascii=False))
+                   for edit in cdi_edits(cdi_specs, name) or []]
+    return places
 
 
 @dataclass

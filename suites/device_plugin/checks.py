@@ -49,17 +49,24 @@ def device_pod(name: str, plugin: DriverUnderTest, count: int, node: str) -> Pod
 def holds_its_allocation(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, namespace: str, pod: str,
                          count: int, ev: Evidence) -> Entry:  # DP-04
     """Once pod `pod` (a device_pod) runs: the kubelet's record of its allocation, after checking
-    that it was granted `count` distinct devices and that its container holds everything the
-    plugin answered to Allocate for them (env, mounts, device nodes, CDI devices' edits)."""
+    that it was granted `count` distinct devices, that the plugin's Allocate answer for them names
+    none of the resource's other devices, and that its container holds everything the answer
+    gave (env, mounts, device nodes, CDI devices' edits)."""
     running = pods.wait_phase(api, namespace, pod)
-    entry = observations.allocation_of(files, running, plugin.resource)
+    node = running.spec.node_name
+    held = observations.kubelet_checkpoint(files, node)
+    entry = observations.entry_of(held, running, plugin.resource)
     ev.add(f"pod {pod}: the kubelet's record of its allocation (checkpoint)", entry.as_evidence())
     ids = entry.device_ids
     ev.observe(f"pod {pod}: devices granted", ids)
     assert len(set(ids)) == len(ids) == count, \
         f"pod {pod} asked for {count} {plugin.resource}, the kubelet granted {len(ids)}: {ids}"
-    node = running.spec.node_name
     specs = observations.cdi_specs(files, node) if entry.answer.cdi_devices else []
+    # The container gets whatever the answer names: naming another device hands that one out.
+    others = sorted(set(held.registered.get(plugin.resource, [])) - set(ids))
+    foreign = allocation.foreign_devices(entry.answer, specs, others)
+    assert not foreign, (f"pod {pod} was granted {ids}, yet the plugin's Allocate answer for them names devices the "
+                         f"kubelet did not grant: " + "; ".join(foreign))
     expected, wrong = allocation.promises(entry.answer, specs)
     nodes = [p for p in expected if p.what == "device node"]
     view = observations.container_view(lab, namespace, pod, [p.target for p in nodes],

@@ -29,8 +29,12 @@ def kubelet_checkpoint(files: NodeFiles, node: str) -> Checkpoint:
 def allocation_of(files: NodeFiles, pod: client.V1Pod, resource: str) -> Entry:
     """The kubelet's record of what the pod's (first) container was granted of `resource` and
     what the plugin answered to Allocate for it."""
+    return entry_of(kubelet_checkpoint(files, pod.spec.node_name), pod, resource)
+
+
+def entry_of(held: Checkpoint, pod: client.V1Pod, resource: str) -> Entry:
+    """allocation_of in a checkpoint already read (the pod's node's)."""
     node, uid, container = pod.spec.node_name, pod.metadata.uid, pod.spec.containers[0].name
-    held = kubelet_checkpoint(files, node)
     entry = held.entry(uid, container, resource)
     if entry is None:
         raise ObservationFailed(

@@ -93,6 +93,27 @@ def test_the_view_script_quotes_paths_and_stops_on_a_failed_command() -> None:
     assert failing.returncode != 0 and "---env" not in failing.stdout
 
 
+def test_an_answer_naming_only_the_granted_device_names_no_foreign_one() -> None:
+    # GPU-a is granted; neither GPU-b nor a longer ID containing GPU-a is named, an index never looked for.
+    assert allocation.foreign_devices(ANSWER, SPECS, ["GPU-b", "GPU-a0", "GPU", "0"]) == []
+
+
+def test_an_answer_naming_another_device_names_it_and_where() -> None:
+    # fake-gpu-plugin's wrong-device variant: for GPU-a it answers the env, mount and CDI device of GPU-b.
+    answer = AllocateAnswer(envs={"VENDOR_VISIBLE_DEVICES": "GPU-a", "VENDOR_GPU_1": "GPU-b"},
+                            mounts=[Mount("/run/vendor/GPU-b", "/sys/devices/y", True)],
+                            devices=[DeviceSpec("/dev/vendor1", "/dev/null", "rw")],
+                            cdi_devices=["vendor.example/gpu=GPU-b", "vendor.example/gpu=1"])
+    specs = [{"kind": "vendor.example/gpu", "devices": [
+        {"name": "GPU-b", "containerEdits": {}},
+        {"name": "1", "containerEdits": {"env": ["VENDOR_CDI_GPU=GPU-c"]}}]}]
+    assert allocation.foreign_devices(answer, specs, ["GPU-c", "GPU-b", "GPU-d", "1"]) == [
+        "GPU-b (in env VENDOR_GPU_1=GPU-b, mount /run/vendor/GPU-b from /sys/devices/y, "
+        "CDI device vendor.example/gpu=GPU-b)",
+        "GPU-c (in the edits of CDI device vendor.example/gpu=1)",
+    ]
+
+
 def test_a_container_holding_everything_has_no_violation() -> None:
     assert allocation.violations(_expected(), allocation.parse_view(PRINTED), HOST) == []
 

@@ -6,9 +6,11 @@ the one a plugin implementing it gives."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from drivers_under_test.profile import load_profile
 from suites.device_plugin import calls
 from suites.device_plugin.calls import Call
 from suites.framework.pods import ObservationFailed
@@ -76,6 +78,18 @@ def test_an_invalid_preference_is_named_as_the_plugins() -> None:
     (violation,) = calls.judge(other, GIVEN).violations
     assert "the preference names ['gpu-9'], not among the available ['gpu-0', 'gpu-1', 'gpu-2']" in violation
     assert "the preference has 1 devices, the kubelet asked for 2" in violation
+
+
+def test_an_oversized_preference_the_kubelet_took_part_of_fails_naming_its_size() -> None:
+    # The kubelet takes what it needs of the preference (preferred.Intersection(available)), so
+    # the allocation differs from a preference one device too large: fake-gpu-plugin's
+    # oversized-preference variant, whose profile names this violation.
+    other = calls.parse(LOG.replace('"deviceIDs":["gpu-1","gpu-2"]', '"deviceIDs":["gpu-1","gpu-2","gpu-0"]'))
+    (violation,) = calls.judge(other, GIVEN).violations
+    assert violation == ("the kubelet allocated ['gpu-1', 'gpu-2'], the plugin preferred ['gpu-0', 'gpu-1', 'gpu-2']; "
+                         "the preference has 3 devices, the kubelet asked for 2")
+    named = load_profile("fake-gpu-plugin").variants["oversized-preference"].violations["DP-07"]
+    assert re.search(named, violation)
 
 
 def test_an_advertised_preference_never_asked_for_fails() -> None:

@@ -29,11 +29,21 @@ const (
 	socketName   = "dralab-fake-gpu.sock"
 	containerDir = "/var/run/dralab/fake-gpu" // where a container sees each GPU's sysfs dir
 
-	neverUnhealthy = "never-unhealthy"
+	neverUnhealthy      = "never-unhealthy"
+	missingDevice       = "missing-device"
+	wrongDevice         = "wrong-device"
+	noReregister        = "no-reregister"
+	staleSocket         = "stale-socket"
+	oversizedPreference = "oversized-preference"
 )
 
 var variants = map[string]string{
-	neverUnhealthy: "ListAndWatch never reports a device unhealthy (breaks DP-03)",
+	neverUnhealthy:      "ListAndWatch never reports a device unhealthy (breaks DP-03)",
+	missingDevice:       "ListAndWatch leaves out the last GPU (breaks DP-01)",
+	wrongDevice:         "Allocate answers for the GPU after each one asked for, device N+1 (breaks DP-04)",
+	noReregister:        "never registers again after kubelet restarts (breaks DP-05)",
+	staleSocket:         "leaves its socket at exit and cannot listen where one was left, so it never comes back (breaks DP-06)",
+	oversizedPreference: "GetPreferredAllocation prefers one device more than the allocation size (breaks DP-07)",
 }
 
 // plugin serves the device plugin API for the GPUs under sysfsRoot. The GPUs are read from
@@ -97,6 +107,9 @@ func (p *plugin) run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		}
+		if p.variant.Is(noReregister) {
+			continue // registered once at start, as if kubelet never restarted
+		}
 		// A starting kubelet removes the plugin sockets, then creates kubelet.sock anew.
 		if _, err := os.Stat(sock); errors.Is(err, fs.ErrNotExist) {
 			klog.InfoS("Plugin socket removed, serving again", "socket", sock)
@@ -123,6 +136,9 @@ func sameSocket(a, b os.FileInfo) bool {
 }
 
 func (p *plugin) serve() (stop func(), err error) {
+	if p.variant.Is(staleSocket) {
+		return deviceplugin.ServeLeavingSocket(p.pluginDir, socketName, p)
+	}
 	return deviceplugin.Serve(p.pluginDir, socketName, p)
 }
 
@@ -170,6 +186,9 @@ func sameDevices(a, b []*pluginapi.Device) bool {
 }
 
 func (p *plugin) devices(gpus []sysfs.GPU) []*pluginapi.Device {
+	if p.variant.Is(missingDevice) && len(gpus) > 0 {
+		gpus = gpus[:len(gpus)-1] // an off-by-one in the loop's bound
+	}
 	devices := make([]*pluginapi.Device, 0, len(gpus))
 	for _, g := range gpus {
 		d := &pluginapi.Device{ID: g.UUID, Health: pluginapi.Healthy}
@@ -189,7 +208,7 @@ func (p *plugin) devices(gpus []sysfs.GPU) []*pluginapi.Device {
 func (p *plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
 	resp := &pluginapi.PreferredAllocationResponse{}
 	for _, creq := range req.ContainerRequests {
-		available, err := p.lookup(creq.AvailableDeviceIDs)
+		available, err := p.lookup(creq.AvailableDeviceIDs, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -200,9 +219,13 @@ func (p *plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.Prefer
 		slices.SortFunc(available, func(a, b sysfs.GPU) int {
 			return cmp.Or(cmp.Compare(perNUMA[b.NUMA], perNUMA[a.NUMA]), cmp.Compare(a.NUMA, b.NUMA), cmp.Compare(a.Index, b.Index))
 		})
+		size := int(creq.AllocationSize)
+		if p.variant.Is(oversizedPreference) {
+			size++ // an off-by-one in the bound
+		}
 		ids := slices.Clone(creq.MustIncludeDeviceIDs)
 		for _, g := range available {
-			if len(ids) >= int(creq.AllocationSize) {
+			if len(ids) >= size {
 				break
 			}
 			if !slices.Contains(ids, g.UUID) {
@@ -223,9 +246,13 @@ func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*p
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "sysfs root: %v", err)
 	}
+	next := 0
+	if p.variant.Is(wrongDevice) {
+		next = 1 // an off-by-one: each requested device resolves to the GPU after it
+	}
 	resp := &pluginapi.AllocateResponse{}
 	for _, creq := range req.ContainerRequests {
-		gpus, err := p.lookup(creq.DevicesIds)
+		gpus, err := p.lookup(creq.DevicesIds, next)
 		if err != nil {
 			return nil, err
 		}
@@ -262,8 +289,9 @@ func (p *plugin) PreStartContainer(_ context.Context, req *pluginapi.PreStartCon
 	return &pluginapi.PreStartContainerResponse{}, nil
 }
 
-// lookup reads sysfs and returns the GPUs with the given device IDs, in their order.
-func (p *plugin) lookup(ids []string) ([]sysfs.GPU, error) {
+// lookup reads sysfs and returns the GPUs with the given device IDs, in their order, each shifted
+// to the GPU `next` places after it (wrapping around): 0 but in the wrong-device variant.
+func (p *plugin) lookup(ids []string, next int) ([]sysfs.GPU, error) {
 	all, err := sysfs.GPUs(p.sysfsRoot)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "read GPUs: %v", err)
@@ -274,7 +302,7 @@ func (p *plugin) lookup(ids []string) ([]sysfs.GPU, error) {
 		if i < 0 {
 			return nil, status.Errorf(codes.NotFound, "unknown device %q", id)
 		}
-		gpus = append(gpus, all[i])
+		gpus = append(gpus, all[(i+next)%len(all)])
 	}
 	return gpus, nil
 }

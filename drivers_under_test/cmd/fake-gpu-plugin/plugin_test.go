@@ -240,6 +240,17 @@ func TestNeverUnhealthyVariant(t *testing.T) {
 	}
 }
 
+func TestMissingDeviceVariant(t *testing.T) {
+	h, _ := start(t, "--break=missing-device")
+	stream, err := h.client.ListAndWatch(testContext(t), &pluginapi.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := health(t, stream), map[string]string{"GPU-a": "Healthy", "GPU-b": "Healthy"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("missing-device lists %v, want %v (all but the last GPU)", got, want)
+	}
+}
+
 func TestCDISpecLifecycle(t *testing.T) {
 	h, _ := start(t)
 	path := filepath.Join(h.cdiDir, cdiSpecName)
@@ -319,6 +330,23 @@ func TestAllocate(t *testing.T) {
 	}
 }
 
+func TestWrongDeviceVariant(t *testing.T) {
+	h, _ := start(t, "--break=wrong-device")
+	resp, err := h.client.Allocate(testContext(t), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{
+		{DevicesIds: []string{"GPU-c", "GPU-a"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The GPU after GPU-c is GPU-a (wrapping around), the one after GPU-a is GPU-b, which was not asked for.
+	got := resp.ContainerResponses[0]
+	want := []*pluginapi.CDIDevice{{Name: "dralab.dev/fake-gpu=GPU-a"}, {Name: "dralab.dev/fake-gpu=GPU-b"}}
+	if !slices.EqualFunc(got.CdiDevices, want, func(a, b *pluginapi.CDIDevice) bool { return proto.Equal(a, b) }) ||
+		got.Envs["DRALAB_FAKE_GPU_1"] != "GPU-b" || got.Envs["DRALAB_FAKE_GPU_2"] != "" {
+		t.Errorf("wrong-device answers %v, want the devices after GPU-c and GPU-a: GPU-a and GPU-b", got)
+	}
+}
+
 func TestGetPreferredAllocation(t *testing.T) {
 	h, _ := start(t)
 	all := []string{"GPU-a", "GPU-b", "GPU-c"}
@@ -351,16 +379,36 @@ func TestGetPreferredAllocation(t *testing.T) {
 	}
 }
 
-func TestReregistersAfterKubeletRestart(t *testing.T) {
-	h, _ := start(t)
+func TestOversizedPreferenceVariant(t *testing.T) {
+	h, _ := start(t, "--break=oversized-preference")
+	resp, err := h.client.GetPreferredAllocation(testContext(t), &pluginapi.PreferredAllocationRequest{
+		ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{
+			{AvailableDeviceIDs: []string{"GPU-a", "GPU-b", "GPU-c"}, AllocationSize: 2},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resp.ContainerResponses[0].DeviceIDs, []string{"GPU-b", "GPU-c", "GPU-a"}; !slices.Equal(got, want) {
+		t.Errorf("oversized-preference prefers %v for 2 devices, want %v", got, want)
+	}
+}
 
-	// A restarting kubelet stops, removes the plugin sockets and then serves kubelet.sock anew.
-	// Stopping gracefully lets the first Register call complete, whose request start saw.
+// restartKubelet does what a restarting kubelet does: it stops, removes the plugin sockets and
+// then serves kubelet.sock anew. Stopping gracefully lets the first Register call complete,
+// whose request start saw.
+func restartKubelet(t *testing.T, h *harness) {
+	t.Helper()
 	h.kubeletServer.GracefulStop()
 	if err := os.Remove(filepath.Join(h.pluginDir, socketName)); err != nil {
 		t.Fatal(err)
 	}
-	h.kubelet.Serve(t, h.pluginDir)
+	h.kubeletServer = h.kubelet.Serve(t, h.pluginDir)
+}
+
+func TestReregistersAfterKubeletRestart(t *testing.T) {
+	h, _ := start(t)
+	restartKubelet(t, h)
 	if req := h.kubelet.Registered(t, timeout); req.Endpoint != socketName {
 		t.Errorf("re-registered endpoint %q", req.Endpoint)
 	}
@@ -371,6 +419,32 @@ func TestReregistersAfterKubeletRestart(t *testing.T) {
 	}
 	if got := health(t, stream); len(got) != len(fixture) {
 		t.Errorf("after re-registering the plugin lists %v", got)
+	}
+}
+
+func TestNoReregisterVariant(t *testing.T) {
+	h, _ := start(t, "--break=no-reregister")
+	restartKubelet(t, h)
+	select {
+	case req := <-h.kubelet.Requests:
+		t.Errorf("no-reregister registered again: %v", req)
+	case <-time.After(300 * time.Millisecond): // 30 of the plugin's watch periods
+	}
+}
+
+func TestStaleSocketVariant(t *testing.T) {
+	h, _ := start(t, "--break=stale-socket")
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(h.pluginDir, socketName)); err != nil {
+		t.Fatalf("stale-socket removed its socket at exit: %v", err)
+	}
+	// Its next instance on the node finds the socket there and cannot serve.
+	next := newPlugin(t, "--break=stale-socket")
+	next.pluginDir = h.pluginDir
+	if err := next.run(testContext(t)); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("stale-socket started where its socket was left: %v, want address already in use", err)
 	}
 }
 

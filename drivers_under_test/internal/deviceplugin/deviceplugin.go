@@ -23,10 +23,22 @@ const KubeletSocket = "kubelet.sock"
 
 // Serve serves the API on dir/endpoint until stop, which removes the socket.
 func Serve(dir, endpoint string, server pluginapi.DevicePluginServer) (stop func(), err error) {
+	return serve(dir, endpoint, server, true)
+}
+
+// ServeLeavingSocket is Serve as a plugin that never cleans up its socket: it cannot listen where
+// a previous instance left one, and stop leaves its own. For broken variants (MUT-01) only.
+func ServeLeavingSocket(dir, endpoint string, server pluginapi.DevicePluginServer) (stop func(), err error) {
+	return serve(dir, endpoint, server, false)
+}
+
+func serve(dir, endpoint string, server pluginapi.DevicePluginServer, cleanup bool) (stop func(), err error) {
 	sock := filepath.Join(dir, endpoint)
 	// A socket left behind by a killed instance would make Listen fail.
-	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+	if cleanup {
+		if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 	}
 	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
@@ -44,6 +56,9 @@ func Serve(dir, endpoint string, server pluginapi.DevicePluginServer) (stop func
 	}()
 	return func() {
 		srv.Stop()
+		if !cleanup {
+			return
+		}
 		if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			klog.ErrorS(err, "Removing the plugin socket")
 		}
