@@ -43,6 +43,8 @@ class Requirement(BaseModel):
     source: str
     applies: str | None
     checks: Checks
+    # A driver MUST that no variant of the reference drivers breaks (MUT-01): why none can.
+    no_broken_variant: str | None = None
 
     @field_validator("applies")
     @classmethod

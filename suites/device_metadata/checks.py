@@ -95,7 +95,9 @@ def isolation(s: Scenario, ev: Evidence) -> None:  # MD-04, on a reader with two
 def separate_directories(s: Scenario, ev: Evidence) -> None:  # MD-05, on a reader with two requests or more
     listing = s.listed_in("sidecar", paths.CONTAINER_ROOT, only_files=True)
     ev.add("files in the sidecar (whole claim)", listing)
-    assert listing == _files(s)
+    want = _files(s)
+    assert listing == want, (f"the claim's {len(want)} requests have {len(listing)} metadata file(s) in the sidecar, which "
+                             f"uses the whole claim: {listing}; want one per request, each in its own directory: {want}")
 
 
 def several_devices_in_one_file(s: Scenario, ev: Evidence) -> None:  # MD-06, on a reader with a request for 2+
@@ -159,12 +161,16 @@ def cdi_spec(s: Scenario, ev: Evidence) -> str:  # MD-13; the cdiVersion seen
         want_version = "0.5.0" if s.uid[0].isdigit() else "0.3.0"
         versions.add(spec["cdiVersion"])
         assert spec["cdiVersion"] == want_version, f"cdiVersion {spec['cdiVersion']}, want {want_version} for UID {s.uid}"
-        assert spec["kind"] == f"{s.driver.name}/metadata"
+        assert spec["kind"] == f"{s.driver.name}/metadata", f"kind {spec['kind']}, want {s.driver.name}/metadata"
+        assert len(spec["devices"]) == 1, f"{len(spec['devices'])} devices in the spec of {request}, want one"
         (device,) = spec["devices"]
-        assert device["name"] == f"{s.uid}_{request}"
-        (mount,) = device["containerEdits"]["mounts"]
-        assert mount["hostPath"] == s.host_file(request)
-        assert mount["containerPath"] == paths.in_container(s.claim_name, request, s.driver.name)
+        assert device["name"] == f"{s.uid}_{request}", f"device name {device['name']}, want {s.uid}_{request}"
+        mounts = device["containerEdits"].get("mounts") or []
+        assert len(mounts) == 1, f"{len(mounts)} mounts in the spec of {request}, want one"
+        (mount,) = mounts
+        assert mount["hostPath"] == s.host_file(request), f"mount hostPath {mount['hostPath']}, want {s.host_file(request)}"
+        want_path = paths.in_container(s.claim_name, request, s.driver.name)
+        assert mount["containerPath"] == want_path, f"mount containerPath {mount['containerPath']}, want {want_path}"
         assert mount["options"] == ["ro", "bind"], f"mount options {mount['options']}"
     return versions.pop()
 

@@ -63,7 +63,8 @@ def test_subrequests_use_the_base_request_directory(
     assert [r["request"] for r in claims.allocated(s.claim)] == ["dev/one"]
     obj = s.stream_in("main", "dev").first_known()
     evidence.add("metadata", obj)
-    assert [r["name"] for r in obj["requests"]] == ["dev/one"], "the JSON keeps request/subrequest"
+    names = [r["name"] for r in obj["requests"]]
+    assert names == ["dev/one"], f"the file names its request {names}, want ['dev/one']: the JSON keeps request/subrequest"
 
 
 @pytest.mark.requirement("MD-14")

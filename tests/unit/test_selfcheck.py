@@ -11,6 +11,8 @@ from click.testing import CliRunner
 
 from dralab.cli import main
 from reports.selfcheck import BROKEN, VALID, Case, _suites_of, cases, chosen, judge, render_html
+from suites import catalogue
+from suites.catalogue import Checks, Level
 
 
 def _report(outcome: str, **verdicts: tuple[str, str]) -> dict:
@@ -123,3 +125,12 @@ def test_the_page_shows_each_variant_with_its_verdicts_and_a_link_to_its_report(
 def test_every_broken_variant_names_the_violation_of_each_id_it_breaks() -> None:
     unnamed = [f"{c.name} {rid}" for c in cases() if c.kind == BROKEN for rid in c.breaks if rid not in c.violations]
     assert not unnamed, f"broken variants whose FAIL message is not matched (MUT-01): add `violations` for {unnamed}"
+
+
+def test_every_driver_must_is_broken_by_a_variant_or_says_why_none_can() -> None:
+    broken = {rid for c in cases() if c.kind == BROKEN for rid in c.breaks}
+    musts = {rid: r for rid, r in catalogue.load().items() if r.checks is Checks.DRIVER and r.level is Level.MUST}
+    missing = sorted(rid for rid, r in musts.items() if rid not in broken and not r.no_broken_variant)
+    assert not missing, f"driver MUSTs no broken variant breaks (MUT-01): add one, or no_broken_variant: why: {missing}"
+    stale = sorted(rid for rid, r in musts.items() if rid in broken and r.no_broken_variant)
+    assert not stale, f"no_broken_variant on {stale}, which a variant breaks"

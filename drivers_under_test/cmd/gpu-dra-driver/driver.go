@@ -33,6 +33,9 @@ var ownVariants = map[string]string{
 	variantDropDevice:        "a request's metadata lists only its first device (breaks MD-02, MD-06)",
 	variantRefusePrepare:     "NodePrepareResources fails for every claim, so no pod with a claim starts (breaks MD-01 and every check of a prepared claim)",
 	variantRestoreWithoutCDI: "a claim prepared again is restored from the checkpoint without writing its CDI spec, which a node reboot has lost, so its pod cannot start (kubernetes#141433; breaks MD-18)",
+	variantTooManyAttributes: "each device's metadata carries metadata-only attributes beyond the slice's, 33 in all, one more than v1beta1 allows (breaks MD-19)",
+	variantOneFilePerClaim:   "every device of a claim is reported for the claim's first request, so its requests share one metadata file and directory (breaks MD-05)",
+	variantOtherDrivers:      "a request's metadata also lists the devices other drivers were allocated for it, as this driver's (breaks MD-07)",
 }
 
 const (
@@ -41,7 +44,14 @@ const (
 	variantDropDevice        = "drop-device"
 	variantRefusePrepare     = "refuse-prepare"
 	variantRestoreWithoutCDI = "restore-without-cdi"
+	variantTooManyAttributes = "too-many-attributes"
+	variantOneFilePerClaim   = "one-file-per-claim"
+	variantOtherDrivers      = "other-drivers-devices"
 )
+
+// maxMetadataAttributes is how many attributes metadata.resource.k8s.io/v1beta1 allows a device
+// (maxProperties), as many as a ResourceSlice device may have.
+const maxMetadataAttributes = resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice
 
 type gpuDriver struct {
 	dradriver.Common
@@ -201,9 +211,15 @@ func (d *gpuDriver) prepare(ctx context.Context, claim *resourceapi.ResourceClai
 			// No request: the kubelet still hands its CDI device to the containers, but the
 			// framework leaves it out of every metadata file.
 			dev.Requests = nil
+		case d.opts.Variant.Is(variantOneFilePerClaim):
+			// The framework writes a file per request it is given: one, listing every device.
+			dev.Requests = []string{results[0].Request}
 		}
 		listed[r.Request] = true
 		prepared = append(prepared, dev)
+	}
+	if d.opts.Variant.Is(variantOtherDrivers) {
+		prepared = append(prepared, othersDevices(claim, d.opts.DriverName, requests)...)
 	}
 	if d.opts.ReportStatus && len(results) > 0 {
 		if err := d.reportStatus(ctx, claim, results, gpus); err != nil {
@@ -235,7 +251,27 @@ func (d *gpuDriver) metadataAttributes(g sysfs.GPU) map[string]resourceapi.Devic
 	if d.opts.Variant.Is(variantAttributeMismatch) {
 		attrs[string(d.opts.AttributeName("index"))] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(g.Index + 1))}
 	}
+	if d.opts.Variant.Is(variantTooManyAttributes) {
+		// Metadata-only attributes, as a driver adds that has more to tell than its slice has room
+		// for: each valid (a semantic version), together one more than a device may have.
+		for i := 0; len(attrs) <= maxMetadataAttributes; i++ {
+			attrs[string(d.opts.AttributeName(fmt.Sprintf("firmware%dVersion", i)))] = resourceapi.DeviceAttribute{VersionValue: ptr.To(fmt.Sprintf("1.%d.0", i))}
+		}
+	}
 	return attrs
+}
+
+// othersDevices are the devices other drivers were allocated for requests, as a driver reports
+// them that takes a request's results without looking at their driver; the framework lists
+// them in this driver's metadata file, under its name. Nothing is prepared for them.
+func othersDevices(claim *resourceapi.ResourceClaim, driver string, requests map[string]bool) []kubeletplugin.Device {
+	var out []kubeletplugin.Device
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != driver && requests[r.Request] {
+			out = append(out, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device})
+		}
+	}
+	return out
 }
 
 func (d *gpuDriver) reportStatus(ctx context.Context, claim *resourceapi.ResourceClaim,

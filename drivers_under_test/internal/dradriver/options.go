@@ -49,21 +49,31 @@ const (
 
 // Variants every reference DRA driver has: they break what the framework does with metadata files.
 var Variants = map[string]string{
-	VariantLeaveFiles:      "metadata dirs and CDI specs are left behind after unprepare (breaks MD-14)",
-	VariantWritableMount:   "the metadata file is bind-mounted read-write (breaks MD-11)",
-	VariantWrongPath:       "the metadata file is mounted at the KEP text's container path (breaks MD-01)",
-	VariantStaleGeneration: "metadata updates keep generation 1 (breaks MD-17)",
-	VariantStatusOtherNode: "status.devices is written for claims allocated on other nodes, with arbitrary-node RBAC (breaks ST-01, ST-04, ST-06)",
-	VariantCrashAtStart:    "exits at start-up with an error, so its pods crash-loop (breaks DEP-01)",
+	VariantLeaveFiles:        "metadata dirs and CDI specs are left behind after unprepare (breaks MD-14)",
+	VariantWritableMount:     "the metadata file is bind-mounted read-write (breaks MD-11)",
+	VariantWrongPath:         "the metadata file is mounted at the KEP text's container path (breaks MD-01)",
+	VariantStaleGeneration:   "metadata updates keep generation 1 (breaks MD-17)",
+	VariantFixedCDIVersion:   "metadata CDI specs always say cdiVersion 0.6.0, not the minimum the spec needs (breaks MD-13)",
+	VariantNoSubrequestName:  "the metadata's requests[].name drops the /subrequest of a firstAvailable request (breaks MD-09)",
+	VariantTemplateClaimPath: "template claims' metadata is mounted at the resourceclaims container path, not resourceclaimtemplates (breaks MD-08)",
+	VariantOtherHostDir:      "metadata files are kept under the plugin data dir's device-metadata/, not dra-device-metadata/; the CDI specs mount them from there (breaks MD-12)",
+	VariantSharedBuffer:      "prepares are not serialized and metadata files are rendered through one shared buffer, so claims prepared at once get each other's file (breaks MD-20)",
+	VariantStatusOtherNode:   "status.devices is written for claims allocated on other nodes, with arbitrary-node RBAC (breaks ST-01, ST-04, ST-06)",
+	VariantCrashAtStart:      "exits at start-up with an error, so its pods crash-loop (breaks DEP-01)",
 }
 
 const (
-	VariantLeaveFiles      = "leave-files"
-	VariantWritableMount   = "writable-mount"
-	VariantWrongPath       = "wrong-path"
-	VariantStaleGeneration = "stale-generation"
-	VariantStatusOtherNode = "status-other-node"
-	VariantCrashAtStart    = "crash-at-start"
+	VariantLeaveFiles        = "leave-files"
+	VariantWritableMount     = "writable-mount"
+	VariantWrongPath         = "wrong-path"
+	VariantStaleGeneration   = "stale-generation"
+	VariantFixedCDIVersion   = "fixed-cdi-version"
+	VariantNoSubrequestName  = "no-subrequest-name"
+	VariantTemplateClaimPath = "template-claim-path"
+	VariantOtherHostDir      = "other-host-dir"
+	VariantSharedBuffer      = "shared-buffer"
+	VariantStatusOtherNode   = "status-other-node"
+	VariantCrashAtStart      = "crash-at-start"
 )
 
 // RegisterFlags adds the shared flags to fs; own lists the variants only this driver has.

@@ -53,6 +53,11 @@ func (o *Options) Start(ctx context.Context, plugin kubeletplugin.DRAPlugin, cli
 		opts = append(opts, kubeletplugin.EnableDeviceMetadata(true, versions),
 			kubeletplugin.MetadataFileOps(o.metadataFileOps()))
 	}
+	if o.Variant.Is(VariantSharedBuffer) {
+		// Its shared buffer crosses claims only when prepares overlap, as they do once a driver
+		// opts out of the framework's serialization.
+		opts = append(opts, kubeletplugin.Serialize(false))
+	}
 	if o.PrepareDelay > 0 {
 		plugin = slowPrepare{DRAPlugin: plugin, delay: o.PrepareDelay}
 	}
