@@ -21,14 +21,14 @@ pytestmark = pytest.mark.e2e
 @pytest.mark.requirement("MUT-02")
 def test_selfcheck_judges_a_broken_and_a_valid_variant_on_one_lab(tmp_path) -> None:
     out = tmp_path / "selfcheck"
-    variants = ["gpu:leave-files", "gpu:status-other-node", "fake-gpu-plugin:never-unhealthy", "gpu:slow-prepare"]
+    variants = ["gpu:leave-files", "gpu:status-other-node", "fake-gpu-plugin:never-unhealthy", "gpu:cdi-etc"]
     done = dralab("selfcheck", "--only", "MD-14,ST-04,DP-03", *(a for v in variants for a in ("--variant", v)),
                   "--out", str(out), timeout=2400)
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"selfcheck exited {done.returncode}, want 0:\n{output[-5000:]}"
     data = json.loads((out / "selfcheck.json").read_text())
     by_name = {(v["driver"], v["variant"]): v for v in data["variants"]}
-    broken, valid = by_name[("gpu", "leave-files")], by_name[("gpu", "slow-prepare")]
+    broken, valid = by_name[("gpu", "leave-files")], by_name[("gpu", "cdi-etc")]
     assert broken["match"] and broken["observed"]["MD-14"] == "FAIL" and "MD-14" in broken["messages"], broken
     status, plugin = by_name[("gpu", "status-other-node")], by_name[("fake-gpu-plugin", "never-unhealthy")]
     assert status["match"] and status["observed"]["ST-04"] == "FAIL" and status["observed"]["ST-06"] == "WARNING", status
