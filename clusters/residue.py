@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters.config import labs_root, saved_config
+from clusters.kind.cluster import kind_dir
+from clusters.kind.engine import engine_dir
 from clusters.local import cgroups, network, supervisor
 
 
@@ -24,8 +26,21 @@ def _links_of(lab_dir: Path) -> set[str]:
     return set(cfg.slot_links(network.links_named("dralab"))) if cfg else set()
 
 
+def _kind(lab: str | None) -> list[Residue]:
+    """A kind lab not taken down (its state dir stays until `down` deletes its cluster) and, with
+    no lab named, a dockerd dralab started and did not stop (it goes with the last kind lab)."""
+    root = kind_dir()
+    dirs = [root / lab] if lab else (sorted(root.iterdir()) if root.is_dir() else [])
+    found = [Residue("kind", f"the kind cluster of lab {d.name} ({d}): `dralab down --name {d.name}` deletes it")
+             for d in dirs if d.is_dir()]
+    if lab is None:
+        found += [Residue("process", f"{c.pid} dockerd started by dralab (log {c.log})")
+                  for c in supervisor.load(engine_dir()).values() if c.alive()]
+    return found
+
+
 def find(lab: str | None = None) -> list[Residue]:
-    """Residue of one lab (by name) or of every lab. The kept logs are not residue (LAB-07)."""
+    """Residue of one lab (by name) or of every lab, local or kind. The kept logs are not residue (LAB-07)."""
     labs = labs_root() / "labs"
     lab_dir = labs / lab if lab else None
     found: list[Residue] = []
@@ -53,4 +68,4 @@ def find(lab: str | None = None) -> list[Residue]:
         if d.exists():
             sockets = [str(p) for p in d.rglob("*.sock")][:5]
             found.append(Residue("files", f"{d}" + (f" (sockets: {', '.join(sockets)})" if sockets else "")))
-    return found
+    return found + _kind(lab)
