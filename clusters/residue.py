@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters.config import labs_root, saved_config
-from clusters.kind.cluster import kind_dir
+from clusters.kind.config import kind_dir
 from clusters.kind.engine import engine_dir
 from clusters.local import cgroups, network, supervisor
 

@@ -19,7 +19,7 @@ import yaml
 from clusters.config import ClusterConfig, labs_root, state_file
 from clusters.errors import BadInput, LabBroken
 from clusters.kind import engine, hardware, nodeimage
-from clusters.kind.config import cluster_name, host_has_cgroup_v1, kind_config
+from clusters.kind.config import cluster_name, host_has_cgroup_v1, kind_config, kind_dir
 from clusters.local.cluster import teardown
 from clusters.local.preflight import allocate_slot
 from clusters.local.configs import cni_conflist
@@ -29,10 +29,6 @@ from clusters.provision import Image, Toolchain
 CNI_CONFLIST = "/etc/cni/net.d/10-dralab.conflist"
 KIND_NETWORK = "kind"  # the Docker network kind creates for all its clusters and leaves behind
 READY_TIMEOUT = 300.0
-
-
-def kind_dir() -> Path:
-    return labs_root() / "kind"
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from clusters.config import ClusterConfig, Component, flag_map
+from clusters.config import ClusterConfig, Component, flag_map, labs_root
 from clusters.errors import BadInput
 
 # kubeadm's names for the control-plane components whose flags a ClusterConfiguration sets.
@@ -24,6 +24,11 @@ CONTAINERD_PATCHES = [
     '[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true\n  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]\n',
     '[plugins."io.containerd.nri.v1.nri"]\n  disable = false\n',
 ]
+
+
+def kind_dir() -> Path:
+    """Where each kind lab keeps its state (cluster.json, kubeconfig, kind log) while it is up."""
+    return labs_root() / "kind"
 
 
 def host_has_cgroup_v1(root: Path = Path("/sys/fs/cgroup")) -> bool:
