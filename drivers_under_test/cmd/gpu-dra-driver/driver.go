@@ -63,7 +63,7 @@ type gpuDriver struct {
 	mu   sync.Mutex
 	gpus map[string]sysfs.GPU // by device name, as last discovered
 
-	stateMu sync.Mutex // prepare and unprepare
+	stateMu sync.Mutex // the checkpoint's claims and its file
 	state   *dradriver.Checkpoint[*preparedClaim]
 }
 
@@ -124,8 +124,6 @@ func (d *gpuDriver) Devices() ([]resourceapi.Device, error) {
 }
 
 func (d *gpuDriver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
-	d.stateMu.Lock()
-	defer d.stateMu.Unlock()
 	result := map[types.UID]kubeletplugin.PrepareResult{}
 	for _, claim := range claims {
 		if d.opts.Variant.Is(variantRefusePrepare) {
@@ -137,14 +135,24 @@ func (d *gpuDriver) PrepareResourceClaims(ctx context.Context, claims []*resourc
 		devices, err := d.prepareOrRestore(ctx, claim)
 		result[claim.UID] = kubeletplugin.PrepareResult{Err: err, Devices: devices}
 	}
-	return result, d.state.Save()
+	return result, dradriver.Timed(ctx, dradriver.PhaseCheckpoint, d.saveState)
+}
+
+// saveState writes the checkpoint. Prepares run concurrently (each claim has files of its own);
+// only the checkpoint is shared.
+func (d *gpuDriver) saveState() error {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	return d.state.Save()
 }
 
 // prepareOrRestore prepares a claim, or answers one it prepared before (the kubelet prepares
 // its claims again after it or the node restarted) from the checkpoint, writing its CDI spec
 // again.
 func (d *gpuDriver) prepareOrRestore(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
+	d.stateMu.Lock()
 	saved, ok := d.state.Claims[claim.UID]
+	d.stateMu.Unlock()
 	if !ok {
 		return d.prepare(ctx, claim)
 	}
@@ -153,11 +161,22 @@ func (d *gpuDriver) prepareOrRestore(ctx context.Context, claim *resourceapi.Res
 		logger.Info("Claim restored from the checkpoint; CDI spec not written", "claim", klog.KObj(claim), "variant", d.opts.Variant.Describe())
 		return saved.Devices, nil
 	}
-	if _, err := d.opts.WriteClaimCDISpec(cdiClass, string(claim.UID), saved.CDIDevices); err != nil {
+	if err := d.writeCDISpec(ctx, claim, saved.CDIDevices, nil); err != nil {
 		return nil, err
 	}
 	logger.Info("Claim restored from the checkpoint, CDI spec written again", "claim", klog.KObj(claim))
 	return saved.Devices, nil
+}
+
+// writeCDISpec writes the claim's CDI spec, a phase of its prepare; ids, if not nil, gets its CDI device IDs.
+func (d *gpuDriver) writeCDISpec(ctx context.Context, claim *resourceapi.ResourceClaim, devices map[string]cdi.Edits, ids *map[string]string) error {
+	return dradriver.Timed(ctx, dradriver.PhaseCDIWrite, func() error {
+		written, err := d.opts.WriteClaimCDISpec(cdiClass, string(claim.UID), devices)
+		if ids != nil {
+			*ids = written
+		}
+		return err
+	})
 }
 
 // ours are the claim's allocation results for this driver on this node.
@@ -187,8 +206,8 @@ func (d *gpuDriver) prepare(ctx context.Context, claim *resourceapi.ResourceClai
 			DeviceNodes: d.deviceNodes(g),
 		}
 	}
-	ids, err := d.opts.WriteClaimCDISpec(cdiClass, string(claim.UID), cdiDevices)
-	if err != nil {
+	var ids map[string]string
+	if err := d.writeCDISpec(ctx, claim, cdiDevices, &ids); err != nil {
 		return nil, err
 	}
 	requests := map[string]bool{}
@@ -222,11 +241,13 @@ func (d *gpuDriver) prepare(ctx context.Context, claim *resourceapi.ResourceClai
 		prepared = append(prepared, othersDevices(claim, d.opts.DriverName, requests)...)
 	}
 	if d.opts.ReportStatus && len(results) > 0 {
-		if err := d.reportStatus(ctx, claim, results, gpus); err != nil {
+		if err := dradriver.Timed(ctx, dradriver.PhaseAPIWrite, func() error { return d.reportStatus(ctx, claim, results, gpus) }); err != nil {
 			return nil, err
 		}
 	}
+	d.stateMu.Lock()
 	d.state.Claims[claim.UID] = &preparedClaim{CDIDevices: cdiDevices, Devices: prepared}
+	d.stateMu.Unlock()
 	return prepared, nil
 }
 
@@ -283,7 +304,7 @@ func (d *gpuDriver) reportStatus(ctx context.Context, claim *resourceapi.Resourc
 			Data: map[string]any{"uuid": gpus[r.Device].UUID, "node": d.opts.NodeName},
 		})
 	}
-	return d.opts.WriteClaimStatus(ctx, d.client, claim.Namespace, claim.Name, entries)
+	return d.opts.WriteClaimStatus(ctx, d.client, claim, entries)
 }
 
 func (d *gpuDriver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {

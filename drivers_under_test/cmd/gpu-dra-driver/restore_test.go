@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"dralab.dev/drivers/internal/dradriver"
@@ -103,5 +106,32 @@ func TestRestoreWithoutCDIRestoresTheClaimWithoutItsSpec(t *testing.T) {
 	}
 	if _, err := os.Stat(spec); !os.IsNotExist(err) {
 		t.Errorf("the variant wrote the CDI spec of a restored claim: %v", err)
+	}
+}
+
+// Prepares run at once (the framework does not serialize them): every claim gets its own CDI
+// spec and ends up in the checkpoint the driver starts from next time.
+func TestClaimsPreparedAtOnceAreAllCheckpointed(t *testing.T) {
+	root := t.TempDir()
+	d := newTestDriver(t, root)
+	var claims []*resourceapi.ResourceClaim
+	for i := range 8 {
+		c := testClaim(d.opts)
+		c.Name, c.UID = fmt.Sprintf("claim-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+		claims = append(claims, c)
+	}
+	var wg sync.WaitGroup
+	for _, c := range claims {
+		wg.Go(func() { prepareOne(t, d, c) })
+	}
+	wg.Wait()
+	again := newTestDriver(t, root)
+	for _, c := range claims {
+		if again.state.Claims[c.UID] == nil {
+			t.Errorf("claim %s is not in the checkpoint", c.Name)
+		}
+		if _, err := os.Stat(filepath.Join(d.opts.CDIDir, "gpu.dralab.dev_gpu_"+string(c.UID)+".json")); err != nil {
+			t.Errorf("claim %s: %v", c.Name, err)
+		}
 	}
 }

@@ -135,7 +135,7 @@ func configFor(configs map[string]vfConfig, request string) (vfConfig, bool) {
 	return vfConfig{}, false
 }
 
-func (d *vfDriver) PrepareResourceClaims(_ context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+func (d *vfDriver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	result := map[types.UID]kubeletplugin.PrepareResult{}
@@ -143,7 +143,7 @@ func (d *vfDriver) PrepareResourceClaims(_ context.Context, claims []*resourceap
 		devices, err := d.prepare(claim)
 		result[claim.UID] = kubeletplugin.PrepareResult{Err: err, Devices: devices}
 	}
-	return result, d.state.Save()
+	return result, dradriver.Timed(ctx, dradriver.PhaseCheckpoint, d.state.Save)
 }
 
 func (d *vfDriver) prepare(claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
@@ -225,6 +225,7 @@ func (d *vfDriver) attach(ctx context.Context, podUID types.UID, netnsPath strin
 	if len(claims) == 0 {
 		return nil
 	}
+	defer dradriver.NetworkAttachTimer().ObserveDuration()
 	ns, err := os.Open(netnsPath)
 	if err != nil {
 		return fmt.Errorf("open network namespace of pod %s: %w", podUID, err)
@@ -301,7 +302,7 @@ func (d *vfDriver) publish(ctx context.Context, pc *preparedClaim) error {
 		}
 	}
 	if d.opts.ReportStatus {
-		return d.opts.WriteClaimStatus(ctx, d.client, pc.Namespace, pc.Name, entries)
+		return d.opts.WriteClaimStatus(ctx, d.client, dradriver.ClaimRef(pc.Namespace, pc.Name), entries)
 	}
 	return nil
 }

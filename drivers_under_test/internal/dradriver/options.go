@@ -25,6 +25,11 @@ type Options struct {
 	CDIDir         string
 	SysfsRoot      string
 	Kubeconfig     string
+	// The framework reads every claim it prepares and the driver writes its status: at
+	// client-go's default 5 requests/s, a node starting 8 pods at once waits seconds.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+	HTTPEndpoint string // serves /metrics: the prepare phases (PF-06)
 	// The framework has no flag for device metadata (KEP-5304 promised one): each driver adds its own.
 	EnableDeviceMetadata bool
 	MetadataVersions     string
@@ -57,7 +62,7 @@ var Variants = map[string]string{
 	VariantNoSubrequestName:  "the metadata's requests[].name drops the /subrequest of a firstAvailable request (breaks MD-09)",
 	VariantTemplateClaimPath: "template claims' metadata is mounted at the resourceclaims container path, not resourceclaimtemplates (breaks MD-08)",
 	VariantOtherHostDir:      "metadata files are kept under the plugin data dir's device-metadata/, not dra-device-metadata/; the CDI specs mount them from there (breaks MD-12)",
-	VariantSharedBuffer:      "prepares are not serialized and metadata files are rendered through one shared buffer, so claims prepared at once get each other's file (breaks MD-20)",
+	VariantSharedBuffer:      "metadata files are rendered through one shared buffer, so claims prepared at once get each other's file (breaks MD-20)",
 	VariantStatusOtherNode:   "status.devices is written for claims allocated on other nodes, with arbitrary-node RBAC (breaks ST-01, ST-04, ST-06)",
 	VariantCrashAtStart:      "exits at start-up with an error, so its pods crash-loop (breaks DEP-01)",
 }
@@ -85,6 +90,9 @@ func RegisterFlags(fs *flag.FlagSet, driverName string, own map[string]string) *
 	fs.StringVar(&o.CDIDir, "cdi-dir", "/var/run/cdi", "directory the container runtime reads CDI specs from")
 	fs.StringVar(&o.SysfsRoot, "sysfs-root", "/sys", "where sysfs is (a prefix for a tree that is not at /sys)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster service account)")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "requests per second to the API server (client-go's default is 5)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "burst of requests to the API server (client-go's default is 10)")
+	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port to serve Prometheus metrics at /metrics, e.g. :8090 (default: none)")
 	fs.BoolVar(&o.EnableDeviceMetadata, "enable-device-metadata", false, "write KEP-5304 device metadata files")
 	fs.StringVar(&o.MetadataVersions, "metadata-versions", "metadata.resource.k8s.io/v1beta1",
 		"comma-separated metadata API versions, written in this order")
@@ -122,6 +130,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--cdi-dir %q must be an absolute path", o.CDIDir)
 	}
 	switch {
+	case o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1:
+		return fmt.Errorf("--kube-api-qps %g and --kube-api-burst %d must be positive", o.KubeAPIQPS, o.KubeAPIBurst)
 	case o.PrepareDelay < 0:
 		return fmt.Errorf("--prepare-delay %s must not be negative", o.PrepareDelay)
 	case o.DevicesPerNode < 0:

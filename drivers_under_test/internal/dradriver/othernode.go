@@ -36,7 +36,7 @@ func (o *Options) StatusOtherNodeLoop(ctx context.Context, client kubernetes.Int
 		if len(entries) == 0 || written[claim.UID] {
 			return
 		}
-		if err := WriteStatus(ctx, client, o.DriverName, claim.Namespace, claim.Name, entries); err != nil {
+		if err := WriteStatus(ctx, client, o.DriverName, claim, entries); err != nil {
 			logger.Error(err, "Writing status for another node's claim", "claim", klog.KObj(claim))
 			return
 		}

@@ -34,6 +34,7 @@ func (o *Options) Run(poll time.Duration, newDriver func(kubernetes.Interface) (
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background())
+	serveMetrics(ctx, o.HTTPEndpoint)
 	client, err := o.Client()
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ func (o *Options) Client() (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("API client: %w", err)
 	}
 	cfg.UserAgent = o.DriverName + "/" + o.NodeName
+	cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
 	return kubernetes.NewForConfig(cfg)
 }
 
@@ -44,6 +45,10 @@ func (o *Options) Start(ctx context.Context, plugin kubeletplugin.DRAPlugin, cli
 		kubeletplugin.CDIDirectory(o.CDIDir),
 		// Health is published by withdrawing devices from the slice, not over the health API.
 		kubeletplugin.HealthService(false),
+		kubeletplugin.GRPCInterceptor(timePrepare),
+		// The drivers lock only what their claims share. Serialized, a node starting 8 pods at
+		// once queued each prepare behind the others' API writes and fsyncs (PF-06).
+		kubeletplugin.Serialize(false),
 	}
 	if o.EnableDeviceMetadata {
 		versions, err := o.metadataVersions()
@@ -53,19 +58,15 @@ func (o *Options) Start(ctx context.Context, plugin kubeletplugin.DRAPlugin, cli
 		opts = append(opts, kubeletplugin.EnableDeviceMetadata(true, versions),
 			kubeletplugin.MetadataFileOps(o.metadataFileOps()))
 	}
-	if o.Variant.Is(VariantSharedBuffer) {
-		// Its shared buffer crosses claims only when prepares overlap, as they do once a driver
-		// opts out of the framework's serialization.
-		opts = append(opts, kubeletplugin.Serialize(false))
-	}
 	if o.PrepareDelay > 0 {
 		plugin = slowPrepare{DRAPlugin: plugin, delay: o.PrepareDelay}
 	}
+	plugin = timedPlugin{DRAPlugin: plugin}
 	klog.FromContext(ctx).Info("Starting DRA driver", "driver", o.DriverName, "node", o.NodeName,
 		"kubeletRootDir", o.KubeletRootDir, "cdiDir", o.CDIDir, "metadata", o.EnableDeviceMetadata, "metadataVersions", o.MetadataVersions,
 		"reportStatus", o.ReportStatus, "statusDevices", o.StatusDevices, "readyCondition", o.ReadyCondition,
 		"pools", o.Pools, "slicesPerPool", o.SlicesPerPool, "devicesPerNode", o.DevicesPerNode,
-		"attributeDomain", o.AttributeDomain, "prepareDelay", o.PrepareDelay, "variant", o.Variant.Describe())
+		"attributeDomain", o.AttributeDomain, "prepareDelay", o.PrepareDelay, "kubeAPIQPS", o.KubeAPIQPS, "kubeAPIBurst", o.KubeAPIBurst, "httpEndpoint", o.HTTPEndpoint, "variant", o.Variant.Describe())
 	helper, err := kubeletplugin.Start(ctx, plugin, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("start kubelet plugin %s: %w", o.DriverName, err)

@@ -38,9 +38,9 @@ func (e DeviceStatus) entry(driver string) (resourceapi.AllocatedDeviceStatus, e
 
 // WriteClaimStatus writes the status.devices entries the driver reports for a claim's devices
 // on this node, as its options choose: for every device or only the first (--status-devices),
-// with or without a Ready condition (--ready-condition).
-func (o *Options) WriteClaimStatus(ctx context.Context, client kubernetes.Interface, namespace, name string, entries []DeviceStatus) error {
-	return WriteStatus(ctx, client, o.DriverName, namespace, name, o.reported(entries))
+// with or without a Ready condition (--ready-condition). claim is as for WriteStatus.
+func (o *Options) WriteClaimStatus(ctx context.Context, client kubernetes.Interface, claim *resourceapi.ResourceClaim, entries []DeviceStatus) error {
+	return WriteStatus(ctx, client, o.DriverName, claim, o.reported(entries))
 }
 
 func (o *Options) reported(entries []DeviceStatus) []DeviceStatus {
@@ -55,24 +55,33 @@ func (o *Options) reported(entries []DeviceStatus) []DeviceStatus {
 	return out
 }
 
+// ClaimRef is a claim known by name only: WriteStatus reads it first.
+func ClaimRef(namespace, name string) *resourceapi.ResourceClaim {
+	return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+}
+
 // WriteStatus replaces the driver's entries for these devices in a claim's status.devices and
-// keeps every other entry. It reads, modifies and updates (retrying on conflict) rather than
-// applying server-side: in v1.37.1 a server-side apply to the status of a claim whose
-// allocation holds a config without `requests` is refused with
+// keeps every other entry. claim is the claim as last read (the one the framework read for
+// prepare saves a request) or a ClaimRef; it is not modified. It reads, modifies and updates
+// (reading again on conflict) rather than applying server-side: in v1.37.1 a server-side apply
+// to the status of a claim whose allocation holds a config without `requests` is refused with
 // "status.allocation: Invalid value: null: field cannot be modified once set".
-func WriteStatus(ctx context.Context, client kubernetes.Interface, driver, namespace, name string, entries []DeviceStatus) error {
-	claims := client.ResourceV1().ResourceClaims(namespace)
+func WriteStatus(ctx context.Context, client kubernetes.Interface, driver string, claim *resourceapi.ResourceClaim, entries []DeviceStatus) error {
+	claims := client.ResourceV1().ResourceClaims(claim.Namespace)
+	current := claim.DeepCopy()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		claim, err := claims.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		if current == nil || current.ResourceVersion == "" {
+			var err error
+			if current, err = claims.Get(ctx, claim.Name, metav1.GetOptions{}); err != nil {
+				return err
+			}
 		}
 		ours := map[[2]string]bool{}
 		for _, e := range entries {
 			ours[[2]string{e.Pool, e.Device}] = true
 		}
 		var devices []resourceapi.AllocatedDeviceStatus
-		for _, d := range claim.Status.Devices {
+		for _, d := range current.Status.Devices {
 			if d.Driver != driver || !ours[[2]string{d.Pool, d.Device}] {
 				devices = append(devices, d)
 			}
@@ -84,12 +93,15 @@ func WriteStatus(ctx context.Context, client kubernetes.Interface, driver, names
 			}
 			devices = append(devices, entry)
 		}
-		claim.Status.Devices = devices
-		_, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: driver})
+		current.Status.Devices = devices
+		_, err := claims.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: driver})
+		if err != nil {
+			current = nil // read again before the next try
+		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("write status.devices of claim %s/%s: %w", namespace, name, err)
+		return fmt.Errorf("write status.devices of claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
 	return nil
 }

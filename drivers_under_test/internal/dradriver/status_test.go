@@ -31,7 +31,7 @@ func written(t *testing.T, args ...string) map[string]bool {
 	t.Helper()
 	client := fake.NewClientset(allocated())
 	entries := []DeviceStatus{{Pool: "node-1", Device: "gpu-0", Ready: true}, {Pool: "node-1", Device: "gpu-1", Ready: true}}
-	if err := parse(t, args...).WriteClaimStatus(context.Background(), client, "ns", "claim", entries); err != nil {
+	if err := parse(t, args...).WriteClaimStatus(context.Background(), client, ClaimRef("ns", "claim"), entries); err != nil {
 		t.Fatal(err)
 	}
 	claim, err := client.ResourceV1().ResourceClaims("ns").Get(context.Background(), "claim", metav1.GetOptions{})
@@ -66,5 +66,38 @@ func TestStatusForTheFirstDeviceOnly(t *testing.T) {
 func TestStatusWithoutReadyCondition(t *testing.T) {
 	if got := written(t, "--ready-condition=false"); len(got) != 2 || got["gpu-0"] || got["gpu-1"] {
 		t.Errorf("entries (device: Ready) %v, want both without a condition", got)
+	}
+}
+
+// A claim read before someone else updated it (a stale resourceVersion) is read again, not
+// written over, and the caller's copy is left as it was.
+func TestStatusFromAStaleClaimIsReadAgain(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(allocated())
+	stale, err := client.ResourceV1().ResourceClaims("ns").Get(ctx, "claim", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := stale.DeepCopy()
+	other.Status.Devices = append(other.Status.Devices, resourceapi.AllocatedDeviceStatus{Driver: "third.dralab.dev", Pool: "node-1", Device: "x"})
+	if _, err := client.ResourceV1().ResourceClaims("ns").UpdateStatus(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteStatus(ctx, client, "gpu.dralab.dev", stale, []DeviceStatus{{Pool: "node-1", Device: "gpu-0"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.ResourceV1().ResourceClaims("ns").Get(ctx, "claim", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drivers []string
+	for _, d := range got.Status.Devices {
+		drivers = append(drivers, d.Driver)
+	}
+	if len(drivers) != 3 {
+		t.Errorf("status.devices drivers %v: want the other two drivers' entries kept and gpu.dralab.dev's added", drivers)
+	}
+	if len(stale.Status.Devices) != 1 {
+		t.Errorf("the caller's claim was modified: %v", stale.Status.Devices)
 	}
 }

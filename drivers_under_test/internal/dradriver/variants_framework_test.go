@@ -54,6 +54,12 @@ func (stub) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.Na
 // start is the stub driver on node-1 through the framework, with metadata and variant ("": correct).
 func start(t *testing.T, variant string, claims ...*resourceapi.ResourceClaim) (*frameworktest.Node, *dradriver.Options) {
 	t.Helper()
+	return startPlugin(t, stub{}, variant, claims...)
+}
+
+// startPlugin is start with another plugin than the stub.
+func startPlugin(t *testing.T, plugin kubeletplugin.DRAPlugin, variant string, claims ...*resourceapi.ResourceClaim) (*frameworktest.Node, *dradriver.Options) {
+	t.Helper()
 	root := frameworktest.Dir(t)
 	fs := flag.NewFlagSet("driver", flag.ContinueOnError)
 	o := dradriver.RegisterFlags(fs, driver, nil)
@@ -65,7 +71,7 @@ func start(t *testing.T, variant string, claims ...*resourceapi.ResourceClaim) (
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return frameworktest.Start(t, o, stub{}, claims...), o
+	return frameworktest.Start(t, o, plugin, claims...), o
 }
 
 // claim is an allocated claim with a device gpu-<i> of node-1 for each request.
