@@ -11,7 +11,6 @@ module) summarises the runs, and each figure's median gets a distribution-free 9
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import statistics
@@ -23,6 +22,7 @@ from typing import Any, Callable
 from clusters import versions
 from clusters.errors import LabBroken
 from clusters.progress import run_logged
+from suites.framework.figures import quantile_interval
 
 BENCH_DIR = Path(__file__).resolve().parent / "allocbench"
 BENCHSTAT = "golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da"
@@ -47,20 +47,8 @@ def parse(output: str) -> dict[str, list[dict[str, float]]]:
     return found
 
 
-def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
-    """Distribution-free interval of the median: the order statistics x(k) and x(n+1-k) for the
-    largest k whose binomial tail stays within (1 - confidence) / 2 (for 10 values at 95%: the
-    2nd and 9th, covering 97.9%). None when there are too few values (fewer than 6 at 95%)."""
-    ordered, n = sorted(values), len(values)
-    k, tail = 0, 0.0
-    while k < n and tail + math.comb(n, k) / 2**n <= (1 - confidence) / 2:
-        tail += math.comb(n, k) / 2**n
-        k += 1
-    return (ordered[k - 1], ordered[n - k]) if k else None
-
-
 def _estimate(values: list[float]) -> dict[str, Any]:
-    interval = median_interval(values)
+    interval = quantile_interval(values, 0.5)
     median = statistics.median(values)
     return {"median": median, "ci95": list(interval) if interval else None,
             "precision": (interval[1] - interval[0]) / 2 / median if interval and median else None,

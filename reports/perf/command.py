@@ -1,5 +1,5 @@
 """`dralab perf --out DIR`: measure PF-01 to PF-05, PF-07 and PF-08, write perf.json and perf.html, append to the
-history in DIR and flag regressions against the median of the previous runs there."""
+history in DIR and flag regressions against the median of the previous runs there (shown with their range)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,15 @@ from clusters.errors import BadInput
 from clusters.lab_configurations import PERF, renamed, scale
 from clusters.progress import console
 from reports.perf import allocator, bringup, history, kwok_scale, page, pod_startup
-from reports.perf.figures import values
+from reports.perf.figures import entries, values
+from reports.perf.history import Comparison
 
 REPO = Path(__file__).resolve().parents[2]
-MEASUREMENTS = ("PF-01", "PF-02", "PF-04", "PF-05", "PF-07", "PF-08")  # PF-03 comes with PF-02's pods
+# Every PF requirement (requirements.md) -> the stage that measures it: PF-03's and PF-06's figures come
+# from PF-02's pods (pod_startup), so they run it.
+STAGE_OF = {"PF-01": "PF-01", "PF-02": "PF-02", "PF-03": "PF-02", "PF-04": "PF-04", "PF-05": "PF-05",
+            "PF-06": "PF-02", "PF-07": "PF-07", "PF-08": "PF-08"}
+MEASUREMENTS = tuple(dict.fromkeys(STAGE_OF.values()))
 
 
 def _progress(line: str) -> None:
@@ -66,12 +71,21 @@ def _selected(only: str | None) -> list[str]:
     if not only:
         return list(MEASUREMENTS)
     wanted = [w.strip().upper() for w in only.split(",") if w.strip()]
-    wanted = list(dict.fromkeys("PF-02" if w == "PF-03" else w for w in wanted))  # PF-02,PF-03: measured once
-    unknown = [w for w in wanted if w not in MEASUREMENTS]
+    unknown = [w for w in wanted if w not in STAGE_OF]
     if unknown or not wanted:
         raise BadInput(f"--only {only!r}: unknown {', '.join(unknown) or '(none given)'}; "
-                       f"choose from {', '.join(MEASUREMENTS)} (PF-03 comes with PF-02)")
-    return wanted
+                       f"choose from {', '.join(STAGE_OF)} (PF-03 and PF-06 are measured by PF-02's pod startups)")
+    return list(dict.fromkeys(STAGE_OF[w] for w in wanted))  # PF-02,PF-03,PF-06: one stage, run once
+
+
+def _line(c: Comparison) -> str:
+    """A measured figure's console line: its value and, against history, the baseline median with the
+    range of the runs it comes from, so a flag can be told from the figure's usual swing."""
+    text = f"  {c.key} = {c.value:.4g}"
+    if c.change is not None and c.baseline_range is not None:
+        low, high = c.baseline_range
+        text += f" (baseline {c.baseline:.4g}, range {low:.4g} to {high:.4g} over {c.runs} runs, {c.change:+.1%})"
+    return text + (" REGRESSED" if c.regressed else "")
 
 
 @click.command()
@@ -100,7 +114,9 @@ def _selected(only: str | None) -> list[str]:
               help="Relative change for the worse that flags a regression.")
 @click.option("--window", default=5, show_default=True, type=click.IntRange(1),
               help="How many previous runs the baseline median is taken over.")
-@click.option("--only", default=None, help="Comma-separated: PF-01, PF-02 (with PF-03), PF-04, PF-05, PF-07, PF-08.")
+@click.option("--only", default=None,
+              help="Comma-separated PF IDs, PF-01 to PF-08; PF-02, PF-03 and PF-06 come from one stage (pod startups), "
+                   "run once.")
 def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, scale_size: str, scale_runs: int,
          certify_report: Path | None, allocator_count: int, allocator_nodes: int, allocator_benchtime: str,
          kwok_size: str, threshold: float, window: int, only: str | None) -> None:
@@ -159,14 +175,12 @@ def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, sc
     comparisons = history.compare(current, previous, window, threshold)
     history.append(out_dir, {"finished": run["finished"], "commit": run["commit"], "figures": current})
     (out_dir / "perf.json").write_text(json.dumps(
-        {"run": run, "figures": current, "comparisons": [c.__dict__ for c in comparisons], "measured": measured},
-        indent=2, default=str))
+        {"run": run, "figures": entries(measured), "comparisons": [c.__dict__ for c in comparisons],
+         "measured": measured}, indent=2, default=str))
     (out_dir / "perf.html").write_text(page.render(run, measured, comparisons, [*previous, {"figures": current}], threshold))
     for c in comparisons:
         if c.value is not None:
-            flag = " REGRESSED" if c.regressed else ""
-            baseline = f" (baseline {c.baseline:.4g} over {c.runs} runs, {c.change:+.1%})" if c.change is not None else ""
-            console.print(f"  {c.key} = {c.value:.4g}{baseline}{flag}", markup=False)
+            console.print(_line(c), markup=False)
     regressed = [c.key for c in comparisons if c.regressed]
     console.print(f"perf: {len(current) - list(current.values()).count(None)} figures, {len(regressed)} regressed, "
                   f"{len(errors)} measurement(s) failed, in {run['wall_seconds']:.0f}s; "

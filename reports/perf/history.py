@@ -1,5 +1,5 @@
-"""Figures across runs: one JSON line per run in the output directory's history file, and the
-regression flags of a run against the median of the runs before it."""
+"""Figures across runs: one JSON line per run in the output directory's history file (its figures
+as key -> value), and the regression flags of a run against the median of the runs before it."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ class Comparison:
     key: str
     value: float | None
     baseline: float | None  # median of the previous runs that have the figure
+    baseline_range: tuple[float, float] | None  # their lowest and highest: how far the figure swings anyway
     runs: int  # how many previous runs the baseline is from
     change: float | None  # relative, signed so that positive is worse
     regressed: bool
@@ -38,8 +39,8 @@ class Comparison:
 
 def compare(current: dict[str, float | None], previous: list[dict[str, Any]], window: int,
             threshold: float) -> list[Comparison]:
-    """Each figure against the median of its last `window` earlier values; worse by more than
-    `threshold` (relative) is a regression."""
+    """Each figure against the median of its last `window` earlier values, with their range; worse by
+    more than `threshold` (relative) than the median is a regression."""
     out = []
     for figure in FIGURES:
         earlier = [r["figures"][figure.key] for r in previous if r["figures"].get(figure.key) is not None][-window:]
@@ -48,6 +49,6 @@ def compare(current: dict[str, float | None], previous: list[dict[str, Any]], wi
         change = None
         if value is not None and baseline:
             change = (value - baseline) / baseline * (1 if figure.lower_is_better else -1)
-        out.append(Comparison(figure.key, value, baseline, len(earlier), change,
-                              change is not None and change > threshold))
+        out.append(Comparison(figure.key, value, baseline, (min(earlier), max(earlier)) if earlier else None,
+                              len(earlier), change, change is not None and change > threshold))
     return out

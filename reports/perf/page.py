@@ -94,6 +94,20 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:.3g} {unit}" if unit != "ratio" else f"{value:.3f}"
 
 
+def _this_run(entry: dict[str, Any]) -> str:
+    """The value, with its 95% interval and sample count where it has them."""
+    shown, unit, ci = _fmt(entry["value"], entry["unit"]), entry["unit"], entry["ci95"]
+    return shown if ci is None else f"{shown} (95% CI {_fmt(ci[0], unit)} to {_fmt(ci[1], unit)}, n={entry['repetitions']})"
+
+
+def _baseline(c: Comparison, unit: str) -> str:
+    """The median of the earlier runs and their range: a change within it is the figure's usual swing."""
+    if c.baseline_range is None:
+        return f"{_fmt(c.baseline, unit)} ({c.runs} runs)"
+    low, high = c.baseline_range
+    return f"{_fmt(c.baseline, unit)} (range {_fmt(low, unit)} to {_fmt(high, unit)}, {c.runs} runs)"
+
+
 def render(run: dict[str, Any], measured: dict[str, Any], comparisons: list[Comparison],
            history: list[dict[str, Any]], threshold: float) -> str:
     by_key = {c.key: c for c in comparisons}
@@ -103,7 +117,7 @@ def render(run: dict[str, Any], measured: dict[str, Any], comparisons: list[Comp
         css = "regressed" if c.regressed else "missing" if c.value is None else ""
         change = "" if c.change is None else f"{c.change:+.1%} {'worse' if c.change > 0 else 'better' if c.change < 0 else ''}"
         rows.append(f"<tr class='{css}'><td>{f.requirement}</td><td>{html.escape(f.label)}</td>"
-                    f"<td>{_fmt(c.value, f.unit)}</td><td>{_fmt(c.baseline, f.unit)} ({c.runs} runs)</td>"
+                    f"<td>{_this_run(f.entry(measured))}</td><td>{_baseline(c, f.unit)}</td>"
                     f"<td>{change}</td><td>{'REGRESSED' if c.regressed else ''}</td></tr>")
     regressed = [c.key for c in comparisons if c.regressed]
     plots = [p for p in (_startup_plot(measured), _scheduler_plot(measured), _trend_plot(history, comparisons)) if p]
@@ -115,7 +129,7 @@ def render(run: dict[str, Any], measured: dict[str, Any], comparisons: list[Comp
 <p>{html.escape(run['finished'])}, commit {html.escape(run.get('commit', '?'))}, {run['wall_seconds']:.0f}s;
 {len(regressed)} figure(s) regressed by more than {threshold:.0%} against the median of the previous runs{': ' + html.escape(', '.join(regressed)) if regressed else ''}.</p>
 {'<h2>Measurements that failed</h2><ul>' + problems + '</ul>' if problems else ''}
-<table><tr><th>ID</th><th>figure</th><th>this run</th><th>baseline (median)</th><th>change</th><th></th></tr>
+<table><tr><th>ID</th><th>figure</th><th>this run</th><th>baseline: median (range of those runs)</th><th>change</th><th></th></tr>
 {''.join(rows)}</table>
 {'<ul>' + notes + '</ul>' if notes else ''}
 <h2>Plots</h2>{''.join(plots)}

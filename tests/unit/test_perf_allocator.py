@@ -1,5 +1,5 @@
-"""PF-07's summary of the allocator benchmark: go test's lines parsed, the median's distribution-free
-interval over runs, and the report's line."""
+"""PF-07's summary of the allocator benchmark: go test's lines parsed, the median with its distribution-free
+interval over runs (suites.framework.figures.quantile_interval, tested in test_perf), and the report's line."""
 
 from __future__ import annotations
 
@@ -24,13 +24,6 @@ def test_each_variant_and_the_ratio_are_read_from_go_test_output() -> None:
                                 "allocs_per_op": 123778.0}]
     assert runs["literal"][0]["ns_per_op"] == 40e6
     assert [r["cpu"] for r in runs["ratio"]] == [1.155, 1.148] and runs["ratio"][1]["wall"] == 1.146
-
-
-def test_the_median_interval_takes_order_statistics_wide_enough_for_95_percent() -> None:
-    assert allocator.median_interval([float(v) for v in range(10, 0, -1)]) == (2.0, 9.0)  # 97.9% for n=10
-    assert allocator.median_interval([float(v) for v in range(1, 21)]) == (6.0, 15.0)  # 95.9% for n=20
-    assert allocator.median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # even the extremes cover only 93.8%
-    assert allocator.median_interval([float(v) for v in range(1, 7)]) == (1.0, 6.0)
 
 
 def test_each_figure_gets_its_median_and_interval_over_runs() -> None:
