@@ -19,8 +19,10 @@ import click
 from clusters import versions
 from clusters.children import run_to_completion
 from clusters.errors import BadInput
+from clusters.config import ClusterConfig
 from clusters.lab_configurations import PERF, renamed, scale
 from clusters.progress import console
+from drivers_under_test.profile import NO_HARDWARE, DriverProfile, load_profile
 from reports.perf import allocator, bringup, history, kwok_scale, page, pod_startup
 from reports.perf.figures import entries, values
 from reports.perf.history import Comparison
@@ -47,6 +49,14 @@ def _on_lab(cfg, work: Callable[[Any], Any]) -> Any:
         return work(local_lab(cluster))
     finally:
         cluster.down()
+
+
+def _startup_lab(profile: DriverProfile | None) -> ClusterConfig:
+    """PF-02's lab: two nodes with the hardware the measured driver expects (dgx-like for gpu)."""
+    if profile is None or profile.hardware == PERF.hardware["node-1"]:
+        return PERF
+    hardware = {} if profile.hardware == NO_HARDWARE else {n: profile.hardware for n in PERF.hardware}
+    return PERF.model_copy(update={"hardware": hardware})
 
 
 def _certify(out_dir: Path, report: Path | None) -> dict[str, Any]:
@@ -95,7 +105,11 @@ def _line(c: Comparison) -> str:
 @click.option("--cold/--no-cold", default=True, show_default=True,
               help="PF-01 cold: provision into an empty dralab cache, then bring up from it.")
 @click.option("--startup-rounds", default=3, show_default=True, type=click.IntRange(1),
-              help="PF-02/03 rounds per mode, each one pod per GPU of the 2-node lab (16).")
+              help="PF-02/03/06 rounds per mode, each one pod per free device of the driver (16 GPUs on the 2-node lab).")
+@click.option("--startup-pods", default=16, show_default=True, type=click.IntRange(1),
+              help="PF-02/03/06 at most this many pods per round.")
+@click.option("--profile", "profile_name", default="gpu", show_default=True,
+              help="PF-02/03/06: the driver profile measured (shipped name or .yaml path), on the dgx-like lab.")
 @click.option("--scale", "scale_size", default="100x8x200", show_default=True, metavar="NODESxDEVICESxPODS",
               help="PF-04 size of the DA scale harness.")
 @click.option("--scale-runs", default=1, show_default=True, type=click.IntRange(1), help="PF-04 rounds per mode.")
@@ -117,7 +131,8 @@ def _line(c: Comparison) -> str:
 @click.option("--only", default=None,
               help="Comma-separated PF IDs, PF-01 to PF-08; PF-02, PF-03 and PF-06 come from one stage (pod startups), "
                    "run once.")
-def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, scale_size: str, scale_runs: int,
+def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, startup_pods: int, profile_name: str,
+         scale_size: str, scale_runs: int,
          certify_report: Path | None, allocator_count: int, allocator_nodes: int, allocator_benchtime: str,
          kwok_size: str, threshold: float, window: int, only: str | None) -> None:
     """Measure the performance figures (PF-01 to PF-05, PF-07, PF-08) and write perf.json and perf.html to OUT
@@ -129,6 +144,7 @@ def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, sc
         size = da_scale.Size.parse(scale_size)
         kwok = da_scale.Size.parse(kwok_size)
         scale(kwok.nodes)  # the lab's own limit on kwok nodes, checked before anything runs
+        profile = load_profile(profile_name) if "PF-02" in selected else None
     except ValueError as e:
         raise BadInput(str(e)) from None
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +152,8 @@ def perf(out_dir: Path, bringup_rounds: int, cold: bool, startup_rounds: int, sc
     stages: dict[str, tuple[str, Callable[[], Any]]] = {
         "PF-01": ("bringup", lambda: {"warm": bringup.warm(bringup_rounds, _progress),
                                       **({"cold": bringup.cold(log, _progress)} if cold else {})}),
-        "PF-02": ("pod_startup", lambda: _on_lab(PERF, lambda lab: pod_startup.measure(lab, startup_rounds, _progress))),
+        "PF-02": ("pod_startup", lambda: _on_lab(_startup_lab(profile), lambda lab: pod_startup.measure(
+            lab, profile, startup_rounds, startup_pods, _progress))),
         "PF-04": ("da_scale", lambda: _on_lab(renamed(scale(size.nodes), PERF.name),
                                               lambda lab: da_scale.run(lab, size, scale_runs, _progress))),
         "PF-05": ("certify", lambda: _certify(out_dir, certify_report)),

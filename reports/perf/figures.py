@@ -90,6 +90,16 @@ def _startup(mode: str, source: str, stat: str, label: str) -> Figure:
                   quantile=_QUANTILES.get(stat, 0.5))
 
 
+def _prepare(mode: str, keys: tuple[str, ...], label: str, unit: str = "s", sequential: bool = False) -> Figure:
+    """PF-06 from prepare_split: the kubelet's gRPC call to the driver, and the phases the driver
+    serves (None for a driver that serves none); in the burst of pods, or one pod at a time."""
+    short = "on" if mode == "metadata on" else "off"
+    name = "_".join(k for k in keys if k != "driver_phases")
+    return Figure(f"prepare_{name}{'_sequential' if sequential else ''}_metadata_{short}", "PF-06",
+                  f"{label}, {'one pod at a time' if sequential else 'pods at once'}, metadata {short}", unit,
+                  _path("pod_startup", mode, "prepare_split_sequential" if sequential else "prepare_split", *keys))
+
+
 def _per_run(mode: str, keys: tuple[str, ...]) -> Callable[[dict[str, Any]], list[float] | None]:
     """One mode's value from each run of the DA scale harness."""
     def get(measured: dict[str, Any]) -> list[float] | None:
@@ -128,6 +138,16 @@ FIGURES: tuple[Figure, ...] = (
       for mode in ("metadata on", "metadata off") for stat in ("p50", "p99")),
     *(_startup(mode, "node_prepare", stat, "kubelet PrepareResources")
       for mode in ("metadata on", "metadata off") for stat in ("mean", "p99")),
+    *(f for mode in ("metadata on", "metadata off") for sequential in (False, True) for f in (
+        _prepare(mode, ("kubelet_grpc_node_prepare_resources", "mean"), "kubelet's NodePrepareResources call to the driver, mean",
+                 sequential=sequential),
+        *(_prepare(mode, ("driver_phases", "total", stat), f"NodePrepareResources in the driver {stat}", sequential=sequential)
+          for stat in ("p50", "p99")))),
+    *(f for sequential in (False, True) for f in (
+        *(_prepare("metadata on", ("driver_phases", "metadata_write", stat), f"metadata write (framework) {stat}",
+                   sequential=sequential) for stat in ("p50", "p99")),
+        _prepare("metadata on", ("metadata_write_share",), "metadata write's share of the driver's prepare time", "ratio",
+                 sequential=sequential))),
     *(f for mode in ("literal", "derived") for f in (
         _scheduler(mode, "throughput_pods_per_s", ("throughput_pods_per_s",), "scheduler throughput", "pods/s",
                    lower_is_better=False),

@@ -16,6 +16,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from reports.perf.figures import FIGURES  # noqa: E402
 from reports.perf.history import Comparison  # noqa: E402
+from reports.perf.prepare_split import PHASES  # noqa: E402
 
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.regressed{background:#fdd}.missing{color:#888}
@@ -34,7 +35,10 @@ def _startup_plot(measured: dict[str, Any]) -> str | None:
     modes = [m for m in ("metadata on", "metadata off") if m in startup]
     if not modes:
         return None
-    fig, (ecdf, prepare) = plt.subplots(1, 2, figsize=(11, 3.8))
+    split = {m: (startup[m].get("prepare_split") or {}).get("driver_phases") for m in modes}
+    split = {m: phases for m, phases in split.items() if phases}
+    fig, axes = plt.subplots(1, 3 if split else 2, figsize=(16 if split else 11, 3.8))
+    ecdf, prepare = axes[0], axes[1]
     for mode in modes:
         samples = sorted(startup[mode]["create_to_running_s"]["samples"])
         ecdf.step(samples, [(i + 1) / len(samples) for i in range(len(samples))], where="post", label=mode)
@@ -47,7 +51,20 @@ def _startup_plot(measured: dict[str, Any]) -> str | None:
     prepare.set_xticks([i + 0.2 for i in range(len(stats))], stats)
     prepare.set(title="PF-03 kubelet PrepareResources", ylabel="ms")
     prepare.legend()
+    if split:
+        _split_bars(axes[2], split)
     return _png(fig)
+
+
+def _split_bars(ax: plt.Axes, split: dict[str, dict[str, Any]]) -> None:
+    """PF-06: the driver's mean NodePrepareResources per mode, stacked by phase."""
+    bottoms = [0.0] * len(split)
+    for phase in PHASES:
+        means = [(phases.get(phase) or {}).get("mean") or 0.0 for phases in split.values()]
+        ax.bar(list(split), [m * 1000 for m in means], bottom=bottoms, label=phase)
+        bottoms = [b + m * 1000 for b, m in zip(bottoms, means)]
+    ax.set(title="PF-06 NodePrepareResources in the driver, mean by phase", ylabel="ms")
+    ax.legend(fontsize=7)
 
 
 def _scheduler_plot(measured: dict[str, Any]) -> str | None:

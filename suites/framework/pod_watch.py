@@ -42,12 +42,14 @@ class FirstSeen:
             except urllib3.exceptions.HTTPError:
                 time.sleep(0.1)
 
-    def wait(self, count: int, timeout: float) -> dict[str, float]:
-        """Until `count` pods have been seen or `timeout` passed; then stop and return what was seen."""
+    def wait(self, count: int, timeout: float, keep_watching: bool = False) -> dict[str, float]:
+        """Until `count` pods have been seen or `timeout` passed; then stop (unless more are to
+        come) and return what was seen."""
         deadline = time.time() + timeout
         while len(self.seen) < count and time.time() < deadline:
-            time.sleep(0.1)
-        self.stop()
+            time.sleep(0.01 if keep_watching else 0.1)
+        if not keep_watching:
+            self.stop()
         return dict(self.seen)
 
     def stop(self) -> None:

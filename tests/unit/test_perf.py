@@ -33,7 +33,12 @@ MEASURED = {
     "bringup": {"warm": {"up_s": [10.4, 10.9, 10.6], "down_s": [3.0, 3.1, 3.2]},
                 "cold": {"provision_s": 200.0, "up_s": 12.0, "total_s": 212.0}},
     "pod_startup": {mode: {"create_to_running_s": {"p50": 1.0, "p99": 2.0, "mean": 1.05, "samples": STARTUPS},
-                           "node_prepare_resources_s": {"mean": 1.1, "p50": 1.3, "p99": 3.0, "count": 3}}
+                           "node_prepare_resources_s": {"mean": 1.1, "p50": 1.3, "p99": 3.0, "count": 3},
+                           **{split: {"kubelet_grpc_node_prepare_resources": {"mean": 0.05},
+                                      "driver_phases": {"total": {"p50": 0.03, "p99": 0.08},
+                                                        "metadata_write": {"p50": 0.01, "p99": 0.02}},
+                                      "metadata_write_share": 0.3}
+                              for split in ("prepare_split", "prepare_split_sequential")}}
                     for mode in ("metadata on", "metadata off")},
     "da_scale": {"runs": DA_RUNS, "summary": {
         "per_mode": {m: {"throughput_pods_per_s": {"median": 67.0}, "scheduler_filter_mean_s": {"median": 0.012},
@@ -51,6 +56,7 @@ def test_every_figure_is_found_in_the_measurements() -> None:
     found = values(MEASURED)
     assert found["bringup_warm_s"] == 10.6 and found["bringup_cold_s"] == 212.0
     assert found["pod_startup_p99_metadata_off"] == 2.0 and found["node_prepare_mean_metadata_on"] == 1.1
+    assert found["prepare_total_p99_metadata_on"] == 0.08 and found["prepare_metadata_write_share_metadata_on"] == 0.3
     assert found["da_throughput_pods_per_s_derived"] == 67.0 and found["certify_wall_s"] == 810.0
     assert found["allocator_cycle_s_derived"] == pytest.approx(0.045) and found["allocator_cpu_derived_over_literal"] == 1.06
     assert None not in found.values(), [k for k, v in found.items() if v is None]
