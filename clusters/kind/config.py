@@ -14,6 +14,7 @@ import yaml
 
 from clusters.config import ClusterConfig, Component, flag_map, labs_root
 from clusters.errors import BadInput
+from clusters.local.configs import NODE_STATUS_UPDATE_FREQUENCY, SYNC_FREQUENCY
 
 # kubeadm's names for the control-plane components whose flags a ClusterConfiguration sets.
 KUBEADM_SECTIONS: dict[Component, str] = {"kube-apiserver": "apiServer", "kube-controller-manager": "controllerManager",
@@ -85,7 +86,8 @@ def kind_config(cfg: ClusterConfig, cgroup_v1: bool, image: str, cluster_fields:
                 for component, section in KUBEADM_SECTIONS.items() if component in cfg.component_feature_gates}
     sections.update(cluster_fields)
     # The images are imported from files and can never be pulled again: never collect them.
-    kubelet: dict[str, Any] = {"imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99}
+    kubelet: dict[str, Any] = {"imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
+                               "syncFrequency": SYNC_FREQUENCY, "nodeStatusUpdateFrequency": NODE_STATUS_UPDATE_FREQUENCY}
     if cgroup_v1:
         kubelet["failCgroupV1"] = False  # kubelet refuses cgroup v1 hosts unless told otherwise
     if "kubelet" in cfg.component_feature_gates:
