@@ -139,11 +139,21 @@ class LocalNode:
                  timeout, [self.component("containerd")])
 
     def import_images(self, archives: Sequence[Path]) -> None:
-        """Import image tarballs (OCI layout or docker-archive) into this node's containerd."""
+        """Import image tarballs (OCI layout or docker-archive) into this node's containerd. An
+        archive imported before, unchanged since (path, size, mtime), is not imported again: the
+        node's containerd keeps its images (a reboot too), and suites deploy drivers many times."""
         log = self.log_dir / "image-import.log"
+        record = self.dir / "imported-images"
+        done = set(record.read_text().splitlines()) if record.exists() else set()
         for archive in archives:
+            stat = archive.stat()
+            key = f"{archive} {stat.st_size} {stat.st_mtime_ns}"
+            if key in done:
+                continue
             run_logged(self.ctr("images", "import", str(archive)), log,
                        what=f"importing {archive} into containerd on {self.name}")
+            with open(record, "a") as f:
+                f.write(key + "\n")
 
     def start_kubelet(self) -> supervisor.Component:
         conf = self.dir / "conf"
