@@ -45,7 +45,7 @@ def scale(slice_only_nodes: int) -> ClusterConfig:
     """The scale harness (DA-11, PF-04): slice-only nodes carry the devices; one kubelet node
     because a lab has at least one."""
     return ClusterConfig(name="e2e-scale", nodes=1, slice_only_nodes=slice_only_nodes,
-                         feature_gates={"DRADerivedAttributes": True}, scheduler_api_qps=200)
+                         feature_gates={"DRADerivedAttributes": True}, control_plane_api_qps=200)
 
 
 def kind_session(prefix: str) -> ClusterConfig:

@@ -47,8 +47,8 @@ def check_supported(cfg: ClusterConfig) -> None:
         refused.append(f"slice_only_nodes={cfg.slice_only_nodes} (use the local provider)")
     if cfg.kubelet_root_dir != "/var/lib/kubelet":
         refused.append(f"kubelet_root_dir={cfg.kubelet_root_dir} (kind's kubelets use /var/lib/kubelet)")
-    if cfg.scheduler_api_qps:
-        refused.append("scheduler_api_qps (set it with a kubeadm patch of your own)")
+    if cfg.control_plane_api_qps:
+        refused.append("control_plane_api_qps (set it with a kubeadm patch of your own)")
     if refused:
         raise BadInput(f"lab {cfg.name}: the kind provider does not support " + "; ".join(refused))
 

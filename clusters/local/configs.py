@@ -167,16 +167,19 @@ def controller_manager_command(tools: Toolchain, cfg: ClusterConfig, kubeconfig:
         f"--cluster-signing-cert-file={ca.cert}", f"--cluster-signing-key-file={ca.key}",
         "--use-service-account-credentials=true", "--leader-elect=false", "--v=1",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
-    ] + _gate_flags(cfg, "kube-controller-manager")
+    ] + _gate_flags(cfg, "kube-controller-manager") + _api_qps_flags(cfg)
 
 
 def scheduler_command(tools: Toolchain, cfg: ClusterConfig, kubeconfig: Path) -> list[str]:
     return [
         str(tools.kube("kube-scheduler")), f"--kubeconfig={kubeconfig}",
         *_delegated_auth(kubeconfig), f"--bind-address={cfg.host_ip}", f"--secure-port={SCHEDULER_PORT}", "--leader-elect=false", "--v=1",
-    ] + _gate_flags(cfg, "kube-scheduler") + (
-        [f"--kube-api-qps={cfg.scheduler_api_qps}", f"--kube-api-burst={2 * cfg.scheduler_api_qps}"]
-        if cfg.scheduler_api_qps else [])
+    ] + _gate_flags(cfg, "kube-scheduler") + _api_qps_flags(cfg)
+
+
+def _api_qps_flags(cfg: ClusterConfig) -> list[str]:
+    qps = cfg.control_plane_api_qps
+    return [f"--kube-api-qps={qps}", f"--kube-api-burst={2 * qps}"] if qps else []
 
 
 def kubelet_command(tools: Toolchain, cfg: ClusterConfig, node: str, index: int,

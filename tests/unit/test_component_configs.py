@@ -48,6 +48,8 @@ def test_gates_and_runtime_config_reach_the_components_that_read_them() -> None:
     assert "--feature-gates=DRADerivedAttributes=false" in scheduler
     assert "--client-ca-file=/pki/ca.crt" in scheduler  # so /metrics takes the lab's client certificates
     assert not [a for a in scheduler if a.startswith("--kube-api-qps")]
-    faster = configs.scheduler_command(TOOLS, cfg.model_copy(update={"scheduler_api_qps": 200}), Path("/k"))
+    faster = configs.scheduler_command(TOOLS, cfg.model_copy(update={"control_plane_api_qps": 200}), Path("/k"))
     assert "--kube-api-qps=200" in faster and "--kube-api-burst=400" in faster
+    managers = configs.controller_manager_command(TOOLS, cfg.model_copy(update={"control_plane_api_qps": 200}), Path("/k"), pki)
+    assert "--kube-api-qps=200" in managers
     assert "--feature-gates=DRADerivedAttributes=true" in configs.controller_manager_command(TOOLS, cfg, Path("/k"), pki)
