@@ -161,22 +161,20 @@ func (d *gpuDriver) prepareOrRestore(ctx context.Context, claim *resourceapi.Res
 		logger.Info("Claim restored from the checkpoint; CDI spec not written", "claim", klog.KObj(claim), "variant", d.opts.Variant.Describe())
 		return saved.Devices, nil
 	}
-	if err := d.writeCDISpec(ctx, claim, saved.CDIDevices, nil); err != nil {
+	if _, err := d.writeCDISpec(ctx, claim, saved.CDIDevices); err != nil {
 		return nil, err
 	}
 	logger.Info("Claim restored from the checkpoint, CDI spec written again", "claim", klog.KObj(claim))
 	return saved.Devices, nil
 }
 
-// writeCDISpec writes the claim's CDI spec, a phase of its prepare; ids, if not nil, gets its CDI device IDs.
-func (d *gpuDriver) writeCDISpec(ctx context.Context, claim *resourceapi.ResourceClaim, devices map[string]cdi.Edits, ids *map[string]string) error {
-	return dradriver.Timed(ctx, dradriver.PhaseCDIWrite, func() error {
-		written, err := d.opts.WriteClaimCDISpec(cdiClass, string(claim.UID), devices)
-		if ids != nil {
-			*ids = written
-		}
+// writeCDISpec writes the claim's CDI spec, a phase of its prepare, and returns its CDI device IDs.
+func (d *gpuDriver) writeCDISpec(ctx context.Context, claim *resourceapi.ResourceClaim, devices map[string]cdi.Edits) (ids map[string]string, err error) {
+	err = dradriver.Timed(ctx, dradriver.PhaseCDIWrite, func() error {
+		ids, err = d.opts.WriteClaimCDISpec(cdiClass, string(claim.UID), devices)
 		return err
 	})
+	return ids, err
 }
 
 // ours are the claim's allocation results for this driver on this node.
@@ -206,8 +204,8 @@ func (d *gpuDriver) prepare(ctx context.Context, claim *resourceapi.ResourceClai
 			DeviceNodes: d.deviceNodes(g),
 		}
 	}
-	var ids map[string]string
-	if err := d.writeCDISpec(ctx, claim, cdiDevices, &ids); err != nil {
+	ids, err := d.writeCDISpec(ctx, claim, cdiDevices)
+	if err != nil {
 		return nil, err
 	}
 	requests := map[string]bool{}
