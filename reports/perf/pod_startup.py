@@ -6,7 +6,7 @@ one unless `dralab perf --profile` names another.
 Each round creates one pod per free device of the driver (at most `max_pods`) at once, every pod
 with its own claim for one device of the profile's first device class, watches them to Running,
 and deletes them; the next round starts once every claim is gone. The kubelets' and the driver's
-metrics are read before and after each mode."""
+metrics are read before and after each round."""
 
 from __future__ import annotations
 

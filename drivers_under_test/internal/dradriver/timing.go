@@ -115,8 +115,13 @@ func (p timedPlugin) PrepareResourceClaims(ctx context.Context, claims []*resour
 	result, err := p.DRAPlugin.PrepareResourceClaims(ctx, claims)
 	returned := time.Now()
 	c.mu.Lock()
-	inner := c.phases[PhaseCDIWrite] + c.phases[PhaseAPIWrite] + c.phases[PhaseCheckpoint]
-	c.phases[PhaseDriverOther] = returned.Sub(begin) - inner
+	var timed time.Duration // the phases the driver timed itself (Timed), whatever they are
+	for phase, d := range c.phases {
+		if phase != PhaseClaimReads {
+			timed += d
+		}
+	}
+	c.phases[PhaseDriverOther] = returned.Sub(begin) - timed
 	c.returned = returned
 	c.mu.Unlock()
 	return result, err
