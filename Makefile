@@ -37,17 +37,16 @@ PERF_RUNS = tests/e2e/test_perf.py suites/derived_attributes/test_scale.py
 
 # Go unit tests of the reference drivers (as root: the netns tests make namespaces) and of the
 # allocator benchmark (both variants place alike; one timed iteration each), unit tests,
-# the lab's own e2e tests and the suites on a local lab; then nothing may be left behind.
-# The kind provider's e2e test: 1 minute warm, but 15 to 25 minutes cold (debootstrap, CoreDNS and the
-# node image), which a fresh machine's make test cannot afford within its 60: `make test-kind`.
-KIND_E2E = tests/e2e/test_kind_provider.py
-
+# the lab's own e2e tests (the kind provider's among them) and the suites on a local lab; then
+# nothing may be left behind.
 test: setup
 	cd drivers_under_test && go test ./...
 	cd reports/perf/allocbench && go test -bench . -benchtime 1x ./...
-	$(PYTHON) -m pytest tests suites $(PERF_RUNS:%=--ignore=%) --ignore=$(KIND_E2E)
+	$(PYTHON) -m pytest tests suites $(PERF_RUNS:%=--ignore=%)
 	$(DRALAB) residue
 
+# The kind provider's e2e test alone: 1 minute warm, about 3 cold (kind, kubeadm, CoreDNS, the node image).
+KIND_E2E = tests/e2e/test_kind_provider.py
 test-kind: setup
 	$(PYTHON) -m pytest $(KIND_E2E)
 	$(DRALAB) residue

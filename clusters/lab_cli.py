@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 from pydantic import ValidationError
@@ -12,6 +15,12 @@ from pydantic import ValidationError
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
 from clusters.progress import console
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # systemd colours the node containers' logs
+
+if TYPE_CHECKING:
+    from clusters.kind.cluster import KindCluster
+    from clusters.local.cluster import LocalCluster
 
 
 def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
@@ -114,35 +123,87 @@ def exit_if_left_behind(left: list[str]) -> None:
 @click.command()
 @click.option("--name", default=None, help="One lab; default: every lab.")
 def status(name: str | None) -> None:
-    """Show each lab's components (alive or dead, with the log tail of dead ones) and nodes."""
-    from clusters.errors import log_tail
+    """Show each lab's components (alive or dead, with the log tail of dead ones) and nodes; for a
+    kind lab its engine and node containers too."""
+    from clusters.kind.cluster import kind_labs, load
     from clusters.local.cluster import LocalCluster
 
-    names = [name] if name else LocalCluster.names()
+    names = [name] if name else sorted(set(LocalCluster.names()) | set(kind_labs()))
     if not names:
         console.print("no labs")
         return
     broken = False
     for lab in names:
-        cluster = LocalCluster.load(lab)
-        console.print(f"[bold]lab {lab}[/bold]  {cluster.server}  kubeconfig {cluster.kubeconfig}")
-        for comp in cluster.components().values():
-            alive = comp.alive()
-            broken |= not alive
-            console.print(f"  {'[green]running[/green]' if alive else '[red]dead[/red]   '} {comp.name:28} pid {comp.pid}")
-            if not alive:
-                console.print("    " + log_tail(comp.log, 8).replace("\n", "\n    "))
-        try:
-            from kubernetes import client
-
-            for node in client.CoreV1Api(cluster.api()).list_node().items:
-                ready = next((c.status for c in node.status.conditions or [] if c.type == "Ready"), "?")
-                console.print(f"  node {node.metadata.name:20} Ready={ready}")
-        except Exception as e:  # the API server may be the dead component
-            console.print(f"  [red]API server unreachable:[/red] {e}")
-            broken = True
+        kind = load(lab)  # a kind lab with emulated hardware has a local lab's state too
+        broken |= _kind_status(kind) if kind else _local_status(LocalCluster.load(lab))
     if broken:
         sys.exit(3)
+
+
+def _local_status(cluster: "LocalCluster") -> bool:
+    console.print(f"[bold]lab {cluster.cfg.name}[/bold]  {cluster.server}  kubeconfig {cluster.kubeconfig}")
+    return _components_status(cluster.lab_dir) | _nodes_status(cluster.api)
+
+
+def _kind_status(cluster: "KindCluster") -> bool:
+    """A kind lab: the engine, the node containers (with their logs' tail when not running), the
+    hardware agents if it has emulated hardware, the nodes."""
+    from clusters.errors import log_tail
+    from clusters.kind import engine
+
+    console.print(f"[bold]kind lab {cluster.cfg.name}[/bold]  cluster {cluster.name}  kubeconfig {cluster.kubeconfig}")
+    if not engine.engine_running():
+        console.print(f"  [red]dead[/red]    Docker engine (`docker info` fails; dralab's dockerd log: "
+                      f"{engine.engine_dir() / 'logs' / 'dockerd.log'})")
+        return True
+    ours = engine.started_by_dralab()
+    console.print(f"  [green]running[/green] Docker engine ({f'dockerd started by dralab, pid {ours.pid}' if ours else 'not dralab’s'})")
+    containers = cluster.containers()
+    broken = not containers
+    if not containers:
+        console.print(f"  [red]no node containers[/red] of kind cluster {cluster.name}; the last kind log: "
+                      f"{cluster.log}\n    " + log_tail(cluster.log, 8).replace("\n", "\n    "))
+    for container, (state, docker_status) in sorted(containers.items()):
+        running = state == "running"
+        broken |= not running
+        console.print(f"  {'[green]running[/green]' if running else '[red]dead[/red]   '} container {container}"
+                      + ("" if running else f" ({docker_status}); the last lines of `docker logs {container}`:"))
+        if not running:
+            logs = subprocess.run([engine.docker(), "logs", "--tail", "8", container], capture_output=True, text=True)
+            console.print("    " + ANSI.sub("", logs.stdout + logs.stderr).strip().replace("\n", "\n    "),
+                          markup=False)
+    if cluster.cfg.hardware:
+        broken |= _components_status(cluster.cfg.lab_dir)
+    return broken | _nodes_status(cluster.api)
+
+
+def _components_status(lab_dir: Path) -> bool:
+    """The supervised processes of a lab dir; True if any is dead."""
+    from clusters.errors import log_tail
+    from clusters.local import supervisor
+
+    broken = False
+    for comp in supervisor.load(lab_dir).values():
+        alive = comp.alive()
+        broken |= not alive
+        console.print(f"  {'[green]running[/green]' if alive else '[red]dead[/red]   '} {comp.name:28} pid {comp.pid}")
+        if not alive:
+            console.print("    " + log_tail(comp.log, 8).replace("\n", "\n    "))
+    return broken
+
+
+def _nodes_status(api: Callable[[], Any]) -> bool:
+    """Each node's Ready condition; True if the API server cannot be reached."""
+    try:
+        from kubernetes import client
+
+        for node in client.CoreV1Api(api()).list_node().items:
+            ready = next((c.status for c in node.status.conditions or [] if c.type == "Ready"), "?")
+            console.print(f"  node {node.metadata.name:20} Ready={ready}")
+    except Exception as e:  # the API server may be the dead component
+        console.print(f"  [red]API server unreachable:[/red] {e}")
+        return True
+    return False
 
 
 @click.command("residue")

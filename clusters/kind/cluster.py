@@ -27,6 +27,7 @@ from clusters.progress import console, run_logged, step
 from clusters.provision import Image, Toolchain
 
 CNI_CONFLIST = "/etc/cni/net.d/10-dralab.conflist"
+KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"  # on each node container, naming its cluster
 KIND_NETWORK = "kind"  # the Docker network kind creates for all its clusters and leaves behind
 READY_TIMEOUT = 300.0
 
@@ -126,6 +127,16 @@ class KindCluster:
             self.down(stop_engine=started)
             raise
 
+    def containers(self) -> dict[str, tuple[str, str]]:
+        """kind's node containers of this cluster: name -> (state, Docker's status line), e.g.
+        ("exited", "Exited (130) 5 seconds ago"); empty when no engine runs."""
+        if not engine.engine_running():
+            return {}
+        out = subprocess.run([engine.docker(), "ps", "-a", "--filter", f"label={KIND_CLUSTER_LABEL}={self.name}",
+                              "--format", "{{.Names}}\t{{.State}}\t{{.Status}}"], capture_output=True, text=True,
+                             check=True).stdout
+        return {name: (state, status) for name, state, status in (line.split("\t") for line in out.splitlines())}
+
     def api(self):  # -> kubernetes.client.ApiClient
         from kubernetes import config
 
@@ -198,12 +209,26 @@ def up_kind(cfg: ClusterConfig, offline: bool) -> KindCluster:
     return cluster
 
 
-def down_kind(name: str) -> bool:
-    """`dralab down` of a kind lab (and its hardware); False when `name` is not a kind lab."""
+def kind_labs() -> list[str]:
+    """The kind labs up (or not taken down): each keeps its state dir until `down`."""
+    root = kind_dir()
+    return sorted(p.parent.name for p in root.glob("*/cluster.json"))
+
+
+def load(name: str) -> KindCluster | None:
+    """The kind lab `name` from its state, None when there is no such kind lab."""
     from clusters.provision import provision
 
     state = kind_dir() / name / "cluster.json"
     if not state.exists():
+        return None
+    return KindCluster(ClusterConfig.model_validate_json(state.read_text()), provision(offline=True))
+
+
+def down_kind(name: str) -> bool:
+    """`dralab down` of a kind lab (and its hardware); False when `name` is not a kind lab."""
+    cluster = load(name)
+    if cluster is None:
         return False
-    KindCluster(ClusterConfig.model_validate_json(state.read_text()), provision(offline=True)).down()
+    cluster.down()
     return True

@@ -13,6 +13,7 @@ What this host needs for it, and only where it needs it:
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,13 @@ START_TIMEOUT = 60.0
 # The local labs' links: bridges dralab<slot>, node veths, the hardware fabric.
 LAB_INTERFACES = "dralab+"
 USER_RULES = (["-i", LAB_INTERFACES, "-j", "ACCEPT"], ["-o", LAB_INTERFACES, "-j", "ACCEPT"])
+# What dockerd sets up on the host and leaves when it stops: its chains, the rules jumping to them
+# or naming its default bridge, and the bridge.
+DOCKER_TABLES = ("filter", "nat")
+DOCKER_CHAIN_PREFIX = "DOCKER"
+DOCKER_BRIDGE = "docker0"
+# Written when dralab starts dockerd on a host without Docker's chains or bridge: stop removes them.
+NETFILTER_MARK = "remove-docker-netfilter"
 
 
 def engine_dir() -> Path:
@@ -47,6 +55,11 @@ def docker() -> str:
 def engine_running() -> bool:
     return shutil.which("docker") is not None and \
         subprocess.run([docker(), "info"], capture_output=True).returncode == 0
+
+
+def started_by_dralab() -> supervisor.Component | None:
+    """The running dockerd dralab started, if the engine is that one."""
+    return next((c for c in supervisor.load(engine_dir()).values() if c.alive()), None)
 
 
 def refused_capabilities() -> list[str]:
@@ -91,10 +104,43 @@ def _accept_lab_interfaces() -> None:
             subprocess.run(["iptables", "-I", "DOCKER-USER", *rule], check=True)
 
 
+def docker_leftovers(rules: list[str]) -> tuple[list[list[str]], list[str]]:
+    """From `iptables -S` of one table: the rules of built-in chains to delete (as `-D` arguments)
+    and Docker's own chains (to flush and delete)."""
+    chains = [line.split()[1] for line in rules if line.startswith(f"-N {DOCKER_CHAIN_PREFIX}")]
+    deletes = []
+    for line in rules:
+        words = shlex.split(line)
+        if words[:1] == ["-A"] and words[1] not in chains and \
+                any(w in chains or w == DOCKER_BRIDGE for w in words[2:]):
+            deletes.append(["-D", *words[1:]])
+    return deletes, chains
+
+
+def host_has_docker_netfilter() -> bool:
+    chains = any(docker_leftovers(_iptables_rules(t))[1] for t in DOCKER_TABLES)
+    return chains or Path(f"/sys/class/net/{DOCKER_BRIDGE}").exists()
+
+
+def _iptables_rules(table: str) -> list[str]:
+    return subprocess.run(["iptables", "-t", table, "-S"], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def _remove_docker_netfilter() -> None:
+    for table in DOCKER_TABLES:
+        deletes, chains = docker_leftovers(_iptables_rules(table))
+        for rule in deletes:
+            subprocess.run(["iptables", "-t", table, *rule], check=True)
+        for flag in ("-F", "-X"):
+            for chain in chains:
+                subprocess.run(["iptables", "-t", table, flag, chain], check=True)
+    subprocess.run(["ip", "link", "del", DOCKER_BRIDGE], capture_output=True)
+
+
 def start(offline: bool = False) -> bool:
     """Make sure an engine runs; True if dralab started it (and must stop it)."""
     if engine_running():
-        if not supervisor.load(engine_dir()):  # another engine: its own rules are its owner's
+        if started_by_dralab() is None:  # another engine: its own rules are its owner's
             return False
         _accept_lab_interfaces()
         return True
@@ -102,6 +148,8 @@ def start(offline: bool = False) -> bool:
     d.mkdir(parents=True, exist_ok=True)
     apt_install({"docker.io": "dockerd"}, offline, d / "install.log")
     (d / "forward-policy").write_text(_forward_policy())
+    if not host_has_docker_netfilter():
+        (d / NETFILTER_MARK).touch()
     cmd = ["dockerd", "--pidfile", str(d / "dockerd.pid")]
     refused = refused_capabilities()
     if refused:
@@ -119,8 +167,9 @@ def start(offline: bool = False) -> bool:
 
 
 def stop() -> None:
-    """Stop the dockerd dralab started (its containers stop with it), restore the FORWARD policy
-    and remove dralab's DOCKER-USER rules."""
+    """Stop the dockerd dralab started (its containers stop with it), restore the FORWARD policy,
+    and remove dralab's DOCKER-USER rules and, if the host had none before, Docker's chains, rules
+    and bridge."""
     d = engine_dir()
     components = supervisor.load(d)
     supervisor.terminate(list(components.values()), timeout=30.0)
@@ -132,3 +181,7 @@ def stop() -> None:
     if policy.exists():
         subprocess.run(["iptables", "-P", "FORWARD", policy.read_text().strip()], check=True)
         policy.unlink()
+    mark = d / NETFILTER_MARK
+    if mark.exists():
+        _remove_docker_netfilter()
+        mark.unlink()

@@ -1,7 +1,7 @@
 """kind's node image, assembled offline: `kind build node-image` pulls its base and the cluster's
 images from registries, which dralab never reaches. Instead:
 
-- a Debian rootfs from debootstrap with the packages kind's base image installs (the ones a node
+- a Debian rootfs from mmdebstrap with the packages kind's base image installs (the ones a node
   uses), set up as kind's base Dockerfile does, with kind's own base files from its Go module;
 - the lab's pinned containerd, runc, kubelet, kubectl, plus kubeadm, and Debian's CNI plugins;
 - every image `kubeadm config images list` names, built from our binaries (provision's OCI
@@ -121,19 +121,17 @@ def _key(tools: Toolchain, kubeadm: Path, coredns: Path, kind: Path) -> str:
     return h.hexdigest()[:12]
 
 
-def _debootstrap(rootfs: Path, offline: bool, log: Path) -> None:
+def _base_rootfs(rootfs: Path, offline: bool, log: Path) -> None:
+    """Debian with kind's base packages, cached as a tarball. mmdebstrap, not debootstrap: apt's
+    parallel downloads make it 36 s here against debootstrap's 442."""
     cached = cache_root() / "kind" / f"rootfs-{SUITE}-{hashlib.sha256(' '.join(PACKAGES).encode()).hexdigest()[:12]}.tar"
     if not cached.exists():
-        engine.apt_install({"debootstrap": "debootstrap"}, offline, log)
-        work = cached.with_suffix(".partial.d")
-        shutil.rmtree(work, ignore_errors=True)
-        with step(f"debootstrap {SUITE} (log: {log})"):
-            run_logged(["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, work, MIRROR],
-                       log, what=f"debootstrap {SUITE}")
-            run_logged(["tar", "-C", work, "--numeric-owner", "-cf", cached.with_suffix(".partial"), "."], log,
-                       what="packing the rootfs")
+        engine.apt_install({"mmdebstrap": "mmdebstrap"}, offline, log)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with step(f"mmdebstrap {SUITE} (log: {log})"):
+            run_logged(["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", "--format=tar", SUITE,
+                        cached.with_suffix(".partial"), MIRROR], log, what=f"mmdebstrap {SUITE}")
             cached.with_suffix(".partial").rename(cached)
-            shutil.rmtree(work)
     rootfs.mkdir(parents=True)
     run_logged(["tar", "-C", rootfs, "--numeric-owner", "-xf", cached], log, what="unpacking the rootfs")
 
@@ -237,7 +235,7 @@ def build(tools: Toolchain, offline: bool = False) -> NodeImage:
     shutil.rmtree(work, ignore_errors=True)
     rootfs = work / "rootfs"
     with step(f"Assembling the kind node image {ref} (log: {log})"):
-        _debootstrap(rootfs, offline, log)
+        _base_rootfs(rootfs, offline, log)
         _as_kind_base(rootfs, log)
         _binaries(rootfs, tools, kubeadm)
         built = work / "images"

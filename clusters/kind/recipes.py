@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from clusters import versions
 from clusters.provision.components import KUBERNETES
-from clusters.provision.gobuild import GoRecipe
+from clusters.provision.gobuild import RECIPES, GoRecipe
 
 KIND = GoRecipe(
     name="kind",
@@ -26,7 +26,8 @@ COREDNS = GoRecipe(
     name="coredns",
     version=versions.COREDNS,
     requires={_coredns: versions.COREDNS},
-    binaries={"coredns": _coredns},
+    recipe_dir=RECIPES / "coredns",  # kubeadm's Corefile's plugins only
+    binaries={"coredns": "."},
     ldflags=f"-s -w -X {_coredns}/coremain.GitCommit={versions.COREDNS}",
 )
 
