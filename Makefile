@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify certify-nvml selfcheck test test-kind perf-check perf-allocator
+.PHONY: packages setup certify certify-nvml selfcheck test test-kind test-ci-templates perf-check perf-allocator
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -34,6 +34,8 @@ selfcheck: setup
 
 # Whole performance runs (minutes each): `make perf-check`, not part of test.
 PERF_RUNS = tests/e2e/test_perf.py suites/derived_attributes/test_scale.py
+# docs/ci's templates run as their CI systems would: `make test-ci-templates`, not part of test.
+CI_TEMPLATES = tests/e2e/test_ci_templates.py
 
 # Go unit tests of the reference drivers (as root: the netns tests make namespaces) and of the
 # allocator benchmark (both variants place alike; one timed iteration each), unit tests,
@@ -42,13 +44,19 @@ PERF_RUNS = tests/e2e/test_perf.py suites/derived_attributes/test_scale.py
 test: setup
 	cd drivers_under_test && go test ./...
 	cd reports/perf/allocbench && go test -bench . -benchtime 1x ./...
-	$(PYTHON) -m pytest tests suites $(PERF_RUNS:%=--ignore=%)
+	$(PYTHON) -m pytest tests suites $(PERF_RUNS:%=--ignore=%) --ignore=$(CI_TEMPLATES)
 	$(DRALAB) residue
 
 # The kind provider's e2e test alone: 1 minute warm, about 3 cold (kind, kubeadm, CoreDNS, the node image).
 KIND_E2E = tests/e2e/test_kind_provider.py
 test-kind: setup
 	$(PYTHON) -m pytest $(KIND_E2E)
+	$(DRALAB) residue
+
+# docs/ci's GitHub Actions workflow and GitLab CI job, run here on a reference driver packaged as a
+# vendor's (each certifies it on a kind cluster): about 10 minutes, outside test.
+test-ci-templates: setup
+	$(PYTHON) -m pytest $(CI_TEMPLATES)
 	$(DRALAB) residue
 
 # The performance runs at a small size: `dralab perf` twice into one history (RP-03) and the DA scale

@@ -5,6 +5,9 @@ go.mod and go.sum, build recipes, the catalogue), because the code opens them fr
 from __future__ import annotations
 
 import fnmatch
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -44,3 +47,18 @@ def unshipped(files: list[str]) -> list[str]:
     within each package directory; directories without __init__.py are namespace packages)."""
     patterns = package_data_patterns()
     return [f for f in files if not any(fnmatch.fnmatch(Path(f).name, p) for p in patterns)]
+
+
+def build_wheel(work: Path) -> tuple[Path, Path]:
+    """dralab's wheel, built in `work` from a copy of the checkout (setuptools writes build/ and
+    *.egg-info into the tree it builds, and the checkout is shared with running tests and other
+    work): the wheel and the copy."""
+    src = work / "src"
+    src.mkdir()
+    shutil.copy(REPO / "pyproject.toml", src)
+    for top in package_dirs():
+        shutil.copytree(REPO / top, src / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
+                           "-w", str(work / "dist"), str(src)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"pip wheel exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return next((work / "dist").glob("dralab-*.whl")), src

@@ -69,8 +69,10 @@ def refused_capabilities() -> list[str]:
 
 
 def apt_install(packages: dict[str, str], offline: bool, log: Path) -> None:
-    """Install the Debian packages (name -> a command it provides) whose command is missing."""
-    missing = [pkg for pkg, command in packages.items() if shutil.which(command) is None]
+    """Install the Debian packages (name -> a command it provides, or an absolute path of one of its
+    files) that are missing."""
+    missing = [pkg for pkg, marker in packages.items()
+               if not (Path(marker).exists() if marker.startswith("/") else shutil.which(marker))]
     if not missing:
         return
     if offline:

@@ -36,6 +36,9 @@ from clusters.provision import Toolchain, _c_library_files, _ensure_go, _prune, 
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
+# Named, not left to apt's trusted keys: on a host that is not Debian (an Ubuntu CI runner) those
+# are the host's distribution's.
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 # kind's base image packages (images/base/Dockerfile) that a node of ours uses.
 PACKAGES = ("systemd", "dbus", "conntrack", "iptables", "nftables", "iproute2", "ethtool", "util-linux", "mount",
             "kmod", "libseccomp2", "pigz", "bash", "ca-certificates", "jq", "procps", "e2fsprogs")
@@ -126,11 +129,11 @@ def _base_rootfs(rootfs: Path, offline: bool, log: Path) -> None:
     parallel downloads make it 36 s here against debootstrap's 442."""
     cached = cache_root() / "kind" / f"rootfs-{SUITE}-{hashlib.sha256(' '.join(PACKAGES).encode()).hexdigest()[:12]}.tar"
     if not cached.exists():
-        engine.apt_install({"mmdebstrap": "mmdebstrap"}, offline, log)
+        engine.apt_install({"mmdebstrap": "mmdebstrap", "debian-archive-keyring": KEYRING}, offline, log)
         cached.parent.mkdir(parents=True, exist_ok=True)
         with step(f"mmdebstrap {SUITE} (log: {log})"):
-            run_logged(["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", "--format=tar", SUITE,
-                        cached.with_suffix(".partial"), MIRROR], log, what=f"mmdebstrap {SUITE}")
+            run_logged(["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", f"--keyring={KEYRING}",
+                        "--format=tar", SUITE, cached.with_suffix(".partial"), MIRROR], log, what=f"mmdebstrap {SUITE}")
             cached.with_suffix(".partial").rename(cached)
     rootfs.mkdir(parents=True)
     run_logged(["tar", "-C", rootfs, "--numeric-owner", "-xf", cached], log, what="unpacking the rootfs")

@@ -8,41 +8,19 @@ Needs root and a provisioned cache; certify starts and removes its own labs."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from clusters.provision import provision
-from drivers_under_test.profile import PROFILES_DIR
+from tests.e2e.acme_vendor import RESOURCE, vendor_dir
 from tests.e2e.test_lab_lifecycle import dralab
 
 pytestmark = pytest.mark.e2e
 
-RESOURCE = "acme.example/gpu"
-PROFILE = """# yaml-language-server: $schema=profile.schema.json
-name: acme-gpu-plugin
-description: dralab's reference device plugin, packaged as a vendor packages a driver
-extendedResources: [RESOURCE]
-capabilities: [device-plugin]
-hardware: dgx-like
-namespace: acme-gpu-plugin
-images: [{archive: acme-gpu-plugin.tar}]
-chart:
-  path: chart
-  values: {image: "IMAGE", resourceName: RESOURCE, hostSysfsRoot: "${HARDWARE_SYSFS_ROOT}"}
-"""
-
 
 @pytest.fixture(scope="module")
 def vendor(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The vendor's directory: the image archive, the chart and the profile."""
-    work = tmp_path_factory.mktemp("acme")
-    image = provision(offline=True).drivers_image
-    shutil.copy(image.archive, work / "acme-gpu-plugin.tar")
-    shutil.copytree(PROFILES_DIR.parent / "charts" / "fake-gpu-plugin", work / "chart")
-    (work / "profile.yaml").write_text(PROFILE.replace("RESOURCE", RESOURCE).replace("IMAGE", image.ref))
-    return work
+    return vendor_dir(tmp_path_factory.mktemp("acme"))
 
 
 def test_schema_and_validate(vendor: Path) -> None:

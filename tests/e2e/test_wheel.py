@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from clusters.provision import provision
 from clusters.provision.components import GO_RECIPES
 from clusters.provision.gobuild import GoRecipe
 from drivers_under_test.profile import shipped_profiles
-from tests.package_files import REPO, data_files, package_dirs
+from tests.package_files import REPO, build_wheel, data_files
 
 pytestmark = pytest.mark.e2e
 
@@ -67,18 +66,8 @@ def _checked(out: subprocess.CompletedProcess[str], what: str) -> str:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     work = tmp_path_factory.mktemp("wheel")
     assert not work.resolve().is_relative_to(REPO), f"{work} must be outside the checkout {REPO}"
-    # Built from a copy: setuptools writes build/ and *.egg-info into the tree it builds, and this
-    # checkout is shared with running tests and other work.
-    src = work / "src"
-    src.mkdir()
-    shutil.copy(REPO / "pyproject.toml", src)
-    for top in package_dirs():
-        shutil.copytree(REPO / top, src / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     start = time.monotonic()
-    _checked(subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
-                             "-w", str(work / "dist"), str(src)], capture_output=True, text=True, timeout=600),
-             "pip wheel")
-    wheel = next((work / "dist").glob("dralab-*.whl"))
+    wheel, src = build_wheel(work)
     built = time.monotonic()
     venv = work / "venv"
     _checked(subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True), "python -m venv")
