@@ -49,9 +49,9 @@ def scale(slice_only_nodes: int) -> ClusterConfig:
 
 
 def kind_session(prefix: str) -> ClusterConfig:
-    """The session lab as a kind cluster (--cluster kind): no slice-only nodes, and named apart from
-    the local labs of the run, since its hardware lives in a local lab's directory."""
-    return renamed(SESSION_LAB, f"{prefix}-kind", slice_only_nodes=0)
+    """The session lab as a kind cluster (--cluster kind), named apart from the local labs of the
+    run, since its hardware lives in a local lab's directory."""
+    return renamed(SESSION_LAB, f"{prefix}-kind")
 
 
 def renamed(cfg: ClusterConfig, prefix: str, **changes: object) -> ClusterConfig:

@@ -1,16 +1,19 @@
 """Cluster providers as the suites see them: a `Lab` with API access, nodes and logs.
 
-`local` starts the embedded lab; `kubeconfig` uses an existing cluster (for example one with
-real hardware), where what only a local lab can do (restarting a node's kubelet, reaching its
-NRI socket from the host) is reported as unsupported and the tests that need it skip.
+`local` starts the embedded lab and `kind` a kind cluster (clusters/kind): dralab owns their
+nodes, their configuration (`Lab.cfg`) and their emulated hardware. `kubeconfig` uses an existing
+cluster (for example one with real hardware), where what only an owned lab can do (restarting a
+node's kubelet, reading its files) is reported as unsupported and the tests that need it skip;
+what only a local lab can do (reaching its NRI socket, its kubelets' credentials) too on kind.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol, Sequence
 
+from clusters.config import ClusterConfig
 from clusters.local.cluster import LocalCluster
 from clusters.local.node import LocalNode
 from clusters.local.kwok import SLICE_ONLY_LABEL
@@ -30,6 +33,7 @@ class NodeHandle(Protocol):
     def restart_containerd(self) -> None: ...
     def stop_kubelet(self) -> None: ...
     def start_kubelet(self) -> object: ...
+    def wait_kubelet(self) -> None: ...
     def kill_pod_sandbox(self, pod_uid: str) -> None: ...
     def reboot(self) -> None: ...
 
@@ -47,7 +51,8 @@ class RemoteNode:
     def _unsupported(self, *_: object) -> None:
         raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab cannot restart it or its components")
 
-    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = kill_pod_sandbox = reboot = _unsupported
+    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = wait_kubelet = kill_pod_sandbox = reboot = \
+        _unsupported
 
 
 @dataclass
@@ -59,6 +64,10 @@ class Lab:
     nodes: list[NodeHandle]
     slice_only_nodes: list[str] = field(default_factory=list)
     local: LocalCluster | None = None
+    # A lab dralab started (local or kind): its configuration, hardware included, and how image
+    # archives get into its nodes.
+    cfg: ClusterConfig | None = None
+    import_images: Callable[[Sequence[Path]], None] | None = None
 
     def api(self):  # -> kubernetes.client.ApiClient
         from kubernetes import config
@@ -81,7 +90,8 @@ class Lab:
 def local_lab(cluster: LocalCluster) -> Lab:
     return Lab(provider="local", kubeconfig=cluster.kubeconfig, kubectl=cluster.tools.kubectl,
                log_dir=cluster.log_dir, nodes=list(cluster.nodes),
-               slice_only_nodes=cluster.cfg.slice_only_node_names(), local=cluster)
+               slice_only_nodes=cluster.cfg.slice_only_node_names(), local=cluster, cfg=cluster.cfg,
+               import_images=cluster.import_images)
 
 
 def kubeconfig_lab(kubeconfig: Path, kubectl: Path, log_dir: Path, kubelet_root_dir: str) -> Lab:

@@ -37,7 +37,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cluster", choices=("local", "kubeconfig", "kind"), default="local",
                     help="local: start the embedded lab (default); kubeconfig: use an existing cluster; "
                          "kind: start a kind cluster (clusters/kind: a running Docker engine or Debian's dockerd, kind and its "
-                         "node image built offline; emulated hardware, no slice-only nodes)")
+                         "node image built offline; emulated hardware, slice-only nodes by kwok)")
     group.addoption("--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=kubeconfig")
     group.addoption("--kubelet-root-dir", default="/var/lib/kubelet",
                     help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
@@ -212,7 +212,8 @@ def _kind_lab(prefix: str) -> Iterator[Lab]:
     try:
         lab = kubeconfig_lab(cluster.kubeconfig, tools.kubectl, cluster.dir, cfg.kubelet_root_dir)
         # The lab's nodes are kind's workers, named as the local lab's; the control plane runs no pods.
-        yield dataclasses.replace(lab, provider="kind", nodes=[n for n in lab.nodes if n.name in cfg.node_names()])
+        yield dataclasses.replace(lab, provider="kind", nodes=cluster.nodes(), cfg=cluster.cfg,
+                                  import_images=cluster.import_images)
     finally:
         cluster.down()
 
@@ -309,6 +310,15 @@ def namespace(api) -> Iterator[str]:
 @pytest.fixture
 def local_only(lab: Lab) -> Lab:
     if lab.local is None:
+        pytest.skip(f"needs a local lab's node (its NRI socket, its kubelet's credentials), not a {lab.provider} one")
+    return lab
+
+
+@pytest.fixture
+def host_access(lab: Lab) -> Lab:
+    """The lab, if dralab started it (local or kind): its nodes' files and services are reachable
+    and its hardware is known."""
+    if lab.cfg is None:
         pytest.skip(f"needs host access to the nodes, which the {lab.provider} provider does not give")
     return lab
 

@@ -154,24 +154,26 @@ def _as_list(objects: list[dict[str, Any]]) -> str:
 
 
 def _import_images(lab: Lab, profile: DriverProfile) -> None:
-    if lab.local is None:
+    if lab.import_images is None:
         console.print(f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the cluster's "
                       f"nodes must already have the images of driver profile {profile.name}")
         return
-    tools = lab.local.tools
+    from clusters.provision import provision
+
+    tools = lab.local.tools if lab.local is not None else provision(offline=True)
     archives = [tools.drivers_image.archive if i.reference else profile.path(i.archive)
                 for i in profile.images if i.reference or i.archive]
-    with step(f"Importing {len(archives)} image(s) of {profile.name} into {len(lab.local.nodes)} node(s)"):
-        lab.local.import_images(archives)
+    with step(f"Importing {len(archives)} image(s) of {profile.name} into {len(lab.nodes)} node(s)"):
+        lab.import_images(archives)
 
 
 def _check_hardware(lab: Lab, profile: DriverProfile) -> None:
-    if lab.local is None or not profile.needs_hardware:
+    if lab.cfg is None or not profile.needs_hardware:
         return
-    hardware = lab.local.cfg.hardware
+    hardware = lab.cfg.hardware
     if not hardware:
         raise BadInput(f"driver profile {profile.name} expects emulated hardware {profile.hardware!r}, and lab "
-                       f"{lab.local.cfg.name} has none; start it with `dralab up --hardware {profile.hardware}`")
+                       f"{lab.cfg.name} has none; start it with `dralab up --hardware {profile.hardware}`")
     other = sorted({p for p in hardware.values() if p != profile.hardware})
     if other:
         console.print(f"[yellow]note:[/yellow] driver profile {profile.name} expects hardware {profile.hardware}; "

@@ -13,13 +13,16 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import yaml
 
 from clusters.config import ClusterConfig, labs_root, state_file
 from clusters.errors import BadInput, LabBroken
 from clusters.kind import engine, hardware, nodeimage
+from clusters.kind.node import KindNode
 from clusters.kind.config import cluster_name, host_has_cgroup_v1, kind_config, kind_dir
+from clusters.local import kwok, supervisor
 from clusters.local.cluster import teardown
 from clusters.local.preflight import allocate_slot
 from clusters.local.configs import cni_conflist
@@ -30,6 +33,11 @@ CNI_CONFLIST = "/etc/cni/net.d/10-dralab.conflist"
 KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"  # on each node container, naming its cluster
 KIND_NETWORK = "kind"  # the Docker network kind creates for all its clusters and leaves behind
 READY_TIMEOUT = 300.0
+
+
+def node_containers(nodes: list[dict]) -> dict[str, str]:
+    """Node name -> its container, from kind's provider IDs (kind://docker/<cluster>/<container>)."""
+    return {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes}
 
 
 @dataclass
@@ -114,18 +122,32 @@ class KindCluster:
             KindCLI(self.name, self.kubeconfig, image.ref, kind).create(config)
             self._timed("kind create", start)
             nodes = self._registered_nodes()
-            containers = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes}
+            containers = node_containers(nodes)
             self._pod_network(docker, nodes, containers)
             if self.cfg.hardware:
                 hardware.bring_up(self.cfg, self.tools, containers, docker)
-            for img in images:
-                run_logged([kind, "load", "image-archive", img.archive, "--name", self.name], self.log,
-                           what=f"loading {img.ref}")
+            self.import_images([img.archive for img in images])
             self._wait_ready()
+            if self.cfg.slice_only_nodes:
+                self._slice_only_nodes()
             self._timed("up", start)
         except BaseException:
             self.down(stop_engine=started)
             raise
+
+    def import_images(self, archives: Sequence[Path]) -> None:
+        """Into every node's containerd, as `kind load image-archive` does."""
+        kind = nodeimage.kind_binary(offline=True)
+        for archive in archives:
+            run_logged([kind, "load", "image-archive", archive, "--name", self.name], self.log,
+                       what=f"loading {archive.name} into kind cluster {self.name}")
+
+    def nodes(self) -> list[KindNode]:
+        """The lab's nodes (kind's workers, named as the local lab's) as node handles; kind's
+        provider ID names each one's container."""
+        containers = node_containers(json.loads(self._kubectl("get", "nodes", "-o", "json"))["items"])
+        docker = engine.docker()
+        return [KindNode(name, containers[name], docker, self.dir / "logs") for name in self.cfg.node_names()]
 
     def containers(self) -> dict[str, tuple[str, str]]:
         """kind's node containers of this cluster: name -> (state, Docker's status line), e.g.
@@ -177,10 +199,27 @@ class KindCluster:
             self._kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns",
                           f"--timeout={READY_TIMEOUT:.0f}s")
 
+    def _slice_only_nodes(self) -> None:
+        """kwok on this host against the kind API server, as a local lab runs it (LAB-09): it keeps
+        the slice-only Node objects Ready; supervised in the kind lab's dir."""
+        stages = kwok.write_stages(self.tools, self.dir)
+        component = supervisor.start("kwok", kwok.command(self.tools, self.cfg, self.kubeconfig, stages),
+                                     lab_dir=self.dir, log_dir=self.dir / "logs", env=kwok.environment(self.dir))
+        with step(f"{self.cfg.slice_only_nodes} slice-only nodes (kwok)"):
+            kwok.bring_up(self.api(), self.cfg.slice_only_node_names(), [component])
+
+    def components(self) -> dict[str, supervisor.Component]:
+        """The host processes of this kind lab (kwok); the hardware agents are its local lab dir's."""
+        return supervisor.load(self.dir)
+
     def down(self, stop_engine: bool = True) -> None:
         """Delete the cluster; with no kind cluster left, kind's network too, and the engine if
         dralab started it."""
         kind = nodeimage.kind_binary(offline=True)
+        components = self.components()
+        supervisor.terminate(list(components.values()), timeout=10.0)
+        for name in components:
+            supervisor.forget(self.dir, name)
         if engine.engine_running():
             KindCLI(self.name, self.kubeconfig, "", kind).delete()
             if not subprocess.run([str(kind), "get", "clusters"], capture_output=True, text=True).stdout.split():
@@ -190,10 +229,11 @@ class KindCluster:
         if self.cfg.hardware:  # after the nodes: the hardware's netns handles name their namespaces
             for problem in teardown(self.cfg):
                 console.print(f"[red]left behind:[/red] {problem}")
-        if self.log.exists():  # kept as a local lab's logs are (LAB-07)
-            logs = labs_root() / "logs" / self.cfg.name
-            logs.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(self.log), str(logs / f"kind-{time.strftime('%Y%m%d-%H%M%S')}.log"))
+        # Kept as a local lab's logs are (LAB-07).
+        kept = labs_root() / "logs" / self.cfg.name / f"kind-{time.strftime('%Y%m%d-%H%M%S')}"
+        for log in (self.log, *sorted((self.dir / "logs").glob("*.log"))):
+            kept.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(log), str(kept / log.name))
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

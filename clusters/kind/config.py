@@ -1,8 +1,8 @@
 """The kind cluster config of a lab config (LAB-06): the same nodes, feature gates and
 runtime-config as a local lab, containerd's CDI and NRI on, dralab's offline node image.
 
-What a kind node cannot be is refused before anything starts: slice-only nodes (they need the
-local lab's kwok), a non-default kubelet root dir. Emulated hardware is mounted into the workers
+What a kind node cannot be is refused before anything starts: a non-default kubelet root dir.
+Slice-only nodes are kwok's, run on the host against the kind API server (cluster.py). Emulated hardware is mounted into the workers
 (extraMounts) where the local lab's nodes see it."""
 
 from __future__ import annotations
@@ -43,8 +43,6 @@ def cluster_name(cfg: ClusterConfig) -> str:
 
 def check_supported(cfg: ClusterConfig) -> None:
     refused = []
-    if cfg.slice_only_nodes:
-        refused.append(f"slice_only_nodes={cfg.slice_only_nodes} (use the local provider)")
     if cfg.kubelet_root_dir != "/var/lib/kubelet":
         refused.append(f"kubelet_root_dir={cfg.kubelet_root_dir} (kind's kubelets use /var/lib/kubelet)")
     if cfg.control_plane_api_qps:

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from clusters.config import ClusterConfig
 from clusters.errors import LabBroken
@@ -197,21 +197,7 @@ class LocalNode:
         self.wait_containerd()
 
     def kill_pod_sandbox(self, pod_uid: str) -> None:
-        """Kill a pod's sandbox as a crash would: the kubelet then creates a new one, preparing
-        the pod's claims again if it has not prepared them since it started."""
-        # One filter, its conditions joined by commas: ctr ORs separate filters.
-        only = f'labels."io.kubernetes.pod.uid"=={pod_uid},labels."io.cri-containerd.kind"==sandbox'
-        sandboxes = set(subprocess.run(self.ctr("containers", "list", "-q", only),
-                                       capture_output=True, text=True, check=True).stdout.split())
-        tasks = subprocess.run(self.ctr("tasks", "list"), capture_output=True, text=True, check=True).stdout
-        rows = [line.split() for line in tasks.splitlines()[1:]]  # TASK PID STATUS
-        running = [row[0] for row in rows if row[0] in sandboxes and row[-1] == "RUNNING"]
-        if not running:
-            raise LabBroken(f"pod {pod_uid} has no running sandbox in containerd on {self.name}:\n{tasks}")
-        for sandbox in running:
-            run_logged(self.ctr("tasks", "kill", "--signal", "SIGKILL", sandbox), self.log_dir / "sandbox-kill.log",
-                       what=f"killing sandbox {sandbox} of pod {pod_uid} on {self.name}")
-
+        kill_pod_sandbox(self.ctr, pod_uid, self.name, self.log_dir / "sandbox-kill.log")
 
     # Reboot -------------------------------------------------------------------------------
 
@@ -286,3 +272,21 @@ def volatile_mounts(mountinfo: str) -> list[str]:
               for line in mountinfo.splitlines() if line.strip()}
     below = [p for p in points if any(p.startswith(f"{d}/") for d in NODE_PRIVATE_DIRS)]
     return sorted(below, key=lambda p: (-p.count("/"), p))
+
+
+def kill_pod_sandbox(ctr: Callable[..., list[str]], pod_uid: str, node: str, log: Path) -> None:
+    """Kill a pod's sandbox as a crash would, with the node's `ctr` (its command line for given
+    arguments, namespace k8s.io): the kubelet then creates a new one, preparing the pod's claims
+    again if it has not prepared them since it started."""
+    # One filter, its conditions joined by commas: ctr ORs separate filters.
+    only = f'labels."io.kubernetes.pod.uid"=={pod_uid},labels."io.cri-containerd.kind"==sandbox'
+    sandboxes = set(subprocess.run(ctr("containers", "list", "-q", only),
+                                   capture_output=True, text=True, check=True).stdout.split())
+    tasks = subprocess.run(ctr("tasks", "list"), capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in tasks.splitlines()[1:]]  # TASK PID STATUS
+    running = [row[0] for row in rows if row[0] in sandboxes and row[-1] == "RUNNING"]
+    if not running:
+        raise LabBroken(f"pod {pod_uid} has no running sandbox in containerd on {node}:\n{tasks}")
+    for sandbox in running:
+        run_logged(ctr("tasks", "kill", "--signal", "SIGKILL", sandbox), log,
+                   what=f"killing sandbox {sandbox} of pod {pod_uid} on {node}")

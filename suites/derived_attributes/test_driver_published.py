@@ -51,8 +51,8 @@ def net(lab: Lab, deploy_driver, request: pytest.FixtureRequest) -> DriverProfil
     if request.config.getoption("--driver"):
         pytest.skip("these checks pair dralab's reference GPU and VF drivers; the drivers --driver names are checked "
                     "by test_driver_under_test.py")
-    if lab.local is None:
-        pytest.skip("the reference drivers run on the local lab's emulated hardware")
+    if lab.cfg is None or not lab.cfg.hardware:
+        pytest.skip("the reference drivers run on the emulated hardware of a lab dralab started")
     deploy_driver("gpu")
     return deploy_driver("net")
 

@@ -37,8 +37,8 @@ KEP = "KEP-5304"
 @pytest.fixture(scope="module")
 def second_driver(lab: Lab) -> Iterator[DriverUnderTest]:
     """dralab's reference GPU driver deployed again as gpu-b.dralab.dev: the other driver of MD-07."""
-    if lab.local is None or not lab.local.cfg.hardware:
-        pytest.skip("the second driver is dralab's reference GPU driver, which needs a local lab with emulated GPUs")
+    if lab.cfg is None or not lab.cfg.hardware:
+        pytest.skip("the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs")
     profile = load_profile("gpu").second_instance("b")
     deploy(lab, profile)
     try:
@@ -200,7 +200,7 @@ def test_running_pods_keep_their_files_across_a_driver_restart(lab: Lab, api, no
     dirs = s.cdi_dirs(evidence)
     before = _observed(s, dirs)
     evidence.add("before the driver restart", before)
-    stale = _plant_stale_files(lab, s, dirs) if lab.local is not None else []
+    stale = _plant_stale_files(lab, s, dirs) if lab.cfg is not None else []
     try:
         metadata_driver.restart_on(api, s.node)
         after = _observed(s, dirs)
@@ -271,16 +271,16 @@ def _why_not_started(s: Scenario, event: str, dirs: tuple[str, ...], evidence: E
 @pytest.mark.requirement("MD-18")
 @pytest.mark.parametrize("component", list(restarts.RESTARTS))
 def test_a_re_prepared_claim_has_its_cdi_spec_and_metadata_after_a_restart_of(
-        component: str, local_only: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str,
+        component: str, host_access: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str,
         evidence: Evidence) -> None:
     event = restarts.RESTARTS[component]
-    s = scenario.single(local_only, api, node_files, metadata_driver, namespace, f"{component}-restart")
+    s = scenario.single(host_access, api, node_files, metadata_driver, namespace, f"{component}-restart")
     dirs = s.cdi_dirs(evidence)
     before, version = _observed(s, dirs), node_files.version(s.node, s.host_file("dev"))
     evidence.add(f"before the {event}", before)
     unseen = [k for k, v in before.items() if v is None]
     assert not unseen, f"before the {event} the running pod's claim has no {', '.join(unseen)}: nothing to compare"
-    node = local_only.node(s.node)
+    node = host_access.node(s.node)
     if component == "node":
         # Every pod of the node dies with it; the kubelet gives each a new sandbox, which
         # prepares the claims again (the rebooted kubelet has prepared none yet).

@@ -44,9 +44,9 @@ def node(lab: Lab) -> str:
 
 
 @pytest.mark.requirement("DP-01")
-def test_registration_advertises_every_device(local_only: Lab, api, plugin: DriverUnderTest, evidence: Evidence) -> None:
-    for n in local_only.nodes:
-        want = len(checks.gpus(local_only, plugin, n.name))
+def test_registration_advertises_every_device(host_access: Lab, api, plugin: DriverUnderTest, evidence: Evidence) -> None:
+    for n in host_access.nodes:
+        want = len(checks.gpus(host_access, plugin, n.name))
         with contextlib.suppress(WaitTimeout):  # judged below, on the counts the node shows
             wait_allocatable(api, n.name, plugin.resource, want)
         got = (capacity(api, n.name, plugin.resource), allocatable(api, n.name, plugin.resource))
@@ -55,10 +55,10 @@ def test_registration_advertises_every_device(local_only: Lab, api, plugin: Driv
 
 
 @pytest.mark.requirement("DP-02")
-def test_registration_with_an_unsupported_version_is_refused(local_only: Lab, api, plugin: DriverUnderTest,
+def test_registration_with_an_unsupported_version_is_refused(host_access: Lab, api, plugin: DriverUnderTest,
                                                              namespace: str, node: str, evidence: Evidence) -> None:
     resource = f"{PROBE_RESOURCE}-old-version"
-    answer = probe.register(local_only, api, namespace, "old-version", node, resource, version="v1alpha1")
+    answer = probe.register(host_access, api, namespace, "old-version", node, resource, version="v1alpha1")
     evidence.observe("kubelet's answer", answer)
     assert not answer["registered"] and "v1alpha1" in answer["answer"], \
         f"kubelet accepted a registration with API version v1alpha1: {answer}"
@@ -67,12 +67,12 @@ def test_registration_with_an_unsupported_version_is_refused(local_only: Lab, ap
 
 
 @pytest.mark.requirement("DP-02")
-def test_second_plugin_for_a_registered_resource_name(local_only: Lab, api, plugin: DriverUnderTest, namespace: str,
+def test_second_plugin_for_a_registered_resource_name(host_access: Lab, api, plugin: DriverUnderTest, namespace: str,
                                                       node: str, evidence: Evidence, request) -> None:
-    first = probe.register(local_only, api, namespace, "first", node, PROBE_RESOURCE, devices=2)
+    first = probe.register(host_access, api, namespace, "first", node, PROBE_RESOURCE, devices=2)
     assert first["registered"], f"the first probe for {PROBE_RESOURCE} was refused: {first}"
     wait_allocatable(api, node, PROBE_RESOURCE, 2)
-    second = probe.register(local_only, api, namespace, "second", node, PROBE_RESOURCE, devices=3)
+    second = probe.register(host_access, api, namespace, "second", node, PROBE_RESOURCE, devices=3)
     evidence.observe("kubelet's answers", {"first": first, "second": second})
     # Shipped kubelet takes the second registration and drops the first plugin's endpoint; the
     # node shows the second plugin's devices with its next status update (about 10 s, measured).
@@ -86,10 +86,10 @@ def test_second_plugin_for_a_registered_resource_name(local_only: Lab, api, plug
 
 
 @pytest.mark.requirement("DP-03")
-def test_unhealthy_device_leaves_allocatable_and_returns(local_only: Lab, api, node_files: NodeFiles,
+def test_unhealthy_device_leaves_allocatable_and_returns(host_access: Lab, api, node_files: NodeFiles,
                                                          plugin: DriverUnderTest, node: str,
                                                          evidence: Evidence) -> None:
-    checks.health_follows_the_hardware(local_only, api, node_files, plugin, node, evidence)
+    checks.health_follows_the_hardware(host_access, api, node_files, plugin, node, evidence)
 
 
 @pytest.mark.requirement("DP-04")
@@ -118,16 +118,16 @@ def _container(api, namespace: str, name: str) -> tuple[str, int]:
 
 
 @pytest.mark.requirement("DP-05")
-def test_kubelet_restart_keeps_running_pods_devices(local_only: Lab, api, node_files: NodeFiles,
+def test_kubelet_restart_keeps_running_pods_devices(host_access: Lab, api, node_files: NodeFiles,
                                                     plugin: DriverUnderTest, namespace: str, node: str,
                                                     evidence: Evidence) -> None:
-    total = len(checks.gpus(local_only, plugin, node))
+    total = len(checks.gpus(host_access, plugin, node))
     pods.create(api, namespace, checks.device_pod("running", plugin, 2, node))
-    held = checks.holds_its_allocation(local_only, api, node_files, plugin, namespace, "running", 2, evidence)
+    held = checks.holds_its_allocation(host_access, api, node_files, plugin, namespace, "running", 2, evidence)
     before = _container(api, namespace, "running")
     written = node_files.version(node, checkpoint.PATH)
     start = time.monotonic()
-    local_only.local_node(node).restart_kubelet()
+    host_access.node(node).restart_kubelet()
     # Measured (v1.37.1): the reference plugin registers again about 1.5 s after the restart began
     # (it watches for a new kubelet.sock every second).
     wait_for(f"the plugin to register again and list its {total} devices to the restarted kubelet",
@@ -142,7 +142,7 @@ def test_kubelet_restart_keeps_running_pods_devices(local_only: Lab, api, node_f
         f"after the kubelet restart its checkpoint gives the running pod {kept.device_ids}, before {held.device_ids}"
     # Every other device goes to a new pod: kubelet still knows (checkpoint) which two are taken.
     pods.create(api, namespace, checks.device_pod("rest", plugin, total - 2, node))
-    rest = checks.holds_its_allocation(local_only, api, node_files, plugin, namespace, "rest", total - 2, evidence)
+    rest = checks.holds_its_allocation(host_access, api, node_files, plugin, namespace, "rest", total - 2, evidence)
     evidence.observe("devices", {"running pod": held.device_ids, "new pod": rest.device_ids})
     assert not set(rest.device_ids) & set(held.device_ids), \
         f"after the kubelet restart a new pod got {rest.device_ids}, overlapping the running pod's {held.device_ids}"
@@ -158,9 +158,9 @@ RETURN_TIMEOUT = 90  # seconds for a restored plugin's devices to be back in all
 
 
 @pytest.mark.requirement("DP-06")
-def test_plugin_death_and_return(local_only: Lab, api, plugin: DriverUnderTest, namespace: str, node: str,
+def test_plugin_death_and_return(host_access: Lab, api, plugin: DriverUnderTest, namespace: str, node: str,
                                  evidence: Evidence) -> None:
-    total = len(checks.gpus(local_only, plugin, node))
+    total = len(checks.gpus(host_access, plugin, node))
     pods.run(api, namespace, checks.device_pod("survivor", plugin, 1, node))
     before = _container(api, namespace, "survivor")
     apps, ds = client.AppsV1Api(api), _plugin_daemonset(api, plugin)

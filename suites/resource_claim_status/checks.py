@@ -108,10 +108,10 @@ def _node_with_a_free_device(lab: Lab, api, driver: DriverUnderTest) -> str:
 
 
 def nothing_before_prepare(lab: Lab, api, driver: DriverUnderTest, namespace: str, ev: Evidence,
-                           window: float = 8) -> None:  # ST-01, local labs
+                           window: float = 8) -> None:  # ST-01, labs dralab started
     """With the node's kubelet stopped, an allocated claim is not prepared: no entry may appear.
     Once the kubelet is back, the driver prepares it and reports Ready."""
-    node = lab.local_node(_node_with_a_free_device(lab, api, driver))
+    node = lab.node(_node_with_a_free_device(lab, api, driver))
     node.stop_kubelet()
     try:
         claims.create(api, namespace, driver.claim("unprepared"))

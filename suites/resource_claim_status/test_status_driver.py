@@ -42,9 +42,9 @@ def test_entries_ready_once_configured(observed: checks.Observed, evidence: Evid
 
 
 @pytest.mark.requirement("ST-01")
-def test_no_entries_before_the_claim_is_prepared(local_only: Lab, api, status_driver: DriverUnderTest, namespace: str,
+def test_no_entries_before_the_claim_is_prepared(host_access: Lab, api, status_driver: DriverUnderTest, namespace: str,
                                                  evidence: Evidence) -> None:
-    checks.nothing_before_prepare(local_only, api, status_driver, namespace, evidence)
+    checks.nothing_before_prepare(host_access, api, status_driver, namespace, evidence)
 
 
 @pytest.mark.requirement("ST-02")

@@ -1,6 +1,7 @@
-"""LAB-06: a kind cluster from a lab config, on dralab's offline node image: the nodes Ready, containerd's CDI and NRI on, pods on two nodes reaching each other over the pod
-network, node-1's emulated hardware (tree and netdevs) inside its container where a local lab's
-node has it, and after `down` nothing of the run left: in the engine (containers, networks), of
+"""LAB-06: a kind cluster from a lab config, on dralab's offline node image: the nodes Ready (a
+slice-only one, kwok's, too), containerd's CDI and NRI on, a node's files and kubelet reached
+through its handle, pods on two nodes reaching each other over the pod network, node-1's
+emulated hardware (tree and netdevs) inside its container where a local lab's node has it, and after `down` nothing of the run left: in the engine (containers, networks), of
 the hardware on the host (dralab residue), of a dockerd dralab started (its iptables chains, its
 bridge)."""
 
@@ -16,11 +17,12 @@ from clusters import residue, versions
 from clusters.config import ClusterConfig
 from clusters.kind import engine
 from clusters.kind.cluster import KIND_CLUSTER_LABEL, KIND_NETWORK, KindCluster
+from clusters.local.kwok import SLICE_ONLY_LABEL
 from clusters.provision import provision
 from fake_hardware.lab import NODE_SYSFS_ROOT, HardwareLab
 
 pytestmark = pytest.mark.e2e
-CFG = ClusterConfig(name="kind-e2e", nodes=2, feature_gates={"DRADerivedAttributes": True},
+CFG = ClusterConfig(name="kind-e2e", nodes=2, slice_only_nodes=1, feature_gates={"DRADerivedAttributes": True},
                     runtime_config={"resource.k8s.io/v1beta2": True}, hardware={"node-1": "l40-e810"})
 
 
@@ -60,8 +62,11 @@ def test_kind_cluster_comes_up_with_cdi_nri_hardware_and_pod_network_and_goes_wi
         api = cluster.api()
         core = client.CoreV1Api(api)
         nodes = core.list_node().items
-        assert len(nodes) == 3 and all(c.status == "True" for n in nodes for c in n.status.conditions if c.type == "Ready")
-        workers = sorted(n.metadata.name for n in nodes if "node-role.kubernetes.io/control-plane" not in n.metadata.labels)
+        assert len(nodes) == 4 and all(c.status == "True" for n in nodes for c in n.status.conditions if c.type == "Ready")
+        slice_only = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL in n.metadata.labels]
+        assert slice_only == CFG.slice_only_node_names(), "kwok's slice-only nodes are missing"
+        workers = sorted(n.metadata.name for n in nodes if "node-role.kubernetes.io/control-plane" not in n.metadata.labels
+                         and n.metadata.name not in slice_only)
         assert workers == CFG.node_names(), "kind's workers are registered as the lab's nodes"
         container = next(n.spec.provider_id.rsplit("/", 1)[-1] for n in nodes if n.metadata.name == workers[0])
         dump = subprocess.run([engine.docker(), "exec", container, "containerd", "config", "dump"],
@@ -77,6 +82,16 @@ def test_kind_cluster_comes_up_with_cdi_nri_hardware_and_pod_network_and_goes_wi
                                check=True).stdout
         missing = [fn.netdev for fn in plan.at_boot() if fn.netdev and f" {fn.netdev}@" not in links]
         assert not missing, f"netdevs of node-1's profile missing in its container's netns: {missing}"
+        # The node handle the suites use: its files from the host (/var/run is a link to /run in the
+        # node, not the host's), its kubelet restarted.
+        handle = cluster.nodes()[0]
+        probe = handle.host_path("/var/run/cdi/dralab-e2e-probe.json")
+        probe.write_text("{}")
+        seen = subprocess.run([engine.docker(), "exec", container, "cat", "/run/cdi/dralab-e2e-probe.json"],
+                              capture_output=True, text=True)
+        probe.unlink()
+        assert seen.stdout == "{}", f"host_path wrote {probe}, which the node does not see: {seen.stderr}"
+        handle.restart_kubelet()
         for i, node in enumerate(workers):
             core.create_namespaced_pod("default", _pod(f"p{i}", node))
         peer_ip = _running(core, "p1").status.pod_ip

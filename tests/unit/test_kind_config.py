@@ -48,7 +48,7 @@ def test_a_components_own_gates_go_to_its_kubeadm_section_and_cgroup_v1_to_the_k
 
 
 @pytest.mark.parametrize("change,named", [
-    ({"slice_only_nodes": 2}, "slice_only_nodes"), ({"kubelet_root_dir": "/var/lib/kubelet-x"}, "kubelet_root_dir"),
+    ({"kubelet_root_dir": "/var/lib/kubelet-x"}, "kubelet_root_dir"),
     ({"control_plane_api_qps": 200}, "control_plane_api_qps")])
 def test_what_kind_nodes_cannot_be_is_refused_with_the_reason(change: dict, named: str) -> None:
     with pytest.raises(BadInput, match=named):

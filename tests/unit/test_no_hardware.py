@@ -36,7 +36,7 @@ def profile_file(tmp_path: Path, text: str = PROFILE) -> str:
 
 
 def lab_with(hardware: dict[str, str]) -> SimpleNamespace:
-    return SimpleNamespace(local=SimpleNamespace(cfg=SimpleNamespace(name="plain", hardware=hardware)))
+    return SimpleNamespace(cfg=SimpleNamespace(name="plain", hardware=hardware))
 
 
 def test_no_hardware_means_no_sysfs_mounts(tmp_path: Path) -> None:

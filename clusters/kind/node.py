@@ -1,0 +1,102 @@
+"""A kind worker as the suites' node handle (clusters.providers.NodeHandle), so the checks that
+need host access to a node run on kind too: its files are its container's, reached from the host
+through /proc/<pid>/root; its kubelet and containerd are systemd units in the container; a pod's
+sandbox is killed with the node's own ctr.
+
+A reboot is not offered: a restarted node container gets a new network namespace, without the
+emulated NICs and pod routes dralab put in the old one."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusters.errors import LabBroken
+from clusters.local.node import kill_pod_sandbox
+from clusters.local.waits import wait_for
+from clusters.progress import run_logged
+
+KUBELET_HEALTHZ = "exec 3<>/dev/tcp/127.0.0.1/10248 && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3"
+MAX_LINKS = 40  # as the kernel's limit on symlinks followed in one lookup
+
+
+def resolve_in_root(root: Path, path: str) -> Path:
+    """`path` of the file system rooted at `root`, its symlinks followed inside it: an absolute
+    link target (/var/run -> /run) starts again at `root`, not at the host's /."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    resolved, links = root, 0
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            resolved = resolved.parent if resolved != root else root
+            continue
+        candidate = resolved / part
+        if not candidate.is_symlink():
+            resolved = candidate
+            continue
+        links += 1
+        if links > MAX_LINKS:
+            raise OSError(errno.ELOOP, f"too many symlinks resolving {path} under {root}")
+        target = os.readlink(candidate)
+        parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+        if target.startswith("/"):
+            resolved = root
+    return resolved
+
+
+@dataclass
+class KindNode:
+    name: str
+    container: str
+    docker: str
+    log_dir: Path
+    kubelet_root_dir: str = "/var/lib/kubelet"
+
+    def exec(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.docker, "exec", self.container, *cmd], capture_output=True, text=True, check=check)
+
+    def _systemctl(self, action: str, unit: str) -> None:
+        run_logged([self.docker, "exec", self.container, "systemctl", action, unit], self.log_dir / "node-services.log",
+                   what=f"systemctl {action} {unit} on kind node {self.name}")
+
+    def host_path(self, node_path: str) -> Path:
+        pid = subprocess.run([self.docker, "inspect", "-f", "{{.State.Pid}}", self.container], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        if pid in ("", "0"):
+            raise LabBroken(f"kind node {self.name} (container {self.container}) is not running")
+        return resolve_in_root(Path(f"/proc/{pid}/root"), node_path)
+
+    def ctr(self, *args: str) -> list[str]:
+        return [self.docker, "exec", self.container, "ctr", "-n", "k8s.io", *args]
+
+    def stop_kubelet(self) -> None:
+        self._systemctl("stop", "kubelet")
+
+    def start_kubelet(self) -> None:
+        self._systemctl("start", "kubelet")
+
+    def wait_kubelet(self, timeout: float = 60) -> None:
+        wait_for(f"kubelet on kind node {self.name} to be healthy",
+                 lambda: self.exec("bash", "-c", KUBELET_HEALTHZ, check=False).stdout.rstrip().endswith("ok"), timeout)
+
+    def restart_kubelet(self) -> None:
+        self._systemctl("restart", "kubelet")
+        self.wait_kubelet()
+
+    def restart_containerd(self) -> None:
+        # As on a real node, the containers and their shims keep running.
+        self._systemctl("restart", "containerd")
+        wait_for(f"containerd on kind node {self.name}", lambda: self.exec("ctr", "version", check=False).returncode == 0,
+                 30)
+
+    def kill_pod_sandbox(self, pod_uid: str) -> None:
+        kill_pod_sandbox(self.ctr, pod_uid, self.name, self.log_dir / "sandbox-kill.log")
+
+    def reboot(self) -> None:
+        from clusters.providers import NotSupported
+
+        raise NotSupported(f"kind node {self.name}: a restarted node container gets a new network namespace, "
+                           "without the emulated NICs and pod routes dralab put in the old one")
