@@ -36,8 +36,10 @@ READY_TIMEOUT = 300.0
 
 
 def node_containers(nodes: list[dict]) -> dict[str, str]:
-    """Node name -> its container, from kind's provider IDs (kind://docker/<cluster>/<container>)."""
-    return {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes}
+    """Node name -> its container, from kind's provider IDs (kind://docker/<cluster>/<container>);
+    kwok's nodes have none."""
+    return {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes
+            if "providerID" in n["spec"]}
 
 
 @dataclass

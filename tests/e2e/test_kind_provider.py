@@ -86,6 +86,7 @@ def test_kind_cluster_comes_up_with_cdi_nri_hardware_and_pod_network_and_goes_wi
         # node, not the host's), its kubelet restarted.
         handle = cluster.nodes()[0]
         probe = handle.host_path("/var/run/cdi/dralab-e2e-probe.json")
+        probe.parent.mkdir(exist_ok=True)
         probe.write_text("{}")
         seen = subprocess.run([engine.docker(), "exec", container, "cat", "/run/cdi/dralab-e2e-probe.json"],
                               capture_output=True, text=True)
