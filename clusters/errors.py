@@ -33,3 +33,7 @@ def log_tail(path: "str | Path", lines: int = 25) -> str:
     except OSError as e:
         return f"(no log: {e})"
     return "\n".join(text.splitlines()[-lines:])
+
+
+class NotSupported(Exception):
+    """The provider cannot do this (e.g. restart a kubelet of a cluster it does not own)."""

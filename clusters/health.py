@@ -3,20 +3,15 @@ is something of the lab down (ERROR)? Components alive, API server responsive, n
 
 from __future__ import annotations
 
-from clusters.errors import log_tail
-from clusters.local import supervisor
 from clusters.providers import Lab
 
 API_TIMEOUT = 5  # seconds: an API server slower than this to answer /readyz is unresponsive
 
 
 def dead_components(lab: Lab) -> list[str]:
-    """The lab's components that died (not those a test stopped on purpose), each with its log's
-    tail; a cheap check (process table only)."""
-    if lab.local is None:
-        return []
-    return [f"lab component {comp.name} (pid {comp.pid}) is down; last lines of its log {comp.log}:\n"
-            f"{log_tail(comp.log, 15)}" for comp in supervisor.down(lab.local.lab_dir)]
+    """The lab's parts that died (not those a test stopped on purpose), each with its evidence (a
+    log's tail); cheap (the process table; for kind, the engine's container list)."""
+    return lab.dead_parts()
 
 
 def diagnose(lab: Lab) -> list[str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,8 +13,6 @@ from pydantic import ValidationError
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
 from clusters.progress import console
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")  # systemd colours the node containers' logs
 
 if TYPE_CHECKING:
     from clusters.kind.cluster import KindCluster
@@ -169,9 +165,7 @@ def _kind_status(cluster: "KindCluster") -> bool:
         console.print(f"  {'[green]running[/green]' if running else '[red]dead[/red]   '} container {container}"
                       + ("" if running else f" ({docker_status}); the last lines of `docker logs {container}`:"))
         if not running:
-            logs = subprocess.run([engine.docker(), "logs", "--tail", "8", container], capture_output=True, text=True)
-            console.print("    " + ANSI.sub("", logs.stdout + logs.stderr).strip().replace("\n", "\n    "),
-                          markup=False)
+            console.print("    " + cluster.container_log(container).replace("\n", "\n    "), markup=False)
     if cluster.cfg.hardware:
         broken |= _components_status(cluster.cfg.lab_dir)
     return broken | _nodes_status(cluster.api)

@@ -48,10 +48,10 @@ def scale(slice_only_nodes: int) -> ClusterConfig:
                          feature_gates={"DRADerivedAttributes": True}, control_plane_api_qps=200)
 
 
-def kind_session(prefix: str) -> ClusterConfig:
-    """The session lab as a kind cluster (--cluster kind), named apart from the local labs of the
-    run, since its hardware lives in a local lab's directory."""
-    return renamed(SESSION_LAB, f"{prefix}-kind")
+def on_kind(cfg: ClusterConfig) -> ClusterConfig:
+    """A lab configuration as a kind cluster (--cluster kind), named apart from the run's local labs:
+    its hardware lives in a local lab's directory of its name."""
+    return ClusterConfig.model_validate(cfg.model_dump() | {"name": f"{cfg.name}-kind"})
 
 
 def renamed(cfg: ClusterConfig, prefix: str, **changes: object) -> ClusterConfig:

@@ -9,18 +9,18 @@ what only a local lab can do (reaching its NRI socket, its kubelets' credentials
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
 from clusters.config import ClusterConfig
+from clusters.errors import NotSupported
+from clusters.kind.cluster import KindCluster
+from clusters.local import supervisor
 from clusters.local.cluster import LocalCluster
 from clusters.local.node import LocalNode
 from clusters.local.kwok import SLICE_ONLY_LABEL
-
-
-class NotSupported(Exception):
-    """The provider cannot do this (e.g. restart a kubelet of a cluster it does not own)."""
 
 
 class NodeHandle(Protocol):
@@ -68,6 +68,8 @@ class Lab:
     # archives get into its nodes.
     cfg: ClusterConfig | None = None
     import_images: Callable[[Sequence[Path]], None] | None = None
+    # The lab's parts that died, each with its evidence: none known of a cluster dralab did not start.
+    dead_parts: Callable[[], list[str]] = list
 
     def api(self):  # -> kubernetes.client.ApiClient
         from kubernetes import config
@@ -91,7 +93,15 @@ def local_lab(cluster: LocalCluster) -> Lab:
     return Lab(provider="local", kubeconfig=cluster.kubeconfig, kubectl=cluster.tools.kubectl,
                log_dir=cluster.log_dir, nodes=list(cluster.nodes),
                slice_only_nodes=cluster.cfg.slice_only_node_names(), local=cluster, cfg=cluster.cfg,
-               import_images=cluster.import_images)
+               import_images=cluster.import_images, dead_parts=lambda: supervisor.describe_down(cluster.lab_dir))
+
+
+def kind_lab(cluster: KindCluster) -> Lab:
+    """A kind lab: its workers (named as the local lab's nodes; the control plane runs no pods) as
+    node handles, its slice-only nodes, its configuration and image loading."""
+    lab = kubeconfig_lab(cluster.kubeconfig, cluster.tools.kubectl, cluster.log_dir, cluster.cfg.kubelet_root_dir)
+    return dataclasses.replace(lab, provider="kind", nodes=cluster.nodes(), cfg=cluster.cfg,
+                               import_images=cluster.import_images, dead_parts=cluster.dead_parts)
 
 
 def kubeconfig_lab(kubeconfig: Path, kubectl: Path, log_dir: Path, kubelet_root_dir: str) -> Lab:

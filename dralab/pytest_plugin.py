@@ -4,20 +4,20 @@ each test's verdict with its evidence (requirements.md, Verdicts; LAB-07)."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import shutil
 import signal
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
 from clusters.config import ClusterConfig
+from clusters.errors import NotSupported
 from clusters.health import dead_components, diagnose
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
-from clusters.lab_configurations import PREFIX, SESSION_LAB, kind_session, renamed
-from clusters.providers import Lab, NotSupported, kubeconfig_lab, local_lab
+from clusters.lab_configurations import PREFIX, SESSION_LAB, on_kind, renamed
+from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
 from dralab import verdicts
 from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
 from drivers_under_test import evidence as driver_evidence
@@ -111,10 +111,13 @@ def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
 _labs_up = pytest.StashKey[list]()
 
 
-def _local_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluster
+def _owned_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluster | KindCluster
+    """A lab dralab starts for the run, on --cluster's provider (local or kind)."""
     from clusters.local.cluster import LocalCluster
 
     cfg = lab_config(config, cfg)
+    if config.getoption("--cluster") == "kind":
+        return _kind_cluster(config, on_kind(cfg))
     cluster = LocalCluster.running(cfg) if config.getoption("--reuse-labs") else None
     if cluster is not None:
         progress_note(config, f"using lab {cfg.name}, up from an earlier run (--reuse-labs)")
@@ -125,14 +128,34 @@ def _local_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluste
     return cluster
 
 
-def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster
+def _kind_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> KindCluster
+    """The lab's nodes, gates, runtime-config, slice-only nodes and hardware as a kind cluster
+    (clusters/kind), with the reference drivers' image loaded."""
+    from clusters.kind.cluster import KindCluster
+    from clusters.provision import provision
+
+    tools = provision()
+    cluster = KindCluster(cfg, tools)
+    progress_note(config, f"starting kind lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
+    cluster.up(images=(tools.drivers_image,))
+    config.stash.setdefault(_labs_up, []).append(cluster)
+    return cluster
+
+
+def _owned_lab(cluster) -> Lab:  # cluster: LocalCluster | KindCluster
+    from clusters.local.cluster import LocalCluster
+
+    return local_lab(cluster) if isinstance(cluster, LocalCluster) else kind_lab(cluster)
+
+
+def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | KindCluster
     """Tear a lab down (with --reuse-labs, leave it to the next run), its component logs first
     copied under the results dir: every log path a report names must outlive the lab (LAB-07)."""
     config.stash[_labs_up].remove(cluster)
     try:
         shutil.copytree(cluster.log_dir, logs_dir(config) / cluster.cfg.name, dirs_exist_ok=True)
     finally:
-        if not config.getoption("--reuse-labs"):
+        if not config.getoption("--reuse-labs") or config.getoption("--cluster") == "kind":
             cluster.down()
 
 
@@ -190,45 +213,23 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
             with contextlib.suppress(OSError):  # kept when something was written there
                 logs.rmdir()
         return
-    if option("--cluster") == "kind":
-        yield from _kind_lab(option("--lab-prefix"))
-        return
-    cluster = _local_cluster(request.config, SESSION_LAB)
+    cluster = _owned_cluster(request.config, SESSION_LAB)
     try:
-        yield local_lab(cluster)
+        yield _owned_lab(cluster)
     finally:
         _down(request.config, cluster)
 
 
-def _kind_lab(prefix: str) -> Iterator[Lab]:
-    """The session lab's nodes, gates, runtime-config and hardware as a kind cluster (clusters/kind)."""
-    from clusters.kind.cluster import KindCluster
-    from clusters.provision import provision
-
-    tools = provision()
-    cfg = kind_session(prefix)
-    cluster = KindCluster(cfg, tools)
-    cluster.up(images=(tools.drivers_image,))
-    try:
-        lab = kubeconfig_lab(cluster.kubeconfig, tools.kubectl, cluster.dir, cfg.kubelet_root_dir)
-        # The lab's nodes are kind's workers, named as the local lab's; the control plane runs no pods.
-        yield dataclasses.replace(lab, provider="kind", nodes=cluster.nodes(), cfg=cluster.cfg,
-                                  import_images=cluster.import_images)
-    finally:
-        cluster.down()
-
-
 @pytest.fixture(scope="session")
 def extra_lab(request: pytest.FixtureRequest) -> Iterator[Callable[[ClusterConfig], Lab]]:
-    """Start further local labs (other feature gates, other paths); all are torn down at the end."""
-    from clusters.local.cluster import LocalCluster
-
-    started: dict[str, LocalCluster] = {}
+    """Start further labs (other feature gates, other paths) on the run's provider, local or kind;
+    all are torn down at the end."""
+    started: dict[str, Any] = {}  # LocalCluster or KindCluster
 
     def start(cfg: ClusterConfig) -> Lab:
         if cfg.name not in started:
-            started[cfg.name] = _local_cluster(request.config, cfg)
-        return local_lab(started[cfg.name])
+            started[cfg.name] = _owned_cluster(request.config, cfg)
+        return _owned_lab(started[cfg.name])
 
     try:
         yield start

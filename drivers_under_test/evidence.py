@@ -10,7 +10,8 @@ from typing import Iterable
 import yaml
 from kubernetes import client
 
-from clusters.providers import Lab, NotSupported
+from clusters.errors import NotSupported
+from clusters.providers import Lab
 from drivers_under_test.profile import DriverProfile
 
 PROFILE_LABEL = "dralab.dev/profile"  # on every object and pod a deployment of a profile makes

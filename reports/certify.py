@@ -22,7 +22,7 @@ from clusters import versions
 from clusters import residue
 from clusters.children import run_to_completion
 from clusters.errors import BadInput, LabBroken
-from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, kind_session, renamed,
+from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, on_kind, renamed,
                                          scale)
 from clusters.progress import console, run_logged
 from drivers_under_test.profile import DriverProfile
@@ -254,5 +254,5 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
 
 def lab_names(prefix: str) -> list[str]:
     """The local labs a certification may start, named under `prefix`."""
-    return [renamed(cfg, prefix).name for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))] + \
-        [kind_session(prefix).name]
+    local = [renamed(cfg, prefix) for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))]
+    return [cfg.name for cfg in local] + [on_kind(cfg).name for cfg in local[:-1]]  # the scale lab is local only

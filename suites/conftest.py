@@ -34,8 +34,8 @@ def driver(request: pytest.FixtureRequest, deploy_driver) -> DriverUnderTest:
 
 
 def _started(lab: Lab, extra_lab, cfg: ClusterConfig) -> Lab:
-    if lab.local is None:
-        pytest.skip(f"starting lab {cfg.name} (another cluster configuration) needs the local provider")
+    if lab.cfg is None:
+        pytest.skip(f"starting lab {cfg.name} (another cluster configuration) needs a provider dralab starts labs on")
     return extra_lab(cfg)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -30,6 +31,7 @@ from clusters.progress import console, run_logged, step
 from clusters.provision import Image, Toolchain
 
 CNI_CONFLIST = "/etc/cni/net.d/10-dralab.conflist"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # systemd colours the node containers' logs
 KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"  # on each node container, naming its cluster
 KIND_NETWORK = "kind"  # the Docker network kind creates for all its clusters and leaves behind
 READY_TIMEOUT = 300.0
@@ -50,10 +52,7 @@ class KindCLI:
     kubeconfig: Path
     image: str
     kind: Path
-
-    @property
-    def log(self) -> Path:
-        return self.kubeconfig.with_name("kind.log")
+    log: Path
 
     def create(self, config_file: Path) -> None:
         with step(f"kind create cluster {self.name} (log: {self.log})"):
@@ -84,8 +83,13 @@ class KindCluster:
         return self.dir / "kubeconfig"
 
     @property
+    def log_dir(self) -> Path:
+        """Every log of the lab: kind's, kwok's, the hardware agents', the nodes' service restarts."""
+        return self.dir / "logs"
+
+    @property
     def log(self) -> Path:
-        return self.dir / "kind.log"
+        return self.log_dir / "kind.log"
 
     @property
     def state_file(self) -> Path:
@@ -99,7 +103,7 @@ class KindCluster:
         if self.cfg.hardware and self.cfg.lab_dir.exists():  # never tear down another lab of that name
             raise BadInput(f"a lab named {self.cfg.name!r} exists ({self.cfg.lab_dir}); `dralab down --name "
                            f"{self.cfg.name}` removes it, or choose another name")
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(self.cfg.model_dump_json(indent=2))  # first: `dralab down` finds it
         start = time.monotonic()
         started = False
@@ -121,13 +125,13 @@ class KindCluster:
             mounts = hardware.mounts(self.cfg) if self.cfg.hardware else {}
             config.write_text(yaml.safe_dump(kind_config(self.cfg, host_has_cgroup_v1(), image.ref, image.kubeadm_config,
                                                          restrict_oom, mounts), sort_keys=False))
-            KindCLI(self.name, self.kubeconfig, image.ref, kind).create(config)
+            KindCLI(self.name, self.kubeconfig, image.ref, kind, self.log).create(config)
             self._timed("kind create", start)
             nodes = self._registered_nodes()
             containers = node_containers(nodes)
             self._pod_network(docker, nodes, containers)
             if self.cfg.hardware:
-                hardware.bring_up(self.cfg, self.tools, containers, docker)
+                hardware.bring_up(self.cfg, self.tools, containers, docker, self.log_dir)
             self.import_images([img.archive for img in images])
             self._wait_ready()
             if self.cfg.slice_only_nodes:
@@ -149,7 +153,22 @@ class KindCluster:
         provider ID names each one's container."""
         containers = node_containers(json.loads(self._kubectl("get", "nodes", "-o", "json"))["items"])
         docker = engine.docker()
-        return [KindNode(name, containers[name], docker, self.dir / "logs") for name in self.cfg.node_names()]
+        return [KindNode(name, containers[name], docker, self.log_dir) for name in self.cfg.node_names()]
+
+    def dead_parts(self) -> list[str]:
+        """The lab's diagnosis: the engine, the node containers (with their logs' tail), kwok and
+        the hardware agents."""
+        if not engine.engine_running():
+            return [f"the Docker engine does not answer (`docker info` fails); dralab's dockerd log: "
+                    f"{engine.engine_dir() / 'logs' / 'dockerd.log'}"]
+        dead = [f"kind node container {name} is {status}; last lines of `docker logs {name}`:\n{self.container_log(name)}"
+                for name, (state, status) in sorted(self.containers().items()) if state != "running"]
+        dirs = [self.dir] + ([self.cfg.lab_dir] if self.cfg.hardware else [])
+        return dead + [problem for d in dirs for problem in supervisor.describe_down(d)]
+
+    def container_log(self, container: str, lines: int = 8) -> str:
+        logs = subprocess.run([engine.docker(), "logs", "--tail", str(lines), container], capture_output=True, text=True)
+        return ANSI.sub("", logs.stdout + logs.stderr).strip()
 
     def containers(self) -> dict[str, tuple[str, str]]:
         """kind's node containers of this cluster: name -> (state, Docker's status line), e.g.
@@ -206,7 +225,7 @@ class KindCluster:
         the slice-only Node objects Ready; supervised in the kind lab's dir."""
         stages = kwok.write_stages(self.tools, self.dir)
         component = supervisor.start("kwok", kwok.command(self.tools, self.cfg, self.kubeconfig, stages),
-                                     lab_dir=self.dir, log_dir=self.dir / "logs", env=kwok.environment(self.dir))
+                                     lab_dir=self.dir, log_dir=self.log_dir, env=kwok.environment(self.dir))
         with step(f"{self.cfg.slice_only_nodes} slice-only nodes (kwok)"):
             kwok.bring_up(self.api(), self.cfg.slice_only_node_names(), [component])
 
@@ -223,7 +242,7 @@ class KindCluster:
         for name in components:
             supervisor.forget(self.dir, name)
         if engine.engine_running():
-            KindCLI(self.name, self.kubeconfig, "", kind).delete()
+            KindCLI(self.name, self.kubeconfig, "", kind, self.log).delete()
             if not subprocess.run([str(kind), "get", "clusters"], capture_output=True, text=True).stdout.split():
                 subprocess.run([engine.docker(), "network", "rm", KIND_NETWORK], capture_output=True)
                 if stop_engine:
@@ -231,11 +250,10 @@ class KindCluster:
         if self.cfg.hardware:  # after the nodes: the hardware's netns handles name their namespaces
             for problem in teardown(self.cfg):
                 console.print(f"[red]left behind:[/red] {problem}")
-        # Kept as a local lab's logs are (LAB-07).
-        kept = labs_root() / "logs" / self.cfg.name / f"kind-{time.strftime('%Y%m%d-%H%M%S')}"
-        for log in (self.log, *sorted((self.dir / "logs").glob("*.log"))):
-            kept.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(log), str(kept / log.name))
+        if self.log_dir.exists():  # kept as a local lab's logs are (LAB-07)
+            kept = labs_root() / "logs" / self.cfg.name / f"kind-{time.strftime('%Y%m%d-%H%M%S')}"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(self.log_dir), str(kept))
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -1,7 +1,7 @@
 """The kind cluster config of a lab config (LAB-06): the same nodes, feature gates and
 runtime-config as a local lab, containerd's CDI and NRI on, dralab's offline node image.
 
-What a kind node cannot be is refused before anything starts: a non-default kubelet root dir.
+What a kind cluster cannot be is refused before anything starts (control-plane client QPS).
 Slice-only nodes are kwok's, run on the host against the kind API server (cluster.py). Emulated hardware is mounted into the workers
 (extraMounts) where the local lab's nodes see it."""
 
@@ -15,6 +15,8 @@ import yaml
 from clusters.config import ClusterConfig, Component, flag_map, labs_root
 from clusters.errors import BadInput
 from clusters.local.configs import NODE_STATUS_UPDATE_FREQUENCY, SYNC_FREQUENCY
+
+DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 
 # kubeadm's names for the control-plane components whose flags a ClusterConfiguration sets.
 KUBEADM_SECTIONS: dict[Component, str] = {"kube-apiserver": "apiServer", "kube-controller-manager": "controllerManager",
@@ -43,8 +45,6 @@ def cluster_name(cfg: ClusterConfig) -> str:
 
 def check_supported(cfg: ClusterConfig) -> None:
     refused = []
-    if cfg.kubelet_root_dir != "/var/lib/kubelet":
-        refused.append(f"kubelet_root_dir={cfg.kubelet_root_dir} (kind's kubelets use /var/lib/kubelet)")
     if cfg.control_plane_api_qps:
         refused.append("control_plane_api_qps (set it with a kubeadm patch of your own)")
     if refused:
@@ -55,15 +55,32 @@ def _extra_args(flags: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in sorted(flags.items())]  # kubeadm v1beta4 extraArgs
 
 
-def worker(name: str, image: str, mounts: dict[str, Path]) -> dict[str, Any]:
+def _registration(cfg: ClusterConfig) -> dict[str, Any]:
+    """A node's kubeadm nodeRegistration: the kubelet's --root-dir where the lab moves it (kubeadm
+    keeps its own files in /var/lib/kubelet; the kubelet's pods, plugins and checkpoints go there)."""
+    if cfg.kubelet_root_dir == DEFAULT_KUBELET_ROOT:
+        return {}
+    return {"kubeletExtraArgs": [{"name": "root-dir", "value": cfg.kubelet_root_dir}]}
+
+
+def worker(cfg: ClusterConfig, name: str, image: str, mounts: dict[str, Path]) -> dict[str, Any]:
     """A worker registered under the local lab's node name (node-1, ...), not its container's, so
     the suites and hardware profiles name the same nodes on both providers; `mounts`: node path ->
     host path (its emulated hardware)."""
-    join = {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "JoinConfiguration", "nodeRegistration": {"name": name}}
+    join = {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "JoinConfiguration",
+            "nodeRegistration": {"name": name, **_registration(cfg)}}
     node: dict[str, Any] = {"role": "worker", "image": image,
                             "kubeadmConfigPatches": [yaml.safe_dump(join, sort_keys=False)]}
     if mounts:
         node["extraMounts"] = [{"hostPath": str(host), "containerPath": path} for path, host in sorted(mounts.items())]
+    return node
+
+
+def control_plane(cfg: ClusterConfig, image: str) -> dict[str, Any]:
+    node: dict[str, Any] = {"role": "control-plane", "image": image}
+    if registration := _registration(cfg):
+        init = {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "InitConfiguration", "nodeRegistration": registration}
+        node["kubeadmConfigPatches"] = [yaml.safe_dump(init, sort_keys=False)]
     return node
 
 
@@ -95,8 +112,8 @@ def kind_config(cfg: ClusterConfig, cgroup_v1: bool, image: str, cluster_fields:
         ("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration", kubelet)) if fields]
     config: dict[str, Any] = {
         "kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "name": cluster_name(cfg),
-        "nodes": [{"role": "control-plane", "image": image}] + [worker(name, image, (mounts or {}).get(name, {}))
-                                                             for name in cfg.node_names()],
+        "nodes": [control_plane(cfg, image)] + [worker(cfg, name, image, (mounts or {}).get(name, {}))
+                                                for name in cfg.node_names()],
         # kindnetd's image cannot be built here: cluster.py sets up the pod network instead.
         "networking": {"disableDefaultCNI": True},
         "containerdConfigPatches": CONTAINERD_PATCHES + [RESTRICT_OOM_SCORE_ADJ] * restrict_oom_score_adj,

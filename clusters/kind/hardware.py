@@ -30,11 +30,11 @@ def mounts(cfg: ClusterConfig) -> dict[str, dict[str, Path]]:
     return found
 
 
-def bring_up(cfg: ClusterConfig, tools: Toolchain, containers: dict[str, str], docker: str) -> None:
+def bring_up(cfg: ClusterConfig, tools: Toolchain, containers: dict[str, str], docker: str, log_dir: Path) -> None:
     """Attach each worker's network namespace by the lab's name for it, then build the hardware."""
     Path("/run/netns").mkdir(parents=True, exist_ok=True)
     for node in cfg.hardware:
         pid = subprocess.run([docker, "inspect", "-f", "{{.State.Pid}}", containers[node]], capture_output=True,
                              text=True, check=True).stdout.strip()
         sh("ip", "netns", "attach", cfg.netns(node), pid)
-    hardware.bring_up(cfg, state_file(cfg.name), cfg.lab_dir / "logs", Userspace(tools.nvml_library, tools.nvidia_smi))
+    hardware.bring_up(cfg, state_file(cfg.name), log_dir, Userspace(tools.nvml_library, tools.nvidia_smi))

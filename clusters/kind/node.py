@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.errors import LabBroken
+from clusters.errors import LabBroken, NotSupported
 from clusters.local.node import kill_pod_sandbox
 from clusters.local.waits import wait_for
 from clusters.progress import run_logged
@@ -96,7 +96,5 @@ class KindNode:
         kill_pod_sandbox(self.ctr, pod_uid, self.name, self.log_dir / "sandbox-kill.log")
 
     def reboot(self) -> None:
-        from clusters.providers import NotSupported
-
         raise NotSupported(f"kind node {self.name}: a restarted node container gets a new network namespace, "
                            "without the emulated NICs and pod routes dralab put in the old one")

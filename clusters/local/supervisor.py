@@ -85,6 +85,12 @@ def down(lab_dir: Path) -> list[Component]:
     return [c for c in load(lab_dir).values() if not c.alive() and not _stopped_mark(lab_dir, c.name).exists()]
 
 
+def describe_down(lab_dir: Path) -> list[str]:
+    """Each component that died, with its log's tail: the lab's diagnosis."""
+    return [f"lab component {comp.name} (pid {comp.pid}) is down; last lines of its log {comp.log}:\n"
+            f"{log_tail(comp.log, 15)}" for comp in down(lab_dir)]
+
+
 def load(lab_dir: Path) -> dict[str, Component]:
     comps = {}
     for f in sorted((lab_dir / "pids").glob("*.json")):

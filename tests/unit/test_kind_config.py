@@ -47,9 +47,7 @@ def test_a_components_own_gates_go_to_its_kubeadm_section_and_cgroup_v1_to_the_k
     assert [p["kind"] for p in plain] == ["KubeletConfiguration"] and "failCgroupV1" not in plain[0]
 
 
-@pytest.mark.parametrize("change,named", [
-    ({"kubelet_root_dir": "/var/lib/kubelet-x"}, "kubelet_root_dir"),
-    ({"control_plane_api_qps": 200}, "control_plane_api_qps")])
+@pytest.mark.parametrize("change,named", [({"control_plane_api_qps": 200}, "control_plane_api_qps")])
 def test_what_kind_nodes_cannot_be_is_refused_with_the_reason(change: dict, named: str) -> None:
     with pytest.raises(BadInput, match=named):
         kind_config(ClusterConfig(name="x").model_copy(update=change), False, IMAGE, {})
@@ -61,6 +59,15 @@ def test_a_workers_emulated_hardware_is_mounted_where_the_local_labs_node_sees_i
     assert "extraMounts" not in node_1
     assert node_2["extraMounts"] == [{"hostPath": str(tmp_path / "vfio"), "containerPath": "/dev/vfio"},
                                      {"hostPath": str(tmp_path / "hw"), "containerPath": "/var/lib/dralab-hardware"}]
+
+
+def test_a_moved_kubelet_root_dir_is_every_kubelets_root_dir_flag() -> None:
+    config = kind_config(SKEW.model_copy(update={"kubelet_root_dir": "/var/lib/kubelet-dralab"}), False, IMAGE, ETCD)
+    patches = [yaml.safe_load(n["kubeadmConfigPatches"][0]) for n in config["nodes"]]
+    assert [p["kind"] for p in patches] == ["InitConfiguration", "JoinConfiguration", "JoinConfiguration"]
+    assert all(p["nodeRegistration"]["kubeletExtraArgs"] == [{"name": "root-dir", "value": "/var/lib/kubelet-dralab"}]
+               for p in patches)
+    assert "kubeadmConfigPatches" not in kind_config(SKEW, False, IMAGE, ETCD)["nodes"][0]
 
 
 def test_cgroup_version_from_the_hierarchy_root(tmp_path) -> None:

@@ -45,3 +45,13 @@ def test_with_no_engine_the_kind_lab_is_down(kind_lab, monkeypatch: pytest.Monke
     monkeypatch.setattr(engine, "engine_running", lambda: False)
     result = CliRunner().invoke(main, ["status", "--name", "k"])
     assert result.exit_code == 3 and "dead    Docker engine" in result.output
+
+
+def test_the_lab_diagnosis_names_a_dead_node_container_with_its_logs(kind_lab, tmp_path: Path) -> None:
+    from clusters.kind.cluster import load
+
+    cluster = load("k")
+    assert cluster is not None
+    (problem,) = cluster.dead_parts()
+    assert problem.startswith("kind node container dralab-k-worker is Exited (137) 12 seconds ago")
+    assert "logs --tail 8 dralab-k-worker" in problem
