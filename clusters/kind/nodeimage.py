@@ -116,10 +116,15 @@ def cluster_image_specs(tools: Toolchain, kubeadm: Path, coredns: Path) -> list[
 
 
 def _key(tools: Toolchain, kubeadm: Path, coredns: Path, kind: Path) -> str:
+    """Of what goes in, by the cache's names for it (version and key), not where the cache is: a CI
+    job restores it under another path."""
+    def named(path: Path) -> str:
+        return "/".join(path.parts[-2:])
+
     h = hashlib.sha256()
     h.update(json.dumps([SUITE, PACKAGES, CNI_PLUGINS, ETCD_IMAGE_TAG, versions.KIND, versions.COREDNS,
-                         str(tools.kubernetes), str(tools.etcd_dir), str(tools.containerd), str(tools.runc_dir),
-                         str(kubeadm), str(coredns), str(kind), [str(i.archive) for i in tools.node_images]]).encode())
+                         *map(named, (tools.kubernetes, tools.etcd_dir, tools.containerd, tools.runc_dir, kubeadm,
+                                      coredns, kind)), [named(i.archive) for i in tools.node_images]]).encode())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:12]
 
