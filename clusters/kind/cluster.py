@@ -153,7 +153,8 @@ class KindCluster:
         provider ID names each one's container."""
         containers = node_containers(json.loads(self._kubectl("get", "nodes", "-o", "json"))["items"])
         docker = engine.docker()
-        return [KindNode(name, containers[name], docker, self.log_dir) for name in self.cfg.node_names()]
+        return [KindNode(name, containers[name], docker, self.log_dir, self.cfg.kubelet_root_dir)
+                for name in self.cfg.node_names()]
 
     def dead_parts(self) -> list[str]:
         """The lab's diagnosis: the engine, the node containers (with their logs' tail), kwok and
