@@ -142,8 +142,8 @@ def _local_status(cluster: "LocalCluster") -> bool:
 
 
 def _kind_status(cluster: "KindCluster") -> bool:
-    """A kind lab: the engine, the node containers (with their logs' tail when not running), the
-    hardware agents if it has emulated hardware, the nodes."""
+    """A kind lab: the engine, the node containers (with their logs' tail when not running), kwok
+    and the hardware agents if it has them, the nodes."""
     from clusters.errors import log_tail
     from clusters.kind import engine
 
@@ -166,6 +166,7 @@ def _kind_status(cluster: "KindCluster") -> bool:
                       + ("" if running else f" ({docker_status}); the last lines of `docker logs {container}`:"))
         if not running:
             console.print("    " + cluster.container_log(container).replace("\n", "\n    "), markup=False)
+    broken |= _components_status(cluster.dir)  # kwok, for slice-only nodes
     if cluster.cfg.hardware:
         broken |= _components_status(cluster.cfg.lab_dir)
     return broken | _nodes_status(cluster.api)

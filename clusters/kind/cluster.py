@@ -21,8 +21,8 @@ import yaml
 from clusters.config import ClusterConfig, labs_root, state_file
 from clusters.errors import BadInput, LabBroken
 from clusters.kind import engine, hardware, nodeimage
-from clusters.kind.node import KindNode
 from clusters.kind.config import cluster_name, host_has_cgroup_v1, kind_config, kind_dir
+from clusters.kind.node import KindNode
 from clusters.local import kwok, supervisor
 from clusters.local.cluster import teardown
 from clusters.local.preflight import allocate_slot
