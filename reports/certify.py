@@ -253,6 +253,6 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
 
 
 def lab_names(prefix: str) -> list[str]:
-    """The local labs a certification may start, named under `prefix`."""
+    """The labs, local or kind, a certification may start, named under `prefix`."""
     local = [renamed(cfg, prefix) for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))]
     return [cfg.name for cfg in local] + [on_kind(cfg).name for cfg in local[:-1]]  # the scale lab is local only
