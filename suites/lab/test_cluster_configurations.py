@@ -35,9 +35,10 @@ def test_runtime_config_is_applied_per_cluster(lab: Lab, gates_off_lab: Lab) -> 
     assert served_resource_versions(lab.api()) == {"v1"}, "the session lab serves only the default version"
 
 
-# On a kubeadm node (kind), kubeadm's own files and the kubelet's certificates (--cert-dir's default,
-# which kubeadm's kubelet.conf names) stay under the default root whatever --root-dir says.
-KUBEADM_FILES = {"config.yaml", "kubeadm-flags.env", "pki"}
+# On a kubeadm node (kind), kubeadm's own files (the kubelet's config, its flags, the instance config
+# of kubeadm >= 1.34) and the kubelet's certificates (--cert-dir's default, which kubeadm's
+# kubelet.conf names) stay under the default root whatever --root-dir says.
+KUBEADM_FILES = {"config.yaml", "kubeadm-flags.env", "instance-config.yaml", "pki"}
 
 
 @pytest.mark.requirement("LAB-04")
