@@ -311,7 +311,7 @@ def namespace(api) -> Iterator[str]:
 @pytest.fixture
 def local_only(lab: Lab) -> Lab:
     if lab.local is None:
-        pytest.skip(f"needs a local lab's node (its NRI socket, its kubelet's credentials), not a {lab.provider} one")
+        pytest.skip(f"needs a local lab (its nodes' processes on this host), not a {lab.provider} one")
     return lab
 
 

@@ -71,10 +71,6 @@ class LocalNode:
         return tuple(self.host_path(d) for d in configs.CDI_DIRS)
 
     @property
-    def nri_socket(self) -> Path:
-        return self.host_path(configs.NRI_SOCKET)
-
-    @property
     def containerd_socket(self) -> Path:
         return self.host_path(configs.CONTAINERD_SOCKET)
 

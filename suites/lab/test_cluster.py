@@ -13,7 +13,9 @@ import pytest
 from kubernetes import client
 
 from clusters import versions
-from clusters.providers import Lab
+from clusters.local.configs import NRI_SOCKET
+from clusters.providers import Lab, NodeHandle
+from clusters.provision import provision
 from suites.framework import pods
 from suites.framework.pods import PodBuilder
 from suites.framework.waits import wait_for
@@ -87,17 +89,18 @@ class NRIProbe:
 
     CDI_DEVICE_ANNOTATION = "nri-probe.dralab.dev/cdi-device"
 
-    def __init__(self, node, events: Path) -> None:
+    def __init__(self, node: NodeHandle, events: Path) -> None:
         self.node, self.events = node, events
-        self.process = subprocess.Popen([str(node.tools.drivers_under_test / "nri-probe"), "--socket", str(node.nri_socket),
-                                         "--events", str(events)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True)
+        self.socket = node.host_path(NRI_SOCKET)  # containerd's default, on local and kind nodes
+        probe = provision(offline=True).drivers_under_test / "nri-probe"
+        self.process = subprocess.Popen([str(probe), "--socket", str(self.socket), "--events", str(events)],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def seen(self) -> list[dict[str, str]]:
         return [json.loads(line) for line in self.events.read_text().splitlines()] if self.events.exists() else []
 
     def wait_for_event(self, event: str, namespace: str, pod: str) -> None:
-        wait_for(f"nri-probe on {self.node.nri_socket} to record {event} of {namespace}/{pod}",
+        wait_for(f"nri-probe on {self.socket} to record {event} of {namespace}/{pod}",
                  lambda: [e for e in self.seen() if (e["event"], e["namespace"], e["name"]) == (event, namespace, pod)],
                  30)
 
@@ -107,8 +110,8 @@ class NRIProbe:
 
 
 @pytest.fixture
-def nri_probe(local_only: Lab, tmp_path: Path) -> Iterator[NRIProbe]:
-    probe = NRIProbe(local_only.local_node(local_only.nodes[-1].name), tmp_path / "nri-events.jsonl")
+def nri_probe(host_access: Lab, tmp_path: Path) -> Iterator[NRIProbe]:
+    probe = NRIProbe(host_access.nodes[-1], tmp_path / "nri-events.jsonl")
     # The plugin is registered once the runtime has sent it Synchronize.
     time.sleep(1)
     assert probe.process.poll() is None, f"nri-probe exited: {probe.stop()}"
