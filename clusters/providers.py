@@ -34,6 +34,8 @@ class NodeHandle(Protocol):
     def stop_kubelet(self) -> None: ...
     def start_kubelet(self) -> object: ...
     def wait_kubelet(self) -> None: ...
+    @property
+    def kubelet_kubeconfig(self) -> Path: ...
     def kill_pod_sandbox(self, pod_uid: str) -> None: ...
     def reboot(self) -> None: ...
 
@@ -53,6 +55,10 @@ class RemoteNode:
 
     restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = wait_kubelet = kill_pod_sandbox = reboot = \
         _unsupported
+
+    @property
+    def kubelet_kubeconfig(self) -> Path:
+        raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab has no kubelet credentials of it")
 
 
 @dataclass

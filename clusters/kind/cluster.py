@@ -153,7 +153,8 @@ class KindCluster:
         provider ID names each one's container."""
         containers = node_containers(json.loads(self._kubectl("get", "nodes", "-o", "json"))["items"])
         docker = engine.docker()
-        return [KindNode(name, containers[name], docker, self.log_dir, self.cfg.kubelet_root_dir)
+        server = yaml.safe_load(self.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        return [KindNode(name, containers[name], docker, self.log_dir, self.dir, server, self.cfg.kubelet_root_dir)
                 for name in self.cfg.node_names()]
 
     def dead_parts(self) -> list[str]:

@@ -8,17 +8,21 @@ emulated NICs and pod routes dralab put in the old one."""
 
 from __future__ import annotations
 
+import base64
 import errno
 import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from clusters.errors import LabBroken, NotSupported
 from clusters.local.node import kill_pod_sandbox
 from clusters.local.waits import wait_for
 from clusters.progress import run_logged
 
+KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 KUBELET_HEALTHZ = "exec 3<>/dev/tcp/127.0.0.1/10248 && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3"
 MAX_LINKS = 40  # as the kernel's limit on symlinks followed in one lookup
 
@@ -53,7 +57,25 @@ class KindNode:
     container: str
     docker: str
     log_dir: Path
+    state_dir: Path  # the kind lab's, not copied with its logs: credentials go there
+    server: str  # the API server as the host reaches it
     kubelet_root_dir: str = "/var/lib/kubelet"
+
+    @property
+    def kubelet_kubeconfig(self) -> Path:
+        """The kubelet's credentials (system:node:<name>) for checks that act as the kubelet: the
+        node's kubelet.conf with its client certificate inlined (its path is the node's) and the
+        API server as the host reaches it."""
+        conf = yaml.safe_load(self.host_path(KUBELET_CONF).read_text())
+        user = conf["users"][0]["user"]
+        for field in ("client-certificate", "client-key"):  # the kubelet's rotated pem: both in one file
+            if field in user:
+                user[f"{field}-data"] = base64.b64encode(self.host_path(user.pop(field)).read_bytes()).decode()
+        conf["clusters"][0]["cluster"]["server"] = self.server
+        path = self.state_dir / f"{self.name}-kubelet.kubeconfig"
+        path.write_text(yaml.safe_dump(conf))
+        path.chmod(0o600)
+        return path
 
     def exec(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return subprocess.run([self.docker, "exec", self.container, *cmd], capture_output=True, text=True, check=check)

@@ -162,8 +162,8 @@ def test_authorization_cell(cell: str, lab: Lab, api, published_only: PublishedO
 def test_authorization_cell_kubelet_of_the_claims_node(lab: Lab, api, published_only: PublishedOnly,
                                                        holders_namespace: str, evidence: Evidence) -> None:
     """The kubelet's own identity is not "associated", even with associated-node: granted to it."""
-    if lab.local is None:
-        pytest.skip("needs the kubelet's credentials, which only local labs hand out")
+    if lab.cfg is None:
+        pytest.skip("needs the kubelet's credentials, which only labs dralab starts hand out")
     node = lab.nodes[0].name
     with published(api, [node]):
         _kubelet_writes(lab, api, node, holders_namespace, evidence)
@@ -176,7 +176,7 @@ def _kubelet_writes(lab: Lab, api, node: str, holders_namespace: str, evidence: 
               "verbs": ASSOCIATED}]
     _bind_role(api, holders_namespace, "kubelet-writer", rules,
                [{"kind": "User", "name": f"system:node:{node}", "apiGroup": "rbac.authorization.k8s.io"}])
-    as_kubelet = identities.acting_as(lab.local_node(node).kubelet_kubeconfig)
+    as_kubelet = identities.acting_as(lab.node(node).kubelet_kubeconfig)
     evidence.add("identity", identities.who_am_i(as_kubelet))
     _wait_rbac_in_effect(as_kubelet, holders_namespace)
     answer = _attempt(as_kubelet, claims.read(api, holders_namespace, "authz-kubelet"), "A entry")
