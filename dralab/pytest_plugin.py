@@ -72,7 +72,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requirement(id): requirement ID from the catalogue")
     config.addinivalue_line("markers", "e2e: needs a running cluster")
-    config.addinivalue_line("markers", "local_only: needs the local provider (host access to nodes)")
     config.addinivalue_line("markers", "allure_label: allure label (set from the requirement marker)")
     config.addinivalue_line("markers", "benchmark: prints figures; never asserts timing")
     hardware = config.getoption("--hardware", None)
