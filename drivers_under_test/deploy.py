@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 
@@ -29,6 +29,9 @@ from drivers_under_test.evidence import PROFILE_LABEL
 from drivers_under_test.profile import DriverProfile, SysfsExposure
 from fake_hardware.exposure import driver_root_mounts, standard_sysfs_mounts, sysfs_root_mount
 from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_SYSFS_ROOT
+
+if TYPE_CHECKING:
+    from clusters.provision import Toolchain
 
 VARIANT_LABEL = "dralab.dev/variant"
 WORKLOAD_KINDS = ("DaemonSet", "Deployment")
@@ -50,10 +53,15 @@ class Rendered:
         return [o for o in self.objects if o.get("kind") == kind]
 
 
-def lab_parameters(lab: Lab) -> dict[str, str]:
+def _tools(lab: Lab) -> Toolchain:
+    """The lab's toolchain, or the cache's for a lab without one of its own (kind, kubeconfig)."""
     from clusters.provision import provision
 
-    tools = lab.local.tools if lab.local is not None else provision(offline=True)
+    return lab.local.tools if lab.local is not None else provision(offline=True)
+
+
+def lab_parameters(lab: Lab) -> dict[str, str]:
+    tools = _tools(lab)
     return {"KUBELET_ROOT_DIR": lab.nodes[0].kubelet_root_dir, "DRIVERS_IMAGE": tools.drivers_image.ref,
             "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT, "HARDWARE_DRIVER_ROOT": NODE_DRIVER_ROOT}  # NAMESPACE: the profile's
 
@@ -158,9 +166,7 @@ def _import_images(lab: Lab, profile: DriverProfile) -> None:
         console.print(f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the cluster's "
                       f"nodes must already have the images of driver profile {profile.name}")
         return
-    from clusters.provision import provision
-
-    tools = lab.local.tools if lab.local is not None else provision(offline=True)
+    tools = _tools(lab)
     archives = [tools.drivers_image.archive if i.reference else profile.path(i.archive)
                 for i in profile.images if i.reference or i.archive]
     with step(f"Importing {len(archives)} image(s) of {profile.name} into {len(lab.nodes)} node(s)"):
