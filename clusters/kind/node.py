@@ -77,11 +77,15 @@ class KindNode:
         path.chmod(0o600)
         return path
 
+    def in_node(self, *cmd: str) -> list[str]:
+        """`cmd` run in the node's container."""
+        return [self.docker, "exec", self.container, *cmd]
+
     def exec(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([self.docker, "exec", self.container, *cmd], capture_output=True, text=True, check=check)
+        return subprocess.run(self.in_node(*cmd), capture_output=True, text=True, check=check)
 
     def _systemctl(self, action: str, unit: str) -> None:
-        run_logged([self.docker, "exec", self.container, "systemctl", action, unit], self.log_dir / "node-services.log",
+        run_logged(self.in_node("systemctl", action, unit), self.log_dir / "node-services.log",
                    what=f"systemctl {action} {unit} on kind node {self.name}")
 
     def host_path(self, node_path: str) -> Path:
@@ -92,7 +96,7 @@ class KindNode:
         return resolve_in_root(Path(f"/proc/{pid}/root"), node_path)
 
     def ctr(self, *args: str) -> list[str]:
-        return [self.docker, "exec", self.container, "ctr", "-n", "k8s.io", *args]
+        return self.in_node("ctr", "-n", "k8s.io", *args)
 
     def stop_kubelet(self) -> None:
         self._systemctl("stop", "kubelet")
