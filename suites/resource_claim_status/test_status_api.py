@@ -103,7 +103,7 @@ def test_status_validation(api, claim: dict[str, Any], evidence: Evidence, case:
     validation.expect_answer(case, lambda: claims.write_status(api, current, devices), rejected_for, evidence)
 
 
-@pytest.mark.requirement("ST-02")
+@pytest.mark.requirement("ST-03")
 def test_network_data_field_names(api, claim: dict[str, Any], evidence: Evidence, request) -> None:
     """The shipped names are ips and hardwareAddress; the KEP text's addresses/hwAddress are unknown fields."""
     current = claims.read(api, claim["metadata"]["namespace"], claim["metadata"]["name"])
