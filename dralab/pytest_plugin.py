@@ -337,9 +337,22 @@ def evidence(request: pytest.FixtureRequest) -> Evidence:
 _log_marks = pytest.StashKey[dict[Path, int]]()
 
 
+def _fixture_values(item: pytest.Item) -> dict[str, Any]:
+    """The fixtures a test has set up so far, by name: its arguments, and those set up for them.
+    A failing setup has filled no argument yet (funcargs), but the fixtures below the failing one,
+    the driver under test among them, are cached in their definitions (pytest's own)."""
+    values = dict(getattr(item, "funcargs", {}))
+    info = getattr(item, "_fixtureinfo", None)
+    for name, defs in (info.name2fixturedefs.items() if info is not None else ()):
+        cached = defs[-1].cached_result
+        if cached is not None and cached[2] is None:
+            values.setdefault(name, cached[0])
+    return values
+
+
 def _labs_of(item: pytest.Item) -> list[Lab]:
-    """The labs a test uses: those among its arguments, else the session lab if it asks for it."""
-    labs: list[Lab] = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Lab)]
+    """The labs a test uses: those among its fixtures, else the session lab if it asks for it."""
+    labs: list[Lab] = list({id(v): v for v in _fixture_values(item).values() if isinstance(v, Lab)}.values())
     if not labs and "lab" in getattr(item, "fixturenames", ()):
         try:
             labs = [item._request.getfixturevalue("lab")]  # type: ignore[attr-defined]
@@ -357,8 +370,9 @@ def _component_logs(item: pytest.Item) -> dict[Path, str]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     """Waits of the test, its fixtures included, end once a component of a lab it has died."""
-    def down() -> list[str]:
-        return [p for lab in getattr(item, "funcargs", {}).values() if isinstance(lab, Lab) for p in dead_components(lab)]
+    def down() -> list[str]:  # also while its fixtures are set up: those wait on the lab too
+        labs = {id(v): v for v in _fixture_values(item).values() if isinstance(v, Lab)}
+        return [p for lab in labs.values() for p in dead_components(lab)]
 
     with waits.ending_when_the_lab_is_down(down):
         yield
@@ -370,14 +384,49 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     yield
 
 
+def _requirements(item: pytest.Item) -> list[catalogue.Requirement]:
+    return [r for r in map(catalogue.get, (m.args[0] for m in item.iter_markers("requirement"))) if r is not None]
+
+
 def _levels(item: pytest.Item) -> list[str]:
-    ids = [m.args[0] for m in item.iter_markers("requirement")]
-    return [r.level.value for r in map(catalogue.get, ids) if r is not None]
+    return [r.level.value for r in _requirements(item)]
+
+
+def _driver_musts(item: pytest.Item) -> list[str]:
+    return [r.id for r in _requirements(item) if r.checks is catalogue.Checks.DRIVER and r.level is catalogue.Level.MUST]
+
+
+def _scenario_blocked(item: pytest.Item, error: BaseException) -> Blocked | None:
+    """For a test whose fixture the driver failed (its scenario could not be set up): None when
+    the failure is this test's FAIL, else what blocks it. The FAIL goes to the first driver MUST
+    test sharing the failed fixture (module or session scope: pytest hands each of its tests the
+    same error); the other tests of that fixture, MUSTs, SHOULDs and cluster checks alike, are
+    BLOCKED by it. A failed fixture no driver MUST shares blocks all but a driver MUST's own test."""
+    defs = getattr(item, "_fixtureinfo").name2fixturedefs
+    failed = {name: d[-1].scope for name, d in defs.items()
+              if (cached := d[-1].cached_result) is not None and cached[2] is not None and cached[2][0] is error}
+    shared = [name for name, scope in failed.items() if scope != "function"]
+    owner = next((other for other in item.session.items if _driver_musts(other)
+                  and any(name in other.fixturenames for name in shared)), None)
+    said = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if owner is not None and owner is not item:
+        by = _driver_musts(owner)[0]
+        return Blocked(by, f"the driver failed the scenario this check shares with {by} "
+                           f"(fixture {', '.join(shared)}; {owner.nodeid}): {said}")
+    if owner is item or _driver_musts(item):
+        return None
+    return Blocked("the driver's scenario", f"the driver failed fixture {', '.join(failed) or '?'}, which this "
+                                            f"check needs: {said}")
+
+
+def _blocked(item: pytest.Item, report: pytest.TestReport, blocked: Blocked) -> None:
+    report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {blocked}")
+    item.user_properties += [(VERDICT, verdicts.BLOCKED), (BLOCKED_BY, blocked.by)]
 
 
 def _drivers_evidence(item: pytest.Item, lab: Lab) -> list[tuple[str, str]]:
     """The driver's pods, logs and events, and the test's claims, pods and events."""
-    args = getattr(item, "funcargs", {})
+    args = _fixture_values(item)
     drivers = {d.profile.name: d.profile for d in args.values() if isinstance(d, DriverUnderTest)}
     namespaces = {v for k, v in args.items() if isinstance(v, str) and k.endswith("namespace")}
     namespaces |= {v.namespace for v in args.values() if isinstance(getattr(v, "namespace", None), str)}
@@ -416,10 +465,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     outcome = yield
     report = outcome.get_result()
     error = call.excinfo.value if call.excinfo is not None else None
-    if isinstance(error, (NotSupported, Blocked)):  # not applicable here, or kept from running
+    if isinstance(error, Blocked):  # kept from running by an earlier FAIL
+        _blocked(item, report, error)
+        return
+    if isinstance(error, NotSupported):  # not applicable here
         report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {error}")
-        if isinstance(error, Blocked):
-            item.user_properties += [(VERDICT, verdicts.BLOCKED), (BLOCKED_BY, error.by)]
         return
     evidence = item.stash.get(_evidence, Evidence())
     if report.when == "call":
@@ -432,6 +482,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     labs = _labs_of(item)
     problems = [p for lab in labs for p in diagnose(lab)]
     verdict = verdicts.classify(report.when, error, problems, _levels(item))
+    if report.when == "setup" and verdict.verdict in (verdicts.FAIL, verdicts.WARNING):
+        blocked = _scenario_blocked(item, error)
+        if blocked is not None:
+            _blocked(item, report, blocked)
+            return
     item.user_properties.append((VERDICT, verdict.verdict))
     attached = [(f"evidence: {label}", text) for label, text in evidence.items]
     if verdict.verdict == verdicts.ERROR:

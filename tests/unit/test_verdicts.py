@@ -188,3 +188,66 @@ def test_classify(when: str, error: BaseException, problems: list[str], levels: 
     from dralab.verdicts import classify
 
     assert classify(when, error, problems, levels).verdict == verdict
+
+
+SCENARIO_FAILS = '''
+
+@pytest.fixture(scope="module")
+def driver_under_test(lab):
+    from types import SimpleNamespace
+
+    from suites.framework.drivers import DriverUnderTest
+
+    return DriverUnderTest(profile=SimpleNamespace(name="acme"))
+
+
+@pytest.fixture(scope="module")
+def observed(driver_under_test):
+    from suites.framework.verdicts import DriverFailure
+
+    raise DriverFailure("pod p cannot start: the DRA driver refused to prepare its claim")
+
+
+@pytest.mark.requirement("ST-07")
+def test_should_first(observed):
+    {}["observed"]  # never runs: its scenario failed
+
+
+@pytest.mark.requirement("ST-04")
+def test_cluster_check(observed):
+    pass
+
+
+@pytest.mark.requirement("ST-01")
+def test_must(observed):
+    pass
+
+
+@pytest.mark.requirement("ST-02")
+def test_other_must(observed):
+    pass
+'''
+
+
+def test_a_scenario_the_driver_failed_is_one_fail_blocking_every_other_check_of_it(pytester) -> None:
+    """The first driver MUST sharing the failed module fixture FAILs; a SHOULD and a cluster check
+    of the same fixture are BLOCKED by it (never run without their fixture, never FAIL for it),
+    whichever runs first, and so is another MUST."""
+    found = _verdicts(pytester, SCENARIO_FAILS)
+    assert found["test_must"].verdict == "FAIL" and "refused to prepare" in found["test_must"].message
+    for name in ("test_should_first", "test_cluster_check", "test_other_must"):
+        assert (found[name].verdict, found[name].blocked_by) == ("BLOCKED", "ST-01"), (name, found[name])
+        assert "refused to prepare" in found[name].message and "test_must" in found[name].message
+
+
+def test_a_fail_in_setup_carries_the_driver_under_test_it_had_set_up(pytester) -> None:
+    """The evidence of a FAIL in a fixture names the driver the failed fixture was built on, though
+    the test itself got none of its arguments."""
+    found = _verdicts(pytester, SCENARIO_FAILS + '''
+
+import dralab.pytest_plugin as plugin
+plugin.driver_evidence.of_driver = lambda lab, api, profile: [("driver's own log", "prepare: device busy")]
+Lab.api = lambda self: None
+''')
+    assert any("driver's own log" in e and "device busy" in e for e in found["test_must"].evidence), \
+        found["test_must"].evidence
