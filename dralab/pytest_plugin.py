@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import pytest
 
 from clusters.config import ClusterConfig
-from clusters.errors import NotSupported
+from clusters.errors import LabBroken, NotSupported
 from clusters.health import dead_components, diagnose
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
 from clusters.lab_configurations import PREFIX, SESSION_LAB, on_kind, renamed
@@ -341,7 +341,7 @@ def _fixture_values(item: pytest.Item) -> dict[str, Any]:
     """The fixtures a test has set up so far, by name: its arguments, and those set up for them.
     A failing setup has filled no argument yet (funcargs), but the fixtures below the failing one,
     the driver under test among them, are cached in their definitions (pytest's own)."""
-    values = dict(getattr(item, "funcargs", {}))
+    values = dict(getattr(item, "funcargs", None) or {})  # None once torn down
     info = getattr(item, "_fixtureinfo", None)
     for name, defs in (info.name2fixturedefs.items() if info is not None else ()):
         cached = defs[-1].cached_result
@@ -367,15 +367,34 @@ def _component_logs(item: pytest.Item) -> dict[Path, str]:
             for lab in _labs_of(item) for path in sorted(lab.log_dir.rglob("*.log"))}
 
 
+# Per lab (by its log dir), the first lasting fault of the run: a component that died, or a
+# LabBroken. A check failing on that lab later cannot be laid on the driver, even once the
+# component is back (a restart test starts it again): its failure is an ERROR.
+_lab_faults = pytest.StashKey[dict[Path, str]]()
+
+
+def _record_fault(config: pytest.Config, lab: Lab, fault: str, test: str) -> None:
+    config.stash.setdefault(_lab_faults, {}).setdefault(lab.log_dir, f"{fault} (seen during {test})")
+
+
+def _dead(item: pytest.Item) -> list[str]:
+    """The dead components of the labs the test has set up so far, each recorded as a fault."""
+    found = []
+    for lab in {id(v): v for v in _fixture_values(item).values() if isinstance(v, Lab)}.values():
+        for part in dead_components(lab):
+            _record_fault(item.config, lab, part, item.nodeid)
+            found.append(part)
+    return found
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """Waits of the test, its fixtures included, end once a component of a lab it has died."""
-    def down() -> list[str]:  # also while its fixtures are set up: those wait on the lab too
-        labs = {id(v): v for v in _fixture_values(item).values() if isinstance(v, Lab)}
-        return [p for lab in labs.values() for p in dead_components(lab)]
-
-    with waits.ending_when_the_lab_is_down(down):
+    """Waits of the test, its fixtures included, end once a component of a lab it has died; a
+    component found dead before or after it is a fault of its lab for the rest of the run."""
+    _dead(item)
+    with waits.ending_when_the_lab_is_down(lambda: _dead(item)):
         yield
+    _dead(item)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -444,6 +463,18 @@ def _drivers_evidence(item: pytest.Item, lab: Lab) -> list[tuple[str, str]]:
     return found
 
 
+def _lab_problems(item: pytest.Item, labs: list[Lab]) -> list[str]:
+    """What is wrong with the test's labs now, and the faults they had earlier in the run."""
+    problems, faults = [], item.config.stash.get(_lab_faults, {})
+    for lab in labs:
+        now = diagnose(lab)
+        problems += now
+        if lab.log_dir in faults and not any(faults[lab.log_dir].startswith(p) for p in now):
+            problems.append(f"lab {lab.log_dir.parent.name} had a fault earlier in the run, which may have left it "
+                            f"broken: {faults[lab.log_dir]}")
+    return problems
+
+
 def _component_log_sections(item: pytest.Item) -> list[tuple[str, str]]:
     marks, found = item.stash.get(_log_marks, {}), []
     for path, label in _component_logs(item).items():
@@ -480,8 +511,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     if not report.failed or error is None:
         return
     labs = _labs_of(item)
-    problems = [p for lab in labs for p in diagnose(lab)]
+    problems = _lab_problems(item, labs)
     verdict = verdicts.classify(report.when, error, problems, _levels(item))
+    if isinstance(error, LabBroken):
+        for lab in labs:
+            _record_fault(item.config, lab, str(error).splitlines()[0], item.nodeid)
     if report.when == "setup" and verdict.verdict in (verdicts.FAIL, verdicts.WARNING):
         blocked = _scenario_blocked(item, error)
         if blocked is not None:

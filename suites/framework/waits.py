@@ -22,7 +22,8 @@ class WaitTimeout(AssertionError):
 
 def wait_for(what: str, check: Callable[[], T], timeout: float = 60, interval: float = 0.5) -> T:
     """Return the first truthy result of `check()`; exceptions count as "not yet", except an
-    AssertionError (a DriverFailure, say), which is a verdict already."""
+    AssertionError (a DriverFailure, say), which is a verdict already, and a LabBroken (no verdict
+    can come of waiting on)."""
     start = time.monotonic()
     last: object = None
     next_lab_check = start + LAB_CHECK_INTERVAL
@@ -32,7 +33,7 @@ def wait_for(what: str, check: Callable[[], T], timeout: float = 60, interval: f
             if result:
                 return result
             last = result
-        except AssertionError:
+        except (AssertionError, LabBroken):
             raise
         except Exception as e:  # not there yet (404, connection refused, ...)
             last = f"{type(e).__name__}: {e}"

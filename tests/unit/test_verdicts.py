@@ -251,3 +251,41 @@ Lab.api = lambda self: None
 ''')
     assert any("driver's own log" in e and "device busy" in e for e in found["test_must"].evidence), \
         found["test_must"].evidence
+
+
+def test_a_lab_failure_inside_a_wait_is_an_error_not_a_timeout_blamed_on_the_driver(pytester) -> None:
+    found = _verdicts(pytester, '''
+
+@pytest.mark.requirement("MD-20")
+def test_waits(lab):
+    from clusters.errors import LabBroken
+    from suites.framework.waits import wait_for
+
+    def read():
+        raise LabBroken("lab component node-1-containerd (pid 7) is down")
+
+    wait_for("the metadata file of pod-3", read, timeout=1)
+''')
+    assert found["test_waits"].verdict == "ERROR", found["test_waits"]
+    assert "node-1-containerd" in found["test_waits"].message
+
+
+def test_a_failure_after_a_lab_fault_is_an_error_naming_the_fault_even_once_the_lab_is_back(pytester) -> None:
+    """A component that died under one check (and was started again since) leaves the lab suspect:
+    a later check failing on it is no FAIL of the driver."""
+    found = _verdicts(pytester, '''
+
+@pytest.mark.requirement("MD-01")
+def test_breaks(lab):
+    from clusters.errors import LabBroken
+
+    raise LabBroken("lab component node-1-containerd (pid 7) is down")
+
+
+@pytest.mark.requirement("MD-13")
+def test_later(lab):
+    assert False, "no CDI spec for the claim"
+''')
+    assert [found[t].verdict for t in ("test_breaks", "test_later", "test_passes")] == ["ERROR", "ERROR", "PASS"]
+    assert "fault earlier in the run" in found["test_later"].diagnosis
+    assert "node-1-containerd" in found["test_later"].diagnosis and "test_breaks" in found["test_later"].diagnosis
