@@ -21,6 +21,7 @@ from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
 from dralab import verdicts
 from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
 from drivers_under_test import evidence as driver_evidence
+from drivers_under_test.profile import NO_HARDWARE
 from suites import catalogue
 from suites.framework.drivers import DriverUnderTest
 from suites.framework import waits
@@ -57,7 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="where harnesses write their figures (JSON)")
     group.addoption("--hardware", default=None, metavar="PROFILE",
                     help="hardware profile (fake_hardware/profiles name or .yaml) of the local session lab's "
-                         f"kubelet nodes; default: {', '.join(sorted(set(SESSION_LAB.hardware.values())))}")
+                         f"kubelet nodes, or {NO_HARDWARE} for none; default: "
+                         f"{', '.join(sorted(set(SESSION_LAB.hardware.values())))}")
     group.addoption("--lab-prefix", default=PREFIX,
                     help="name prefix of the local labs this run starts; runs side by side need different ones")
     group.addoption("--reuse-labs", action="store_true",
@@ -75,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "allure_label: allure label (set from the requirement marker)")
     config.addinivalue_line("markers", "benchmark: prints figures; never asserts timing")
     hardware = config.getoption("--hardware", None)
-    if hardware:
+    if hardware and hardware != NO_HARDWARE:
         from fake_hardware.profile import load_node_profile
 
         try:
@@ -101,7 +103,8 @@ def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
     lab with the --hardware profile on every node that has hardware."""
     hardware = config.getoption("--hardware")
     if hardware and cfg.name == SESSION_LAB.name:
-        return renamed(cfg, config.getoption("--lab-prefix"), hardware={node: hardware for node in cfg.hardware})
+        nodes = {} if hardware == NO_HARDWARE else {node: hardware for node in cfg.hardware}
+        return renamed(cfg, config.getoption("--lab-prefix"), hardware=nodes)
     return renamed(cfg, config.getoption("--lab-prefix"))
 
 

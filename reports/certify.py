@@ -25,7 +25,7 @@ from clusters.errors import BadInput, LabBroken
 from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, on_kind, renamed,
                                          scale)
 from clusters.progress import console, run_logged
-from drivers_under_test.profile import DriverProfile
+from drivers_under_test.profile import NO_HARDWARE, DriverProfile
 from drivers_under_test.validate import validate_or_raise
 from reports.report import EXIT_CODES, INCOMPLETE, NOTHING, build, first_message, last_line, read_junit, write
 from suites import catalogue
@@ -70,16 +70,36 @@ def pytest_command(paths: list[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "dralab.pytest_plugin", *config, *(str(REPO / p) for p in paths)]
 
 
-def _hardware(profile: str | None) -> dict[str, str]:
-    if profile is None:
-        return SESSION_LAB.hardware
+def lab_hardware(option: str | None, drivers: list[DriverProfile]) -> str | None:
+    """The hardware of the session lab's nodes, as pytest's --hardware takes it: --hardware when
+    given, else what the driver profiles expect (`none`: no emulated hardware at all), else None
+    (the lab's default, for the reference drivers). BadInput for an unknown profile, or profiles
+    that expect different hardware."""
+    if option is None:
+        expected = {d.hardware for d in drivers if d.needs_hardware}
+        if len(expected) > 1:
+            raise BadInput(f"the driver profiles expect different hardware ({', '.join(sorted(expected))}) on the "
+                           "same lab: certify them one at a time, or choose one with --hardware")
+        if not drivers:
+            return None
+        return expected.pop() if expected else NO_HARDWARE
+    if option == NO_HARDWARE:
+        return option
     from fake_hardware.profile import load_node_profile
 
     try:
-        load_node_profile(profile)
+        load_node_profile(option)
     except Exception as e:
-        raise BadInput(f"--hardware {profile!r}: {e}; profiles: fake_hardware/profiles/*.yaml, or a .yaml path") from None
-    return {node: profile for node in SESSION_LAB.hardware}
+        raise BadInput(f"--hardware {option!r}: {e}; profiles: fake_hardware/profiles/*.yaml, a .yaml path, or "
+                       f"{NO_HARDWARE}") from None
+    return str(Path(option).resolve()) if Path(option).suffix in (".yaml", ".yml") else option
+
+
+def _nodes_hardware(hardware: str | None) -> dict[str, str]:
+    """Node -> hardware profile of the session lab started with pytest's --hardware `hardware`."""
+    if hardware is None:
+        return SESSION_LAB.hardware
+    return {} if hardware == NO_HARDWARE else {node: hardware for node in SESSION_LAB.hardware}
 
 
 def certifiable(profile: DriverProfile) -> list[str]:
@@ -208,8 +228,9 @@ class SuiteRun:
               "default: each suite's reference drivers.")
 @click.option("--variant", default=None, help="Deploy the --driver profile in this variant of its own, e.g. a broken "
               "one (MUT-01) to see which requirements it fails.")
-@click.option("--hardware", default=None, help="Hardware profile of the local lab's nodes (name or .yaml); "
-              f"default: {', '.join(sorted(set(SESSION_LAB.hardware.values())))}.")
+@click.option("--hardware", default=None, help="Hardware profile of the local lab's nodes (name or .yaml, or "
+              f"{NO_HARDWARE}); default: what the --driver profiles expect, for the reference drivers "
+              f"{', '.join(sorted(set(SESSION_LAB.hardware.values())))}.")
 @click.option("--workload-image", default=None, help="Image of the suites' pods, pulled when a node lacks it "
               "(needs sh, busybox-like coreutils, ip and incluster-whoami); default: the lab's dralab.dev/workload:lab.")
 @click.option("--only", default=None, help=f"Comma-separated suites by requirement prefix ({', '.join(SUITES)}) "
@@ -222,7 +243,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     # DEP-02: every problem of every profile, before any lab starts.
     drivers = validate_or_raise(list(driver_names), set(catalogue.load()))
     _check_variant(variant, drivers)
-    nodes_hardware = _hardware(hardware)
+    hardware = lab_hardware(hardware, drivers)
     if cluster == "kubeconfig" and not (kubeconfig and Path(kubeconfig).is_file()):
         raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
     if drivers and not any(map(certifiable, drivers)):
@@ -231,14 +252,12 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
         sys.exit(EXIT_CODES[NOTHING])
     # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.
     out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None
-    if hardware and Path(hardware).suffix in (".yaml", ".yml"):
-        hardware = str(Path(hardware).resolve())
     run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware, workload_image=workload_image)
     rc = run.pytest()
     left = [str(r) for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)]  # LAB-05, checked after every run
     if left:
         console.print("[red]left behind by the run's labs (LAB-05):[/red]\n  " + "\n  ".join(left))
-    report = run.report(rc, nodes_hardware, {"residue after teardown": left or "none"})
+    report = run.report(rc, _nodes_hardware(hardware), {"residue after teardown": left or "none"})
     as_json, as_html = out_dir / "report.json", out_dir / "report.html"
     allure_html = _allure_html(out_dir / "allure-results", out_dir / "allure-report")
     for r in report["requirements"]:

@@ -38,7 +38,9 @@ KEP = "KEP-5304"
 def second_driver(lab: Lab) -> Iterator[DriverUnderTest]:
     """dralab's reference GPU driver deployed again as gpu-b.dralab.dev: the other driver of MD-07."""
     if lab.cfg is None or not lab.cfg.hardware:
-        pytest.skip("the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs")
+        pytest.skip("the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs, and "
+                    f"this {lab.provider} lab has none (a lab gets the hardware its driver profile names); to check "
+                    "MD-07 too, certify with --hardware dgx-like (the emulated GPUs beside the driver's own devices)")
     profile = load_profile("gpu").second_instance("b")
     deploy(lab, profile)
     try:

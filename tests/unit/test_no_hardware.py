@@ -79,3 +79,30 @@ def test_checks_on_emulated_hardware_skip_with_the_reason(tmp_path: Path) -> Non
                                                     r"hardware profile"):
         driver.requires_hardware("it counts GPUs")
     DriverUnderTest(load_profile("fake-gpu-plugin")).requires_hardware("it counts GPUs")  # no SKIP
+
+
+def test_the_lab_gets_the_hardware_the_driver_profiles_name(tmp_path: Path) -> None:
+    """certify starts the session lab with the profiles' hardware: none is no emulated hardware at
+    all (not the default dgx-like lab); --hardware overrides; the reference drivers get the default."""
+    from reports.certify import _nodes_hardware, lab_hardware
+
+    cpu_only, gpu = load_profile(profile_file(tmp_path)), load_profile("gpu")
+    assert lab_hardware(None, [cpu_only]) == "none" and _nodes_hardware("none") == {}
+    assert lab_hardware(None, [gpu, cpu_only]) == gpu.hardware
+    assert lab_hardware("none", [gpu]) == "none" and lab_hardware(None, []) is None
+    assert set(_nodes_hardware(lab_hardware(None, [gpu])).values()) == {gpu.hardware}
+    other = gpu.model_copy(update={"hardware": "gpu-small"})
+    with pytest.raises(BadInput, match="expect different hardware"):
+        lab_hardware(None, [gpu, other])
+    with pytest.raises(BadInput, match=r"--hardware 'nope'.*or none"):
+        lab_hardware("nope", [])
+
+
+def test_hardware_none_starts_the_session_lab_without_hardware() -> None:
+    from clusters.lab_configurations import GATES_OFF, SESSION_LAB
+    from dralab.pytest_plugin import lab_config
+
+    options = {"--hardware": "none", "--lab-prefix": "e2e"}
+    config = SimpleNamespace(getoption=options.get)
+    assert lab_config(config, SESSION_LAB).hardware == {}  # type: ignore[arg-type]
+    assert lab_config(config, GATES_OFF).hardware == GATES_OFF.hardware  # type: ignore[arg-type]
