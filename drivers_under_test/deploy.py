@@ -2,9 +2,9 @@
 
 Deploying imports the profile's images into every node's containerd, renders its manifests
 (parameters, the emulated-sysfs mounts of HW-05, the variant's args and manifests), applies
-them server-side and waits until every DaemonSet is ready, every DRA driver has published a
-ResourceSlice on every kubelet node and every device plugin resource is in every node's
-capacity. If that does not happen, the evidence (pod states, logs, events) is printed and
+them server-side and waits until every DaemonSet is ready, every DRA driver's ResourceSlices on
+every kubelet node have settled (publication.py: complete pools, devices no longer changing) and
+every device plugin resource is in every node's capacity. If that does not happen, the evidence (pod states, logs, events) is printed and
 everything is removed again: a failed deploy leaves nothing behind.
 """
 
@@ -27,6 +27,7 @@ from drivers_under_test import evidence
 from drivers_under_test.helm_chart import render_chart
 from drivers_under_test.evidence import PROFILE_LABEL
 from drivers_under_test.profile import DriverProfile, SysfsExposure
+from drivers_under_test.publication import Settling
 from fake_hardware.exposure import driver_root_mounts, standard_sysfs_mounts, sysfs_root_mount
 from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_SYSFS_ROOT
 
@@ -273,9 +274,8 @@ def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
                 else [f"DaemonSet {ns}/{name}: {ready}/{desired} pods ready"]
         checks.append(("daemonset", daemonset))
     for driver in rendered.profile.drivers:
-        def slices(driver: str = driver) -> list[str]:
-            have = {s.spec.node_name for s in resource.list_resource_slice(field_selector=f"spec.driver={driver}").items}
-            return [f"no ResourceSlice of {driver} for node {n}" for n in nodes if n not in have]
+        def slices(settling: Settling = Settling(driver, nodes)) -> list[str]:
+            return settling.missing(resource.list_resource_slice(field_selector=f"spec.driver={settling.driver}").items)
         checks.append(("slices", slices))
     for res in rendered.profile.extended_resources:
         def capacity(res: str = res) -> list[str]:
