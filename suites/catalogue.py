@@ -6,6 +6,7 @@ package) that this module validates once and hands out typed."""
 from __future__ import annotations
 
 import functools
+import re
 from enum import Enum
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from drivers_under_test.profile import Capability
 CATALOGUE = Path(__file__).with_name("catalogue.yaml")
 # Besides a profile's capabilities: any DRA driver, and every driver profile whatever it claims.
 APPLIES = frozenset({c.value for c in Capability} | {"dra", "any"})
+# An upstream issue as the catalogue names it: owner/repository#number on GitHub.
+UPSTREAM_ISSUE = re.compile(r"[\w.-]+/[\w.-]+#\d+")
 
 
 class Level(str, Enum):
@@ -45,12 +48,23 @@ class Requirement(BaseModel):
     checks: Checks
     # A driver MUST that no variant of the reference drivers breaks (MUT-01): why none can.
     no_broken_variant: str | None = None
+    # What a driver that fails the ID has to fix, in a line: the report shows it under each FAIL.
+    remedy: str | None = None
+    # The upstream issue about the ID's behaviour, where the source names one.
+    upstream_issue: str | None = None
 
     @field_validator("applies")
     @classmethod
     def _known_capability(cls, value: str | None) -> str | None:
         if value is not None and value not in APPLIES:
             raise ValueError(f"{value!r} is none of {', '.join(sorted(APPLIES))}")
+        return value
+
+    @field_validator("upstream_issue")
+    @classmethod
+    def _github_issue(cls, value: str | None) -> str | None:
+        if value is not None and not UPSTREAM_ISSUE.fullmatch(value):
+            raise ValueError(f"{value!r} is not owner/repository#number")
         return value
 
 
@@ -63,6 +77,12 @@ def load() -> dict[str, Requirement]:
 
 def get(id: str) -> Requirement | None:
     return load().get(id)
+
+
+def issue_url(upstream_issue: str) -> str:
+    """The web page of an `upstream_issue` (owner/repository#number, as validated)."""
+    repo, number = upstream_issue.split("#")
+    return f"https://github.com/{repo}/issues/{number}"
 
 
 def certifiable(capabilities: list[str], dra: bool) -> list[str]:

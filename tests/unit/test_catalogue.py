@@ -85,3 +85,20 @@ def test_unknown_fields_are_refused_and_requirements_are_frozen() -> None:
 
 def test_get_unknown_id() -> None:
     assert catalogue.get("XX-99") is None
+
+
+def test_every_driver_requirement_has_a_one_line_remedy() -> None:
+    """Each FAIL of the driver's in the report says what to fix."""
+    driver = [r for r in catalogue.load().values() if r.checks is Checks.DRIVER]
+    assert [r.id for r in driver if not (r.remedy or "").strip() or "\n" in r.remedy] == []
+
+
+def test_upstream_issues_are_ones_the_source_names() -> None:
+    linked = {r.id: r.upstream_issue for r in catalogue.load().values() if r.upstream_issue}
+    assert linked, "no requirement names its upstream issue"
+    for rid, issue in linked.items():
+        repo, number = issue.split("#")
+        assert f"{repo.split('/')[1]}#{number}" in catalogue.get(rid).source, f"{rid}: {issue} is not in its source"
+    assert catalogue.issue_url("kubernetes/kubernetes#141433") == "https://github.com/kubernetes/kubernetes/issues/141433"
+    with pytest.raises(ValueError, match="owner/repository#number"):
+        Requirement(id="MD-99", text="t", level="MUST", source="s", applies=None, checks="driver", upstream_issue="#1")
