@@ -1,9 +1,10 @@
 """The certification report (RP-01, RP-02, RP-04) from the suites' JUnit XML: a verdict per
-requirement ID with its text and level from the shipped catalogue, duration, and for FAIL/ERROR
-the failure, the evidence, the lab's diagnosis and the component logs; what the checks observed;
-the spec-drift records; the environment; and the run's outcome. The driver's requirements are
-counted apart from cluster/lab checks and dralab's self-checks, which never count as the
-driver's PASS. Written as report.json and a self-contained report.html."""
+requirement ID with its text, level, source and remedy from the shipped catalogue, duration, and
+for FAIL/ERROR the failure, the evidence, the lab's diagnosis and the component logs; for SKIP its
+reason; what the checks observed; the spec-drift records; the environment; and the run's outcome.
+The driver's requirements are counted apart from cluster/lab checks and dralab's self-checks,
+which never count as the driver's PASS. Written as report.json and a self-contained report.html,
+which shows paths relative to the run's output directory it is written to."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from clusters.config import labs_root
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, WARNING, final_verdict
@@ -58,6 +59,9 @@ class RequirementResult:
     text: str = ""
     level: str = ""
     section: str = SELF_CHECK
+    source: str = ""
+    remedy: str = ""  # what a driver failing it has to fix
+    upstream_issue: str = ""  # owner/repository#number
 
 
 def _outcome(case: ET.Element) -> tuple[str, str, str]:
@@ -103,6 +107,15 @@ def _section(rid: str) -> str:
     return DRIVER if known.checks is Checks.DRIVER else CLUSTER
 
 
+def _catalogued(rid: str) -> dict[str, str]:
+    """What the catalogue says of `rid` beside its verdict; nothing for an ID it does not know."""
+    known = catalogue.get(rid)
+    if known is None:
+        return {}
+    return {"text": known.text, "level": known.level.value, "source": known.source, "remedy": known.remedy or "",
+            "upstream_issue": known.upstream_issue or ""}
+
+
 def by_requirement(results: list[TestResult]) -> list[RequirementResult]:
     order = {rid: i for i, rid in enumerate(catalogue.load())}
     ids = sorted({r for t in results for r in t.requirements}, key=lambda rid: (order.get(rid, len(order)), rid))
@@ -110,9 +123,8 @@ def by_requirement(results: list[TestResult]) -> list[RequirementResult]:
     for rid in ids:
         tests = [t for t in results if rid in t.requirements]
         verdicts = {t.verdict for t in tests}
-        known = catalogue.get(rid)
         out.append(RequirementResult(rid, next(v for v in VERDICTS if v in verdicts), round(sum(t.seconds for t in tests), 2),
-                                     tests, known.text if known else "", known.level.value if known else "", _section(rid)))
+                                     tests, section=_section(rid), **_catalogued(rid)))
     return out
 
 
@@ -175,23 +187,82 @@ def write(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     as_json, as_html = out_dir / "report.json", out_dir / "report.html"
     as_json.write_text(json.dumps(report, indent=2))
-    as_html.write_text(render_html(report))
+    as_html.write_text(render_html(report, out_dir))
     return as_json, as_html
 
 
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;width:100%}
-td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere}th{white-space:nowrap}
 .PASS{background:#dfd}.FAIL{background:#fdd}.ERROR{background:#fcb}.SKIP{background:#eee}
 .WARNING{background:#ffc}.BLOCKED{background:#edc}
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:30em;overflow:auto}
 .verdict{font-size:1.4em;font-weight:bold}.text{color:#444;font-size:.9em}
-td:nth-child(-n+5),th:nth-child(-n+5){white-space:nowrap;width:1%}"""
+.requirements td:nth-child(-n+5),.requirements th:nth-child(-n+5){white-space:nowrap;width:1%}"""
 # What a test shows on the page beyond what it observed.
 SHOWN = ("FAIL", "ERROR", "WARNING", "BLOCKED")
+# Verdicts whose row says what the requirement is, where it comes from and what to fix.
+EXPLAINED = ("FAIL", "WARNING")
+# What to do about a FAIL the driver cannot fix, by section.
+REMEDY_ELSEWHERE = {CLUSTER: "not the driver's to fix: compare the cluster's versions and feature gates "
+                             "(Environment) with the source",
+                    SELF_CHECK: "dralab's own: report it to dralab with this report"}
+# DriverUnderTest.requires's SKIP (suites/framework/drivers.py): the profile does not claim what the
+# requirement needs. Such requirements are one line per suite, not a row each.
+NOT_CLAIMED = re.compile(r"driver profile (?P<profile>\S+) does not claim (?P<capabilities>.+)")
+_SPACE = re.compile(r"\s*")
 
 
 def _e(value: object) -> str:
     return html.escape(str(value))
+
+
+def _json_values(text: str) -> list[Any] | None:
+    """The JSON objects and arrays `text` is made of (a metadata file is a stream of them), or
+    None when it is anything else."""
+    decoder, values, at = json.JSONDecoder(), [], _SPACE.match(text).end()
+    while at < len(text):
+        if text[at] not in "{[":
+            return None
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            return None
+        values.append(value)
+        at = _SPACE.match(text, at).end()
+    return values or None
+
+
+def _strings(value: Any, change: Callable[[str], Any]) -> Any:
+    """`value` with `change` applied to each string in it, however deep in dicts and lists."""
+    if isinstance(value, dict):
+        return {k: _strings(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strings(v, change) for v in value]
+    return change(value) if isinstance(value, str) else value
+
+
+def _decoded(text: str) -> Any:
+    """A string that holds JSON (a file's text kept in a dict) as that JSON, so that it is shown
+    as JSON, not as an escaped string inside JSON; a stream of several documents as their list."""
+    values = _json_values(text)
+    if values is None:
+        return text
+    return _strings(values[0] if len(values) == 1 else values, _decoded)
+
+
+def _pretty(text: str) -> str:
+    """Evidence that is JSON, indented once; anything else as recorded."""
+    values = _json_values(text)
+    if values is None:
+        return text
+    return "\n".join(json.dumps(_strings(v, _decoded), indent=2, ensure_ascii=False) for v in values)
+
+
+def _evidence(item: str) -> str:
+    title, _, body = item.partition("\n")
+    # What the check saw is open on the page; component logs, the longer part, are one click away.
+    return (f"<details{' open' if title.startswith('evidence: ') else ''}><summary>{_e(title)}</summary>"
+            f"<pre>{_e(_pretty(body))}</pre></details>")
 
 
 def _details(test: dict[str, Any]) -> str:
@@ -202,9 +273,7 @@ def _details(test: dict[str, Any]) -> str:
         parts.append(f"<details open><summary>lab diagnosis</summary><pre>{_e(test['diagnosis'])}</pre></details>")
     if test.get("traceback"):
         parts.append(f"<details><summary>traceback</summary><pre>{_e(test['traceback'])}</pre></details>")
-    # What the check saw is open on the page; component logs, the longer part, are one click away.
-    parts += [f"<details{' open' if item.startswith('evidence: ') else ''}><summary>{_e(item.splitlines()[0])}"
-              f"</summary><pre>{_e(item)}</pre></details>" for item in test["evidence"]]
+    parts += [_evidence(item) for item in test["evidence"]]
     return "".join(parts)
 
 
@@ -214,19 +283,73 @@ def _case(test: dict[str, Any]) -> str:
     return name[name.index("["):] + " " if "[" in name else ""
 
 
-def _rows(requirements: list[dict[str, Any]]) -> str:
-    rows = []
-    for r in requirements:
-        observed = "<br>".join(_e(_case(t) + o[:300]) for t in r["tests"] for o in t["observed"])
-        shown = "".join(_details(t) for t in r["tests"] if t["verdict"] in SHOWN)
-        text = f"<div class='text'>{_e(r['text'])}</div>" if r.get("text") else ""
-        rows.append(f"<tr class='{r['verdict']}' id='{_e(r['id'])}'><td>{_e(r['id'])}</td><td>{r['verdict']}</td>"
-                    f"<td>{_e(r.get('level') or '')}</td><td>{r['seconds']:.1f}s</td><td>{len(r['tests'])}</td>"
-                    f"<td>{text}{observed}{shown}</td></tr>")
-    return "".join(rows)
+def _explained(r: dict[str, Any]) -> str:
+    """A FAIL's or WARNING's level, source (and upstream issue) and what to fix."""
+    issue = r.get("upstream_issue")
+    upstream = f"; upstream: <a href=\"{_e(catalogue.issue_url(issue))}\">{_e(issue)}</a>" if issue else ""
+    remedy = r.get("remedy") or REMEDY_ELSEWHERE.get(r["section"], "")
+    return (f"<div class='text'>{_e(r.get('level') or '')}; source: {_e(r.get('source') or '(not in the catalogue)')}"
+            f"{upstream}</div><div><b>remedy:</b> {_e(remedy)}</div>")
 
 
-def render_html(report: dict[str, Any]) -> str:
+def _skip_reasons(r: dict[str, Any]) -> str:
+    reasons = dict.fromkeys(t["message"] for t in r["tests"] if t["verdict"] == "SKIP" and t["message"])
+    return "".join(f"<p>skipped: {_e(reason)}</p>" for reason in reasons)
+
+
+def _row(r: dict[str, Any]) -> str:
+    observed = "<br>".join(_e(_case(t) + o[:300]) for t in r["tests"] for o in t["observed"])
+    shown = "".join(_details(t) for t in r["tests"] if t["verdict"] in SHOWN)
+    text = f"<div class='text'>{_e(r['text'])}</div>" if r.get("text") else ""
+    explained = _explained(r) if r["verdict"] in EXPLAINED else ""
+    skipped = _skip_reasons(r) if r["verdict"] == "SKIP" else ""
+    return (f"<tr class='{r['verdict']}' id='{_e(r['id'])}'><td>{_e(r['id'])}</td><td>{r['verdict']}</td>"
+            f"<td>{_e(r.get('level') or '')}</td><td>{r['seconds']:.1f}s</td><td>{len(r['tests'])}</td>"
+            f"<td>{text}{explained}{skipped}{observed}{shown}</td></tr>")
+
+
+def _not_claimed(r: dict[str, Any]) -> tuple[str, str, set[str]] | None:
+    """(suite, driver profile, capabilities) of a requirement that SKIPped only because the profile
+    does not claim the capabilities; None for any other."""
+    found = [NOT_CLAIMED.search(t["message"]) for t in r["tests"]]
+    if r["verdict"] != "SKIP" or not all(found):
+        return None
+    suite = "/".join(r["tests"][0]["name"].split("::")[0].split(".")[:2])  # suites.device_plugin.test_x: suites/device_plugin
+    return suite, found[0]["profile"], {c for f in found for c in f["capabilities"].split(", ")}
+
+
+def _unclaimed_lines(unclaimed: dict[str, tuple[str, str, set[str]]]) -> str:
+    """One line per suite (and profile) for the requirements (ID: _not_claimed's) the profile does not claim."""
+    groups: dict[tuple[str, str], tuple[set[str], list[str]]] = {}
+    for rid, (suite, profile, capabilities) in unclaimed.items():
+        needed, ids = groups.setdefault((suite, profile), (set(), []))
+        needed |= capabilities
+        ids.append(rid)
+    return "".join(f"<tr class='SKIP unclaimed'><td colspan='6'>{_e(suite)}: {len(ids)} requirement"
+                   f"{'s' if len(ids) > 1 else ''} not claimed by driver profile {_e(profile)} "
+                   f"({_e(', '.join(sorted(capabilities)))}): {_e(', '.join(ids))}</td></tr>"
+                   for (suite, profile), (capabilities, ids) in groups.items())
+
+
+def _table(requirements: list[dict[str, Any]]) -> str:
+    unclaimed = {r["id"]: found for r in requirements if (found := _not_claimed(r))}
+    rows = "".join(_row(r) for r in requirements if r["id"] not in unclaimed)
+    return ("<table class='requirements'><tr><th>ID</th><th>verdict</th><th>level</th><th>duration</th><th>tests</th>"
+            f"<th>requirement, what was observed, and for failures the evidence</th></tr>{rows}"
+            f"{_unclaimed_lines(unclaimed)}</table>")
+
+
+def _relative(report: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    """`report` with the paths under the run's output directory relative to it: the page lives
+    there, beside the logs it names, wherever the directory is moved."""
+    under = re.compile(rf"{re.escape(str(out_dir))}(/|(?![\w.-]))")  # the directory itself: "."
+    return _strings(report, lambda text: under.sub(lambda m: "" if m[1] else ".", text))
+
+
+def render_html(report: dict[str, Any], out_dir: Path | None = None) -> str:
+    """The page of `report`; `out_dir`: where it is written, which its paths are shown relative to."""
+    if out_dir is not None:
+        report = _relative(report, out_dir)
     summary = report["summary"]
     title = summary["outcome"]
     sections = []
@@ -235,19 +358,18 @@ def render_html(report: dict[str, Any]) -> str:
         if not members:
             continue
         counts = ", ".join(f"{n} {v}" for v, n in summary["requirements"][section].items() if n)
-        sections.append(f"<h2>{_e(heading)}</h2><p>{_e(counts)}</p>"
-                        "<table><tr><th>ID</th><th>verdict</th><th>level</th><th>duration</th><th>tests</th>"
-                        f"<th>requirement, what was observed, and for failures the evidence</th></tr>{_rows(members)}</table>")
+        sections.append(f"<h2>{_e(heading)}</h2><p>{_e(counts)}</p>{_table(members)}")
     drift = "".join(f"<tr><td>{_e(d['kep'])}</td><td>{_e(d['topic'])}</td><td>{_e(d['promised'])}</td>"
                     f"<td>{_e(d['observed'])}</td></tr>" for d in report["spec_drift"]) \
         or "<tr><td colspan='4'>none recorded by the checks that ran</td></tr>"
     environment = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(v))}</td></tr>"
                           for k, v in report["environment"].items())
+    paths = "<p>Paths are relative to the directory of this report, the run's output.</p>" if out_dir else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab: {_e(title)}</title>
 <style>{STYLE}</style></head><body>
 <h1>dralab certification</h1>
 <p class="verdict {'PASS' if title == CERTIFIED else 'FAIL'}">{_e(last_line(report))}</p>
-<p>tests: {_e(', '.join(f'{n} {v}' for v, n in summary['tests'].items() if n))}; {summary['wall_seconds']}s</p>
+<p>tests: {_e(', '.join(f'{n} {v}' for v, n in summary['tests'].items() if n))}; {summary['wall_seconds']}s</p>{paths}
 {''.join(sections)}
 <h2>Spec drift (shipped Kubernetes against the KEP text)</h2>
 <table><tr><th>KEP</th><th>topic</th><th>the KEP promised</th><th>this cluster did</th></tr>{drift}</table>

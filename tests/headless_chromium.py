@@ -23,7 +23,8 @@ _MEASURE = """<script>addEventListener("load", () => {
   const wide = [...document.body.querySelectorAll("*")].filter(e => e.getBoundingClientRect().right > innerWidth);
   const out = document.createElement("output");
   out.id = "layout";
-  out.textContent = JSON.stringify({scrollWidth: document.documentElement.scrollWidth, innerWidth,
+  const {scrollWidth, scrollHeight} = document.documentElement;
+  out.textContent = JSON.stringify({scrollWidth, scrollHeight, innerWidth,
     wide: wide.filter(e => !wide.includes(e.parentElement)).slice(0, 10)
       .map(e => `${e.tagName} ${Math.round(e.getBoundingClientRect().right)}px: ${e.textContent.slice(0, 100)}`)});
   document.body.append(out);
@@ -54,8 +55,9 @@ def dom(page: Path, width: int = 1400, height: int = 2400) -> str:
 
 
 def layout(page: Path, width: int = 1400) -> dict[str, Any]:
-    """How `page` lays out in a window `width` pixels wide: {scrollWidth, innerWidth, wide: the
-    outermost elements past the right edge}. Measured on a copy beside it, so relative links resolve."""
+    """How `page` lays out in a window `width` pixels wide: {scrollWidth, scrollHeight, innerWidth,
+    wide: the outermost elements past the right edge}. Measured on a copy beside it, so relative
+    links resolve."""
     probe = page.with_name(f"{page.stem}.layout.html")
     probe.write_text(page.read_text() + _MEASURE)  # after </html> the parser still puts it in the body
     found = re.search(r'<output id="layout">(.*?)</output>', dom(probe, width), re.S)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -70,7 +71,7 @@ def test_html_is_self_contained_escaped_and_names_the_failure(tmp_path: Path) ->
     assert "scheduling failed &lt;no such key&gt;" in page and "allocated: gpu-1 + nic-0" in page
     assert "http" not in page.split("<body>")[0]  # no stylesheet or script fetched from anywhere
     as_json, as_html = write(report, tmp_path / "out")
-    assert json.loads(as_json.read_text()) == report and as_html.read_text() == page
+    assert json.loads(as_json.read_text()) == report and as_html.read_text() == render_html(report, tmp_path / "out")
 
 
 def test_all_pass_is_certified(tmp_path: Path) -> None:
@@ -119,3 +120,28 @@ def test_log_paths_of_a_torn_down_lab_point_at_their_copy(tmp_path: Path) -> Non
                     .join(["<testsuites><testsuite>", "</testsuite></testsuites>"]))
     (result,) = read_junit(path, tmp_path / "out")
     assert result.diagnosis == f"down; see {tmp_path}/out/logs/cert/etcd.log"
+
+
+def test_only_paths_under_the_output_directory_are_shown_relative_to_it(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    report = build([], {"results": str(out), "logs": f"{out}/logs/cert", "beside": f"{out}-old/logs"}, 1)
+    page = render_html(report, out)
+    assert "<td>.</td>" in page and "<td>logs/cert</td>" in page and f"<td>{out}-old/logs</td>" in page
+    assert f"<td>{out}</td>" in render_html(report)  # no output directory given: as recorded
+
+
+@pytest.mark.parametrize("body,shown", [
+    ('{"a":{"b":"[1,2]"}}', '{\n  "a": {\n    "b": [\n      1,\n      2\n    ]\n  }\n}'),
+    ('{"a":1}\n{"a":2}', '{\n  "a": 1\n}\n{\n  "a": 2\n}'),  # a stream: each document
+    ('{"file":"{\\"a\\":1}\\n{\\"a\\":2}\\n"}', '{\n  "file": [\n    {\n      "a": 1\n    },\n    {\n      "a": 2\n    }\n  ]\n}'),
+    ("[...]\n{\"a\":1}", "[...]\n{\"a\":1}"),  # clipped: not JSON
+    ('{"a":1} and more', '{"a":1} and more'),
+    ("- name: x\n  node: y", "- name: x\n  node: y"),
+    ('{"text":"not {json"}', '{\n  "text": "not {json"\n}'),
+])
+def test_json_evidence_is_indented_once_and_the_rest_shown_as_recorded(tmp_path: Path, body: str, shown: str) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_text(_case("MD-01", "FAIL", f'<property name="evidence" value={quoteattr("evidence: seen" + chr(10) + body)}/>')
+                    .join(["<testsuites><testsuite>", "</testsuite></testsuites>"]))
+    page = render_html(build(read_junit(path), {}, 1))
+    assert f"<summary>evidence: seen</summary><pre>{html.escape(shown)}</pre>" in page
