@@ -1,9 +1,12 @@
 """Child processes that start and tear down labs (pytest under `certify`, `dralab up` under
 `perf`). A Ctrl-C reaches them too (same process group) and they tear their labs down: wait for
-that rather than kill them, which `subprocess.call` would do, leaving the labs behind (LAB-05)."""
+that rather than kill them, which `subprocess.call` would do, leaving the labs behind (LAB-05).
+SIGTERM (a CI job cancelled, a `timeout`) is handled as Ctrl-C is, and passed on to the child,
+which it reaches alone when sent to this process only."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from typing import Any
 
@@ -18,16 +21,40 @@ class Interrupted(KeyboardInterrupt):
         self.returncode = returncode
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt, so that every teardown runs."""
+
+
+def raise_terminated(signum: int, _frame: object) -> None:
+    # Once: a second SIGTERM (the process group's, after ours was passed on) must not cut the
+    # teardown the first one started short. SIGKILL still ends a teardown that hangs.
+    signal.signal(signal.SIGTERM, _ignored)
+    raise Terminated(f"signal {signal.Signals(signum).name}")
+
+
+def _ignored(signum: int, _frame: object) -> None:
+    console.print(f"[yellow]{signal.Signals(signum).name} again: still tearing down[/yellow]")
+
+
+def interrupt_on_sigterm() -> None:
+    """From now on, SIGTERM interrupts as Ctrl-C does (Terminated), unless someone handles it already."""
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, raise_terminated)
+
+
 def run_to_completion(cmd: list[str], **popen: Any) -> int:
-    """Run `cmd` and wait for it, also through Ctrl-C; after one, raise Interrupted."""
+    """Run `cmd` and wait for it, also through Ctrl-C or SIGTERM (passed on to it); after one,
+    raise Interrupted."""
     child = subprocess.Popen(cmd, **popen)
     interrupted = False
     while True:
         try:
             returncode = child.wait()
             break
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             interrupted = True
+            if isinstance(e, Terminated):
+                child.send_signal(signal.SIGTERM)
             console.print("[yellow]interrupted: waiting for the labs to be torn down[/yellow]")
     if interrupted:
         raise Interrupted(returncode)

@@ -7,6 +7,7 @@ import time
 
 import click
 
+from clusters.children import Terminated, interrupt_on_sigterm
 from clusters.errors import DralabError
 from clusters.progress import console
 
@@ -20,9 +21,9 @@ class Group(click.Group):
         except DralabError as e:
             console.print(f"[red]error:[/red] {e}")
             sys.exit(e.exit_code)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             console.print("[yellow]interrupted[/yellow]")
-            sys.exit(130)
+            sys.exit(143 if isinstance(e, Terminated) else 130)  # as the shell reports death by the signal
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception:  # a bug or an unforeseen failure: the lab broke (RP-04), keep the evidence
@@ -33,6 +34,8 @@ class Group(click.Group):
 @click.group(cls=Group)
 def main() -> None:
     """dralab: conformance suite and emulated hardware lab for Kubernetes DRA."""
+    # A CI job cancelled or a `timeout` sends SIGTERM: every command tears down what it started, as on Ctrl-C.
+    interrupt_on_sigterm()
 
 
 @main.command()

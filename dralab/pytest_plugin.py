@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import signal
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
+from clusters.children import interrupt_on_sigterm
 from clusters.config import ClusterConfig
 from clusters.errors import LabBroken, NotSupported
 from clusters.health import dead_components, diagnose
@@ -90,12 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--progress", False):
         config.pluginmanager.register(Progress(config), PLUGIN_NAME)
     # A CI job cancelled or a `timeout` sends SIGTERM: stop as Ctrl-C does, so the labs' teardown runs.
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _interrupt)
-
-
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+    interrupt_on_sigterm()
 
 
 def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from clusters.children import raise_terminated
 from clusters.config import ClusterConfig, labs_root, saved_config, state_file
 from clusters.errors import BadInput, LabBroken
 from clusters.local import cgroups, configs, hardware, kwok, network, preflight, supervisor
@@ -105,7 +106,7 @@ class LocalCluster:
         for change in preflight.raise_inotify_limits():
             console.print(f"raised {change}, for kubelets and containerds of several labs")
         cluster = cls(cfg, tools)
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
         try:
             cluster._bring_up()
         except BaseException:
@@ -277,7 +278,3 @@ def _parallel(fn: Callable[[LocalNode], object], nodes: list[LocalNode]) -> None
     with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
         for future in [pool.submit(fn, n) for n in nodes]:
             future.result()
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")

@@ -106,3 +106,46 @@ def test_containerd_dying_under_a_metadata_check_is_an_error_naming_containerd(t
     assert md01.verdict == "ERROR", (md01.verdict, md01.message[:2000])
     assert "containerd" in md01.diagnosis and "is down" in md01.diagnosis, md01.diagnosis
     assert residue.find("kill") == []
+
+
+# Kills one lab component of node-1 (DRALAB_KILL: containerd or kubelet) as the fifth test of the
+# run starts its body: a lab fault in the middle of a certification, after verdicts were reached.
+MID_RUN_KILLER = '''
+import os
+import signal
+
+import pytest
+
+started = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    started.append(item.nodeid)
+    if len(started) == 5:
+        lab = item._request.getfixturevalue("lab")
+        os.kill(lab.local_node("node-1").component(os.environ["DRALAB_KILL"]).pid, signal.SIGKILL)
+'''
+
+
+@pytest.mark.parametrize("component", ["containerd", "kubelet"])
+def test_a_component_killed_mid_certification_makes_it_incomplete_never_not_certified(tmp_path: Path,
+                                                                                         component: str) -> None:
+    """A lab fault decides no certification: every check it touched is an ERROR naming the dead
+    component (with the lab's diagnosis), none a FAIL; the outcome is INCOMPLETE, exit 3."""
+    (tmp_path / "mid_run_killer.py").write_text(MID_RUN_KILLER)
+    env = {"PYTEST_PLUGINS": "mid_run_killer", "PYTHONPATH": str(tmp_path), "DRALAB_KILL": component}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "dralab.cli", "certify", "--driver", "gpu", "--only", "MD",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=1500, cwd=REPO,
+                          env={**__import__("os").environ, **env})
+    output = done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    verdicts = {r["id"]: r["verdict"] for r in report["requirements"] if r["section"] == "driver"}
+    print(f"{component} killed: exit {done.returncode} in {time.monotonic() - start:.0f}s; {verdicts}")
+    assert done.returncode == 3 and report["summary"]["outcome"] == "INCOMPLETE", output[-4000:]
+    assert [rid for rid, v in verdicts.items() if v == "FAIL"] == [], output[-4000:]
+    errors = [t for r in report["requirements"] for t in r["tests"] if t["verdict"] == "ERROR"]
+    assert errors and all(f"node-1-{component}" in t["diagnosis"] for t in errors), \
+        [t["diagnosis"][:300] for t in errors]
+    assert residue.find() == []

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from clusters.children import Interrupted, run_to_completion
+from clusters.children import Interrupted, interrupt_on_sigterm, run_to_completion
 
 # Interrupts its parent as a terminal's Ctrl-C would, then "tears down" for a moment and exits 5.
 CHILD = """
@@ -33,3 +33,29 @@ def test_an_interrupt_waits_for_the_child_to_finish_then_raises(tmp_path) -> Non
 
 def test_without_an_interrupt_the_exit_code_is_returned() -> None:
     assert run_to_completion([sys.executable, "-c", "raise SystemExit(3)"]) == 3
+
+
+# Terminates its parent as a CI cancel would (SIGTERM to the parent alone), then waits for the
+# SIGTERM passed on to it, "tears down" and exits 7.
+CHILD_TERMINATED = """
+import os, signal, sys, time
+def torn_down(*_):
+    open(sys.argv[1], "w").write("torn down")
+    sys.exit(7)
+signal.signal(signal.SIGTERM, torn_down)
+os.kill(os.getppid(), signal.SIGTERM)
+time.sleep(10)
+sys.exit(1)
+"""
+
+
+def test_sigterm_is_passed_on_to_the_child_and_its_teardown_awaited(tmp_path) -> None:
+    marker = tmp_path / "teardown"
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        interrupt_on_sigterm()
+        with pytest.raises(Interrupted) as raised:
+            run_to_completion([sys.executable, "-c", CHILD_TERMINATED, str(marker)])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert raised.value.returncode == 7 and marker.read_text() == "torn down"
