@@ -1,7 +1,8 @@
 """Deploy a driver profile into a lab and remove it again (`dralab driver deploy/remove`).
 
 Deploying imports the profile's images into every node's containerd, renders its manifests
-(parameters, the emulated-sysfs mounts of HW-05, the variant's args and manifests), applies
+(parameters, the emulated-sysfs mounts of HW-05 in every container, the containers' env and
+args, the variant's args, manifests and chart values), applies
 them server-side and waits until every DaemonSet is ready, every DRA driver's ResourceSlices on
 every kubelet node have settled (publication.py: complete pools, devices no longer changing) and
 every device plugin resource is in every node's capacity. If that does not happen, the evidence (pod states, logs, events) is printed and
@@ -26,7 +27,7 @@ from clusters.providers import Lab
 from drivers_under_test import evidence
 from drivers_under_test.helm_chart import render_chart
 from drivers_under_test.evidence import PROFILE_LABEL
-from drivers_under_test.profile import DriverProfile, SysfsExposure
+from drivers_under_test.profile import WORKLOAD_KINDS, ContainerSettings, DriverProfile, SysfsExposure
 from drivers_under_test.publication import Settling
 from fake_hardware.exposure import driver_root_mounts, standard_sysfs_mounts, sysfs_root_mount
 from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_SYSFS_ROOT
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from clusters.provision import Toolchain
 
 VARIANT_LABEL = "dralab.dev/variant"
-WORKLOAD_KINDS = ("DaemonSet", "Deployment")
 
 
 class DeployFailed(DralabError):
@@ -68,7 +68,8 @@ def lab_parameters(lab: Lab) -> dict[str, str]:
 
 
 def _or_refused(found: tuple[list[dict[str, Any]], list[str]]) -> list[dict[str, Any]]:
-    """The objects of a manifest or chart, unless it has problems: then nothing is applied."""
+    """The objects (of a manifest, a chart, a rendering), unless there are problems: then nothing
+    is applied."""
     objects, problems = found
     if problems:
         raise BadInput("\n".join(problems))
@@ -79,8 +80,19 @@ def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
     return obj["spec"]["template"]["spec"]
 
 
+def _all_containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every container the pods run, init containers first (ephemeral ones are never in a template)."""
+    return [*(spec.get("initContainers") or []), *spec["containers"]]
+
+
+def _append_args(container: dict[str, Any], args: list[str]) -> None:
+    if args:  # a container without args gets none rather than an empty list
+        container["args"] = [*(container.get("args") or []), *args]
+
+
 def _expose_hardware(spec: dict[str, Any], profile: DriverProfile) -> None:
-    """HW-05: the emulated sysfs and, if the profile asks, the NVIDIA driver root (HW-10)."""
+    """HW-05: the emulated sysfs and, if the profile asks, the NVIDIA driver root (HW-10), in
+    every container: an init container that checks the devices must see the driver's."""
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
     args: list[str] = []
@@ -93,9 +105,9 @@ def _expose_hardware(spec: dict[str, Any], profile: DriverProfile) -> None:
         more_volumes, more_mounts = driver_root_mounts(profile.driver_root)
         volumes, mounts = volumes + more_volumes, mounts + more_mounts
     spec.setdefault("volumes", []).extend(volumes)
-    for c in spec["containers"]:
+    for c in _all_containers(spec):
         c.setdefault("volumeMounts", []).extend(mounts)
-        c["args"] = [*c.get("args", []), *args]
+        _append_args(c, args)
 
 
 def _keep_off_slice_only_nodes(spec: dict[str, Any]) -> None:
@@ -110,6 +122,59 @@ def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
     return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
 
 
+def _workload(obj: dict[str, Any]) -> str:
+    """A workload's Kind/name, as container settings name it."""
+    return f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def _workloads(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {_workload(o): o for o in objects if o.get("kind") in WORKLOAD_KINDS}
+
+
+def _apply_settings(container: dict[str, Any], settings: ContainerSettings) -> None:
+    """The settings' env in place of the container's own of the same name, their args after its."""
+    if settings.env:
+        kept = [e for e in container.get("env") or [] if e.get("name") not in settings.env]
+        container["env"] = kept + [{"name": n, "value": v} for n, v in settings.env.items()]
+    _append_args(container, settings.args)
+
+
+def target_problems(profile: DriverProfile, variant: str | None, objects: list[dict[str, Any]]) -> list[str]:
+    """Container settings of a deployment of `variant` whose workload or container `objects`
+    do not have, each with the names they do have: a setting that reaches nothing is a typo."""
+    workloads = _workloads(objects)
+    problems = []
+    for field, settings in profile.container_settings(variant):
+        where = f"driver profile {profile.source}: {field}"
+        if settings.workload not in workloads:
+            problems.append(f"{where}: no workload {settings.workload} is rendered (the workloads: "
+                            f"{', '.join(workloads) or 'none'})")
+            continue
+        names = [c["name"] for c in _all_containers(_pod_spec(workloads[settings.workload]))]
+        if settings.container not in names:
+            problems.append(f"{where}: {settings.workload} has no container {settings.container!r} "
+                            f"(its containers: {', '.join(names)})")
+    return problems
+
+
+def _patch_pods(obj: dict[str, Any], profile: DriverProfile, args: list[str],
+                settings: list[ContainerSettings]) -> None:
+    """A workload's pods as dralab runs them: off slice-only nodes, the emulated hardware in
+    every container, a variant's plain `args` after every regular container's, the settings
+    that name a container."""
+    spec = _pod_spec(obj)
+    _keep_off_slice_only_nodes(spec)
+    _expose_hardware(spec, profile)
+    for c in spec["containers"]:
+        _append_args(c, args)
+    for c in _all_containers(spec):
+        for s in settings:
+            if s.workload == _workload(obj) and s.container == c["name"]:
+                _apply_settings(c, s)
+        # A container that dies leaves its last log lines in its status: DEP-01's evidence.
+        c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
+
+
 def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, str],
            all_variants: bool = False) -> Rendered:
     """The profile's objects, labelled with the profile; with `all_variants`, every object any
@@ -117,14 +182,17 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
     chosen = profile.variant(variant)
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": profile.namespace}}
     objects = [namespace]
-    for params, manifests in profile.renderings(lab_params, [None, *profile.variants] if all_variants else [variant]):
-        objects += [o for m in manifests for o in _or_refused(profile.read_manifest(m, params))]
-        objects += _or_refused(render_chart(profile, params)) if profile.chart else []
+    for r in profile.renderings(lab_params, [None, *profile.variants] if all_variants else [variant]):
+        objects += [o for m in r.manifests for o in _or_refused(profile.read_manifest(m, r.params))]
+        objects += _or_refused(render_chart(profile, r.params, r.chart_variant)) if profile.chart else []
     if all_variants:  # an object several variants render alike is deleted once
         unique: dict[tuple[str, str, str], dict[str, Any]] = {}
         for obj in objects:
             unique.setdefault(_key(obj), obj)
         objects = list(unique.values())
+    else:  # removal (all variants) must not be refused for a setting that reaches nothing
+        objects = _or_refused((objects, target_problems(profile, variant, objects)))
+    settings = [s for _, s in profile.container_settings(None if all_variants else variant)]
     for obj in objects:
         labels = obj.setdefault("metadata", {}).setdefault("labels", {})
         labels[PROFILE_LABEL] = profile.name
@@ -133,13 +201,7 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
             # The pods carry the labels too: tests find the pods of a profile and variant by them.
             obj["spec"]["template"].setdefault("metadata", {}).setdefault("labels", {}).update(
                 {PROFILE_LABEL: profile.name, VARIANT_LABEL: variant or "none"})
-            spec = _pod_spec(obj)
-            _keep_off_slice_only_nodes(spec)
-            _expose_hardware(spec, profile)
-            for c in spec["containers"]:
-                c["args"] = [*c.get("args", []), *(chosen.args if chosen else [])]
-                # A container that dies leaves its last log lines in its status: DEP-01's evidence.
-                c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
+            _patch_pods(obj, profile, chosen.args if chosen else [], settings)
     return Rendered(profile, variant, objects)
 
 

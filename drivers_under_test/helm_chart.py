@@ -1,7 +1,8 @@
 """Helm charts in driver profiles: most drivers ship one, so a vendor names the chart and its
 values instead of hand-rendering manifests. dralab renders it with its pinned helm (built from
 its Go module by `dralab provision`) and deploy treats the objects as a manifest's: applied
-CRDs first, labelled, given the emulated sysfs and a variant's args."""
+CRDs first, labelled, given the emulated sysfs and a variant's args; a variant's chartValues
+come after the profile's values, so helm merges them over those."""
 
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ CLUSTER_SCOPED = frozenset({
 })
 
 
-def _values(profile: DriverProfile, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The chart's values files, then its inline values, with `params` substituted; the problems."""
+def _values(profile: DriverProfile, params: Mapping[str, str],
+            variant: str | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The chart's values files, its inline values, then the variant's chartValues, with `params`
+    substituted; the problems."""
     assert profile.chart is not None
     sources: list[tuple[str, str]] = []
     problems: list[str] = []
@@ -44,8 +47,11 @@ def _values(profile: DriverProfile, params: Mapping[str, str]) -> tuple[list[dic
             sources.append((f"values file {path}", path.read_text()))
         except OSError as e:
             problems.append(f"cannot read values file {path}: {e.strerror}")
-    if profile.chart.values:
-        sources.append((f"chart.values of driver profile {profile.source}", yaml.safe_dump(profile.chart.values)))
+    chosen = profile.variant(variant)
+    inline = [("chart.values", profile.chart.values),
+              (f"variants.{variant}.chartValues", chosen.chart_values if chosen else {})]
+    sources += [(f"{field} of driver profile {profile.source}", yaml.safe_dump(values))
+                for field, values in inline if values]
     values = []
     for what, text in sources:
         docs, found = profile.read_template(what, text, params)
@@ -82,14 +88,15 @@ def _set_namespaces(objects: list[dict[str, Any]], namespace: str) -> None:
             obj["metadata"].setdefault("namespace", namespace)
 
 
-def render_chart(profile: DriverProfile, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The objects of the profile's chart rendered with its values, and every problem (of the
-    values, of helm, of the output); no objects when there is one."""
+def render_chart(profile: DriverProfile, params: Mapping[str, str],
+                 variant: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The objects of the profile's chart rendered with its values (and `variant`'s chartValues),
+    and every problem (of the values, of helm, of the output); no objects when there is one."""
     from clusters.provision import helm
 
     assert profile.chart is not None
     chart = profile.path(profile.chart.path)
-    values, problems = _values(profile, params)
+    values, problems = _values(profile, params, variant)
     try:
         helm_binary = helm()
     except BadInput as e:

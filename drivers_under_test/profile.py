@@ -14,7 +14,7 @@ import string
 from collections.abc import Iterable, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -28,6 +28,11 @@ WHAT = "driver profile"
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 REQUIREMENT_ID = re.compile(r"^[A-Z]+-\d\d$")
 REQUIREMENT_ID_OR_SUITE = re.compile(r"^[A-Z]+(-\d\d)?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+# The objects whose pods dralab patches: labels, the emulated hardware, container settings.
+WORKLOAD_KINDS = ("DaemonSet", "Deployment")
+WORKLOAD = re.compile(rf"^({'|'.join(WORKLOAD_KINDS)})/{DNS_SUBDOMAIN.pattern.removeprefix('^')}")
 
 # `hardware: none`: a driver that needs no emulated hardware (it publishes devices of its own
 # making, or those a kind node really has); the checks that count or fault the emulated devices SKIP.
@@ -94,19 +99,46 @@ class Chart(Model):
     values: dict[str, Any] = Field(default_factory=dict, description="values that win over the valuesFiles")
 
 
+class ContainerSettings(Model):
+    """Environment variables and args for one container of one workload, as rendered. For a
+    chart whose container runs its binary through `bash -c`, which drops appended args but keeps
+    its environment, and for pods whose containers take different flags."""
+
+    workload: str = Field(pattern=WORKLOAD.pattern, description=(
+        f"the workload as Kind/name ({', '.join(WORKLOAD_KINDS)}), named as rendered: "
+        "DaemonSet/acme-gpu-kubelet-plugin"))
+    container: str = Field(pattern=DNS_LABEL.pattern,
+                           description="the container's name, a regular or an init container")
+    env: dict[Annotated[str, Field(pattern=r"^[^=]+$")], str] = Field(default_factory=dict, description=(
+        "environment variables to set, in place of the container's own of the same name; literal values"))
+    args: list[str] = Field(default_factory=list, description="appended to the container's args; literal")
+
+    @model_validator(mode="after")
+    def _env_or_args(self) -> "ContainerSettings":
+        if not self.env and not self.args:
+            raise ValueError("give env, args or both")
+        return self
+
+
 # The variant that deploys the driver with device metadata turned off (MD-15); a profile
 # without it gets MD-15 skipped.
 METADATA_DISABLED = "metadata-disabled"
 
 
 class Variant(Model):
-    """Another way to deploy the driver: extra container args and manifests, template parameters
-    of its own. A broken variant (MUT-01) names the requirements it must break (FAIL); a valid one
-    (MUT-02: another choice a correct driver may make) breaks nothing and names the SHOULDs it
-    misses in `warns` (WARNING, still certifiable); METADATA_DISABLED is a configuration the
-    suites ask for by name."""
+    """Another way to deploy the driver: extra container args, env and manifests, template
+    parameters and chart values of its own. A broken variant (MUT-01) names the requirements it
+    must break (FAIL); a valid one (MUT-02: another choice a correct driver may make) breaks
+    nothing and names the SHOULDs it misses in `warns` (WARNING, still certifiable);
+    METADATA_DISABLED is a configuration the suites ask for by name."""
 
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list, description=(
+        "appended to every regular container (not the init containers) of every workload; for some containers "
+        "only, or with a chart that drops appended args (bash -c), use containers"))
+    containers: list[ContainerSettings] = Field(default_factory=list, description=(
+        "env and args for named containers in this variant, applied after the profile's containers (they win)"))
+    chart_values: dict[str, Any] = Field(default_factory=dict, alias="chartValues", description=(
+        "helm values merged over the chart's (helm merges maps, a list replaces a list); templates as chart.values"))
     manifests: list[Path] = Field(default_factory=list)
     parameters: dict[str, str] = Field(default_factory=dict, description=(
         "template parameters that win over the profile's in this variant (another CDI spec directory, say)"))
@@ -151,6 +183,17 @@ class Variant(Model):
         return self
 
 
+class Rendering(NamedTuple):
+    """One rendering of a profile's objects: the template parameters, the manifests, the variant
+    whose chartValues the chart takes (None: the profile's values alone) and the variants (None:
+    the profile alone) that deploy these objects."""
+
+    params: dict[str, str]
+    manifests: list[Path]
+    chart_variant: str | None
+    variants: list[str | None]
+
+
 class DriverProfile(Model):
     name: str = Field(pattern=r"^[a-z0-9][-a-z0-9]*$")
     description: str
@@ -167,11 +210,13 @@ class DriverProfile(Model):
     driver_root: str | None = Field(default=None, alias="driverRoot", pattern=r"^/",
                                     description="mount the node's NVIDIA driver root (libnvidia-ml.so.1, dev/nvidia*, "
                                                 "proc/driver/nvidia) at this path in the driver's containers")
-    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    namespace: str = Field(pattern=DNS_LABEL.pattern)
     images: list[Image] = Field(min_length=1)
     manifests: list[Path] = Field(default_factory=list, description="manifest templates, relative to the profile "
                                   "file; ${NAME} takes the profile's parameters and the lab's")
     chart: Chart | None = None
+    containers: list[ContainerSettings] = Field(default_factory=list, description=(
+        "env and args for named containers of the rendered workloads (a variant's follow)"))
     parameters: dict[str, str] = Field(default_factory=dict)
     # Opaque parameters the suites put in their claims for this driver (a network driver needs
     # an interface to configure); none by default.
@@ -208,6 +253,9 @@ class DriverProfile(Model):
                              "drop driverRoot, or name a hardware profile with GPUs")
         if not self.manifests and self.chart is None:
             raise ValueError("give the driver's manifests, its chart, or both")
+        valued = [n for n, v in self.variants.items() if v.chart_values]
+        if valued and self.chart is None:
+            raise ValueError(f"variants {', '.join(valued)} set chartValues, and the profile has no chart")
         if not self.drivers and not self.extended_resources:
             raise ValueError("name at least one DRA driver (drivers) or device plugin resource (extendedResources)")
         if Capability.DEVICE_PLUGIN in self.capabilities and not self.extended_resources:
@@ -259,18 +307,28 @@ class DriverProfile(Model):
         chosen = self.variant(variant)
         return {**self.parameters, **(chosen.parameters if chosen else {}), **lab, "NAMESPACE": self.namespace}
 
-    def renderings(self, lab: Mapping[str, str],
-                   variants: Iterable[str | None]) -> list[tuple[dict[str, str], list[Path]]]:
-        """The template parameters and manifests that render every object `variants` deploy (None:
-        the profile alone): one entry per distinct set of parameters, so the chart, rendered once
-        per entry, is not rendered again for variants that only add args or manifests."""
-        found: dict[tuple[tuple[str, str], ...], tuple[dict[str, str], list[Path]]] = {}
+    def container_settings(self, variant: str | None) -> list[tuple[str, ContainerSettings]]:
+        """The targeted env and args a deployment of `variant` applies, each with its field: the
+        profile's, then the variant's, which win."""
+        chosen = self.variant(variant)
+        theirs = chosen.containers if chosen else []
+        return ([(f"containers.{i}", s) for i, s in enumerate(self.containers)]
+                + [(f"variants.{variant}.containers.{i}", s) for i, s in enumerate(theirs)])
+
+    def renderings(self, lab: Mapping[str, str], variants: Iterable[str | None]) -> list[Rendering]:
+        """What renders every object `variants` deploy (None: the profile alone): one entry per
+        distinct set of parameters and chart values, so the chart, rendered once per entry, is not
+        rendered again for variants that only add args, env or manifests."""
+        found: dict[tuple[tuple[tuple[str, str], ...], str], Rendering] = {}
         for name in variants:
             params = self.template_parameters(lab, name)
             chosen = self.variant(name)
-            _, manifests = found.setdefault(tuple(sorted(params.items())),
-                                            (params, list(dict.fromkeys(self.manifests))))
-            manifests += [m for m in (chosen.manifests if chosen else []) if m not in manifests]
+            chart_variant = name if chosen and chosen.chart_values else None
+            values = yaml.safe_dump(chosen.chart_values if chosen else {}, sort_keys=True)
+            entry = found.setdefault((tuple(sorted(params.items())), values),
+                                     Rendering(params, list(dict.fromkeys(self.manifests)), chart_variant, []))
+            entry.manifests.extend(m for m in (chosen.manifests if chosen else []) if m not in entry.manifests)
+            entry.variants.append(name)
         return list(found.values())
 
     def reference_problems(self) -> list[str]:

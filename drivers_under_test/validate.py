@@ -1,7 +1,7 @@
 """Validating a driver profile before any lab starts (DEP-02): schema, template parameters,
-manifest files, the chart (rendered with helm), image archives. Every problem is listed at once,
-so a vendor fixes a profile in one round instead of one lab start per mistake; `dralab certify`
-refuses (exit 2) on any.
+manifest files, the chart (rendered with helm), the containers the profile names, image
+archives. Every problem is listed at once, so a vendor fixes a profile in one round instead of
+one lab start per mistake; `dralab certify` refuses (exit 2) on any.
 
 Image archives are streamed, never extracted: only the small JSON members (index, manifests,
 configs) are kept, so a large archive costs one sequential read.
@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from clusters.errors import BadInput
 from clusters.yaml_profiles import field_errors, load_yaml, profile_path
+from drivers_under_test.deploy import target_problems
 from drivers_under_test.helm_chart import render_chart
 from drivers_under_test.profile import PROFILES_DIR, WHAT, DriverProfile
 
@@ -55,26 +56,35 @@ def validate(name_or_path: str, known_ids: set[str] | None = None) -> tuple[Driv
         profile = DriverProfile.model_validate(data).model_copy(update={"source": path.resolve()})
     except ValidationError as e:
         return None, [f"{WHAT} {path}: {line}" for line in field_errors(e)]
-    problems = profile.reference_problems()
+    return profile, (profile.reference_problems() + _rendering_problems(profile) + _archive_problems(profile)
+                     + _variant_problems(profile, path, known_ids))
+
+
+def _rendering_problems(profile: DriverProfile) -> list[str]:
+    """Every variant's rendering (a variant may set what its own manifests use, or override what
+    the profile's use): template and chart problems, and container settings that name nothing
+    rendered; a problem the variants share is listed once."""
     chart = profile.chart
     # A missing manifest, chart or values file is in reference_problems.
     chart_found = chart is not None and profile.path(chart.path).exists() and all(
         profile.path(v).is_file() for v in chart.values_files)
-    # Every variant's parameters: a variant may set what its own manifests use, or override what
-    # the profile's use; a problem the variants share is listed once.
-    template_problems: list[str] = []
-    for params, manifests in profile.renderings(LAB_EXAMPLE, [None, *profile.variants]):
-        for manifest in manifests:
-            if profile.path(manifest).is_file():
-                template_problems += profile.read_manifest(manifest, params)[1]
+    problems: list[str] = []
+    for r in profile.renderings(LAB_EXAMPLE, [None, *profile.variants]):
+        found = [profile.read_manifest(m, r.params) for m in r.manifests if profile.path(m).is_file()]
         if chart_found:
-            template_problems += render_chart(profile, params)[1]
-    problems += list(dict.fromkeys(template_problems))
-    for image in profile.images:
-        if image.archive is not None and profile.path(image.archive).is_file():
-            problems += archive_problems(profile.path(image.archive))
-    problems += _variant_problems(profile, path, known_ids)
-    return profile, problems
+            found.append(render_chart(profile, r.params, r.chart_variant))
+        objects = [o for docs, _ in found for o in docs]
+        template_problems = [p for _, more in found for p in more]
+        problems += template_problems
+        # Names are only what they will be once everything renders as it should.
+        if not template_problems and len(found) == len(r.manifests) + (chart is not None):
+            problems += [p for v in r.variants for p in target_problems(profile, v, objects)]
+    return list(dict.fromkeys(problems))
+
+
+def _archive_problems(profile: DriverProfile) -> list[str]:
+    return [p for i in profile.images if i.archive is not None and profile.path(i.archive).is_file()
+            for p in archive_problems(profile.path(i.archive))]
 
 
 def validate_or_raise(names: list[str], known_ids: set[str] | None = None) -> list[DriverProfile]:

@@ -47,6 +47,11 @@ def by_kind(objects: list[dict]) -> dict[str, dict]:
     return {o["kind"]: o for o in objects}
 
 
+def daemonset_spec(profile_path: str, variant: str | None = None) -> dict:
+    """The pod spec of the chart's DaemonSet as dralab deploys it."""
+    return by_kind(render(load_profile(profile_path), variant, LAB).objects)["DaemonSet"]["spec"]["template"]["spec"]
+
+
 def test_chart_objects_deploy_like_manifests(tmp_path: Path) -> None:
     objects = by_kind(render(load_profile(profile_file(tmp_path)), "broken", LAB).objects)
     assert set(objects) == {"Namespace", "CustomResourceDefinition", "ClusterRole", "ConfigMap", "DaemonSet", "Widget"}
@@ -115,3 +120,45 @@ def test_a_profile_needs_manifests_or_a_chart(tmp_path: Path) -> None:
 def test_shipped_chart_profile_validates() -> None:
     profile, problems = validate("fake-gpu-plugin")
     assert problems == [] and profile is not None and profile.chart is not None
+
+
+VERBOSE = PROFILE.replace("variants:\n", """variants:
+  verbose: {chartValues: {logLevel: 6, kubeletRoot: "${KUBELET_ROOT_DIR}/verbose"}}
+""")
+
+
+def test_a_variants_chart_values_merge_over_the_profiles(tmp_path: Path) -> None:
+    for variant, args in [(None, ["--kubelet-root=/var/lib/kubelet-alt", "--v=2"]),
+                          ("verbose", ["--kubelet-root=/var/lib/kubelet-alt/verbose", "--v=6"])]:
+        (container,) = daemonset_spec(profile_file(tmp_path, VERBOSE), variant)["containers"]
+        assert container["args"] == args and container["image"] == "vendor/driver:1.0", variant
+
+
+def test_a_variants_chart_values_are_checked_as_templates(tmp_path: Path) -> None:
+    path = profile_file(tmp_path, VERBOSE.replace("${KUBELET_ROOT_DIR}/verbose", "${VERBOSE_ROOT}"))
+    _, problems = validate(path)
+    assert problems == [f"variants.verbose.chartValues of driver profile {path} uses ${{VERBOSE_ROOT}}, which neither "
+                        "driver profile vendor (parameters) nor the lab (KUBELET_ROOT_DIR, DRIVERS_IMAGE, "
+                        "HARDWARE_SYSFS_ROOT, HARDWARE_DRIVER_ROOT, NAMESPACE) sets: add VERBOSE_ROOT to the profile's "
+                        "parameters"]
+
+
+def test_the_charts_init_containers_see_the_emulated_sysfs(tmp_path: Path) -> None:
+    spec = daemonset_spec(profile_file(tmp_path))
+    (init,), (plugin,) = spec["initContainers"], spec["containers"]
+    assert "/sys/bus/pci" in {m["mountPath"] for m in init["volumeMounts"]}
+    assert init["volumeMounts"] == plugin["volumeMounts"]
+
+
+CONTAINERS = """containers:
+- {workload: DaemonSet/vendor, container: plugin, env: {LOG_FORMAT: json}}
+variants:"""
+
+
+def test_container_settings_name_what_the_chart_renders(tmp_path: Path) -> None:
+    (container,) = daemonset_spec(profile_file(tmp_path, PROFILE.replace("variants:", CONTAINERS)))["containers"]
+    assert container["env"] == [{"name": "LOG_FORMAT", "value": "json"}]
+    wrong = CONTAINERS.replace("container: plugin", "container: driver")
+    path = profile_file(tmp_path, PROFILE.replace("variants:", wrong))
+    assert validate(path)[1] == [f"driver profile {path}: containers.0: DaemonSet/vendor has no container 'driver' "
+                                 "(its containers: check-devices, plugin)"]
