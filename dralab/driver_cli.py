@@ -99,7 +99,8 @@ def schema() -> None:
 @click.argument("profiles", nargs=-1, required=True)
 def validate(profiles: tuple[str, ...]) -> None:
     """Check driver profiles before any lab starts (DEP-02): schema, template parameters, manifests,
-    image archives (os/architecture), variants. Every problem is listed; exit 2 if any."""
+    the containers they name, image archives (os/architecture), variants. Every problem is listed,
+    a schema error too; exit 2 if any."""
     from drivers_under_test.validate import validate_or_raise
     from suites import catalogue
 

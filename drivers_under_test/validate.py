@@ -1,7 +1,9 @@
 """Validating a driver profile before any lab starts (DEP-02): schema, template parameters,
 manifest files, the chart (rendered with helm), the containers the profile names, image
 archives. Every problem is listed at once, so a vendor fixes a profile in one round instead of
-one lab start per mistake; `dralab certify` refuses (exit 2) on any.
+one lab start per mistake; `dralab certify` refuses (exit 2) on any. A schema error hides
+nothing that can be checked without the whole profile: the files and image archives of the
+fields that are valid on their own are checked too.
 
 Image archives are streamed, never extracted: only the small JSON members (index, manifests,
 configs) are kept, so a large archive costs one sequential read.
@@ -17,13 +19,13 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from clusters.errors import BadInput
 from clusters.yaml_profiles import field_errors, load_yaml, profile_path
 from drivers_under_test.deploy import target_problems
 from drivers_under_test.helm_chart import render_chart
-from drivers_under_test.profile import PROFILES_DIR, WHAT, DriverProfile
+from drivers_under_test.profile import NO_HARDWARE, PROFILES_DIR, WHAT, DriverProfile
 
 VARIANT_NAME = re.compile(r"^[a-z0-9][-a-z0-9]*$")
 
@@ -44,9 +46,9 @@ class _Bad(Exception):
 
 
 def validate(name_or_path: str, known_ids: set[str] | None = None) -> tuple[DriverProfile | None, list[str]]:
-    """The profile (None when the file or its schema is wrong, which stops the other checks) and
-    every problem found, each naming the file, the field or manifest, and the fix. With
-    `known_ids`, each variant's `breaks` must name known requirements."""
+    """The profile (None when the file or its schema is wrong) and every problem found, each
+    naming the file, the field or manifest, and the fix. With `known_ids`, each variant's
+    `breaks` must name known requirements."""
     try:
         path = profile_path(name_or_path, PROFILES_DIR, WHAT)
         data = load_yaml(path, WHAT)
@@ -55,9 +57,27 @@ def validate(name_or_path: str, known_ids: set[str] | None = None) -> tuple[Driv
     try:
         profile = DriverProfile.model_validate(data).model_copy(update={"source": path.resolve()})
     except ValidationError as e:
-        return None, [f"{WHAT} {path}: {line}" for line in field_errors(e)]
+        readable = _readable_part(data, path)
+        return None, ([f"{WHAT} {path}: {line}" for line in field_errors(e)] + readable.reference_problems()
+                      + _archive_problems(readable) + _variant_problems(readable, path, known_ids))
     return profile, (profile.reference_problems() + _rendering_problems(profile) + _archive_problems(profile)
                      + _variant_problems(profile, path, known_ids))
+
+
+def _readable_part(data: object, path: Path) -> DriverProfile:
+    """The fields of a profile the schema refuses that are valid on their own, unchecked as a
+    whole (model_construct): enough to check the files and image archives they name."""
+    raw = data if isinstance(data, dict) else {}
+    # Required fields the checks read, when unreadable (a schema error already): nothing to check.
+    readable: dict[str, Any] = {"hardware": NO_HARDWARE, "images": []}
+    for name, field in DriverProfile.model_fields.items():
+        key = field.alias or name
+        if key in raw:
+            try:
+                readable[name] = TypeAdapter(field.rebuild_annotation()).validate_python(raw[key])
+            except ValidationError:
+                pass  # listed with the schema errors
+    return DriverProfile.model_construct(**{**readable, "source": path.resolve()})
 
 
 def _rendering_problems(profile: DriverProfile) -> list[str]:

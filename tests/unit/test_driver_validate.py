@@ -266,3 +266,25 @@ def test_a_variants_manifest_may_use_the_variants_own_parameter(tmp_path: Path) 
     assert validate(write_profile(tmp_path, text))[1] == []
     _, (problem,) = validate(write_profile(tmp_path, text.replace("parameters: {EXTRA: x}", "parameters: {}")))
     assert f"manifest {tmp_path / 'extra.yaml'} uses ${{EXTRA}}" in problem
+
+
+def test_a_schema_error_does_not_hide_the_file_problems(tmp_path: Path) -> None:
+    """A typo in a field name, a missing manifest and a bad image archive: all three at once."""
+    text = (PROFILE.replace("drivers: [gpu.vendor.example]", "drivers: [gpu.vendor.example]\ndeviceClass: [gpu]")
+            .replace("manifests: [driver.yaml]", "manifests: [driver.yaml, gone.yaml]"))
+    path = write_profile(tmp_path, text)
+    (tmp_path / "driver.tar").write_bytes(b"not a tarball")
+    profile, problems = validate(path)
+    assert profile is None
+    archive = f"image archive {tmp_path / 'driver.tar'} cannot be read as a tar"
+    assert [p.split(": ", 1)[0] for p in problems] == [f"driver profile {path}", f"driver profile {path}", archive]
+    assert "deviceClass: Extra inputs are not permitted" in problems[0]
+    assert f"manifest {tmp_path / 'gone.yaml'} does not exist" in problems[1]
+
+
+def test_fields_that_are_wrong_themselves_are_not_checked_further(tmp_path: Path) -> None:
+    text = PROFILE.replace("images: [{archive: driver.tar}]", "images: [{archive: absent.tar, reference: drivers}]")
+    _, problems = validate(write_profile(tmp_path, text.replace("hardware: gpu-small", "hardware: [quantum]")))
+    assert len(problems) == 2 and all("images.0" in p or "hardware: Input should be" in p for p in problems)
+    _, problems = validate(write_profile(tmp_path, text.replace("hardware: gpu-small", "hardware: quantum")))
+    assert "unknown hardware profile 'quantum'" in problems[-1] and len(problems) == 2
