@@ -58,11 +58,12 @@ def _register_commands() -> None:
     from clusters import lab_cli
     from dralab.driver_cli import driver
     from dralab.hw_cli import hw
+    from dralab.image_cli import image
     from reports.certify import certify
     from reports.perf.command import perf
     from reports.selfcheck import selfcheck
 
-    for command in [*lab_cli.COMMANDS, hw, driver, certify, perf, selfcheck]:
+    for command in [*lab_cli.COMMANDS, hw, driver, image, certify, perf, selfcheck]:
         main.add_command(command)
 
 

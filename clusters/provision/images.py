@@ -1,8 +1,9 @@
 """Container images built from files by our own code, written as OCI image layout tarballs.
 
 No registry is reachable, so the pause image (tagged exactly as containerd's pinned sandbox
-image) and the workload image are assembled here and imported with `ctr images import`.
-Everything is deterministic (fixed mtimes, sorted entries), so the digests are stable.
+image) and the workload image are assembled here and imported with `ctr images import`; so is a
+vendor's image (`dralab image build`). Everything is deterministic (fixed mtimes and owners,
+sorted entries), so the digests are stable.
 """
 
 from __future__ import annotations
@@ -10,30 +11,42 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import stat
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"
-PLATFORM = {"architecture": "amd64", "os": "linux"}
+DEFAULT_PATH = "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
 
 @dataclass
 class ImageSpec:
+    """An image of one layer: files (each with its host file's mode), symlinks and directories."""
+
     ref: str
     files: dict[str, Path] = field(default_factory=dict)  # path in image -> host file
     symlinks: dict[str, str] = field(default_factory=dict)  # path in image -> target
     dirs: tuple[str, ...] = ()
     entrypoint: list[str] = field(default_factory=list)
     cmd: list[str] = field(default_factory=list)
+    env: list[str] = field(default_factory=lambda: [DEFAULT_PATH])
+    workdir: str = "/"
+    os: str = "linux"
+    architecture: str = "amd64"
+
+    @property
+    def platform(self) -> dict[str, str]:
+        return {"architecture": self.architecture, "os": self.os}
 
 
-def _add(tar: tarfile.TarFile, info: tarfile.TarInfo, data: bytes | None = None) -> None:
+def _add(tar: tarfile.TarFile, info: tarfile.TarInfo, content: IO[bytes] | None = None) -> None:
     info.mtime = 0
     info.uid = info.gid = 0
-    tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    tar.addfile(info, content)
 
 
 def layer_tar(spec: ImageSpec) -> bytes:
@@ -46,10 +59,11 @@ def layer_tar(spec: ImageSpec) -> bytes:
             info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
             _add(tar, info)
         for path, src in sorted(spec.files.items()):
-            data = src.read_bytes()
             info = tarfile.TarInfo(path.lstrip("/"))
-            info.size, info.mode = len(data), 0o755
-            _add(tar, info, data)
+            st = src.stat()
+            info.size, info.mode = st.st_size, stat.S_IMODE(st.st_mode)  # an executable stays one
+            with src.open("rb") as content:
+                _add(tar, info, content)
         for path, target in sorted(spec.symlinks.items()):
             info = tarfile.TarInfo(path.lstrip("/"))
             info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
@@ -69,16 +83,16 @@ def oci_archive(spec: ImageSpec) -> tuple[bytes, str]:
     layer = layer_tar(spec)
     layer_desc = _blob(blobs, layer, OCI_LAYER)
     config = {
-        **PLATFORM,
+        **spec.platform,
         "config": {"Entrypoint": spec.entrypoint or None, "Cmd": spec.cmd or None,
-                   "Env": ["PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"], "WorkingDir": "/"},
+                   "Env": spec.env, "WorkingDir": spec.workdir},
         "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]},
     }
     config_desc = _blob(blobs, json.dumps(config, sort_keys=True).encode(), OCI_CONFIG)
     manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": config_desc, "layers": [layer_desc]}
     manifest_desc = _blob(blobs, json.dumps(manifest, sort_keys=True).encode(), OCI_MANIFEST)
     index = {"schemaVersion": 2, "manifests": [{
-        **manifest_desc, "platform": PLATFORM,
+        **manifest_desc, "platform": spec.platform,
         "annotations": {"io.containerd.image.name": spec.ref,
                         "org.opencontainers.image.ref.name": spec.ref.rsplit(":", 1)[-1]},
     }]}
@@ -94,5 +108,5 @@ def oci_archive(spec: ImageSpec) -> tuple[bytes, str]:
         for name, data in sorted(entries.items()):
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), 0o644
-            _add(tar, info, data)
+            _add(tar, info, io.BytesIO(data))
     return out.getvalue(), manifest_desc["digest"]

@@ -37,3 +37,21 @@ def test_archive_is_an_oci_layout_named_for_containerd_import(tmp_path) -> None:
 
 def test_archive_is_deterministic(tmp_path) -> None:
     assert oci_archive(spec(tmp_path)) == oci_archive(spec(tmp_path))
+
+
+def test_files_keep_their_modes_and_the_spec_sets_platform_env_and_workdir(tmp_path) -> None:
+    tool, conf = tmp_path / "tool", tmp_path / "conf"
+    tool.write_bytes(b"\x7fELF fake")
+    tool.chmod(0o750)
+    conf.write_text("x")
+    conf.chmod(0o644)
+    archive, digest = oci_archive(ImageSpec(ref="registry.acme.example/gpu:1.0", files={"/bin/tool": tool, "/etc/conf": conf},
+                                            env=["PATH=/bin", "LOG=1"], workdir="/work", architecture="arm64"))
+    files = members(archive)
+    manifest = json.loads(files[f"blobs/sha256/{digest[7:]}"])
+    with tarfile.open(fileobj=io.BytesIO(files[f"blobs/sha256/{manifest['layers'][0]['digest'][7:]}"])) as tar:
+        assert {m.name: m.mode for m in tar.getmembers() if m.isfile()} == {"bin/tool": 0o750, "etc/conf": 0o644}
+    config = json.loads(files[f"blobs/sha256/{manifest['config']['digest'][7:]}"])
+    assert (config["os"], config["architecture"]) == ("linux", "arm64")
+    assert config["config"]["Env"] == ["PATH=/bin", "LOG=1"] and config["config"]["WorkingDir"] == "/work"
+    assert json.loads(files["index.json"])["manifests"][0]["platform"] == {"architecture": "arm64", "os": "linux"}
