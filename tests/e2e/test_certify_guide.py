@@ -1,9 +1,10 @@
 """docs/certify-your-driver.md followed for a driver packaged as a vendor packages one: dralab's
-reference device plugin with an image archive of its own and its chart, next to a profile
-written as the guide says (under its own resource name, so it never meets the reference
-profile). The guide's commands run in the vendor's directory: the schema saved next to the
-profile, validate, certify (the device plugin suite), and the report read as the guide reads it.
-Needs root and a provisioned cache; certify starts and removes its own labs."""
+reference device plugin with an image archive of its own (built from its binary with `dralab
+image build`, the guide's step 2) and its chart, next to a profile written as the guide says
+(under its own resource name and image reference, so it never meets the reference profile).
+The guide's commands run in the vendor's directory: the schema saved next to the profile,
+validate, certify (the device plugin suite), and the report read as the guide reads it. Needs
+root and a provisioned cache; certify starts and removes its own labs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.acme_vendor import RESOURCE, vendor_dir
+from tests.e2e.acme_vendor import IMAGE, RESOURCE, vendor_dir
 from tests.e2e.test_lab_lifecycle import dralab
 
 pytestmark = pytest.mark.e2e
@@ -45,4 +46,4 @@ def test_certify_and_read_the_report(vendor: Path) -> None:
     assert "<testsuite" in (out / "junit.xml").read_text()
     # The chart as rendered and applied, with the vendor's image from its own archive.
     applied = (out / "logs" / "manifests" / "acme-gpu-plugin.yaml").read_text()
-    assert "kind: DaemonSet" in applied and f"--resource-name={RESOURCE}" in applied
+    assert "kind: DaemonSet" in applied and f"--resource-name={RESOURCE}" in applied and IMAGE in applied
