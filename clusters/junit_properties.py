@@ -10,8 +10,13 @@ REQUIREMENT, OBSERVED, EVIDENCE = "requirement", "observed", "evidence"
 VERDICT, DIAGNOSIS, WARNING, BLOCKED_BY = "verdict", "diagnosis", "warning", "blocked_by"
 
 
+# Worst first: a test whose phases got several verdicts (a call FAIL, then a teardown ERROR) keeps
+# the worst, as a requirement takes its tests' worst.
+WORST_FIRST = ("FAIL", "ERROR", "BLOCKED", "WARNING", "PASS", "SKIP")
+
+
 def final_verdict(outcome: str, properties: list[tuple[str, str]]) -> str:
-    """The verdict of a test: the one the plugin recorded where it differs from the JUnit
-    outcome (PASS, FAIL, ERROR, SKIP), else that outcome."""
-    recorded = [v for k, v in properties if k == VERDICT]
-    return recorded[-1] if recorded else outcome
+    """The verdict of a test: the worst the plugin recorded for its phases where it differs from
+    the JUnit outcome (PASS, FAIL, ERROR, SKIP), else that outcome."""
+    recorded = {v for k, v in properties if k == VERDICT}
+    return next((v for v in WORST_FIRST if v in recorded), outcome)

@@ -493,6 +493,17 @@ def _component_log_sections(item: pytest.Item) -> list[tuple[str, str]]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
+    try:
+        _judge(item, call, report)
+    finally:
+        # The report copied the test's properties before they got this phase's verdict; the JUnit
+        # XML writes them from the teardown's report.
+        report.user_properties = list(item.user_properties)
+
+
+def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
+    """This phase's verdict (requirements.md, Verdicts) with its evidence, onto the test's properties
+    and its report."""
     error = call.excinfo.value if call.excinfo is not None else None
     if isinstance(error, Blocked):  # kept from running by an earlier FAIL
         _blocked(item, report, error)

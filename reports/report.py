@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clusters.config import labs_root
-from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, WARNING, final_verdict
+from clusters.junit_properties import (BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, WARNING, WORST_FIRST,
+                                      final_verdict)
 from suites import catalogue
 from suites.catalogue import Checks
 from suites.framework.spec_drift import PROPERTY as SPEC_DRIFT
 
 # Worst first: a requirement takes its tests' worst verdict.
-VERDICTS = ("FAIL", "ERROR", "BLOCKED", "WARNING", "PASS", "SKIP")
+VERDICTS = WORST_FIRST
 # Sections of the report: what the outcome is about, and what is reported apart.
 DRIVER, CLUSTER, SELF_CHECK = "driver", "cluster", "self-check"
 SECTION_TITLES = {DRIVER: "Requirements of the driver under test",
@@ -80,18 +81,35 @@ def _relocated(text: str, out_dir: Path | None) -> str:
     return re.sub(rf"{re.escape(str(labs_root()))}/labs/([^/\s]+)/logs/", lambda m: f"{out_dir}/logs/{m.group(1)}/", text)
 
 
+def _tests(root: ET.Element) -> list[list[ET.Element]]:
+    """The testcase elements of each test. pytest writes a test that fails in its call and again in
+    its teardown as two testcases of the same name (one outcome each, as the JUnit schema wants);
+    the last has all the properties the plugin recorded over the test's phases."""
+    tests: list[list[ET.Element]] = []
+    for case in root.iter("testcase"):
+        if tests and (tests[-1][0].get("classname"), tests[-1][0].get("name")) == (case.get("classname"), case.get("name")):
+            tests[-1].append(case)
+        else:
+            tests.append([case])
+    return tests
+
+
 def read_junit(path: Path, out_dir: Path | None = None) -> list[TestResult]:
     results = []
-    for case in ET.parse(path).getroot().iter("testcase"):
-        props = [(p.get("name", ""), _relocated(p.get("value", ""), out_dir)) for p in case.iter("property")]
-        outcome, message, traceback = _outcome(case)
+    for cases in _tests(ET.parse(path).getroot()):
+        case = cases[0]
+        props = [(p.get("name", ""), _relocated(p.get("value", ""), out_dir)) for p in cases[-1].iter("property")]
+        # The first failing phase's outcome and message; the others' tracebacks after its own.
+        outcomes = [_outcome(c) for c in cases]
+        outcome, message, _ = next((o for o in outcomes if o[0] != "PASS"), outcomes[0])
+        traceback = "\n\n".join(o[2] for o in outcomes if o[2])
         verdict = final_verdict(outcome, props)
         warnings = [v for k, v in props if k == WARNING]
         if verdict == "WARNING":
             message = "\n".join(f"SHOULD not met: {w}" for w in warnings)
         results.append(TestResult(
             name=f"{case.get('classname', '')}::{case.get('name', '')}", verdict=verdict,
-            seconds=float(case.get("time") or 0), requirements=[v for k, v in props if k == REQUIREMENT] or ["(none)"],
+            seconds=sum(float(c.get("time") or 0) for c in cases), requirements=[v for k, v in props if k == REQUIREMENT] or ["(none)"],
             message=_relocated(message, out_dir), traceback=_relocated(traceback, out_dir),
             evidence=[v for k, v in props if k == EVIDENCE], observed=[v for k, v in props if k == OBSERVED],
             spec_drift=[json.loads(v) for k, v in props if k == SPEC_DRIFT],

@@ -289,3 +289,45 @@ def test_later(lab):
     assert [found[t].verdict for t in ("test_breaks", "test_later", "test_passes")] == ["ERROR", "ERROR", "PASS"]
     assert "fault earlier in the run" in found["test_later"].diagnosis
     assert "node-1-containerd" in found["test_later"].diagnosis and "test_breaks" in found["test_later"].diagnosis
+
+
+def test_a_test_failing_in_its_call_and_its_teardown_is_one_result_with_its_recorded_verdict(pytester) -> None:
+    """pytest writes such a test as two JUnit testcases, the plugin's properties on the second:
+    the first once read as a bare FAIL (MD-18 FAILed with a LabBroken as its message)."""
+    _verdicts(pytester, '''
+
+@pytest.fixture
+def pods_gone(lab):
+    from clusters.errors import LabBroken
+
+    yield
+    raise LabBroken("stopped waiting for pods gone: lab component node-1-containerd (pid 7) is down")
+
+
+@pytest.mark.requirement("MD-18")
+def test_lab_breaks_in_call_and_teardown(pods_gone):
+    from clusters.errors import LabBroken
+
+    raise LabBroken("stopped waiting for pod p to be Running: lab component node-1-containerd (pid 7) is down")
+''')
+    (test,) = [t for t in read_junit(pytester.path / "junit.xml") if t.name.endswith("::test_lab_breaks_in_call_and_teardown")]
+    assert test.verdict == "ERROR" and test.diagnosis, test
+    assert "pod p to be Running" in test.message and "pods gone" in test.traceback
+    assert test.requirements == ["MD-18"]
+
+
+def test_a_driver_fail_stays_a_fail_when_its_teardown_errs_too(pytester) -> None:
+    found = _verdicts(pytester, '''
+
+@pytest.fixture
+def cleanup(lab):
+    yield
+    {}["harness bug"]
+
+
+@pytest.mark.requirement("MD-14")
+def test_fails_then_teardown_errs(cleanup):
+    assert False, "the claim's metadata dir is still on the node"
+''')
+    assert found["test_fails_then_teardown_errs"].verdict == "FAIL"
+    assert "still on the node" in found["test_fails_then_teardown_errs"].message
