@@ -375,10 +375,15 @@ def _record_fault(config: pytest.Config, lab: Lab, fault: str, test: str) -> Non
     config.stash.setdefault(_lab_faults, {}).setdefault(lab.log_dir, f"{fault} (seen during {test})")
 
 
+def _labs_set_up(item: pytest.Item) -> list[Lab]:
+    """The labs among the fixtures the test has set up so far (before its setup: the session's)."""
+    return list({id(v): v for v in _fixture_values(item).values() if isinstance(v, Lab)}.values())
+
+
 def _dead(item: pytest.Item) -> list[str]:
     """The dead components of the labs the test has set up so far, each recorded as a fault."""
     found = []
-    for lab in {id(v): v for v in _fixture_values(item).values() if isinstance(v, Lab)}.values():
+    for lab in _labs_set_up(item):
         for part in dead_components(lab):
             _record_fault(item.config, lab, part, item.nodeid)
             found.append(part)
@@ -393,6 +398,17 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     with waits.ending_when_the_lab_is_down(lambda: _dead(item)):
         yield
     _dead(item)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test on a lab that has had a fault ends at once, an ERROR: whatever it found there could
+    not be laid on the driver, and waiting on the broken lab would only make the run longer."""
+    faults = item.config.stash.get(_lab_faults, {})
+    for lab in _labs_set_up(item):
+        if lab.log_dir in faults:
+            raise LabBroken(f"lab {lab.log_dir.parent.name} had a fault earlier in the run, so no check can reach a "
+                            f"verdict on it: {faults[lab.log_dir]}")
 
 
 @pytest.hookimpl(hookwrapper=True)

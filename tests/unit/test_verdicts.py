@@ -80,8 +80,11 @@ def test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail(pytester) -> None
     progress = result.stdout.str() + result.stderr.str()  # the lines go where dralab's progress goes
     assert re.search(r"\] ERROR\s+test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail.py::test_fails",
                      progress), progress
-    verdicts = {t.name.split("::")[-1]: t.verdict for t in read_junit(pytester.path / "junit.xml")}
-    assert verdicts == {"test_fails": "ERROR", "test_passes": "PASS"}
+    results = {t.name.split("::")[-1]: t for t in read_junit(pytester.path / "junit.xml")}
+    assert {name: t.verdict for name, t in results.items()} == {"test_fails": "ERROR", "test_passes": "ERROR"}
+    # A check on the lab after its fault does not run: it ends at once, naming the fault.
+    assert "had a fault earlier in the run" in results["test_passes"].message
+    assert "node-1-kubelet" in results["test_passes"].message
 
 
 def test_a_wait_that_times_out_on_an_unhealthy_lab_is_an_error_with_the_diagnosis(pytester) -> None:
