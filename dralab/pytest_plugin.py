@@ -348,15 +348,16 @@ def _fixture_values(item: pytest.Item) -> dict[str, Any]:
     return values
 
 
+_labs_used = pytest.StashKey[dict[int, Lab]]()
+
+
 def _labs_of(item: pytest.Item) -> list[Lab]:
-    """The labs a test uses: those among its fixtures, else the session lab if it asks for it."""
-    labs: list[Lab] = list({id(v): v for v in _fixture_values(item).values() if isinstance(v, Lab)}.values())
-    if not labs and "lab" in getattr(item, "fixturenames", ()):
-        try:
-            labs = [item._request.getfixturevalue("lab")]  # type: ignore[attr-defined]
-        except Exception:
-            return []
-    return labs
+    """The labs a test uses: those among the fixtures it has set up, also once they are torn down
+    (the run's last teardown tears the session lab down before its verdict is reached)."""
+    used = item.stash.setdefault(_labs_used, {})
+    for lab in _labs_set_up(item):
+        used.setdefault(id(lab), lab)
+    return list(used.values())
 
 
 def _component_logs(item: pytest.Item) -> dict[Path, str]:

@@ -334,3 +334,34 @@ def test_fails_then_teardown_errs(cleanup):
 ''')
     assert found["test_fails_then_teardown_errs"].verdict == "FAIL"
     assert "still on the node" in found["test_fails_then_teardown_errs"].message
+
+
+def test_the_last_teardown_of_a_run_on_a_broken_lab_is_an_error(pytester) -> None:
+    """The run's last teardown tears the session lab down before the verdict: the lab the test
+    used still decides it (removing the driver from a lab whose containerd died is no FAIL)."""
+    found = _verdicts(pytester, '''
+
+@pytest.fixture(scope="module")
+def deployed(lab):
+    from drivers_under_test.deploy import DeployFailed
+
+    yield
+    raise DeployFailed("kubectl delete --wait failed: timed out waiting for namespaces/dralab-gpu")
+
+
+def test_first(deployed):
+    pass
+
+
+def test_breaks(lab):
+    from clusters.errors import LabBroken
+
+    raise LabBroken("lab component node-1-containerd (pid 7) is down")
+
+
+@pytest.mark.requirement("MD-20")
+def test_last(deployed):
+    pass
+''')
+    assert found["test_last"].verdict == "ERROR", found["test_last"]
+    assert "node-1-containerd" in found["test_last"].diagnosis
