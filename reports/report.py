@@ -155,11 +155,17 @@ def outcome(requirements: list[RequirementResult]) -> tuple[str, list[str]]:
     no_verdict = [r.id for r in driver if r.verdict in ("ERROR", "BLOCKED")]
     if no_verdict:
         return INCOMPLETE, no_verdict
-    # Coming up (DEP) is needed, not sufficient: something the driver claims must have been checked.
-    exercised = [r.id for r in driver if r.verdict in ("PASS", "WARNING") and not r.id.startswith("DEP-")]
+    # Coming up (DEP) is needed, not sufficient: a MUST of what the driver claims must have been exercised.
+    exercised = _driver_ids(requirements, "MUST", ("PASS", "WARNING"))
     if not exercised:
         return NOTHING, []
     return CERTIFIED, exercised
+
+
+def _driver_ids(requirements: list[RequirementResult], level: str, verdicts: tuple[str, ...]) -> list[str]:
+    """The driver's requirements (coming up aside) of `level` that got one of `verdicts`."""
+    return [r.id for r in requirements if r.section == DRIVER and r.level == level and r.verdict in verdicts
+            and not r.id.startswith("DEP-")]
 
 
 def _counts(requirements: list[RequirementResult], section: str) -> dict[str, int]:
@@ -174,6 +180,9 @@ def build(results: list[TestResult], environment: dict[str, Any], wall_seconds: 
     return {
         "summary": {"outcome": result, "exit_code": EXIT_CODES[result], "behind": behind,
                     "warnings": [r.id for r in requirements if r.section == DRIVER and r.verdict == "WARNING"],
+                    # What CERTIFIED rests on besides the MUSTs that PASSed (`behind`), said as it is.
+                    "not_exercised": _driver_ids(requirements, "MUST", ("SKIP",)),
+                    "shoulds_met": _driver_ids(requirements, "SHOULD", ("PASS",)),
                     "requirements": {section: _counts(requirements, section) for section in SECTION_TITLES},
                     "tests": {v: sum(t.verdict == v for t in results) for v in VERDICTS},
                     "wall_seconds": round(wall_seconds, 1)},
@@ -190,15 +199,23 @@ def first_message(requirement: dict[str, Any]) -> str:
 
 
 def last_line(report: dict[str, Any]) -> str:
-    """The line a run ends with: the outcome and the IDs behind it (RP-04)."""
+    """The line a run ends with: the outcome and the IDs behind it (RP-04); for CERTIFIED also the
+    applicable MUSTs it was not exercised on (SKIP) and the SHOULDs, each said for what it is."""
     summary = report["summary"]
     ids = ", ".join(summary["behind"])
-    what = {CERTIFIED: f"every applicable MUST of the driver PASSed: {ids}",
+    what = {CERTIFIED: f"no MUST of the driver FAILed, and these were exercised and PASSed: {ids}",
             NOT_CERTIFIED: f"FAIL {ids}",
             INCOMPLETE: f"no verdict (ERROR or BLOCKED) for {ids}",
-            NOTHING: "the driver profile claims nothing dralab checks (no driver requirement applied)"}[summary["outcome"]]
-    warned = f"; WARNING (SHOULD not met) {', '.join(summary['warnings'])}" if summary["warnings"] else ""
-    return f"{summary['outcome']}: {what}{warned}"
+            NOTHING: "no MUST of the driver was exercised (the profile claims nothing dralab checks, or every MUST "
+                     "it claims SKIPped: see the reasons)"}[summary["outcome"]]
+    parts = [f"{summary['outcome']}: {what}"]
+    if summary["outcome"] == CERTIFIED and summary.get("not_exercised"):
+        parts.append(f"not exercised (SKIP, reasons in the report): {', '.join(summary['not_exercised'])}")
+    if summary.get("shoulds_met"):
+        parts.append(f"SHOULD met: {', '.join(summary['shoulds_met'])}")
+    if summary["warnings"]:
+        parts.append(f"WARNING (SHOULD not met) {', '.join(summary['warnings'])}")
+    return "; ".join(parts)
 
 
 def write(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
