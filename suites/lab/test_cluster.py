@@ -16,8 +16,10 @@ from clusters import versions
 from clusters.local.configs import NRI_SOCKET
 from clusters.providers import Lab, NodeHandle
 from clusters.provision import provision
-from suites.framework import pods
+from suites.framework import pods, slices, spec_drift
+from suites.framework.claims import ClaimBuilder
 from suites.framework.pods import PodBuilder
+from suites.framework.spec_drift import Drift
 from suites.framework.waits import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -160,3 +162,42 @@ def test_slice_only_node_is_listed_ready_and_schedulable(lab: Lab, api, namespac
         return client.CoreV1Api(api).read_namespaced_pod("on-slice-node", namespace).spec.node_name
 
     assert wait_for(f"the scheduler to bind a pod to slice-only node {name}", scheduled, 30) == name
+
+
+CONFIG_DRIVER = "cfg.dralab.dev"
+
+
+@pytest.mark.requirement("LAB-02")
+def test_allocation_config_names_its_requests_as_the_upstream_allocator_does(lab: Lab, api, namespace: str,
+                                                                             request) -> None:
+    """The lab's scheduler is upstream's: its allocation result clears a configuration's requests
+    when it applies to every request of the claim ("empty means all"), which a driver must read as
+    applying to all. An SR-IOV driver's claim config `requests: [vf]` came back with no requests:
+    upstream's doing (k8s.io/dynamic-resource-allocation, structured allocator), not the lab's."""
+    node = (lab.slice_only_nodes or [n.name for n in lab.nodes])[0]
+    def parameters(tag: str) -> dict[str, str]:
+        return {"kind": "Config", "tag": tag}
+
+    klass = f"cfg-{uuid.uuid4().hex[:8]}"
+    resource = client.ResourceV1Api(api)
+    resource.create_device_class({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": klass},
+                                  "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{CONFIG_DRIVER}"'}}],
+                                           "config": [{"opaque": {"driver": CONFIG_DRIVER,
+                                                                  "parameters": parameters("class")}}]}})
+    claim = ClaimBuilder("configs").request("a", klass).request("b", klass)
+    claim.opaque(CONFIG_DRIVER, parameters("a"), requests=("a",))
+    claim.opaque(CONFIG_DRIVER, parameters("a-and-b"), requests=("a", "b"))
+    try:
+        with slices.publishing(api, [slices.resource_slice(CONFIG_DRIVER, node, [{"name": "d0"}, {"name": "d1"}])]):
+            allocated = pods.allocate_through(api, namespace, claim, node, pod="holder")
+    finally:
+        resource.delete_device_class(klass)
+    got = {c["opaque"]["parameters"]["tag"]: c.get("requests") or [] for c in allocated["status"]["allocation"]["devices"]["config"]}
+    assert got == {"class": [], "a": ["a"], "a-and-b": []}, f"allocation.devices.config requests by config: {got}"
+    spec_drift.record(request, Drift(
+        "KEP-4381", "allocation config requests",
+        "the allocation result carries each claim configuration with the requests it names, and a class's "
+        "configuration with the requests of that class",
+        f"a configuration that applies to every request of the claim has its requests cleared (empty means all): "
+        f"claim config naming [a, b] -> {got['a-and-b']}, the class's config (class of a and b) -> {got['class']}; "
+        f"one naming [a] keeps {got['a']} (kube-scheduler {versions.KUBERNETES})"))
