@@ -168,10 +168,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _down(config, cluster)
 
 
-# Requirement ID prefix -> the KEP or API it checks: the allure feature; the ID is the story.
-FEATURES = {"LAB": "Lab", "HW": "Emulated hardware", "MD": "KEP-5304 device metadata",
-            "ST": "KEP-4817 device status", "DA": "KEP-6080 derived attributes", "DP": "Device plugin API",
-            "MUT": "Broken driver variants (self-checks)", "RP": "Reports", "PF": "Performance"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -182,7 +178,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for mark in item.iter_markers("requirement"):
             req = mark.args[0]
             item.user_properties.append((REQUIREMENT, req))
-            item.add_marker(pytest.mark.allure_label(FEATURES.get(req.split("-")[0], "other"), label_type="feature"))
+            item.add_marker(pytest.mark.allure_label(catalogue.family(req), label_type="feature"))
             item.add_marker(pytest.mark.allure_label(req, label_type="story"))
     wanted = config.getoption("--requirement-ids")
     if wanted:

@@ -349,7 +349,7 @@ def _not_claimed(r: dict[str, Any]) -> tuple[str, str, set[str]] | None:
     found = [NOT_CLAIMED.search(t["message"]) for t in r["tests"]]
     if r["verdict"] != "SKIP" or not all(found):
         return None
-    suite = "/".join(r["tests"][0]["name"].split("::")[0].split(".")[:2])  # suites.device_plugin.test_x: suites/device_plugin
+    suite = catalogue.family(r["id"])
     return suite, found[0]["profile"], {c for f in found for c in f["capabilities"].split(", ")}
 
 

@@ -75,6 +75,16 @@ def load() -> dict[str, Requirement]:
     return {rid: Requirement(id=rid, **fields) for rid, fields in raw.items()}
 
 
+# Requirement ID prefix -> the KEP or API it checks (the allure feature, the report's suite lines).
+FAMILIES = {"LAB": "Lab", "DEP": "Coming up", "HW": "Emulated hardware", "MD": "KEP-5304 device metadata",
+            "ST": "KEP-4817 device status", "DA": "KEP-6080 derived attributes", "DP": "Device plugin API",
+            "MUT": "Broken driver variants (self-checks)", "RP": "Reports", "PF": "Performance"}
+
+
+def family(id: str) -> str:
+    return FAMILIES.get(id.split("-")[0], "other")
+
+
 def get(id: str) -> Requirement | None:
     return load().get(id)
 

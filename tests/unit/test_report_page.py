@@ -230,11 +230,11 @@ def test_capabilities_not_claimed_collapse_into_one_line_per_suite(rendered: Ren
     assert not re.findall(rf'id="({"|".join(ids)})"', rendered.page), "a requirement not claimed has a row of its own"
     lines = [_text(line) for line in re.findall(r"<tr class=\"SKIP unclaimed\">(.*?)</tr>", rendered.page, re.S)]
     assert [" ".join(line.split()) for line in lines] == [
-        "suites/device_metadata: 2 requirements not claimed by driver profile gpu (metadata-deferred): MD-16, MD-17",
-        "suites/resource_claim_status: 1 requirement not claimed by driver profile gpu (network-data): ST-02",
-        "suites/device_plugin: 6 requirements not claimed by driver profile gpu (device-plugin): "
+        "KEP-5304 device metadata: 2 requirements not claimed by driver profile gpu (metadata-deferred): MD-16, MD-17",
+        "KEP-4817 device status: 1 requirement not claimed by driver profile gpu (network-data): ST-02",
+        "Device plugin API: 6 requirements not claimed by driver profile gpu (device-plugin): "
         "DP-01, DP-03, DP-04, DP-05, DP-06, DP-07",
-        "suites/device_plugin: 1 requirement not claimed by driver profile gpu (device-plugin): DP-02",
+        "Device plugin API: 1 requirement not claimed by driver profile gpu (device-plugin): DP-02",
     ]
     assert "10 SKIP" in _text(rendered.page.split("<h2>")[1])  # still counted: MD-15 and the 9 collapsed
 
