@@ -214,8 +214,8 @@ class LocalNode:
         it, which kube-proxy resyncs), its mount namespace with the private dirs bound in it,
         the emulated hardware and its agent (which returns the netdevs of destroyed pod
         namespaces to the node, as the kernel does for a real NIC's)."""
-        for component in ("kubelet", "kube-proxy", "containerd"):
-            self.component(component).stop()
+        for component in ("kubelet", "kube-proxy", "containerd"):  # on purpose: not a lab fault while down
+            supervisor.stop(self.cfg.lab_dir, f"{self.name}-{component}")
         supervisor.kill_and_wait(sorted(self._processes()))  # shims and containers: nothing stops them gracefully
         supervisor.reap_children()
         if left := cgroups.remove(self.cgroup):
