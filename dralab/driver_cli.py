@@ -105,6 +105,11 @@ def validate(profiles: tuple[str, ...]) -> None:
     from suites import catalogue
 
     start = time.monotonic()
+    from reports.certify import NO_CAPABILITY, certifiable
+
     for profile in validate_or_raise(list(profiles), set(catalogue.load())):
         console.print(f"driver profile {profile.source}: valid")
+        if not certifiable(profile):  # valid, yet certify would stop at once: say so now
+            console.print(f"[yellow]note:[/yellow] driver profile {profile.source} claims {NO_CAPABILITY}: certify "
+                          "would answer NOTHING TO CERTIFY (exit 4)")
     console.print(f"checked {len(profiles)} profile(s) in {time.monotonic() - start:.2f}s")

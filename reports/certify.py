@@ -25,7 +25,7 @@ from clusters.errors import BadInput, LabBroken
 from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, on_kind, renamed,
                                          scale)
 from clusters.progress import console, run_logged
-from drivers_under_test.profile import NO_HARDWARE, DriverProfile
+from drivers_under_test.profile import NO_HARDWARE, Capability, DriverProfile
 from drivers_under_test.validate import validate_or_raise
 from reports.report import EXIT_CODES, INCOMPLETE, NOTHING, build, first_message, last_line, read_junit, write
 from suites import catalogue
@@ -100,6 +100,10 @@ def _nodes_hardware(hardware: str | None) -> dict[str, str]:
     if hardware is None:
         return SESSION_LAB.hardware
     return {} if hardware == NO_HARDWARE else {node: hardware for node in SESSION_LAB.hardware}
+
+
+# What a profile that claims nothing dralab checks is told, by certify and by `driver validate`.
+NO_CAPABILITY = f"no capability dralab checks (capabilities: {', '.join(c.value for c in Capability)})"
 
 
 def certifiable(profile: DriverProfile) -> list[str]:
@@ -247,8 +251,8 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     if cluster == "kubeconfig" and not (kubeconfig and Path(kubeconfig).is_file()):
         raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
     if drivers and not any(map(certifiable, drivers)):
-        console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} claim no capability "
-                      "dralab checks (capabilities: metadata, metadata-deferred, device-status, network-data, device-plugin)")
+        console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} claim "
+                      f"{NO_CAPABILITY}")
         sys.exit(EXIT_CODES[NOTHING])
     # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.
     out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None

@@ -288,3 +288,19 @@ def test_fields_that_are_wrong_themselves_are_not_checked_further(tmp_path: Path
     assert len(problems) == 2 and all("images.0" in p or "hardware: Input should be" in p for p in problems)
     _, problems = validate(write_profile(tmp_path, text.replace("hardware: gpu-small", "hardware: quantum")))
     assert "unknown hardware profile 'quantum'" in problems[-1] and len(problems) == 2
+
+
+def test_validate_says_when_a_valid_profile_claims_nothing_dralab_checks(tmp_path: Path) -> None:
+    """A vendor learns it from validate, not from a certify that stops with exit 4."""
+    from click.testing import CliRunner
+
+    from dralab.cli import main
+    from tests.unit.test_no_hardware import PROFILE, profile_file
+
+    path = profile_file(tmp_path, PROFILE.replace("capabilities: [metadata]", "capabilities: []"))
+    done = CliRunner().invoke(main, ["driver", "validate", path])
+    assert done.exit_code == 0, done.output
+    assert "valid" in done.output and "claims no capability dralab checks" in done.output
+    assert "NOTHING TO CERTIFY (exit 4)" in done.output
+    claimed = CliRunner().invoke(main, ["driver", "validate", profile_file(tmp_path)])
+    assert claimed.exit_code == 0 and "NOTHING TO CERTIFY" not in claimed.output
