@@ -23,4 +23,4 @@ def test_suites_run_against_an_existing_cluster_through_its_kubeconfig(lab: Lab)
     summary = result.stdout.strip().splitlines()[-1]
     assert result.returncode == 0, result.stdout[-4000:]
     # Host-side checks (NRI socket, CDI dir) skip with the reason; everything else passes.
-    assert "5 passed, 2 skipped" in summary, summary
+    assert "6 passed, 2 skipped" in summary, summary

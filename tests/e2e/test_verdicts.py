@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clusters import residue
-from reports.certify import LAB_PREFIX
+from reports.certify import LAB_PREFIX, lab_names
 
 pytestmark = pytest.mark.e2e
 
@@ -148,4 +148,4 @@ def test_a_component_killed_mid_certification_makes_it_incomplete_never_not_cert
     errors = [t for r in report["requirements"] for t in r["tests"] if t["verdict"] == "ERROR"]
     assert errors and all(f"node-1-{component}" in t["diagnosis"] for t in errors), \
         [t["diagnosis"][:300] for t in errors]
-    assert residue.find() == []
+    assert [r for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)] == []
