@@ -41,6 +41,18 @@ def test_passes(lab):
 '''
 
 
+@pytest.fixture(autouse=True)
+def _undo_the_inner_runs_patches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inner runs share this process (runpytest) and patch the plugin and Lab as they import:
+    put back what they patch, or later tests of the same process (make test's suites) would use a
+    fake diagnosis and a Lab without an API client."""
+    import dralab.pytest_plugin as plugin
+    from clusters.providers import Lab
+
+    for target, name in ((plugin, "diagnose"), (plugin.driver_evidence, "of_driver"), (Lab, "api")):
+        monkeypatch.setattr(target, name, getattr(target, name))
+
+
 def _verdicts(pytester, body: str, *args: str) -> dict[str, object]:
     pytester.makepyfile(INNER_TEST + body)
     pytester.runpytest("-p", "dralab.pytest_plugin", "--junitxml=junit.xml", *args)
