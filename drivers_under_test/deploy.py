@@ -224,6 +224,22 @@ def _as_list(objects: list[dict[str, Any]]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
 
 
+# The labs (kubeconfig and its time: a lab started again is another) that have dralab's own image.
+_with_drivers_image: set[tuple[Path, int]] = set()
+
+
+def drivers_image(lab: Lab) -> str:
+    """The reference of dralab's own image (its reference drivers and the suites' probes), on every
+    node of the lab: a vendor's profile brings only its own images, so it is imported once per lab
+    where the provider can import."""
+    key = (lab.kubeconfig, lab.kubeconfig.stat().st_mtime_ns)
+    if lab.import_images is not None and key not in _with_drivers_image:
+        with step(f"Importing dralab's own image into {len(lab.nodes)} node(s)"):
+            lab.import_images([_tools(lab).drivers_image.archive])
+        _with_drivers_image.add(key)
+    return lab_parameters(lab)["DRIVERS_IMAGE"]
+
+
 def _import_images(lab: Lab, profile: DriverProfile) -> None:
     if lab.import_images is None:
         console.print(f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the cluster's "

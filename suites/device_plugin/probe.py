@@ -4,25 +4,27 @@ answer; as a proxy it stands between the kubelet and a resource's plugin and pri
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any
+from typing import Any, Iterator
 
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from clusters.providers import Lab
-from drivers_under_test.deploy import lab_parameters
+from drivers_under_test.deploy import STUCK, drivers_image
 from suites.device_plugin import calls
 from suites.device_plugin.calls import Call
 from suites.framework import pods
 from suites.framework.pods import ObservationFailed, PodBuilder
-from suites.framework.waits import wait_for
+from suites.framework.waits import WaitTimeout, wait_for
 
 # kubelet serves its Registration socket here whatever its --root-dir (deviceplugin/v1beta1.KubeletSocket).
 DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 
 
 def _probe(lab: Lab, pod: str, node: str, *args: str) -> PodBuilder:
-    return (PodBuilder(pod, image=lab_parameters(lab)["DRIVERS_IMAGE"]).on_node(node)
+    return (PodBuilder(pod, image=drivers_image(lab)).on_node(node)
             .running("/usr/local/bin/dp-probe", *args)
             .with_volume({"name": "device-plugins", "hostPath": {"path": DEVICE_PLUGIN_DIR, "type": "Directory"}},
                          DEVICE_PLUGIN_DIR))
@@ -34,8 +36,9 @@ def register(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, 
     kubelet answered: {"registered": bool, "answer": kubelet's error or "", ...}."""
     args = [f"--resource-name={resource}", f"--devices={devices}"] + ([f"--api-version={version}"] if version else [])
     pods.create(api, namespace, _probe(lab, pod, node, *args))
-    line = wait_for(f"kubelet's answer in the log of probe {pod}", lambda: next(
-        (ln for ln in _log(api, namespace, pod).splitlines() if ln.startswith("{")), None), 60)
+    with _probe_must_start(api, namespace, pod):
+        line = wait_for(f"kubelet's answer in the log of probe {pod}", lambda: next(
+            (ln for ln in _log(api, namespace, pod).splitlines() if ln.startswith("{")), None), 60)
     return json.loads(line)
 
 
@@ -50,7 +53,8 @@ def proxy(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, hea
     def settled() -> list[Call] | None:
         seen = recorded(api, namespace, pod)
         return seen if calls.registered(seen) or calls.setup_failure(seen) else None
-    seen = wait_for(f"proxy {pod} to register in the place of {resource}'s plugin on {node}", settled, 60)
+    with _probe_must_start(api, namespace, pod):
+        seen = wait_for(f"proxy {pod} to register in the place of {resource}'s plugin on {node}", settled, 60)
     failure = calls.setup_failure(seen)
     if failure:
         raise ObservationFailed(f"proxy {pod} on {node}: {failure}")
@@ -60,6 +64,21 @@ def proxy(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, hea
 def recorded(api, namespace: str, pod: str) -> list[Call]:
     """The calls proxy `pod` has recorded so far."""
     return calls.parse(_log(api, namespace, pod))
+
+
+@contextlib.contextmanager
+def _probe_must_start(api, namespace: str, pod: str) -> Iterator[None]:
+    """A wait on the probe that times out because the probe itself never started (its image is
+    missing, say) is the harness's ERROR (ObservationFailed), not a FAIL of the plugin or kubelet."""
+    try:
+        yield
+    except WaitTimeout:
+        statuses = client.CoreV1Api(api).read_namespaced_pod(pod, namespace).status.container_statuses or []
+        stuck = [f"{c.state.waiting.reason}: {c.state.waiting.message}" for c in statuses
+                 if c.state and c.state.waiting and c.state.waiting.reason in STUCK]
+        if stuck:
+            raise ObservationFailed(f"probe {pod} never started: {'; '.join(stuck)}") from None
+        raise
 
 
 def _log(api, namespace: str, pod: str) -> str:
