@@ -162,6 +162,11 @@ def outcome(requirements: list[RequirementResult]) -> tuple[str, list[str]]:
     return CERTIFIED, exercised
 
 
+def _unclaimed(requirement: RequirementResult) -> bool:
+    """Whether every test of the requirement SKIPped because the profile does not claim what it needs."""
+    return all(t.verdict == "SKIP" and NOT_CLAIMED.search(t.message) for t in requirement.tests)
+
+
 def _driver_ids(requirements: list[RequirementResult], level: str, verdicts: tuple[str, ...]) -> list[str]:
     """The driver's requirements (coming up aside) of `level` that got one of `verdicts`."""
     return [r.id for r in requirements if r.section == DRIVER and r.level == level and r.verdict in verdicts
@@ -181,7 +186,8 @@ def build(results: list[TestResult], environment: dict[str, Any], wall_seconds: 
         "summary": {"outcome": result, "exit_code": EXIT_CODES[result], "behind": behind,
                     "warnings": [r.id for r in requirements if r.section == DRIVER and r.verdict == "WARNING"],
                     # What CERTIFIED rests on besides the MUSTs that PASSed (`behind`), said as it is.
-                    "not_exercised": _driver_ids(requirements, "MUST", ("SKIP",)),
+                    "not_exercised": [rid for rid in _driver_ids(requirements, "MUST", ("SKIP",))
+                                      if not _unclaimed(next(r for r in requirements if r.id == rid))],
                     "shoulds_met": _driver_ids(requirements, "SHOULD", ("PASS",)),
                     "requirements": {section: _counts(requirements, section) for section in SECTION_TITLES},
                     "tests": {v: sum(t.verdict == v for t in results) for v in VERDICTS},

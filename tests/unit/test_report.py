@@ -151,10 +151,13 @@ def test_json_evidence_is_indented_once_and_the_rest_shown_as_recorded(tmp_path:
 
 def test_the_certified_line_says_what_was_exercised_and_what_each_id_is(tmp_path: Path) -> None:
     """The MUSTs that PASSed, the applicable MUSTs that SKIPped (not exercised), the SHOULDs met and
-    not met, each under its own words: no SHOULD listed as a MUST, no SKIPped MUST as PASSed."""
+    not met, each under its own words: no SHOULD listed as a MUST, no SKIPped MUST as PASSed, and
+    nothing of what the profile does not claim (MD-16)."""
     path = tmp_path / "junit.xml"
+    unclaimed = '<skipped message="driver profile acme does not claim metadata-deferred"/>'
     cases = [_case("DEP-01"), _case("MD-01"), _case("MD-03", "SKIP"), _case("ST-01"), _case("ST-07"),
-             _case("ST-06", props='<property name="verdict" value="WARNING"/>')]
+             _case("ST-06", props='<property name="verdict" value="WARNING"/>'),
+             _case("MD-16").replace("</testcase>", unclaimed + "</testcase>")]
     path.write_text(f"<testsuites><testsuite>{''.join(cases)}</testsuite></testsuites>")
     line = last_line(build(read_junit(path), {}, 1))
     assert line == ("CERTIFIED: no MUST of the driver FAILed, and these were exercised and PASSed: MD-01, ST-01; "
