@@ -15,7 +15,7 @@ from kubernetes import client
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy, remove
-from drivers_under_test.profile import METADATA_DISABLED, load_profile
+from drivers_under_test.profile import METADATA_DISABLED, Capability, load_profile
 from suites.device_metadata import checks, paths, restarts, scenario
 from suites.device_metadata.scenario import Scenario, container
 from suites.framework import claims, namespaces, pods, slices, spec_drift
@@ -35,8 +35,9 @@ KEP = "KEP-5304"
 # MD-07 ----------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def second_driver(lab: Lab) -> Iterator[DriverUnderTest]:
+def second_driver(lab: Lab, driver: DriverUnderTest) -> Iterator[DriverUnderTest]:
     """dralab's reference GPU driver deployed again as gpu-b.dralab.dev: the other driver of MD-07."""
+    driver.requires(Capability.METADATA)  # first: a driver without metadata SKIPs for that, whatever the lab has
     if lab.cfg is None or not lab.cfg.hardware:
         pytest.skip("the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs, and "
                     f"this {lab.provider} lab has none (a lab gets the hardware its driver profile names); to check "
