@@ -238,7 +238,7 @@ td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top
 .WARNING{background:#ffc}.BLOCKED{background:#edc}
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:30em;overflow:auto}
 .verdict{font-size:1.4em;font-weight:bold}.text{color:#444;font-size:.9em}
-.requirements td:nth-child(-n+5),.requirements th:nth-child(-n+5){white-space:nowrap;width:1%}"""
+.requirements td:nth-child(-n+5):not([colspan]),.requirements th:nth-child(-n+5){white-space:nowrap;width:1%}"""
 # What a test shows on the page beyond what it observed.
 SHOWN = ("FAIL", "ERROR", "WARNING", "BLOCKED")
 # Verdicts whose row says what the requirement is, where it comes from and what to fix.
