@@ -2,13 +2,17 @@
 
 Each node's tree lives in the node's private /var/lib (see clusters/local/network.py), so on
 every node it is at the same path as the node sees it, NODE_SYSFS_ROOT, which is what a driver
-DaemonSet mounts. Teardown is the lab's: deleting the node network namespaces and the slot's
-links removes the netdevs and the fabric, removing the lab dir removes the trees.
+DaemonSet mounts. A node's device nodes (/dev/vfio, /dev/infiniband) live in its own dev dir in
+the lab dir, which the node mounts at /dev/vfio and /dev/infiniband. Teardown is the lab's: deleting
+the node network namespaces and the slot's links removes the netdevs and the fabric, removing the
+lab dir removes the trees and the device nodes.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +25,21 @@ from fake_hardware.topology import NodePlan, PciFunction, plan_node
 NODE_SYSFS_ROOT = "/var/lib/dralab-hardware/sys"
 # The NVIDIA driver root of a node with GPUs (fake_hardware/nvml.py), beside its tree.
 NODE_DRIVER_ROOT = "/var/lib/dralab-hardware/driver-root"
+# /dev/infiniband/rdma_cm is rdma_ucm's misc device: major 10 and a minor the kernel hands out as the
+# module loads, so it depends on load order (recent kernels count up from 256, where a 6.18 host has
+# vga_arbiter, userfaultfd, vsock and cpu_dma_latency at 256-259; older ones count down from 127).
+# The lab fixes one just past those boot-time ones, the same on every node and in every run.
+RDMA_CM = (10, 262)
+
+
+def _make_char_device(path: Path, numbers: tuple[int, int], mode: int) -> None:
+    """A device node made aside and renamed in, so it never shows the umask's mode (mknod: as root)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    os.mknod(tmp, stat.S_IFCHR | mode, os.makedev(*numbers))
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
 
 
 @dataclass
@@ -51,7 +70,7 @@ class NodeHardware:
 
     @property
     def dev_dir(self) -> Path:
-        """The node's own /dev entries (its /dev/vfio), as a host path."""
+        """The node's own /dev entries (its /dev/vfio and /dev/infiniband), as a host path."""
         return self.cfg.lab_dir / "nodes" / self.name / "dev"
 
     def agent_ready_file(self) -> Path:
@@ -70,19 +89,41 @@ class NodeHardware:
         sysfs.set_num_vfs(self.sys_root, pf, len(self.present_vfs(pf)))
 
     def plug(self, fns: list[PciFunction], bound: bool = True) -> None:
-        """Functions appear in the tree; bound to their driver, those with a netdev get it."""
+        """Functions appear in the tree; bound to their driver, those with a netdev get it and those
+        with an RDMA device its /dev/infiniband nodes."""
         for fn in fns:
+            if bound:
+                self._rdma_nodes(fn, present=True)
             sysfs.write_function(self.sys_root, self.plan, fn)
             if not bound:
                 sysfs.set_driver(self.sys_root, fn, None)
-                sysfs.unregister_devices(self.sys_root, fn)
+                sysfs.unregister_devices(self.sys_root, self.plan, fn)
         if bound:
             netdevs.create([(f, self.peer(f)) for f in fns if f.netdev], self.netns, self.cfg.fabric_bridge)
 
     def unplug(self, fns: list[PciFunction]) -> None:
         for fn in reversed(fns):
             sysfs.remove_function(self.sys_root, self.plan, fn)
+            self._rdma_nodes(fn, present=False)
         netdevs.delete([self.peer(f) for f in fns if f.netdev])
+
+    def make_device_nodes(self) -> None:
+        """/dev/infiniband as the node boots: rdma_cm once the RDMA stack loads (a node with RDMA
+        NICs), and the nodes of every RDMA device present."""
+        if any(fn.rdma_device for fn in self.plan.functions):
+            _make_char_device(self.dev_dir / "infiniband" / "rdma_cm", RDMA_CM, 0o666)
+        for fn in self.plan.at_boot():
+            self._rdma_nodes(fn, present=True)
+
+    def _rdma_nodes(self, fn: PciFunction, present: bool) -> None:
+        """The function's RDMA character devices in /dev/infiniband: made before the tree shows them
+        and removed after it stopped, so a driver that finds one in the tree can hand its node on."""
+        for char in sysfs.rdma_char_devices(fn):
+            node = self.dev_dir / "infiniband" / char.name
+            if present:
+                _make_char_device(node, (char.major, char.minor), char.mode)
+            else:
+                node.unlink(missing_ok=True)
 
     def lost_netdevs(self, host_links: set[str]) -> list[PciFunction]:
         """Functions whose driver has a netdev registered (it is in the tree) that no longer
@@ -96,13 +137,16 @@ class NodeHardware:
         netdevs.create([(f, self.peer(f)) for f in fns], self.netns, self.cfg.fabric_bridge)
 
     def register_devices(self, fn: PciFunction) -> None:
-        """What the function's own driver registers when bound: its netdev (tree and veth), its RDMA device."""
+        """What the function's own driver registers when bound: its netdev (tree and veth), its RDMA
+        device (tree and /dev/infiniband nodes)."""
+        self._rdma_nodes(fn, present=True)
         sysfs.register_devices(self.sys_root, self.plan, fn)
         if fn.netdev:
             netdevs.create([(fn, self.peer(fn))], self.netns, self.cfg.fabric_bridge)
 
     def unregister_devices(self, fn: PciFunction) -> None:
-        sysfs.unregister_devices(self.sys_root, fn)
+        sysfs.unregister_devices(self.sys_root, self.plan, fn)
+        self._rdma_nodes(fn, present=False)
         if fn.netdev:
             netdevs.delete([self.peer(fn)])
 
@@ -133,6 +177,7 @@ class HardwareLab:
         """The trees, netdevs and fabric; with the lab's NVML and nvidia-smi, a driver root on every node with GPUs."""
         netdevs.create_fabric(self.cfg.fabric_bridge)
         for hw in self.nodes.values():
+            hw.make_device_nodes()
             sysfs.write_tree(hw.sys_root, hw.plan)
             if nvidia is not None and nvml.device_nodes(hw.plan):
                 nvml.install(hw.plan, hw.driver_root, NODE_SYSFS_ROOT, nvidia)

@@ -7,6 +7,9 @@
     kernel/iommu_groups/<n>/devices/<BDF>; <BDF>/iommu_group -> kernel/iommu_groups/<n>
     class/net/<ifname>              -> ../../devices/.../<BDF>/net/<ifname>; <ifname>/device -> <BDF>
     class/infiniband/mlx5_<n>       -> ../../devices/.../<BDF>/infiniband/mlx5_<n> (RDMA NICs)
+    class/infiniband_verbs/uverbs<n> -> ../../devices/.../<BDF>/infiniband_verbs/uverbs<n>, and
+    class/infiniband_mad/{umad,issm}<n> likewise (RDMA NICs' character devices: ibdev, dev, device);
+    class/infiniband_{verbs,mad}/abi_version
     devices/system/{node,cpu,memory} (system_tree.py)
 
 Every link is relative, so the tree works wherever it is mounted (a driver container sees it
@@ -24,6 +27,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -43,6 +48,46 @@ RDMA_RATES = {25_000: "25 Gb/sec (1X EDR)", 100_000: "100 Gb/sec (4X EDR)", 200_
               400_000: "400 Gb/sec (4X NDR)"}
 # mlx5 firmware versions by the PF's device ID: the major number names the chip
 MLX5_FIRMWARE = {0x101D: "22.39.1002", 0x1021: "28.39.1002", 0x1023: "40.43.1014", 0xA2DC: "32.39.1002"}
+# The user-space interfaces the RDMA core registers for every RDMA device (drivers/infiniband/core,
+# uverbs_main.c and user_mad.c): verbs, uverbs<n>, and per port MADs, umad<n> and issm<n>. Their
+# classes and devices show ABI versions; mlx5's verbs ABI is 1.
+UVERBS_CLASS, UMAD_CLASS = "infiniband_verbs", "infiniband_mad"
+CLASS_ABI_VERSIONS = {UVERBS_CLASS: 6, UMAD_CLASS: 5}
+MLX5_UVERBS_ABI_VERSION = 1
+# Their device numbers: major 231 with fixed minors for the first devices (uverbs<n> 192 + n for 32 of
+# them; umad<n> n and issm<n> 64 + n for 64), past those a major the module allocates as it loads,
+# minors from 0 (issm's after all the umad ones the kernel allows: RDMA_MAX_PORTS - 64 of them).
+# The dynamic majors are two of the kernel's dynamic range (254 down to 234) the lab uses nowhere else.
+RDMA_MAJOR, UVERBS_BASE_MINOR, UVERBS_FIXED_MINORS, UMAD_FIXED_MINORS, RDMA_MAX_PORTS = 231, 192, 32, 64, 8192
+UVERBS_DYNAMIC_MAJOR, UMAD_DYNAMIC_MAJOR = 239, 238
+
+
+@dataclass
+class CharDevice:
+    """A character device of an RDMA device: class/<cls>/<name> in sysfs, /dev/infiniband/<name>."""
+    cls: str
+    name: str
+    major: int
+    minor: int
+    mode: int  # of its /dev node: uverbs asks devtmpfs for 0666, umad and issm get its default 0600
+    attributes: dict[str, str] = field(default_factory=dict)  # beyond ibdev and dev
+
+
+def rdma_char_devices(fn: PciFunction) -> list[CharDevice]:
+    """The function's RDMA device's character devices, numbered as the lab numbers the device
+    (mlx5_<n>: uverbs<n>, umad<n>, issm<n>). The kernel gives each the lowest free number as devices
+    register, so on a node that registers them in order the numbers agree; one port each, as RoCE."""
+    if not fn.rdma_device:
+        return []
+    n = int(fn.rdma_device.rsplit("_", 1)[1])
+    uverbs = (RDMA_MAJOR, UVERBS_BASE_MINOR + n) if n < UVERBS_FIXED_MINORS else \
+        (UVERBS_DYNAMIC_MAJOR, n - UVERBS_FIXED_MINORS)
+    umad, issm = ((RDMA_MAJOR, n), (RDMA_MAJOR, UMAD_FIXED_MINORS + n)) if n < UMAD_FIXED_MINORS else \
+        ((UMAD_DYNAMIC_MAJOR, n - UMAD_FIXED_MINORS), (UMAD_DYNAMIC_MAJOR, RDMA_MAX_PORTS + n - 2 * UMAD_FIXED_MINORS))
+    port = {"port": "1"}
+    return [CharDevice(UVERBS_CLASS, f"uverbs{n}", *uverbs, 0o666, {"abi_version": str(MLX5_UVERBS_ABI_VERSION)}),
+            CharDevice(UMAD_CLASS, f"umad{n}", *umad, 0o600, port),
+            CharDevice(UMAD_CLASS, f"issm{n}", *issm, 0o600, port)]
 
 
 def write_atomic(path: Path, content: str | bytes) -> None:
@@ -139,10 +184,8 @@ def write_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
     for name, content in _files(plan, fn).items():
         (staging / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     os.symlink(_up_to_root(fn) + "bus/pci", staging / "subsystem")
-    if fn.rdma_device:
-        _write_rdma_dir(staging / "infiniband" / fn.rdma_device, plan, fn)
-    if fn.netdev:
-        _write_netdev_dir(staging / "net" / fn.netdev, fn)
+    for (cls, name), write in _registered(plan, fn).items():
+        write(staging / cls / name)
     if final.exists():
         shutil.rmtree(final)
     os.rename(staging, final)
@@ -174,6 +217,34 @@ def _write_rdma_dir(directory: Path, plan: NodePlan, fn: PciFunction) -> None:
     os.symlink(f"../../../{fn.bdf}", directory / "device")
 
 
+def _write_char_device_dir(directory: Path, fn: PciFunction, char: CharDevice) -> None:
+    """<BDF>/<class>/<name>: the kernel parents these devices on the PCI function, not on mlx5_<n>.
+    rdmamap and rdma-core match them to their RDMA device by ibdev; udev names the node by DEVNAME."""
+    directory.mkdir(parents=True)
+    mode = [f"DEVMODE={char.mode:04o}"] if char.mode != 0o600 else []  # a mode the class asked devtmpfs for
+    uevent = "\n".join([f"MAJOR={char.major}", f"MINOR={char.minor}", f"DEVNAME=infiniband/{char.name}", *mode])
+    attributes = {"ibdev": str(fn.rdma_device), "dev": f"{char.major}:{char.minor}", "uevent": uevent,
+                  **char.attributes}
+    for name, value in attributes.items():
+        (directory / name).write_text(f"{value}\n")
+    os.symlink(f"../../../{fn.bdf}", directory / "device")
+    os.symlink(_up_to_root(fn, below=2) + f"class/{char.cls}", directory / "subsystem")
+
+
+def _registered(plan: NodePlan, fn: PciFunction) -> dict[tuple[str, str], Callable[[Path], None]]:
+    """What the function's own driver registers, by (class, name), each with the writer of its
+    directory <BDF>/<class>/<name>, which class/<class>/<name> links to: its netdev, its RDMA
+    device and that device's character devices."""
+    found: dict[tuple[str, str], Callable[[Path], None]] = {}
+    if fn.netdev:
+        found[("net", fn.netdev)] = lambda d: _write_netdev_dir(d, fn)
+    if fn.rdma_device:
+        found[("infiniband", fn.rdma_device)] = lambda d: _write_rdma_dir(d, plan, fn)
+        for char in rdma_char_devices(fn):
+            found[(char.cls, char.name)] = partial(_write_char_device_dir, fn=fn, char=char)
+    return found
+
+
 def _link_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
     here = device_dir(root, fn)
     link_atomic(root / "bus" / "pci" / "devices" / fn.bdf, here)
@@ -185,10 +256,8 @@ def _link_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
         group = root / "kernel" / "iommu_groups" / str(fn.iommu_group)
         link_atomic(group / "devices" / fn.bdf, here)
         link_atomic(here / "iommu_group", group)
-    if fn.netdev:
-        link_atomic(root / "class" / "net" / fn.netdev, here / "net" / fn.netdev)
-    if fn.rdma_device:
-        link_atomic(root / "class" / "infiniband" / fn.rdma_device, here / "infiniband" / fn.rdma_device)
+    for cls, name in _registered(plan, fn):
+        link_atomic(root / "class" / cls / name, here / cls / name)
     if fn.physfn:
         pf = plan.by_bdf(fn.physfn)
         link_atomic(here / "physfn", device_dir(root, pf))
@@ -203,8 +272,7 @@ def remove_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
     for link in (root / "bus" / "pci" / "devices" / fn.bdf,
                  root / "bus" / "pci" / "drivers" / (fn.driver or "-") / fn.bdf,
                  root / "kernel" / "iommu_groups" / str(fn.iommu_group) / "devices" / fn.bdf,
-                 root / "class" / "net" / (fn.netdev or "-"),
-                 root / "class" / "infiniband" / (fn.rdma_device or "-")):
+                 *(root / "class" / cls / name for cls, name in _registered(plan, fn))):
         if link.is_symlink():
             link.unlink()
     if fn.physfn:
@@ -232,8 +300,11 @@ def write_tree(root: Path, plan: NodePlan) -> None:
     # Every index exists, as in real sysfs, even with no device in it (a node without NICs still
     # has /sys/class/net): drivers and their hostPath mounts rely on that.
     for index in (*(f"devices/{bridge}" for bridge in plan.host_bridges()), "bus/pci/devices", "bus/pci/drivers",
-                  "class/net", "class/infiniband", "kernel/iommu_groups"):
+                  "class/net", "class/infiniband", f"class/{UVERBS_CLASS}", f"class/{UMAD_CLASS}",
+                  "kernel/iommu_groups"):
         (root / index).mkdir(parents=True, exist_ok=True)
+    for cls, version in CLASS_ABI_VERSIONS.items():
+        write_atomic(root / "class" / cls / "abi_version", f"{version}\n")
     for fn in plan.at_boot():
         write_function(root, plan, fn)
     system_tree.write_system(root, plan.profile)
@@ -251,22 +322,21 @@ def _rename_in(final: Path, assemble: Callable[[Path], None]) -> None:
 
 
 def register_devices(root: Path, plan: NodePlan, fn: PciFunction) -> None:
-    """The function's own driver bound: the netdev and RDMA device it registers appear, each
-    assembled aside and renamed in."""
+    """The function's own driver bound: the netdev, RDMA device and character devices it registers
+    appear, each assembled aside and renamed in before its class link."""
     here = device_dir(root, fn)
-    if fn.netdev:
-        _rename_in(here / "net" / fn.netdev, lambda d: _write_netdev_dir(d, fn))
-        link_atomic(root / "class" / "net" / fn.netdev, here / "net" / fn.netdev)
-    if fn.rdma_device:
-        _rename_in(here / "infiniband" / fn.rdma_device, lambda d: _write_rdma_dir(d, plan, fn))
-        link_atomic(root / "class" / "infiniband" / fn.rdma_device, here / "infiniband" / fn.rdma_device)
+    for (cls, name), write in _registered(plan, fn).items():
+        _rename_in(here / cls / name, write)
+        link_atomic(root / "class" / cls / name, here / cls / name)
 
 
-def unregister_devices(root: Path, fn: PciFunction) -> None:
-    for index, name, sub in (("net", fn.netdev, "net"), ("infiniband", fn.rdma_device, "infiniband")):
-        if name:
-            (root / "class" / index / name).unlink(missing_ok=True)
-            shutil.rmtree(device_dir(root, fn) / sub, ignore_errors=True)
+def unregister_devices(root: Path, plan: NodePlan, fn: PciFunction) -> None:
+    """Every class link first, then the directories they led to."""
+    registered = list(_registered(plan, fn))
+    for cls, name in registered:
+        (root / "class" / cls / name).unlink(missing_ok=True)
+    for cls in dict.fromkeys(cls for cls, _ in registered):
+        shutil.rmtree(device_dir(root, fn) / cls, ignore_errors=True)
 
 
 def set_driver(root: Path, fn: PciFunction, driver: str | None) -> None:

@@ -1,8 +1,9 @@
 """Emulated hardware in kind's workers, where the local lab's nodes have it: each worker's tree and
-driver root (/var/lib/dralab-hardware) and its /dev/vfio are the local lab's host directories of
-that node, bind-mounted (kind's extraMounts); its NIC and VF netdevs go into the worker container's
-network namespace, attached under the name the local lab gives a node's (`ip netns attach`). So
-the hardware lab, its agents and faults (fake_hardware) work unchanged, and so do driver profiles."""
+driver root (/var/lib/dralab-hardware), its /dev/vfio and /dev/infiniband are the local lab's host
+directories of that node, bind-mounted (kind's extraMounts); its NIC and VF netdevs go into the
+worker container's network namespace, attached under the name the local lab gives a node's (`ip
+netns attach`). So the hardware lab, its agents and faults (fake_hardware) work unchanged, and so
+do driver profiles."""
 
 from __future__ import annotations
 
@@ -17,14 +18,14 @@ from fake_hardware.lab import NODE_SYSFS_ROOT, HardwareLab
 from fake_hardware.nvml import Userspace
 
 HARDWARE_DIR = str(Path(NODE_SYSFS_ROOT).parent)  # the tree and the driver root
-VFIO_DIR = "/dev/vfio"
+DEV_DIRS = ("vfio", "infiniband")  # under /dev: the nodes the hardware lab and its agents make
 
 
 def mounts(cfg: ClusterConfig) -> dict[str, dict[str, Path]]:
     """Per lab node with hardware: node path -> host path, created now (before the containers)."""
     found = {}
     for name, hw in HardwareLab(cfg).nodes.items():  # profiles and node names are checked here
-        found[name] = {HARDWARE_DIR: hw.sys_root.parent, VFIO_DIR: hw.dev_dir / "vfio"}
+        found[name] = {HARDWARE_DIR: hw.sys_root.parent, **{f"/dev/{d}": hw.dev_dir / d for d in DEV_DIRS}}
         for host in found[name].values():
             host.mkdir(parents=True, exist_ok=True)
     return found

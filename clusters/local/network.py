@@ -1,8 +1,8 @@
 """Kernel objects of a local lab: the host bridge, and per node a network namespace joined to it
 by a veth pair plus a persistent mount namespace in which the node's /var/lib, /run, /var/log,
-/dev/vfio and /etc/cdi are its own directories in the lab dir (so kubelet, containerd, CDI and NRI
-use their standard paths and two nodes never collide), its mounts shared within the node as a
-real node's are.
+/dev/vfio, /dev/infiniband and /etc/cdi are its own directories in the lab dir (so kubelet,
+containerd, CDI and NRI use their standard paths and two nodes never collide), its mounts shared
+within the node as a real node's are.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from clusters.config import ClusterConfig, labs_root
 from clusters.errors import LabBroken
 
 # Directories of the host that a node replaces with its own (host path -> name in the node dir).
-# /dev/vfio holds the node's vfio group nodes, made by its hardware agent (HW-08). /etc/cdi is the
-# other directory containerd reads CDI specs from: a driver writing there must not reach the host,
-# other nodes or other labs.
+# /dev/vfio holds the node's vfio group nodes, made by its hardware agent (HW-08); /dev/infiniband
+# its RDMA devices' nodes (fake_hardware/lab.py), which CDI specs name and containerd stats there.
+# /etc/cdi is the other directory containerd reads CDI specs from: a driver writing there must not
+# reach the host, other nodes or other labs.
 NODE_PRIVATE_DIRS = {"/var/lib": "var-lib", "/run": "run", "/var/log": "var-log", "/dev/vfio": "dev/vfio",
-                     "/etc/cdi": "etc-cdi"}
+                     "/dev/infiniband": "dev/infiniband", "/etc/cdi": "etc-cdi"}
 
 
 def sh(*cmd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -84,8 +85,8 @@ def host_mount_point_mark(host_path: str) -> Path:
 
 def create_host_mount_points() -> None:
     """A node's private dir is a bind mount and needs a mount point on the host; a host without
-    one (/dev/vfio without the vfio module, /etc/cdi without a CDI-enabled runtime) gets it from
-    the first lab, which leaves a mark, and the last lab removes it."""
+    one (/dev/vfio without the vfio module, /dev/infiniband without RDMA, /etc/cdi without a
+    CDI-enabled runtime) gets it from the first lab, which leaves a mark, and the last lab removes it."""
     for host_path in NODE_PRIVATE_DIRS:
         try:
             Path(host_path).mkdir()

@@ -4,6 +4,7 @@ Netdevs are recorded instead of created (the e2e tests create real ones)."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,10 @@ def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NodeKernel:
     cfg = ClusterConfig(name="unit", nodes=1, slot=1)
     profile = NodeProfile.model_validate(yaml.safe_load(VALID.replace("sriov:", "rdma: true, sriov:")))
     hw = NodeHardware(cfg, 1, plan_node(profile, "node-1", seed=1))
+    hw.make_device_nodes()  # as HardwareLab.build does
     lab_module.sysfs.write_tree(hw.sys_root, hw.plan)
     netdevs.update(f.netdev for f in hw.plan.at_boot() if f.netdev)
-    k = NodeKernel(hw, tmp_path / "dev")
+    k = NodeKernel(hw, hw.dev_dir)  # as the agent does
     k.install()
     k.netdevs = netdevs  # type: ignore[attr-defined]
     return k
@@ -128,3 +130,49 @@ def test_a_netdev_whose_namespace_was_destroyed_comes_back_once_it_stayed_missin
     kernel.return_lost_netdevs(alive, now=11.0)
     kernel.return_lost_netdevs(alive, now=12.0)
     assert vf1.netdev not in kernel.netdevs  # type: ignore[attr-defined]
+
+
+def rdma_nodes(k: NodeKernel) -> dict[str, tuple[int, int, int]]:
+    """The node's /dev/infiniband: name -> (major, minor, mode) of each character device."""
+    found: dict[str, tuple[int, int, int]] = {}
+    for node in (k.hw.dev_dir / "infiniband").iterdir():
+        st = node.lstat()
+        assert stat.S_ISCHR(st.st_mode), f"{node} is not a character device"
+        found[node.name] = (os.major(st.st_rdev), os.minor(st.st_rdev), stat.S_IMODE(st.st_mode))
+    return found
+
+
+def chars(*n: int) -> set[str]:
+    return {f"{kind}{i}" for i in n for kind in ("uverbs", "umad", "issm")}
+
+
+def test_rdma_device_nodes_come_and_go_with_their_devices(kernel: NodeKernel) -> None:
+    """/dev/infiniband has rdma_cm and the nodes of every RDMA device present and bound to its
+    driver, with the numbers its class devices' `dev` show: what a driver hands to a container."""
+    nodes = rdma_nodes(kernel)
+    assert set(nodes) == {"rdma_cm", *chars(0, 1, 2)}  # the PF and the 2 VFs enabled at boot
+    assert (nodes["rdma_cm"], nodes["uverbs0"], nodes["umad1"], nodes["issm2"]) == \
+        ((10, 262, 0o666), (231, 192, 0o666), (231, 1, 0o600), (231, 66, 0o600))
+    for name, (major, minor, _) in nodes.items():
+        cls = "infiniband_verbs" if name.startswith("uverbs") else "infiniband_mad"
+        assert name == "rdma_cm" or (kernel.root / "class" / cls / name / "dev").read_text() == f"{major}:{minor}\n"
+
+    vf1 = kernel.hw.plan.by_name("nic0-vf1")
+    write(kernel, "bus/pci/drivers/mlx5_core/unbind", vf1.bdf)  # e.g. on its way to vfio-pci
+    assert set(rdma_nodes(kernel)) == {"rdma_cm", *chars(0, 1)}
+    assert not (kernel.root / "class" / "infiniband_verbs" / "uverbs2").exists()
+    write(kernel, "bus/pci/drivers/mlx5_core/bind", vf1.bdf)
+    assert set(rdma_nodes(kernel)) == {"rdma_cm", *chars(0, 1, 2)}
+
+    pf = dev(kernel, "nic0")
+    write(kernel, f"{pf}/sriov_numvfs", "0")
+    assert set(rdma_nodes(kernel)) == {"rdma_cm", *chars(0)}
+    write(kernel, f"{pf}/sriov_numvfs", "4")
+    assert set(rdma_nodes(kernel)) == {"rdma_cm", *chars(0, 1, 2, 3, 4)}
+
+    hw, nic = kernel.hw, kernel.hw.plan.by_name("nic0")
+    hw.unplug([nic, *hw.present_vfs(nic)])  # the hot-unplug fault; rdma_cm stays with the RDMA stack
+    assert set(rdma_nodes(kernel)) == {"rdma_cm"}
+    assert [p.name for p in (kernel.root / "class" / "infiniband_mad").iterdir()] == ["abi_version"]
+    hw.plug([nic] + [vf for vf in map(hw.plan.by_bdf, nic.virtfns) if vf.at_boot])  # and its restore
+    assert rdma_nodes(kernel) == nodes and not list((hw.dev_dir / "infiniband").glob(".*"))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
+from clusters.kind import hardware
 from clusters.kind.config import CONTAINERD_PATCHES, RESTRICT_OOM_SCORE_ADJ, host_has_cgroup_v1, kind_config
 
 IMAGE = "dralab.dev/kind-node:v1.37.1-0123456789ab"
@@ -59,6 +62,17 @@ def test_a_workers_emulated_hardware_is_mounted_where_the_local_labs_node_sees_i
     assert "extraMounts" not in node_1
     assert node_2["extraMounts"] == [{"hostPath": str(tmp_path / "vfio"), "containerPath": "/dev/vfio"},
                                      {"hostPath": str(tmp_path / "hw"), "containerPath": "/var/lib/dralab-hardware"}]
+
+
+def test_a_workers_hardware_mounts_are_its_trees_and_device_node_dirs(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRALAB_LABS", str(tmp_path))
+    cfg = ClusterConfig(name="k", nodes=2, hardware={"node-2": "misaligned"})
+    node_dir = cfg.lab_dir / "nodes" / "node-2"
+    assert hardware.mounts(cfg) == {"node-2": {"/var/lib/dralab-hardware": node_dir / "var-lib" / "dralab-hardware",
+                                               "/dev/vfio": node_dir / "dev" / "vfio",
+                                               "/dev/infiniband": node_dir / "dev" / "infiniband"}}
+    assert (node_dir / "dev" / "infiniband").is_dir()  # kind mounts only what exists
 
 
 def test_a_moved_kubelet_root_dir_is_every_kubelets_root_dir_flag() -> None:

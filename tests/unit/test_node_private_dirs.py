@@ -1,6 +1,7 @@
 """Directories a lab node has of its own: /etc/cdi among them, so a driver writing its CDI specs
-there reaches neither the host nor another node (MUT-02's cdi-etc variants); the host mount
-points a lab creates for them are removed with the last lab and reported as residue until then."""
+there reaches neither the host nor another node (MUT-02's cdi-etc variants), and /dev/vfio and
+/dev/infiniband, where its emulated device nodes are; the host mount points a lab creates for them
+are removed with the last lab and reported as residue until then."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ LABS = Path("/srv/dralab")
 
 @pytest.fixture
 def labs(monkeypatch: pytest.MonkeyPatch, fs) -> Path:
-    """A host with the usual dirs and no /dev/vfio or /etc/cdi, one lab running."""
+    """A host with the usual dirs and no /dev/vfio, /dev/infiniband or /etc/cdi, one lab running."""
     monkeypatch.setenv("DRALAB_LABS", str(LABS))
     for d in ("/var/lib", "/run", "/var/log", "/dev", "/etc", LABS / "labs" / "lab"):
         fs.create_dir(d)
@@ -35,16 +36,18 @@ def test_every_cdi_dir_of_containerd_is_the_nodes_own() -> None:
 
 def test_the_last_lab_removes_the_mount_points_labs_created(labs: Path) -> None:
     network.create_host_mount_points()
-    assert Path("/etc/cdi").is_dir() and Path("/dev/vfio").is_dir()
-    assert sorted(p.name for p in labs.glob("*.created")) == ["dev-vfio.created", "etc-cdi.created"]
+    assert Path("/etc/cdi").is_dir() and Path("/dev/vfio").is_dir() and Path("/dev/infiniband").is_dir()
+    assert sorted(p.name for p in labs.glob("*.created")) == ["dev-infiniband.created", "dev-vfio.created",
+                                                               "etc-cdi.created"]
     network.create_host_mount_points()  # the next lab's nodes find them and mark nothing
     assert network.orphaned_host_mount_points() == [], "a lab is left: its nodes still mount there"
     network.release_host_mount_points()
     assert Path("/etc/cdi").is_dir()
     (labs / "labs" / "lab").rmdir()
-    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/etc/cdi")]
+    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/dev/infiniband"), Path("/etc/cdi")]
     network.release_host_mount_points()
-    assert not Path("/etc/cdi").exists() and not Path("/dev/vfio").exists() and not list(labs.glob("*.created"))
+    assert not any(Path(p).exists() for p in ("/etc/cdi", "/dev/vfio", "/dev/infiniband"))
+    assert not list(labs.glob("*.created"))
     assert network.orphaned_host_mount_points() == []
 
 
@@ -52,7 +55,7 @@ def test_the_hosts_own_mount_points_stay(labs: Path, fs) -> None:
     fs.create_file("/etc/cdi/vendor.json")
     network.create_host_mount_points()
     (labs / "labs" / "lab").rmdir()
-    assert network.orphaned_host_mount_points() == [Path("/dev/vfio")]
+    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/dev/infiniband")]
     network.release_host_mount_points()
     assert Path("/etc/cdi/vendor.json").exists()
 
@@ -66,7 +69,8 @@ def test_a_created_mount_point_someone_filled_is_kept_and_stays_residue(labs: Pa
     assert network.orphaned_host_mount_points() == [Path("/etc/cdi")]
 
 
-def test_the_node_mount_namespace_binds_its_own_etc_cdi(labs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_node_mount_namespace_binds_its_own_etc_cdi_and_dev_dirs(labs: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, ...]] = []
     monkeypatch.setattr(network, "sh", lambda *cmd, check=True: calls.append(tuple(map(str, cmd))))
     node_dir = labs / "labs" / "lab" / "nodes" / "node-1"
@@ -78,3 +82,6 @@ def test_the_node_mount_namespace_binds_its_own_etc_cdi(labs: Path, monkeypatch:
     # The host's mounts under /etc/cdi are detached first, then the node's dir is bound there.
     assert "|/etc/cdi|" in lines[0] and f"mount --bind {node_dir / 'etc-cdi'} /etc/cdi" in lines
     assert (node_dir / "etc-cdi").is_dir() and lines[-1] == "mount --make-rshared /"
+    # So are the dirs of its device nodes: containerd finds a CDI spec's /dev/infiniband/uverbs0 there.
+    for dev in ("vfio", "infiniband"):
+        assert f"|/dev/{dev}|" in lines[0] and f"mount --bind {node_dir / 'dev' / dev} /dev/{dev}" in lines

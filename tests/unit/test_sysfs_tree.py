@@ -2,10 +2,13 @@
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
+import yaml
+
 from fake_hardware import sysfs
-from fake_hardware.profile import gpu_uuid, load_node_profile, mac_address
+from fake_hardware.profile import NodeProfile, gpu_uuid, load_node_profile, mac_address
 from fake_hardware.topology import plan_node
 from tests.unit.test_hardware_profiles import VALID
 
@@ -165,3 +168,54 @@ def test_rdma_functions_have_their_infiniband_devices(fs) -> None:
     assert read("class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs/0") == "ens1f0v0\n"
     sysfs.remove_function(ROOT, plan, vf)
     assert not (ROOT / "class/infiniband/mlx5_1").is_symlink()
+
+
+def test_rdma_devices_have_their_verbs_and_mad_character_devices(fs) -> None:
+    """What rdmamap's GetRdmaCharDevices and rdma-core read: class/infiniband_verbs/uverbs<n> and
+    class/infiniband_mad/{umad,issm}<n>, each naming its RDMA device in ibdev, with the kernel's numbers."""
+    plan = build_two_sockets(fs)
+    pf, vf = plan.by_name("nic0"), plan.by_name("nic0-vf0")
+    vf_dir = "devices/pci0000:80/0000:80:01.0/0000:81:00.1"
+    assert link("class/infiniband_verbs/uverbs0") == f"../../{SOCKET1_NIC}/infiniband_verbs/uverbs0"
+    assert link("class/infiniband_mad/issm1") == f"../../{vf_dir}/infiniband_mad/issm1"
+    assert sorted(p.name for p in (ROOT / "class/infiniband_verbs").iterdir()) == ["abi_version", "uverbs0", "uverbs1"]
+    assert sorted(p.name for p in (ROOT / "class/infiniband_mad").iterdir()) == \
+        ["abi_version", "issm0", "issm1", "umad0", "umad1"]  # nic0-vf1 (mlx5_2) is not enabled at boot
+    assert (read("class/infiniband_verbs/abi_version"), read("class/infiniband_mad/abi_version")) == ("6\n", "5\n")
+    uverbs0, umad1, issm1 = "class/infiniband_verbs/uverbs0", "class/infiniband_mad/umad1", "class/infiniband_mad/issm1"
+    assert (read(f"{uverbs0}/ibdev"), read(f"{uverbs0}/abi_version"), read(f"{uverbs0}/dev")) == \
+        ("mlx5_0\n", "1\n", "231:192\n")
+    assert read(f"{uverbs0}/uevent").splitlines() == ["MAJOR=231", "MINOR=192", "DEVNAME=infiniband/uverbs0",
+                                                      "DEVMODE=0666"]
+    assert (read(f"{umad1}/ibdev"), read(f"{umad1}/port"), read(f"{umad1}/dev")) == ("mlx5_1\n", "1\n", "231:1\n")
+    assert (read(f"{issm1}/ibdev"), read(f"{issm1}/port"), read(f"{issm1}/dev")) == ("mlx5_1\n", "1\n", "231:65\n")
+    assert read(f"{issm1}/uevent").splitlines() == ["MAJOR=231", "MINOR=65", "DEVNAME=infiniband/issm1"]
+    # Parented on the PCI function, as rdmamap's GetRdmaDevicesForPcidev and udev follow them.
+    assert (ROOT / f"{uverbs0}/device").resolve() == ROOT / SOCKET1_NIC
+    assert (ROOT / f"{umad1}/device").resolve() == ROOT / vf_dir
+    assert (ROOT / f"{umad1}/subsystem").resolve() == ROOT / "class/infiniband_mad"
+    assert [p.name for p in (ROOT / f"{SOCKET1_NIC}/infiniband").iterdir()] == ["mlx5_0"]
+
+    sysfs.unregister_devices(ROOT, plan, pf)  # its driver unbound: every class device goes, links first
+    for gone in ("class/infiniband/mlx5_0", uverbs0, "class/infiniband_mad/umad0", "class/infiniband_mad/issm0",
+                 f"{SOCKET1_NIC}/infiniband_verbs", f"{SOCKET1_NIC}/infiniband_mad", "class/net/ens1f0"):
+        assert not (ROOT / gone).exists() and not (ROOT / gone).is_symlink(), gone
+    sysfs.register_devices(ROOT, plan, pf)
+    assert read(f"{uverbs0}/ibdev") == "mlx5_0\n" and read("class/infiniband_mad/issm0/dev") == "231:64\n"
+    sysfs.remove_function(ROOT, plan, vf)  # hot-unplugged: no dangling class link is left
+    assert not any((ROOT / rel).is_symlink() for rel in ("class/infiniband_verbs/uverbs1", umad1, issm1))
+    sysfs.write_function(ROOT, plan, vf)
+    assert read(f"{umad1}/dev") == "231:1\n"
+    assert not [p for d in ("class", "devices/pci0000:80") for p in (ROOT / d).rglob(".*")], "temporary files left"
+
+
+def test_rdma_character_devices_past_the_fixed_minors_take_the_dynamic_majors() -> None:
+    plan = plan_node(NodeProfile.model_validate(yaml.safe_load(TWO_SOCKETS)), "node-1", seed=5)
+    numbers = {n: {c.name: (c.major, c.minor) for c in sysfs.rdma_char_devices(
+        replace(plan.by_name("nic0"), rdma_device=f"mlx5_{n}"))} for n in (31, 32, 63, 64, 70)}
+    assert numbers[31]["uverbs31"] == (231, 223) and numbers[32]["uverbs32"] == (239, 0)  # 32 fixed uverbs minors
+    assert (numbers[63]["umad63"], numbers[63]["issm63"]) == ((231, 63), (231, 127))  # 64 fixed umad and issm minors
+    # Past them umad and issm share one dynamic major, issm's minors after the kernel's 8192 - 64 umad ones.
+    assert (numbers[64]["umad64"], numbers[64]["issm64"]) == ((238, 0), (238, 8128))
+    assert numbers[70] == {"uverbs70": (239, 38), "umad70": (238, 6), "issm70": (238, 8134)}
+    assert sysfs.rdma_char_devices(plan.by_name("gpu0")) == []
