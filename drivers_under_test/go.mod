@@ -3,6 +3,7 @@ module dralab.dev/drivers
 go 1.26.0
 
 require (
+	github.com/Mellanox/rdmamap v1.2.0
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/containerd/nri v0.12.5
 	github.com/jaypipes/ghw v0.27.0

@@ -1,6 +1,7 @@
 """HW-07, HW-09: the libraries real drivers discover hardware with read every shipped profile's tree
-as they read a real node's. ghw (pci, topology, net) and netlink run in the Go tests of
-drivers_under_test/internal/hwreaders, compiled once, against one hardware-only lab at a time."""
+as they read a real node's. ghw (pci, topology, net), netlink and rdmamap (RDMA devices and their
+/dev/infiniband nodes) run in the Go tests of drivers_under_test/internal/hwreaders, compiled once,
+against one hardware-only lab at a time."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import pytest
 from clusters import residue
 from clusters.config import ClusterConfig
 from clusters.local.cluster import LocalCluster
-from fake_hardware import system_tree
-from fake_hardware.lab import HardwareLab, NodeHardware
+from fake_hardware import sysfs, system_tree
+from fake_hardware.lab import RDMA_CM, HardwareLab, NodeHardware
 from fake_hardware.profile import PROFILES_DIR
 from fake_hardware.topology import PciFunction
 
@@ -77,6 +78,11 @@ def expectation(hw: NodeHardware) -> dict[str, object]:
                       for numa in profile.numa_nodes],
         "netdevs": [{"name": fn.netdev, "mac": fn.mac, "bdf": fn.bdf, "speed": str(fn.port_speed)}
                     for fn in booted if fn.netdev],
+        "rdma": [{"name": fn.rdma_device, "bdf": fn.bdf, "netdev": fn.netdev,
+                  "charDevices": {"/dev/infiniband/rdma_cm": "{}:{}".format(*RDMA_CM),
+                                  **{f"/dev/infiniband/{c.name}": f"{c.major}:{c.minor}"
+                                     for c in sysfs.rdma_char_devices(fn)}}}
+                 for fn in booted if fn.rdma_device],
     }
 
 
@@ -85,12 +91,12 @@ def test_ghw_and_netlink_see_every_device_of_the_profile(hw: NodeHardware, reade
     expect = tmp_path / "expect.json"
     expect.write_text(json.dumps(expectation(hw), indent=2))
     env = dict(os.environ, DRALAB_HW_ROOT=str(hw.sys_root.parent), DRALAB_HW_EXPECT=str(expect),
-               DRALAB_HW_NETNS=hw.netns)
+               DRALAB_HW_NETNS=hw.netns, DRALAB_HW_DEV=str(hw.dev_dir))
     run = subprocess.run([str(readers), "-test.v", "-test.count=1"], env=env, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "SKIP" not in run.stdout, run.stdout
-    print(run.stdout)  # the per-profile figures (ghw pci/topology/net sees N of M), shown with -s
+    print(run.stdout)  # the per-profile figures (ghw pci/topology/net, rdmamap sees N of M), shown with -s
 
 
 @pytest.mark.requirement("HW-09")

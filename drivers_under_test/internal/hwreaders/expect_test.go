@@ -13,6 +13,7 @@ type expectation struct {
 	Functions []function `json:"functions"`
 	NUMANodes []numaNode `json:"numaNodes"`
 	Netdevs   []netdev   `json:"netdevs"`
+	RDMA      []rdmaDev  `json:"rdma"`
 }
 
 type function struct {
@@ -40,6 +41,14 @@ type netdev struct {
 	MAC   string `json:"mac"`
 	BDF   string `json:"bdf"`
 	Speed string `json:"speed"`
+}
+
+// rdmaDev is an RDMA device present at boot, with the function and netdev it belongs to.
+type rdmaDev struct {
+	Name        string            `json:"name"` // mlx5_<n>
+	BDF         string            `json:"bdf"`
+	Netdev      string            `json:"netdev"`
+	CharDevices map[string]string `json:"charDevices"` // /dev/infiniband/<node> -> "major:minor", rdma_cm's too
 }
 
 // node returns the expectation and a root for ghw.WithChroot laid out as a driver container
