@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from suites.device_plugin.checkpoint import AllocateAnswer
+from suites.framework.cdi_specs import edits as cdi_edits
 
 ALLOCATE = "Allocate"
 DEVICE_KINDS = ("character special file", "block special file")  # stat %F
@@ -53,18 +54,6 @@ def promises(answer: AllocateAnswer, cdi_specs: list[dict[str, Any]]) -> tuple[l
                       for d in edit.get("deviceNodes") or []]
     last = {(p.what, p.target): p for p in found}
     return list(last.values()), problems
-
-
-def cdi_edits(specs: list[dict[str, Any]], qualified: str) -> list[dict[str, Any]] | None:
-    """The container edits of CDI device `vendor/class=name`: its spec's and its own; None if no spec has it."""
-    kind, _, name = qualified.partition("=")
-    for spec in specs:
-        if spec.get("kind") != kind:
-            continue
-        for device in spec.get("devices") or []:
-            if device.get("name") == name:
-                return [spec.get("containerEdits") or {}, device.get("containerEdits") or {}]
-    return None
 
 
 def foreign_devices(answer: AllocateAnswer, cdi_specs: list[dict[str, Any]], others: list[str]) -> list[str]:

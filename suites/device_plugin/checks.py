@@ -10,7 +10,7 @@ from fake_hardware.lab import HardwareLab
 from suites.device_plugin import allocation, checkpoint, observations
 from suites.device_plugin.checkpoint import Entry
 from suites.device_plugin.node_resources import allocatable, capacity, wait_allocatable
-from suites.framework import pods
+from suites.framework import cdi_specs, pods
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
@@ -61,7 +61,7 @@ def holds_its_allocation(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTes
     ev.observe(f"pod {pod}: devices granted", ids)
     assert len(set(ids)) == len(ids) == count, \
         f"pod {pod} asked for {count} {plugin.resource}, the kubelet granted {len(ids)}: {ids}"
-    specs = observations.cdi_specs(files, node) if entry.answer.cdi_devices else []
+    specs = list(cdi_specs.on_node(files, node).values()) if entry.answer.cdi_devices else []
     # The container gets whatever the answer names: naming another device hands that one out.
     others = sorted(set(held.registered.get(plugin.resource, [])) - set(ids))
     foreign = allocation.foreign_devices(entry.answer, specs, others)

@@ -4,10 +4,6 @@ Each raises ObservationFailed (an ERROR) when it cannot see its subject, never r
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any
-
-import yaml
 from kubernetes import client
 
 from clusters.providers import Lab
@@ -42,20 +38,6 @@ def entry_of(held: Checkpoint, pod: client.V1Pod, resource: str) -> Entry:
             f"(UID {uid}) container {container} resource {resource}; it has: "
             f"{[(e.pod_uid, e.container, e.resource) for e in held.entries]}")
     return entry
-
-
-def cdi_specs(files: NodeFiles, node: str) -> list[dict[str, Any]]:
-    """The node's CDI specs in the directories its container runtime reads. A file that does not
-    parse is left out, as the runtime leaves it out (it may be another driver's)."""
-    specs = []
-    for directory in files.cdi_dirs(node).dirs:
-        for path in files.glob(node, f"{directory}/*"):
-            text = files.read(node, path) if path.endswith((".json", ".yaml", ".yml")) else None
-            with contextlib.suppress(yaml.YAMLError):
-                spec = yaml.safe_load(text) if text else None
-                if isinstance(spec, dict):
-                    specs.append(spec)
-    return specs
 
 
 def file_kind(files: NodeFiles, node: str, path: str) -> str:
