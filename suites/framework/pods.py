@@ -112,11 +112,18 @@ REFUSAL_GRACE = 30
 NOT_YET_REGISTERED = "is not registered"
 
 
-def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> client.CoreV1Event | None:
-    """The kubelet's event of the driver refusing to prepare the pod's claims, if there is one."""
+def prepare_refusals(api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
+    """The kubelet's events of the driver refusing to prepare the pod's claims, oldest first: the
+    first often names the cause (a retried prepare may fail for another reason)."""
     items = client.CoreV1Api(api).list_namespaced_event(
         namespace, field_selector=f"involvedObject.name={name},reason={PREPARE_FAILED}").items
     refusals = [e for e in items if NOT_YET_REGISTERED not in (e.message or "")]
+    return sorted(refusals, key=lambda e: e.first_timestamp or e.event_time or e.metadata.creation_timestamp)
+
+
+def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> client.CoreV1Event | None:
+    """The kubelet's latest event of the driver refusing to prepare the pod's claims, if there is one."""
+    refusals = prepare_refusals(api, namespace, name)
     return refusals[-1] if refusals else None
 
 
@@ -132,13 +139,14 @@ def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[s
         pod = core.read_namespaced_pod(name, namespace)
         if pod.status.phase in phases:
             return pod
-        refusal = prepare_refusal(api, namespace, name)
-        if refusal is not None:
+        refusals = prepare_refusals(api, namespace, name)
+        if refusals:
             first_refused[:] = first_refused or [time.monotonic()]
             if time.monotonic() - first_refused[0] > REFUSAL_GRACE:
+                said = "; then ".join(f"kubelet ({e.source.component}, x{e.count}): {e.reason}: {e.message}"
+                                      for e in refusals)
                 raise DriverFailure(f"pod {namespace}/{name} cannot start: the DRA driver refused to prepare its claim "
-                                    f"for {REFUSAL_GRACE}s; kubelet ({refusal.source.component}, x{refusal.count}): "
-                                    f"{refusal.reason}: {refusal.message}")
+                                    f"for {REFUSAL_GRACE}s; {said}")
         return None
 
     try:

@@ -1,0 +1,43 @@
+"""A pod whose claim the driver refuses to prepare FAILs naming every refusal, oldest first: the SR-IOV
+DRA driver's first answer named the cause (an opaque config it ignored, so no net-attach-def name)
+and the kubelet's retries only said "no prepared devices found for pod"."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
+import pytest
+
+from suites.framework import pods
+from suites.framework.verdicts import DriverFailure
+
+
+def event(message: str, minute: int) -> SimpleNamespace:
+    return SimpleNamespace(type="Warning", reason=pods.PREPARE_FAILED, message=message, count=3, event_time=None,
+                           first_timestamp=datetime(2026, 11, 27, 9, minute, tzinfo=timezone.utc),
+                           source=SimpleNamespace(component="kubelet"), metadata=SimpleNamespace(creation_timestamp=None))
+
+
+class Core:
+    def __init__(self, *api: object) -> None:
+        pass
+
+    def read_namespaced_pod(self, name: str, namespace: str) -> SimpleNamespace:
+        return SimpleNamespace(status=SimpleNamespace(phase="Pending"))
+
+    def list_namespaced_event(self, namespace: str, field_selector: str) -> SimpleNamespace:
+        # As the API lists them: not in the order they happened.
+        return SimpleNamespace(items=[event("prepare failed: net attach def name may not be empty", 11),
+                                      event("DRA driver x.example is not registered", 10),
+                                      event("no prepared devices found for pod", 12)])
+
+
+def test_the_failure_names_every_refusal_oldest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pods.client, "CoreV1Api", Core)
+    monkeypatch.setattr(pods, "REFUSAL_GRACE", -1)
+    with pytest.raises(DriverFailure) as failed:
+        pods.wait_phase(object(), "ns", "p", timeout=5)
+    said = str(failed.value).split("\nevents of")[0]  # the verdict's words, before the pod's events
+    assert said.index("net attach def name may not be empty") < said.index("no prepared devices found for pod")
+    assert "is not registered" not in said
