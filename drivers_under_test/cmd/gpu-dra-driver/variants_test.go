@@ -4,24 +4,28 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"dralab.dev/drivers/internal/cdi"
+	"dralab.dev/drivers/internal/dradriver"
 	"dralab.dev/drivers/internal/dradriver/frameworktest"
 )
 
 // The GPU driver's metadata variants, through the upstream framework's writes: each is
 // compared with the correct driver and must differ in the one promise it breaks.
 
-// throughFramework is the test driver with metadata as variant ("": correct), started through
-// the framework with claim, which it prepares.
-func throughFramework(t *testing.T, claim func(d *gpuDriver) *resourceapi.ResourceClaim, variant string) (*frameworktest.Node, *gpuDriver, *resourceapi.ResourceClaim) {
+// throughFramework is the test driver with metadata (and more args) as variant ("": correct),
+// started through the framework with claim, which it prepares.
+func throughFramework(t *testing.T, claim func(d *gpuDriver) *resourceapi.ResourceClaim, variant string, more ...string) (*frameworktest.Node, *gpuDriver, *resourceapi.ResourceClaim) {
 	t.Helper()
-	args := []string{"--enable-device-metadata"}
+	args := append([]string{"--enable-device-metadata"}, more...)
 	if variant != "" {
 		args = append(args, "--break="+variant)
 	}
@@ -130,6 +134,79 @@ func TestOtherDriversDevicesAreListedInTheDriversFile(t *testing.T) {
 		n, _, c := throughFramework(t, twoDrivers, variant)
 		if got := names(devices(t, n.MetadataFile(c, "dev"))); !reflect.DeepEqual(got, want) {
 			t.Errorf("variant %q: the file lists %v, want %v", variant, got, want)
+		}
+	}
+}
+
+// definedCDIDevices are the CDI device IDs (kind=name) the specs in dir define.
+func definedCDIDevices(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	out := map[string]bool{}
+	for _, file := range files {
+		var spec cdi.Spec
+		data, err := os.ReadFile(file)
+		if err == nil {
+			err = json.Unmarshal(data, &spec)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, d := range spec.Devices {
+			out[spec.QualifiedName(d.Name)] = true
+		}
+	}
+	return out
+}
+
+// The variant's answer names the same CDI devices as the correct one, the driver's and with
+// metadata the metadata's, each with a suffix no spec defines; the specs are the correct
+// driver's. The claim is prepared again: that answer comes from the checkpoint, which the suffix
+// must not reach.
+func TestUnresolvableCDIIDsAreTheSpecsDevicesWithASuffix(t *testing.T) {
+	for metadata, specs := range map[string]int{"--enable-device-metadata=true": 2, "--enable-device-metadata=false": 1} {
+		answered := map[string][]string{}
+		for _, variant := range []string{"", dradriver.VariantUnresolvableCDIID} {
+			n, d, c := throughFramework(t, func(d *gpuDriver) *resourceapi.ResourceClaim { return testClaim(d.opts) }, variant, metadata)
+			defined := definedCDIDevices(t, d.opts.CDIDir)
+			if len(defined) != specs {
+				t.Errorf("%s, variant %q: specs define %v, want %d devices", metadata, variant, defined, specs)
+			}
+			for _, dev := range n.Prepare(t, c)[string(c.UID)] {
+				for _, id := range dev.CdiDeviceIds {
+					base, suffixed := strings.CutSuffix(id, "-unresolvable")
+					if suffixed != (variant != "") || !defined[base] {
+						t.Errorf("%s, variant %q: answered CDI device %s; the specs define %v", metadata, variant, id, defined)
+					}
+					answered[variant] = append(answered[variant], base)
+				}
+			}
+		}
+		if len(answered[""]) != specs || !reflect.DeepEqual(answered[""], answered[dradriver.VariantUnresolvableCDIID]) {
+			t.Errorf("%s: correct driver answered %v, the variant (suffix cut) %v", metadata, answered[""], answered[dradriver.VariantUnresolvableCDIID])
+		}
+	}
+}
+
+// Unprepare succeeds and drops the claim from the checkpoint; the variant leaves the claim's
+// GPU spec, and only it: the metadata files and their specs go as with the correct driver.
+func TestLeaveCDISpecLeavesOnlyTheDriversOwnSpec(t *testing.T) {
+	for _, variant := range []string{"", dradriver.VariantLeaveCDISpec} {
+		n, d, c := throughFramework(t, func(d *gpuDriver) *resourceapi.ResourceClaim { return testClaim(d.opts) }, variant)
+		n.Unprepare(t, c)
+		var want []string
+		if variant != "" {
+			want = []string{filepath.Join(d.opts.CDIDir, "gpu.dralab.dev_gpu_"+string(c.UID)+".json")}
+		}
+		if left, _ := filepath.Glob(filepath.Join(d.opts.CDIDir, "*")); !reflect.DeepEqual(left, want) {
+			t.Errorf("variant %q: CDI dir holds %v after unprepare, want %v", variant, left, want)
+		}
+		if _, err := os.Stat(filepath.Dir(filepath.Dir(n.MetadataFile(c, "dev")))); !os.IsNotExist(err) {
+			t.Errorf("variant %q: the claim's metadata dir after unprepare: %v", variant, err)
+		}
+		saved, err := dradriver.LoadCheckpoint[*preparedClaim](d.opts.PluginDataDir())
+		if err != nil || len(saved.Claims) != 0 {
+			t.Errorf("variant %q: checkpoint after unprepare %v (%v), want no claim", variant, saved.Claims, err)
 		}
 	}
 }

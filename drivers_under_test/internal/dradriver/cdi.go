@@ -25,8 +25,12 @@ func (o *Options) WriteClaimCDISpec(class, claimUID string, devices map[string]c
 	return ids, cdi.Write(o.cdiSpecPath(class, claimUID), spec)
 }
 
-// RemoveClaimCDISpec removes the claim's spec; a spec that is already gone is fine (unprepare is idempotent).
+// RemoveClaimCDISpec removes the claim's spec; a spec that is already gone is fine (unprepare is
+// idempotent). The leave-cdi-spec variant keeps it, and the driver drops the claim as unprepared.
 func (o *Options) RemoveClaimCDISpec(class, claimUID string) error {
+	if o.Variant.Is(VariantLeaveCDISpec) {
+		return nil
+	}
 	if err := os.Remove(o.cdiSpecPath(class, claimUID)); err != nil && !os.IsNotExist(err) {
 		return err
 	}

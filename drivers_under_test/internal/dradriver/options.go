@@ -1,6 +1,6 @@
 // Package dradriver holds what the reference DRA drivers share: their command-line options,
-// start-up on the upstream kubeletplugin framework, the broken metadata-file variants, CDI
-// specs, claim status and ResourceSlice publishing.
+// start-up on the upstream kubeletplugin framework, the broken metadata-file and kubelet plugin
+// contract variants, CDI specs, claim status and ResourceSlice publishing.
 package dradriver
 
 import (
@@ -52,7 +52,8 @@ const (
 	StatusDevicesFirst = "first"
 )
 
-// Variants every reference DRA driver has: they break what the framework does with metadata files.
+// Variants every reference DRA driver has: they break what the framework does with metadata
+// files, and the kubelet plugin contract (KP) every DRA driver owes.
 var Variants = map[string]string{
 	VariantLeaveFiles:        "metadata dirs and CDI specs are left behind after unprepare (breaks MD-14)",
 	VariantWritableMount:     "the metadata file is bind-mounted read-write (breaks MD-11)",
@@ -65,6 +66,13 @@ var Variants = map[string]string{
 	VariantSharedBuffer:      "metadata files are rendered through one shared buffer, so claims prepared at once get each other's file (breaks MD-20)",
 	VariantStatusOtherNode:   "status.devices is written for claims allocated on other nodes, with arbitrary-node RBAC (breaks ST-01, ST-04, ST-06)",
 	VariantCrashAtStart:      "exits at start-up with an error, so its pods crash-loop (breaks DEP-01)",
+
+	// The kubelet plugin contract.
+	VariantRemoveRegistrationSocket: "once the kubelet has registered it, the registration socket is removed from plugins_registry, so a restarted kubelet never finds the driver again (breaks KP-01)",
+	VariantDuplicateDevice:          "one more pool is published as two ResourceSlices that both list the node's first device, so a device name repeats within the pool (breaks KP-02)",
+	VariantUnresolvableCDIID:        "NodePrepareResources answers CDI device IDs with a suffix that no CDI spec on the node defines, while the specs are written as usual (breaks KP-03)",
+	VariantLeaveCDISpec:             "unprepare drops the claim from the checkpoint but leaves the driver's own CDI spec of the claim behind; metadata files and their specs go (breaks KP-06)",
+	VariantLeaveSocket:              "the DRA service socket dra.sock stays in the plugin data dir when the driver stops, so an uninstall leaves a socket behind (breaks KP-11)",
 }
 
 const (
@@ -79,6 +87,12 @@ const (
 	VariantSharedBuffer      = "shared-buffer"
 	VariantStatusOtherNode   = "status-other-node"
 	VariantCrashAtStart      = "crash-at-start"
+
+	VariantRemoveRegistrationSocket = "remove-registration-socket"
+	VariantDuplicateDevice          = "duplicate-device"
+	VariantUnresolvableCDIID        = "unresolvable-cdi-id"
+	VariantLeaveCDISpec             = "leave-cdi-spec"
+	VariantLeaveSocket              = "leave-socket"
 )
 
 // RegisterFlags adds the shared flags to fs; own lists the variants only this driver has.
@@ -162,6 +176,12 @@ func (o *Options) metadataVersions() ([]schema.GroupVersion, error) {
 		out = append(out, gv)
 	}
 	return out, nil
+}
+
+// RegistrationSocket is the socket the kubelet registers the driver through: the framework
+// creates it under its default name in the kubelet's plugins_registry.
+func (o *Options) RegistrationSocket() string {
+	return filepath.Join(o.KubeletRootDir, "plugins_registry", o.DriverName+"-reg.sock")
 }
 
 // PluginDataDir is where the framework keeps the DRA socket and the metadata files.

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 )
 
@@ -87,5 +89,35 @@ func TestDevicesPerNodeKeepsTheFirstDiscovered(t *testing.T) {
 	// Once gpu-0 is withdrawn the node's one device is the next healthy one.
 	if got, want := shape(l.resources(devices(names[1:]...))), map[string][][]string{"node-1": {{"gpu-1"}}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("gpu-0 withdrawn: got %v, want %v", got, want)
+	}
+}
+
+// The variant's pool repeats a device across its two slices; the driver's own pools stay as
+// they are, and the slices go when the driver stops. A slice left by an earlier instance is replaced.
+func TestDuplicateDevicePublishesAPoolThatRepeatsADevice(t *testing.T) {
+	o := parse(t, "--break="+VariantDuplicateDevice)
+	api := fake.NewClientset(&resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node-1-gpu.dralab.dev-duplicate-1"}})
+	remove := o.PublishDuplicateDevice(t.Context(), api, devices("gpu-0", "gpu-1"))
+	list, err := api.ResourceV1().ResourceSlices().List(t.Context(), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("slices %v (%v), want two", list, err)
+	}
+	for _, s := range list.Items {
+		if s.Spec.Driver != "gpu.dralab.dev" || s.Spec.Pool != (resourceapi.ResourcePool{Name: "node-1/pool-1", Generation: 1, ResourceSliceCount: 2}) ||
+			len(s.Spec.Devices) != 1 || s.Spec.Devices[0].Name != "gpu-0" {
+			t.Errorf("slice %s: %+v, want pool node-1/pool-1 of two slices, each with gpu-0", s.Name, s.Spec)
+		}
+		term := s.Spec.NodeSelector.NodeSelectorTerms[0].MatchFields[0]
+		if s.Spec.NodeName != nil || term.Key != "metadata.name" || !reflect.DeepEqual(term.Values, []string{"node-1"}) {
+			t.Errorf("slice %s selects node %v %v, want node-1 by a node selector", s.Name, s.Spec.NodeName, term)
+		}
+	}
+	own := shape(o.newLayout().resources(devices("gpu-0", "gpu-1")))
+	if !reflect.DeepEqual(own, map[string][][]string{"node-1": {{"gpu-0", "gpu-1"}}}) || o.OwnsPool("node-1/pool-1") {
+		t.Errorf("the driver's own pools changed: %v", own)
+	}
+	remove()
+	if list, _ := api.ResourceV1().ResourceSlices().List(t.Context(), metav1.ListOptions{}); len(list.Items) != 0 {
+		t.Errorf("after stopping: %d slices", len(list.Items))
 	}
 }

@@ -43,7 +43,8 @@ func (o *Options) Run(poll time.Duration, newDriver func(kubernetes.Interface) (
 	if err != nil {
 		return err
 	}
-	if _, err := d.Devices(); err != nil {
+	devices, err := d.Devices()
+	if err != nil {
 		return fmt.Errorf("discover devices under %s: %w", o.SysfsRoot, err)
 	}
 	helper, err := o.Start(ctx, d, client)
@@ -56,6 +57,10 @@ func (o *Options) Run(poll time.Duration, newDriver func(kubernetes.Interface) (
 	}
 	if o.Variant.Is(VariantStatusOtherNode) {
 		go o.StatusOtherNodeLoop(ctx, client)
+	}
+	if o.Variant.Is(VariantDuplicateDevice) {
+		remove := o.PublishDuplicateDevice(ctx, client, devices)
+		defer remove()
 	}
 	o.PublishLoop(ctx, helper, poll, d.Devices)
 	return nil

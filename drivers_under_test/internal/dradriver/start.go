@@ -40,7 +40,7 @@ func (o *Options) Start(ctx context.Context, plugin kubeletplugin.DRAPlugin, cli
 		kubeletplugin.DriverName(o.DriverName),
 		kubeletplugin.NodeName(o.NodeName),
 		kubeletplugin.KubeClient(client),
-		kubeletplugin.RegistrarDirectoryPath(filepath.Join(o.KubeletRootDir, "plugins_registry")),
+		kubeletplugin.RegistrarDirectoryPath(filepath.Dir(o.RegistrationSocket())),
 		kubeletplugin.PluginDataDirectoryPath(o.PluginDataDir()),
 		kubeletplugin.CDIDirectory(o.CDIDir),
 		// Health is published by withdrawing devices from the slice, not over the health API.
@@ -50,6 +50,7 @@ func (o *Options) Start(ctx context.Context, plugin kubeletplugin.DRAPlugin, cli
 		// once queued each prepare behind the others' API writes and fsyncs (PF-06).
 		kubeletplugin.Serialize(false),
 	}
+	opts = append(opts, o.contractOptions()...)
 	if o.EnableDeviceMetadata {
 		versions, err := o.metadataVersions()
 		if err != nil {

@@ -37,6 +37,7 @@ func Dir(t *testing.T) string {
 // Node is a driver started through the framework.
 type Node struct {
 	opts   *dradriver.Options
+	helper *kubeletplugin.Helper
 	client drapb.DRAPluginClient
 }
 
@@ -44,7 +45,7 @@ type Node struct {
 // it stops with the test.
 func Start(t *testing.T, opts *dradriver.Options, plugin kubeletplugin.DRAPlugin, claims ...*resourceapi.ResourceClaim) *Node {
 	t.Helper()
-	for _, dir := range []string{opts.PluginDataDir(), filepath.Join(opts.KubeletRootDir, "plugins_registry")} {
+	for _, dir := range []string{opts.PluginDataDir(), filepath.Dir(opts.RegistrationSocket())} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -65,8 +66,12 @@ func Start(t *testing.T, opts *dradriver.Options, plugin kubeletplugin.DRAPlugin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &Node{opts: opts, client: drapb.NewDRAPluginClient(conn)}
+	return &Node{opts: opts, helper: helper, client: drapb.NewDRAPluginClient(conn)}
 }
+
+// Stop stops the driver as SIGTERM does, with the framework's Stop; stopping again at the end of
+// the test does nothing.
+func (n *Node) Stop() { n.helper.Stop() }
 
 func request(claims []*resourceapi.ResourceClaim) []*drapb.Claim {
 	var out []*drapb.Claim
