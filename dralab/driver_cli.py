@@ -110,6 +110,6 @@ def validate(profiles: tuple[str, ...]) -> None:
     for profile in validate_or_raise(list(profiles), set(catalogue.load())):
         console.print(f"driver profile {profile.source}: valid")
         if not certifiable(profile):  # valid, yet certify would stop at once: say so now
-            console.print(f"[yellow]note:[/yellow] driver profile {profile.source} claims {NO_CAPABILITY}: certify "
+            console.print(f"[yellow]note:[/yellow] driver profile {profile.source} has {NO_CAPABILITY}: certify "
                           "would answer NOTHING TO CERTIFY (exit 4)")
     console.print(f"checked {len(profiles)} profile(s) in {time.monotonic() - start:.2f}s")

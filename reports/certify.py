@@ -33,8 +33,9 @@ from suites import catalogue
 REPO = Path(__file__).resolve().parents[1]
 
 # Requirement ID prefix -> the suite that checks it (`--only`).
-SUITES = {"DEP": "suites/deployment", "LAB": "suites/lab", "MD": "suites/device_metadata", "ST": "suites/resource_claim_status",
-          "DA": "suites/derived_attributes", "DP": "suites/device_plugin"}
+SUITES = {"DEP": "suites/deployment", "KP": "suites/kubelet_plugin", "LAB": "suites/lab",
+          "MD": "suites/device_metadata", "ST": "suites/resource_claim_status", "DA": "suites/derived_attributes",
+          "DP": "suites/device_plugin"}
 # Local labs certify starts are named apart from a test run's ("e2e..."), so both can run at once.
 LAB_PREFIX = "cert"
 # Our progress lines instead of pytest's terminal output; its addopts name terminal options (-ra).
@@ -103,7 +104,8 @@ def _nodes_hardware(hardware: str | None) -> dict[str, str]:
 
 
 # What a profile that claims nothing dralab checks is told, by certify and by `driver validate`.
-NO_CAPABILITY = f"no capability dralab checks (capabilities: {', '.join(c.value for c in Capability)})"
+NO_CAPABILITY = (f"no DRA driver (drivers: every DRA driver is checked on the kubelet-plugin contract, KP) and no "
+                 f"capability dralab checks (capabilities: {', '.join(c.value for c in Capability)})")
 
 
 def certifiable(profile: DriverProfile) -> list[str]:
@@ -251,7 +253,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     if cluster == "kubeconfig" and not (kubeconfig and Path(kubeconfig).is_file()):
         raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
     if drivers and not any(map(certifiable, drivers)):
-        console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} claim "
+        console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} have "
                       f"{NO_CAPABILITY}")
         sys.exit(EXIT_CODES[NOTHING])
     # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.

@@ -76,7 +76,8 @@ def load() -> dict[str, Requirement]:
 
 
 # Requirement ID prefix -> the KEP or API it checks (the allure feature, the report's suite lines).
-FAMILIES = {"LAB": "Lab", "DEP": "Coming up", "HW": "Emulated hardware", "MD": "KEP-5304 device metadata",
+FAMILIES = {"LAB": "Lab", "DEP": "Coming up", "KP": "The kubelet-plugin contract",
+            "HW": "Emulated hardware", "MD": "KEP-5304 device metadata",
             "ST": "KEP-4817 device status", "DA": "KEP-6080 derived attributes", "DP": "Device plugin API",
             "MUT": "Broken driver variants (self-checks)", "RP": "Reports", "PF": "Performance"}
 

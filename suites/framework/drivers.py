@@ -49,6 +49,11 @@ class DriverUnderTest:
         if missing:
             pytest.skip(f"driver profile {self.profile.name} does not claim {', '.join(missing)}")
 
+    def requires_dra(self) -> None:
+        """SKIP a check of the DRA kubelet-plugin contract for a profile that names no DRA driver."""
+        if not self.profile.drivers:
+            pytest.skip(f"driver profile {self.profile.name} names no DRA driver (a device plugin only)")
+
     def requires_hardware(self, why: str) -> None:
         """SKIP a check that works on dralab's emulated hardware when the profile needs none."""
         if not self.profile.needs_hardware:

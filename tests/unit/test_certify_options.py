@@ -17,7 +17,7 @@ def test_only_maps_prefixes_to_suites_and_ids_to_their_tests() -> None:
     assert selection("md, DA,md") == ([dep, "suites/device_metadata", "suites/derived_attributes"], [])
     assert selection("md-01,DA-04,DA") == ([dep, "suites/device_metadata", "suites/derived_attributes"], ["DA", "MD-01"])
     for bad in ("MD,XX", "QQ-01", "MD-x"):
-        with pytest.raises(BadInput, match="unknown suite.*choose from DEP, LAB, MD, ST, DA, DP"):
+        with pytest.raises(BadInput, match="unknown suite.*choose from DEP, KP, LAB, MD, ST, DA, DP"):
             selection(bad)
 
 
@@ -59,11 +59,20 @@ def test_undefined_template_parameter_exits_2_before_anything_starts(tmp_path) -
     assert not (tmp_path / "out").exists()  # nothing started, nothing written
 
 
-def test_a_profile_claiming_nothing_is_nothing_to_certify(tmp_path) -> None:
-    result = CliRunner().invoke(main, ["certify", "--driver", _profile(tmp_path, capabilities=[]),
+def test_a_profile_with_no_dra_driver_claiming_nothing_is_nothing_to_certify(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["certify", "--driver", _profile(tmp_path, capabilities=[], drivers=[],
+                                                                extendedResources=["vendor.example/gpu"]),
                                        "--out", str(tmp_path / "out")])
     assert result.exit_code == 4, result.output
     assert result.output.strip().splitlines()[-1].startswith("NOTHING TO CERTIFY")
+
+
+def test_a_dra_driver_claiming_no_capability_is_certified_on_the_kubelet_plugin_contract(tmp_path) -> None:
+    from drivers_under_test.profile import load_profile
+    from reports.certify import certifiable
+
+    ids = certifiable(load_profile(_profile(tmp_path, capabilities=[])))
+    assert ids and all(i.startswith("KP-") for i in ids), ids
 
 
 def test_an_image_archive_without_platform_exits_2_before_anything_starts(tmp_path) -> None:

@@ -297,10 +297,11 @@ def test_validate_says_when_a_valid_profile_claims_nothing_dralab_checks(tmp_pat
     from dralab.cli import main
     from tests.unit.test_no_hardware import PROFILE, profile_file
 
-    path = profile_file(tmp_path, PROFILE.replace("capabilities: [metadata]", "capabilities: []"))
+    path = profile_file(tmp_path, PROFILE.replace("capabilities: [metadata]", "capabilities: []")
+                        .replace("drivers: [cpu.vendor.example]", "drivers: []\nextendedResources: [cpu.vendor.example/cpu]"))
     done = CliRunner().invoke(main, ["driver", "validate", path])
     assert done.exit_code == 0, done.output
-    assert "valid" in done.output and "claims no capability dralab checks" in done.output
+    assert "valid" in done.output and "no capability dralab checks" in done.output
     assert "NOTHING TO CERTIFY (exit 4)" in done.output
     claimed = CliRunner().invoke(main, ["driver", "validate", profile_file(tmp_path)])
     assert claimed.exit_code == 0 and "NOTHING TO CERTIFY" not in claimed.output

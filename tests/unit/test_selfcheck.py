@@ -96,8 +96,8 @@ def test_list_json_names_variant_driver_kind_and_breaks_without_starting_anythin
     result = CliRunner().invoke(main, ["selfcheck", "--list", "--json", "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     listing = json.loads(result.output)
-    assert {"variant": "leave-files", "driver": "gpu", "kind": "broken", "breaks": ["MD-14"],
-            "checked_on": ["MD-14"]} in listing
+    assert {"variant": "leave-files", "driver": "gpu", "kind": "broken", "breaks": ["MD-14", "KP-06"],
+            "checked_on": ["MD-14", "KP-06"]} in listing
     valid = next(e for e in listing if e["variant"] == "no-ready-condition" and e["driver"] == "gpu")
     assert valid["breaks"] == [] and valid["checked_on"][0] == "DEP" and "ST-07" in valid["checked_on"]
     assert {entry["kind"] for entry in listing} == {"valid", "broken"}

@@ -1,0 +1,1 @@
+"""KP: the DRA kubelet-plugin contract every DRA driver owes, whatever KEP features it adds."""

@@ -1,0 +1,82 @@
+"""The KP rules as predicates over what a run observed: the driver's ResourceSlices (KP-02), the
+kubelet's record of the driver's prepare answers and the node's CDI specs (KP-03, KP-06). Each
+returns the violations it found, so a check states every one at once, with what it saw."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from suites.framework import cdi_specs
+from suites.framework.dra_checkpoint import PreparedClaim
+
+
+def _pool(slice_: dict[str, Any]) -> str:
+    return slice_["spec"]["pool"]["name"]
+
+
+def slice_problems(slices: list[dict[str, Any]], nodes: set[str]) -> list[str]:
+    """KP-02 over one driver's ResourceSlices: within each pool, the slices of its newest
+    generation are as many as each says (resourceSliceCount), device names are unique across
+    them, and a node-local slice names an existing node, the same for the whole pool. Slices of
+    older generations are on their way out (the API reference: consumers ignore them)."""
+    by_pool: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in slices:
+        by_pool[_pool(s)].append(s)
+    problems = []
+    for pool, members in sorted(by_pool.items()):
+        newest = max(s["spec"]["pool"]["generation"] for s in members)
+        current = [s for s in members if s["spec"]["pool"]["generation"] == newest]
+        counts = {s["spec"]["pool"]["resourceSliceCount"] for s in current}
+        if counts != {len(current)}:
+            problems.append(f"pool {pool!r} generation {newest}: {len(current)} slice(s) "
+                            f"({', '.join(sorted(s['metadata']['name'] for s in current))}) say resourceSliceCount "
+                            f"{sorted(counts)}")
+        names = Counter(d["name"] for s in current for d in s["spec"].get("devices") or [])
+        twice = sorted(n for n, c in names.items() if c > 1)
+        if twice:
+            problems.append(f"pool {pool!r} generation {newest}: device name(s) {twice} appear more than once "
+                            "across its slices (names must be unique within a pool)")
+        on = {s["spec"].get("nodeName") for s in current if s["spec"].get("nodeName")}
+        if len(on) > 1:
+            problems.append(f"pool {pool!r}: its slices name different nodes {sorted(on)}")
+        if on - nodes:
+            problems.append(f"pool {pool!r}: its slices name node(s) {sorted(on - nodes)}, which do not exist")
+    return problems
+
+
+def allocated(claim: dict[str, Any], driver: str) -> set[tuple[str, str]]:
+    """(pool, device) of each device allocated to `driver` in the claim."""
+    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    return {(r["pool"], r["device"]) for r in results if r["driver"] == driver}
+
+
+def prepare_problems(prepared: PreparedClaim, claim: dict[str, Any] | None, driver: str,
+                     specs: dict[str, dict[str, Any]]) -> list[str]:
+    """KP-03 for one claim the kubelet holds as prepared by `driver` on a node: every device the
+    driver answered with is one allocated to it in the claim (as the API server has it), and each
+    CDI device ID it answered resolves in a CDI spec on that node. An allocated device left out
+    of the answer is allowed: the gRPC API lets a claim have zero or more devices per request."""
+    answer = prepared.of(driver) or ()
+    where = f"claim {prepared.namespace}/{prepared.name} ({prepared.uid})"
+    problems = []
+    if claim is not None:
+        foreign = {(d.pool, d.device) for d in answer} - allocated(claim, driver)
+        if foreign:
+            problems.append(f"{where}: NodePrepareResources answered device(s) {sorted(foreign)}, which the claim's "
+                            f"allocation does not give {driver} (it gives {sorted(allocated(claim, driver))})")
+    for d in answer:
+        for cdi_id in d.cdi_ids:
+            if cdi_specs.defining(specs, cdi_id) is None:
+                problems.append(f"{where}: device {d.pool}/{d.device} was answered with CDI device {cdi_id!r}, which "
+                                f"no CDI spec on the node defines (specs read: {sorted(specs) or 'none'})")
+    return problems
+
+
+def per_claim_specs(prepared: PreparedClaim, driver: str, specs: dict[str, dict[str, Any]]) -> list[str]:
+    """The CDI spec files that are this claim's own: they define a CDI device the driver answered
+    for it and name the claim's UID (in the file name or content). Specs shared by claims (one
+    per device, defined once for the node) are not per-claim state and may stay."""
+    ids = {cdi_id for d in prepared.of(driver) or () for cdi_id in d.cdi_ids}
+    defining = {path for cdi_id in ids if (path := cdi_specs.defining(specs, cdi_id)) is not None}
+    return sorted(p for p in defining if prepared.uid in p or prepared.uid in repr(specs[p]))

@@ -1,0 +1,83 @@
+"""What the KP checks read from the cluster and the nodes: the driver's ResourceSlices once they
+settle, and per node the kubelet's DRA checkpoint with the CDI specs as they stand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from clusters.providers import Lab
+from suites.framework import cdi_specs, dra_checkpoint
+from suites.framework.dra_checkpoint import PreparedClaim
+from suites.framework.node_files import NodeFiles
+from suites.framework.pods import ObservationFailed
+from suites.framework.waits import wait_for
+
+# Slices are read until two reads this far apart agree: a driver republishing (a new generation)
+# is judged on what it settles on, not on a read in the middle of the update.
+SETTLE = 3
+
+
+def driver_slices(api: client.ApiClient, driver: str) -> list[dict[str, Any]]:
+    items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]
+    return [s for s in items if s["spec"]["driver"] == driver]
+
+
+def settled_slices(api: client.ApiClient, driver: str, timeout: float = 60) -> list[dict[str, Any]]:
+    seen: list[list[tuple[str, str]]] = []
+
+    def same_twice() -> list[dict[str, Any]] | None:
+        slices = driver_slices(api, driver)
+        versions = sorted((s["metadata"]["name"], s["metadata"]["resourceVersion"]) for s in slices)
+        settled = bool(seen) and seen[-1] == versions
+        seen.append(versions)
+        return slices if settled else None
+    return wait_for(f"the ResourceSlices of {driver} to settle", same_twice, timeout, interval=SETTLE)
+
+
+def node_names(api: client.ApiClient) -> set[str]:
+    return {n.metadata.name for n in client.CoreV1Api(api).list_node().items}
+
+
+@dataclass
+class NodeState:
+    """A node's prepared claims (as the kubelet holds them) and CDI specs, read together."""
+
+    node: str
+    prepared: list[PreparedClaim]
+    specs: dict[str, dict[str, Any]]
+
+    def claim(self, uid: str) -> PreparedClaim | None:
+        return next((c for c in self.prepared if c.uid == uid), None)
+
+
+def prepared_claims(files: NodeFiles, lab: Lab, node: str) -> list[PreparedClaim]:
+    where = dra_checkpoint.path(lab.node(node).kubelet_root_dir)
+    text = files.read(node, where)
+    if text is None:
+        raise ObservationFailed(f"{node} has no kubelet DRA checkpoint at {where}")
+    return dra_checkpoint.parse(text)
+
+
+def node_state(files: NodeFiles, lab: Lab, node: str) -> NodeState:
+    """The claims prepared on the node before and still after its CDI specs were read: a claim
+    unprepared meanwhile may have lost its spec legitimately, one prepared meanwhile may be
+    missing from the read of the specs."""
+    before = {c.uid for c in prepared_claims(files, lab, node)}
+    specs = cdi_specs.on_node(files, node)
+    return NodeState(node, [c for c in prepared_claims(files, lab, node) if c.uid in before], specs)
+
+
+def claim_of(api: client.ApiClient, prepared: PreparedClaim) -> dict[str, Any] | None:
+    """The claim as the API server has it now; None if it is gone or is another object by now."""
+    try:
+        claim = client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "resource.k8s.io", "v1", prepared.namespace, "resourceclaims", prepared.name)
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+    return claim if claim["metadata"]["uid"] == prepared.uid else None

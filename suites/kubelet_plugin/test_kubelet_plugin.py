@@ -1,0 +1,140 @@
+"""KP: what every DRA driver owes the kubelet and the workloads, checked from outside as csi-test's
+sanity suite checks a CSI driver: consistent slices (KP-02), prepare answers that name the
+claim's devices and resolvable CDI devices (KP-03), per-claim CDI specs gone after unprepare
+(KP-06) and registration again after a kubelet restart (KP-01). The prepare and slice rules hold
+over everything the run sees (every claim prepared on every node, every pool of the driver), not
+only over the claims these tests create."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pytest
+from kubernetes import client
+
+from clusters.providers import Lab
+from suites.framework import claims, pods
+from suites.framework.drivers import DriverUnderTest
+from suites.framework.evidence import Evidence
+from suites.framework.node_files import NodeFiles
+from suites.framework.waits import WaitTimeout, wait_for
+from suites.kubelet_plugin import contract, observe
+
+pytestmark = pytest.mark.e2e
+
+# How long the kubelet and the driver get to unprepare a claim once its last pod is gone, and the
+# driver to remove its per-claim specs after that.
+UNPREPARE_TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def dra_driver(driver: DriverUnderTest) -> DriverUnderTest:
+    driver.requires_dra()
+    return driver
+
+
+def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str,
+                        node: str | None = None) -> client.V1Pod:
+    claims.create(api, namespace, driver.claim(name))
+    pod = pods.PodBuilder(name).with_claim("c", claim=name)
+    if node:
+        pod.on_node(node)
+    pods.create(api, namespace, pod)
+    return pods.wait_phase(api, namespace, name)
+
+
+def _uid(api, namespace: str, name: str) -> str:
+    return claims.read(api, namespace, name)["metadata"]["uid"]
+
+
+@pytest.mark.requirement("KP-02")
+def test_slices_of_every_pool_are_consistent(api, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
+    slices = observe.settled_slices(api, dra_driver.name)
+    evidence.add("the driver's ResourceSlices (pool, generation, count, node, devices)",
+                 [{"name": s["metadata"]["name"], "pool": s["spec"]["pool"], "node": s["spec"].get("nodeName"),
+                   "devices": [d["name"] for d in s["spec"].get("devices") or []]} for s in slices])
+    assert slices, f"{dra_driver.name} publishes no ResourceSlice: nothing of it can be allocated"
+    problems = contract.slice_problems(slices, observe.node_names(api))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.requirement("KP-03")
+def test_every_prepared_claim_is_answered_with_its_devices_and_resolvable_cdi_devices(
+        lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    claims.create(api, namespace, dra_driver.claim("prepared"))
+    pods.create(api, namespace, pods.PodBuilder("prepared").with_claim("c", claim="prepared"))
+    try:
+        pods.wait_phase(api, namespace, "prepared")
+        not_started = None
+    except WaitTimeout as e:  # a container the runtime cannot give its CDI devices: judged on the answer below
+        not_started = e
+    own = _uid(api, namespace, "prepared")
+    problems, seen = [], []
+    for node in [n.name for n in lab.nodes]:
+        state = observe.node_state(node_files, lab, node)
+        for prepared in state.prepared:
+            if prepared.of(dra_driver.name) is None:
+                continue
+            seen.append(prepared.uid)
+            evidence.add(f"on {node}: the kubelet's record of claim {prepared.namespace}/{prepared.name}",
+                         {"answer": [asdict(d) for d in prepared.of(dra_driver.name) or ()], "pods": sorted(prepared.pod_uids)})
+            problems += [f"on {node}: {p}" for p in contract.prepare_problems(
+                prepared, observe.claim_of(api, prepared), dra_driver.name, state.specs)]
+    assert not problems, "\n".join(problems)
+    if not_started is not None:
+        raise not_started
+    assert own in seen, (f"claim {namespace}/prepared ({own}) of the running pod is in no node's kubelet DRA checkpoint "
+                         f"as prepared by {dra_driver.name}")
+
+
+@pytest.mark.requirement("KP-06")
+def test_an_unprepared_claims_own_cdi_specs_are_gone(lab: Lab, api, node_files: NodeFiles,
+                                                     dra_driver: DriverUnderTest, namespace: str,
+                                                     evidence: Evidence) -> None:
+    node = _running_with_claim(api, dra_driver, namespace, "cleanup").spec.node_name
+    uid = _uid(api, namespace, "cleanup")
+    state = observe.node_state(node_files, lab, node)
+    prepared = state.claim(uid)
+    assert prepared is not None, f"claim {namespace}/cleanup ({uid}) of a running pod is not in {node}'s DRA checkpoint"
+    own = contract.per_claim_specs(prepared, dra_driver.name, state.specs)
+    evidence.add("the driver's answer for the claim", [asdict(d) for d in prepared.of(dra_driver.name) or ()])
+    evidence.add("its own CDI spec files (define its CDI devices and name its UID)", own)
+    client.CoreV1Api(api).delete_namespaced_pod("cleanup", namespace)
+    wait_for(f"the kubelet to unprepare claim {namespace}/cleanup on {node} once its pod is gone",
+             lambda: observe.node_state(node_files, lab, node).claim(uid) is None, UNPREPARE_TIMEOUT)
+    if not own:
+        evidence.observe("no per-claim CDI spec", "the claim's CDI devices are defined by specs shared by claims, "
+                         "which stay; there is no per-claim spec to remove")
+        return
+    try:
+        wait_for(f"the CDI spec(s) of unprepared claim {uid} to be removed from {node}",
+                 lambda: not [p for p in own if p in observe.node_state(node_files, lab, node).specs], UNPREPARE_TIMEOUT)
+    except WaitTimeout:
+        left = [p for p in own if p in observe.node_state(node_files, lab, node).specs]
+        raise AssertionError(f"{UNPREPARE_TIMEOUT}s after the kubelet unprepared claim {namespace}/cleanup ({uid}), "
+                             f"its CDI spec(s) are still on {node}: {left}") from None
+
+
+@pytest.mark.requirement("KP-01")
+def test_the_driver_registers_again_after_a_kubelet_restart(host_access: Lab, api, dra_driver: DriverUnderTest,
+                                                            namespace: str, evidence: Evidence) -> None:
+    # Registered before: a pod with a claim ran on the node (then freed its device, for a driver
+    # with one device per node).
+    node = _running_with_claim(api, dra_driver, namespace, "before").spec.node_name
+    client.CoreV1Api(api).delete_namespaced_pod("before", namespace)
+    wait_for("pod before to be gone", lambda: not _exists(api, namespace, "before"), UNPREPARE_TIMEOUT)
+    claims.delete(api, namespace, "before")
+    host_access.node(node).restart_kubelet()
+    evidence.observe("restarted", f"the kubelet of {node}, once a pod with a claim of {dra_driver.name} had run there")
+    try:
+        _running_with_claim(api, dra_driver, namespace, "after", node=node)
+    except WaitTimeout as e:
+        unregistered = [line for line in str(e).splitlines() if pods.NOT_YET_REGISTERED in line]
+        if unregistered:
+            raise AssertionError(f"after the kubelet on {node} restarted, {dra_driver.name} did not register with it "
+                                 f"again: {unregistered[-1]}") from None
+        raise
+
+
+def _exists(api, namespace: str, name: str) -> bool:
+    return any(p.metadata.name == name for p in client.CoreV1Api(api).list_namespaced_pod(namespace).items)

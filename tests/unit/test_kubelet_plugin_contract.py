@@ -1,0 +1,101 @@
+"""The KP predicates on made-up observations: each catches what it names and passes what a correct
+driver may legitimately do (several slices per pool, an old generation on its way out, a device
+answered without CDI devices, specs shared by claims)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from suites.framework import dra_checkpoint
+from suites.framework.dra_checkpoint import PreparedClaim, PreparedDevice
+from suites.framework.pods import ObservationFailed
+from suites.kubelet_plugin import contract
+
+DRIVER = "gpu.vendor.example"
+UID = "6a1f0c2e-0000-4000-8000-000000000001"
+
+
+def slice_(name: str, pool: str, devices: list[str], generation: int = 1, count: int = 1,
+           node: str | None = "node-1") -> dict:
+    spec = {"driver": DRIVER, "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+            "devices": [{"name": d} for d in devices]}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def test_consistent_pools_pass_also_split_and_while_an_old_generation_goes() -> None:
+    slices = [slice_("a", "node-1", ["gpu-0", "gpu-1"], generation=2, count=2),
+              slice_("b", "node-1", ["gpu-2"], generation=2, count=2),
+              slice_("old", "node-1", ["gpu-0"], generation=1, count=1),
+              slice_("net", "fabric", ["link-0"], node=None)]
+    assert contract.slice_problems(slices, {"node-1"}) == []
+
+
+def test_slice_problems_name_each_inconsistency() -> None:
+    duplicate = contract.slice_problems([slice_("a", "p", ["gpu-0"], count=2), slice_("b", "p", ["gpu-0"], count=2)],
+                                        {"node-1"})
+    assert len(duplicate) == 1 and "['gpu-0'] appear more than once" in duplicate[0]
+    short = contract.slice_problems([slice_("a", "p", ["gpu-0"], count=2)], {"node-1"})
+    assert len(short) == 1 and "1 slice(s) (a) say resourceSliceCount [2]" in short[0]
+    nowhere = contract.slice_problems([slice_("a", "p", ["gpu-0"], node="node-9")], {"node-1"})
+    assert nowhere == ["pool 'p': its slices name node(s) ['node-9'], which do not exist"]
+
+
+def prepared(*devices: PreparedDevice) -> PreparedClaim:
+    return PreparedClaim(UID, "ns", "c", frozenset({"pod-uid"}), {DRIVER: devices, "other.example": ()})
+
+
+def claim(*devices: tuple[str, str]) -> dict:
+    return {"status": {"allocation": {"devices": {"results": [
+        {"driver": DRIVER, "pool": p, "device": d, "request": "dev"} for p, d in devices]
+        + [{"driver": "other.example", "pool": "x", "device": "y", "request": "dev"}]}}}}
+
+
+SPECS = {"/var/run/cdi/vendor-claim_x.json": {"kind": "vendor.example/gpu", "devices": [{"name": f"{UID}-gpu-0"}]},
+         "/etc/cdi/vendor-base.yaml": {"kind": "vendor.example/gpu", "devices": [{"name": "gpu-0"}]}}
+
+
+def test_an_answer_with_allocated_devices_and_resolvable_cdi_devices_passes() -> None:
+    answer = PreparedDevice("node-1", "gpu-0", ("dev",), (f"vendor.example/gpu={UID}-gpu-0", "vendor.example/gpu=gpu-0"))
+    assert contract.prepare_problems(prepared(answer), claim(("node-1", "gpu-0")), DRIVER, SPECS) == []
+    # Zero devices for a claim is a valid answer (the gRPC API): nothing to resolve.
+    assert contract.prepare_problems(prepared(), claim(("node-1", "gpu-0")), DRIVER, SPECS) == []
+
+
+def test_prepare_problems_name_foreign_devices_and_unresolvable_cdi_devices() -> None:
+    foreign = PreparedDevice("node-1", "gpu-7", (), ("vendor.example/gpu=gpu-0",))
+    assert contract.prepare_problems(prepared(foreign), claim(("node-1", "gpu-0")), DRIVER, SPECS) == [
+        f"claim ns/c ({UID}): NodePrepareResources answered device(s) [('node-1', 'gpu-7')], which the claim's "
+        f"allocation does not give {DRIVER} (it gives [('node-1', 'gpu-0')])"]
+    unresolvable = PreparedDevice("node-1", "gpu-0", (), ("vendor.example/gpu=gpu-0-x",))
+    problems = contract.prepare_problems(prepared(unresolvable), None, DRIVER, SPECS)
+    assert len(problems) == 1 and "'vendor.example/gpu=gpu-0-x', which no CDI spec on the node defines" in problems[0]
+
+
+def test_per_claim_specs_are_the_ones_naming_the_claim() -> None:
+    answer = PreparedDevice("node-1", "gpu-0", (), (f"vendor.example/gpu={UID}-gpu-0", "vendor.example/gpu=gpu-0"))
+    assert contract.per_claim_specs(prepared(answer), DRIVER, SPECS) == ["/var/run/cdi/vendor-claim_x.json"]
+    shared_only = PreparedDevice("node-1", "gpu-0", (), ("vendor.example/gpu=gpu-0",))
+    assert contract.per_claim_specs(prepared(shared_only), DRIVER, SPECS) == []
+
+
+def checkpoint(claims: list[dict] | None) -> str:
+    data = {"kind": "DRACheckpoint", "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1", "ClaimInfoStateList": claims}
+    return json.dumps({"Data": json.dumps(data), "Checksum": 1})
+
+
+def test_the_kubelets_checkpoint_decodes_as_v1_37_writes_it() -> None:
+    assert dra_checkpoint.parse(checkpoint(None)) == []
+    [got] = dra_checkpoint.parse(checkpoint([{
+        "ClaimUID": UID, "ClaimName": "c", "Namespace": "ns", "PodUIDs": {"pod-uid": {}},
+        "DriverState": {DRIVER: {"Devices": [{"PoolName": "node-1", "DeviceName": "gpu-0", "RequestNames": ["dev"],
+                                               "CDIDeviceIDs": ["vendor.example/gpu=gpu-0"]}]},
+                        "other.example": {"Devices": None}},
+        "Newer": "ignored"}]))
+    assert got.pod_uids == {"pod-uid"} and got.of("other.example") == () and got.of("none.example") is None
+    assert got.of(DRIVER) == (PreparedDevice("node-1", "gpu-0", ("dev",), ("vendor.example/gpu=gpu-0",)),)
+    with pytest.raises(ObservationFailed, match="does not decode"):
+        dra_checkpoint.parse("{}")
