@@ -1,12 +1,13 @@
 """Kernel objects of a local lab: the host bridge, and per node a network namespace joined to it
 by a veth pair plus a persistent mount namespace in which the node's /var/lib, /run, /var/log,
-/dev/vfio, /dev/infiniband and /etc/cdi are its own directories in the lab dir (so kubelet,
+/dev/vfio, /dev/infiniband, /etc/cdi, /opt/cni/bin and /tmp are its own directories in the lab dir (so kubelet,
 containerd, CDI and NRI use their standard paths and two nodes never collide), its mounts shared
 within the node as a real node's are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 from pathlib import Path
@@ -19,9 +20,12 @@ from clusters.errors import LabBroken
 # /dev/vfio holds the node's vfio group nodes, made by its hardware agent (HW-08); /dev/infiniband
 # its RDMA devices' nodes (fake_hardware/lab.py), which CDI specs name and containerd stats there.
 # /etc/cdi is the other directory containerd reads CDI specs from: a driver writing there must not
-# reach the host, other nodes or other labs.
+# reach the host, other nodes or other labs. Nor may what pods put in /opt/cni/bin (a chart's init
+# container installing its CNI plugin, as the SR-IOV DRA driver's does) or under /tmp (a device
+# plugin's host paths): a real node's are its own.
 NODE_PRIVATE_DIRS = {"/var/lib": "var-lib", "/run": "run", "/var/log": "var-log", "/dev/vfio": "dev/vfio",
-                     "/dev/infiniband": "dev/infiniband", "/etc/cdi": "etc-cdi"}
+                     "/dev/infiniband": "dev/infiniband", "/etc/cdi": "etc-cdi", "/opt/cni/bin": "opt-cni-bin",
+                     "/tmp": "tmp"}
 
 
 def sh(*cmd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -86,13 +90,17 @@ def host_mount_point_mark(host_path: str) -> Path:
 def create_host_mount_points() -> None:
     """A node's private dir is a bind mount and needs a mount point on the host; a host without
     one (/dev/vfio without the vfio module, /dev/infiniband without RDMA, /etc/cdi without a
-    CDI-enabled runtime) gets it from the first lab, which leaves a mark, and the last lab removes it."""
+    CDI-enabled runtime, /opt/cni/bin without CNI plugins) gets it from the first lab, which leaves a
+    mark naming the dirs it made (its parents too), and the last lab removes them."""
     for host_path in NODE_PRIVATE_DIRS:
+        point = Path(host_path)
+        missing = [p for p in (point, *point.parents) if not p.exists()]
+        point.parent.mkdir(parents=True, exist_ok=True)
         try:
-            Path(host_path).mkdir()
+            point.mkdir()
         except FileExistsError:
             continue  # the host's own, or one another lab created and marked
-        host_mount_point_mark(host_path).touch()
+        host_mount_point_mark(host_path).write_text("".join(f"{p}\n" for p in missing))
 
 
 def orphaned_host_mount_points() -> list[Path]:
@@ -105,13 +113,15 @@ def orphaned_host_mount_points() -> list[Path]:
 
 def release_host_mount_points() -> None:
     for point in orphaned_host_mount_points():
+        mark = host_mount_point_mark(str(point))
+        made = [Path(p) for p in mark.read_text().split()] or [point]  # deepest first
         try:
-            point.rmdir()
-        except FileNotFoundError:
-            pass
+            for directory in made:
+                with contextlib.suppress(FileNotFoundError):
+                    directory.rmdir()
         except OSError:
             continue  # something else put files there since: it is not ours to remove
-        host_mount_point_mark(str(point)).unlink()
+        mark.unlink()
 
 
 def create_node_mount_ns(cfg: ClusterConfig, node: str, node_dir: Path) -> None:

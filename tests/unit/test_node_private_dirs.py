@@ -19,7 +19,8 @@ LABS = Path("/srv/dralab")
 
 @pytest.fixture
 def labs(monkeypatch: pytest.MonkeyPatch, fs) -> Path:
-    """A host with the usual dirs and no /dev/vfio, /dev/infiniband or /etc/cdi, one lab running."""
+    """A host with the usual dirs (pyfakefs has /tmp) and no /dev/vfio, /dev/infiniband, /etc/cdi or /opt, one
+    lab running."""
     monkeypatch.setenv("DRALAB_LABS", str(LABS))
     for d in ("/var/lib", "/run", "/var/log", "/dev", "/etc", LABS / "labs" / "lab"):
         fs.create_dir(d)
@@ -38,15 +39,18 @@ def test_the_last_lab_removes_the_mount_points_labs_created(labs: Path) -> None:
     network.create_host_mount_points()
     assert Path("/etc/cdi").is_dir() and Path("/dev/vfio").is_dir() and Path("/dev/infiniband").is_dir()
     assert sorted(p.name for p in labs.glob("*.created")) == ["dev-infiniband.created", "dev-vfio.created",
-                                                               "etc-cdi.created"]
+                                                               "etc-cdi.created", "opt-cni-bin.created"]
     network.create_host_mount_points()  # the next lab's nodes find them and mark nothing
     assert network.orphaned_host_mount_points() == [], "a lab is left: its nodes still mount there"
     network.release_host_mount_points()
     assert Path("/etc/cdi").is_dir()
     (labs / "labs" / "lab").rmdir()
-    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/dev/infiniband"), Path("/etc/cdi")]
+    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/dev/infiniband"), Path("/etc/cdi"),
+                                                    Path("/opt/cni/bin")]
     network.release_host_mount_points()
-    assert not any(Path(p).exists() for p in ("/etc/cdi", "/dev/vfio", "/dev/infiniband"))
+    # /opt/cni/bin's parents too, which the lab made for it; the host's /tmp stays.
+    assert not any(Path(p).exists() for p in ("/etc/cdi", "/dev/vfio", "/dev/infiniband", "/opt"))
+    assert Path("/tmp").is_dir()
     assert not list(labs.glob("*.created"))
     assert network.orphaned_host_mount_points() == []
 
@@ -55,7 +59,7 @@ def test_the_hosts_own_mount_points_stay(labs: Path, fs) -> None:
     fs.create_file("/etc/cdi/vendor.json")
     network.create_host_mount_points()
     (labs / "labs" / "lab").rmdir()
-    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/dev/infiniband")]
+    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/dev/infiniband"), Path("/opt/cni/bin")]
     network.release_host_mount_points()
     assert Path("/etc/cdi/vendor.json").exists()
 
@@ -85,3 +89,6 @@ def test_the_node_mount_namespace_binds_its_own_etc_cdi_and_dev_dirs(labs: Path,
     # So are the dirs of its device nodes: containerd finds a CDI spec's /dev/infiniband/uverbs0 there.
     for dev in ("vfio", "infiniband"):
         assert f"|/dev/{dev}|" in lines[0] and f"mount --bind {node_dir / 'dev' / dev} /dev/{dev}" in lines
+    # And what pods put in /opt/cni/bin or under /tmp (a chart's CNI plugin, a device plugin's host paths).
+    assert f"mount --bind {node_dir / 'opt-cni-bin'} /opt/cni/bin" in lines
+    assert f"mount --bind {node_dir / 'tmp'} /tmp" in lines
