@@ -237,9 +237,10 @@ DeployDriver = Callable[..., "DriverProfile"]
 @pytest.fixture(scope="session")
 def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDriver]:
     """deploy_driver(profile, variant=None) deploys a driver profile into the session lab once
-    (again only when the variant changes); every deployed profile is removed at the end. With
+    (again only when the variant changes, or after `with deploy_driver.uninstalled(profile):`); every deployed
+    profile is removed at the end. With
     --driver-variant, the profiles that have it are deployed in it instead of as they are."""
-    from drivers_under_test.deploy import DeployFailed, deploy, remove
+    from drivers_under_test.deploy import DeployFailed, deploy, remove, remove_slices, uninstall
     from drivers_under_test.profile import load_profile
 
     deployed: dict[str, tuple[DriverProfile, str | None]] = {}
@@ -270,6 +271,18 @@ def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDr
             deployed[profile.name] = (profile, variant)
         return deployed[profile.name][0]
 
+    @contextlib.contextmanager
+    def uninstalled(profile: DriverProfile) -> Iterator[None]:
+        """The profile uninstalled as its user would, for the block; its leftover slices removed
+        after it, and the next deploy_driver deploys it again."""
+        deployed.pop(profile.name, None)
+        try:
+            uninstall(lab, profile)
+            yield
+        finally:
+            remove_slices(lab, profile)
+
+    deploy_one.uninstalled = uninstalled  # type: ignore[attr-defined]
     try:
         yield deploy_one
     finally:

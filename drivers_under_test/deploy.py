@@ -318,14 +318,23 @@ def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout
     return rendered
 
 
-def remove(lab: Lab, profile: DriverProfile, timeout: float = 120) -> None:
+def uninstall(lab: Lab, profile: DriverProfile, timeout: float = 120) -> None:
+    """Delete the driver's objects as its user would (what it leaves behind is its own: KP-11)."""
     rendered = render(profile, None, lab_parameters(lab), all_variants=True)
+    _kubectl(lab, "delete", "--ignore-not-found", "--wait=true", f"--timeout={int(timeout)}s", "-f", "-",
+             stdin=_as_list(rendered.objects[::-1]))
+
+
+def remove_slices(lab: Lab, profile: DriverProfile) -> None:
+    # The kubelet deletes a driver's slices only after a grace period: do not leave them to the next driver.
+    for driver in profile.drivers:
+        _kubectl(lab, "delete", "resourceslices", f"--field-selector=spec.driver={driver}", "--ignore-not-found")
+
+
+def remove(lab: Lab, profile: DriverProfile, timeout: float = 120) -> None:
     with step(f"Removing driver {profile.name}"):
-        _kubectl(lab, "delete", "--ignore-not-found", "--wait=true", f"--timeout={int(timeout)}s", "-f", "-",
-                 stdin=_as_list(rendered.objects[::-1]))
-        # The kubelet deletes a driver's slices only after a grace period: do not leave them to the next driver.
-        for driver in profile.drivers:
-            _kubectl(lab, "delete", "resourceslices", f"--field-selector=spec.driver={driver}", "--ignore-not-found")
+        uninstall(lab, profile, timeout)
+        remove_slices(lab, profile)
 
 
 # Readiness ------------------------------------------------------------------------------------

@@ -138,3 +138,43 @@ def test_the_driver_registers_again_after_a_kubelet_restart(host_access: Lab, ap
 
 def _exists(api, namespace: str, name: str) -> bool:
     return any(p.metadata.name == name for p in client.CoreV1Api(api).list_namespaced_pod(namespace).items)
+
+
+# How long the driver's slices may outlive it: the kubelet deletes a deregistered driver's slices
+# itself after a grace period (30 s in v1.37), which counts as the driver's slices going.
+SLICES_GONE_TIMEOUT = 90
+
+
+def _driver_sockets(lab: Lab, files: NodeFiles, driver: DriverUnderTest) -> dict[str, list[str]]:
+    """The sockets in each node's kubelet plugin dirs whose path names the driver."""
+    found = {}
+    for node in [n.name for n in lab.nodes]:
+        root = lab.node(node).kubelet_root_dir
+        found[node] = sorted(path for d in (f"{root}/plugins_registry", f"{root}/plugins")
+                             for path, entry in files.listing(node, d).items()
+                             if entry.kind == "socket" and driver.name in path)
+    return found
+
+
+# Last in the module: the driver is uninstalled, and deployed again by the next module that needs it.
+@pytest.mark.requirement("KP-11")
+def test_an_uninstalled_driver_leaves_no_slices_and_no_sockets(lab: Lab, api, node_files: NodeFiles, deploy_driver,
+                                                               dra_driver: DriverUnderTest, evidence: Evidence) -> None:
+    before = _driver_sockets(lab, node_files, dra_driver)
+    evidence.observe("the driver's sockets while it runs", before)
+    if not any(before.values()):
+        pytest.skip(f"no socket in the kubelet's plugin dirs names {dra_driver.name} while it runs, so dralab cannot "
+                    "tell which are its own to see go")
+    with deploy_driver.uninstalled(dra_driver.profile):
+        wait_for(f"the pods of {dra_driver.profile.name} to be gone",
+                 lambda: not any(dra_driver.pods_on(api, n.name) for n in lab.nodes), UNPREPARE_TIMEOUT)
+        left = {node: paths for node, paths in _driver_sockets(lab, node_files, dra_driver).items() if paths}
+        if left:
+            evidence.warn(f"once uninstalled, {dra_driver.name} left sockets in the kubelet's plugin dirs: {left}")
+        try:
+            wait_for(f"the ResourceSlices of {dra_driver.name} to go",
+                     lambda: not observe.driver_slices(api, dra_driver.name), SLICES_GONE_TIMEOUT)
+        except WaitTimeout:
+            names = [s["metadata"]["name"] for s in observe.driver_slices(api, dra_driver.name)]
+            evidence.warn(f"{SLICES_GONE_TIMEOUT}s after {dra_driver.name} was uninstalled its ResourceSlices are "
+                          f"still published: {names}")
