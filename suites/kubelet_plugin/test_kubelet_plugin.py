@@ -17,6 +17,7 @@ from suites.framework import claims, pods
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
+from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import WaitTimeout, wait_for
 from suites.kubelet_plugin import contract, observe
 
@@ -35,12 +36,17 @@ def dra_driver(driver: DriverUnderTest) -> DriverUnderTest:
 
 def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str,
                         node: str | None = None) -> client.V1Pod:
+    """A pod with a claim of the driver, running. A driver that will not prepare the claim breaks
+    KP-03, which judges that: the check needing the pod is BLOCKED by it, not failed for it."""
     claims.create(api, namespace, driver.claim(name))
     pod = pods.PodBuilder(name).with_claim("c", claim=name)
     if node:
         pod.on_node(node)
     pods.create(api, namespace, pod)
-    return pods.wait_phase(api, namespace, name)
+    try:
+        return pods.wait_phase(api, namespace, name)
+    except DriverFailure as e:
+        raise Blocked("KP-03", f"the driver did not prepare the claim this check needs: {e}") from None
 
 
 def _uid(api, namespace: str, name: str) -> str:
