@@ -24,7 +24,7 @@ from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.metadata_file import MetadataStream, parse_stream
 from suites.framework.node_files import NodeFiles
-from suites.framework.verdicts import require
+from suites.framework.verdicts import Blocked, require
 from suites.framework.waits import wait_for
 
 SLEEP = ["sh", "-c", "sleep 3600"]
@@ -232,7 +232,9 @@ class Readers:
     def __init__(self, lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str) -> None:
         self.lab, self.api, self.files, self.driver, self.namespace = lab, api, files, driver, namespace
         self.shared: Scenario | None = None
-        self.failed: Exception | None = None  # the shared reader's failure, each later check's too
+        # The shared reader's failure and the check that met it: a later check re-raises a lab or
+        # harness error; a driver's FAIL is the first check's, and BLOCKS the later ones.
+        self.failed: tuple[str, Exception] | None = None
 
     def _build(self, namespace: str, need: Shape, what: str) -> Scenario:
         room = slices.require_room(self.api, self.driver.name, sum(need), f"{what} ({describe(need)})")
@@ -243,12 +245,16 @@ class Readers:
     def serving(self, need: Shape, what: str) -> Iterator[Scenario]:
         """A reader for check `what`, which reads requests of shape `need`."""
         if self.failed is not None:
-            raise self.failed
+            by, error = self.failed
+            if isinstance(error, AssertionError):
+                raise Blocked(by, f"the driver failed the metadata reader this check shares with {by}: "
+                                  f"{str(error).splitlines()[0]}")
+            raise error
         if self.shared is None:
             try:
                 self.shared = self._build(self.namespace, need, what)
             except Exception as e:
-                self.failed = e
+                self.failed = (what, e)
                 raise
         if serves(self.shared.shape, need):
             yield self.shared

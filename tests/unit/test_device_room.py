@@ -12,11 +12,13 @@ from typing import Any, Iterator
 
 import pytest
 
+from clusters.errors import LabBroken
 from drivers_under_test.profile import load_profile
 from suites.device_metadata import scenario
 from suites.device_metadata.scenario import FULL, ONE_DEVICE, SEVERAL_DEVICES, TWO_REQUESTS, Readers, Request, Shape
 from suites.framework import slices
 from suites.framework.drivers import DriverUnderTest
+from suites.framework.verdicts import Blocked
 from suites.framework.waits import WaitTimeout
 from suites.resource_claim_status import checks
 
@@ -206,8 +208,9 @@ def test_a_check_the_shared_reader_does_not_serve_gets_its_own_where_a_node_has_
     assert built.readers == [("md-module", TWO_REQUESTS), ("md-own", SEVERAL_DEVICES)]
 
 
-def test_a_shared_reader_that_failed_fails_every_check_that_shares_it(built: Built, cluster,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shared_reader_the_driver_failed_fails_the_first_check_and_blocks_the_others(
+        built: Built, cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SR-IOV DRA driver refused every prepare: MD-01 to MD-12 each FAILed with the same refusal."""
     cluster["resourceslices"] = ONE_PER_NODE
     calls = []
 
@@ -216,11 +219,24 @@ def test_a_shared_reader_that_failed_fails_every_check_that_shares_it(built: Bui
         raise AssertionError("the DRA driver refused to prepare its claim")
     monkeypatch.setattr(scenario, "metadata_reader", refused)
     r = readers()
+    with pytest.raises(AssertionError, match="refused to prepare"):
+        with r.serving(ONE_DEVICE, "MD-01"):
+            pass
+    with pytest.raises(Blocked, match="blocked by MD-01: .*refused to prepare") as blocked:
+        with r.serving(ONE_DEVICE, "MD-02"):
+            pass
+    assert blocked.value.by == "MD-01" and len(calls) == 1
+
+
+def test_a_shared_reader_the_lab_failed_is_the_labs_error_for_every_check(built: Built, cluster,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster["resourceslices"] = ONE_PER_NODE
+    monkeypatch.setattr(scenario, "metadata_reader", lambda *a: (_ for _ in ()).throw(LabBroken("containerd down")))
+    r = readers()
     for what in ("MD-01", "MD-02"):
-        with pytest.raises(AssertionError, match="refused to prepare"):
+        with pytest.raises(LabBroken):
             with r.serving(ONE_DEVICE, what):
                 pass
-    assert len(calls) == 1
 
 
 # The ST checks' claim and node ----------------------------------------------------------------
