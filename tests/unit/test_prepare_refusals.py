@@ -1,6 +1,7 @@
-"""A pod whose claim the driver refuses to prepare FAILs naming every refusal, oldest first: the SR-IOV
-DRA driver's first answer named the cause (an opaque config it ignored, so no net-attach-def name)
-and the kubelet's retries only said "no prepared devices found for pod"."""
+"""A pod whose claim the driver refuses to prepare FAILs naming every refusal, oldest first: a
+retried prepare may fail for another reason than the first (the cause) did, and only the latest
+was named. (The SR-IOV DRA driver answers every retry alike, "no prepared devices found for pod",
+and logs the cause; its log is in the FAIL's evidence.)"""
 
 from __future__ import annotations
 
