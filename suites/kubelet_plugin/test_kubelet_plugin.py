@@ -86,6 +86,7 @@ def test_every_prepared_claim_is_answered_with_its_devices_and_resolvable_cdi_de
                          {"answer": [asdict(d) for d in prepared.of(dra_driver.name) or ()], "pods": sorted(prepared.pod_uids)})
             problems += [f"on {node}: {p}" for p in contract.prepare_problems(
                 prepared, observe.claim_of(api, prepared), dra_driver.name, state.specs)]
+    evidence.observe("claims judged", f"{len(seen)} claim(s) prepared by {dra_driver.name} on the lab's nodes")
     assert not problems, "\n".join(problems)
     if not_started is not None:
         raise not_started
@@ -104,7 +105,7 @@ def test_an_unprepared_claims_own_cdi_specs_are_gone(lab: Lab, api, node_files: 
     assert prepared is not None, f"claim {namespace}/cleanup ({uid}) of a running pod is not in {node}'s DRA checkpoint"
     own = contract.per_claim_specs(prepared, dra_driver.name, state.specs)
     evidence.add("the driver's answer for the claim", [asdict(d) for d in prepared.of(dra_driver.name) or ()])
-    evidence.add("its own CDI spec files (define its CDI devices and name its UID)", own)
+    evidence.observe("its own CDI spec files (define its CDI devices and name its UID)", own)
     client.CoreV1Api(api).delete_namespaced_pod("cleanup", namespace)
     wait_for(f"the kubelet to unprepare claim {namespace}/cleanup on {node} once its pod is gone",
              lambda: observe.node_state(node_files, lab, node).claim(uid) is None, UNPREPARE_TIMEOUT)
