@@ -247,8 +247,8 @@ class Readers:
         if self.failed is not None:
             by, error = self.failed
             if isinstance(error, AssertionError):
-                raise Blocked(by, f"the driver failed the metadata reader this check shares with {by}: "
-                                  f"{str(error).splitlines()[0]}")
+                said = str(error).splitlines()[0] if str(error) else type(error).__name__
+                raise Blocked(by, f"the driver failed the metadata reader this check shares with {by}: {said}")
             raise error
         if self.shared is None:
             try:

@@ -228,6 +228,19 @@ def test_a_shared_reader_the_driver_failed_fails_the_first_check_and_blocks_the_
     assert blocked.value.by == "MD-01" and len(calls) == 1
 
 
+def test_a_shared_reader_failed_without_words_still_blocks_naming_the_failure(built: Built, cluster,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster["resourceslices"] = ONE_PER_NODE
+    monkeypatch.setattr(scenario, "metadata_reader", lambda *a: (_ for _ in ()).throw(WaitTimeout()))
+    r = readers()
+    with pytest.raises(WaitTimeout):
+        with r.serving(ONE_DEVICE, "MD-01"):
+            pass
+    with pytest.raises(Blocked, match="blocked by MD-01: .*WaitTimeout"):
+        with r.serving(ONE_DEVICE, "MD-02"):
+            pass
+
+
 def test_a_shared_reader_the_lab_failed_is_the_labs_error_for_every_check(built: Built, cluster,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     cluster["resourceslices"] = ONE_PER_NODE
