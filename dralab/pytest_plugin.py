@@ -237,9 +237,9 @@ DeployDriver = Callable[..., "DriverProfile"]
 @pytest.fixture(scope="session")
 def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDriver]:
     """deploy_driver(profile, variant=None) deploys a driver profile into the session lab once
-    (again only when the variant changes, or after `with deploy_driver.uninstalled(profile):`); every deployed
-    profile is removed at the end. With
-    --driver-variant, the profiles that have it are deployed in it instead of as they are."""
+    (again only when the variant changes, or after `with deploy_driver.uninstalled(profile):`);
+    every deployed profile is removed at the end. With --driver-variant, the profiles that have it
+    are deployed in it instead of as they are."""
     from drivers_under_test.deploy import DeployFailed, deploy, remove, remove_slices, uninstall
     from drivers_under_test.profile import load_profile
 

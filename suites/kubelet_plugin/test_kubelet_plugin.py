@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from clusters.providers import Lab
-from suites.framework import claims, pods
+from suites.framework import cdi_specs, claims, pods
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
@@ -38,11 +38,7 @@ def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str,
                         node: str | None = None) -> client.V1Pod:
     """A pod with a claim of the driver, running. A driver that will not prepare the claim breaks
     KP-03, which judges that: the check needing the pod is BLOCKED by it, not failed for it."""
-    claims.create(api, namespace, driver.claim(name))
-    pod = pods.PodBuilder(name).with_claim("c", claim=name)
-    if node:
-        pod.on_node(node)
-    pods.create(api, namespace, pod)
+    pods.create_with_claim(api, namespace, driver.claim(name), name, node)
     try:
         return pods.wait_phase(api, namespace, name)
     except DriverFailure as e:
@@ -67,8 +63,7 @@ def test_slices_of_every_pool_are_consistent(api, dra_driver: DriverUnderTest, e
 @pytest.mark.requirement("KP-03")
 def test_every_prepared_claim_is_answered_with_its_devices_and_resolvable_cdi_devices(
         lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    claims.create(api, namespace, dra_driver.claim("prepared"))
-    pods.create(api, namespace, pods.PodBuilder("prepared").with_claim("c", claim="prepared"))
+    pods.create_with_claim(api, namespace, dra_driver.claim("prepared"), "prepared")
     try:
         pods.wait_phase(api, namespace, "prepared")
         not_started = None
@@ -108,18 +103,19 @@ def test_an_unprepared_claims_own_cdi_specs_are_gone(lab: Lab, api, node_files: 
     evidence.observe("its own CDI spec files (define its CDI devices and name its UID)", own)
     client.CoreV1Api(api).delete_namespaced_pod("cleanup", namespace)
     wait_for(f"the kubelet to unprepare claim {namespace}/cleanup on {node} once its pod is gone",
-             lambda: observe.node_state(node_files, lab, node).claim(uid) is None, UNPREPARE_TIMEOUT)
+             lambda: all(c.uid != uid for c in observe.prepared_claims(node_files, lab, node)), UNPREPARE_TIMEOUT)
     if not own:
         evidence.observe("no per-claim CDI spec", "the claim's CDI devices are defined by specs shared by claims, "
                          "which stay; there is no per-claim spec to remove")
         return
+    def left() -> list[str]:
+        return sorted(set(own) & set(cdi_specs.on_node(node_files, node)))
     try:
-        wait_for(f"the CDI spec(s) of unprepared claim {uid} to be removed from {node}",
-                 lambda: not [p for p in own if p in observe.node_state(node_files, lab, node).specs], UNPREPARE_TIMEOUT)
+        wait_for(f"the CDI spec(s) of unprepared claim {uid} to be removed from {node}", lambda: not left(),
+                 UNPREPARE_TIMEOUT)
     except WaitTimeout:
-        left = [p for p in own if p in observe.node_state(node_files, lab, node).specs]
         raise AssertionError(f"{UNPREPARE_TIMEOUT}s after the kubelet unprepared claim {namespace}/cleanup ({uid}), "
-                             f"its CDI spec(s) are still on {node}: {left}") from None
+                             f"its CDI spec(s) are still on {node}: {left()}") from None
 
 
 @pytest.mark.requirement("KP-01")
