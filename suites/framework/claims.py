@@ -133,6 +133,25 @@ def write_status(api: client.ApiClient, claim: dict[str, Any], devices: list[dic
         "resource.k8s.io", "v1", meta["namespace"], "resourceclaims", meta["name"], body)
 
 
+def allocate_by_hand(api: client.ApiClient, claim: dict[str, Any], results: list[dict[str, Any]], node: str,
+                     pod: client.V1Pod) -> dict[str, Any]:
+    """Write `results` as the claim's (as read) allocation on `node`, reserved for `pod`, as the
+    scheduler writes one (its classes' and its own configs copied in): for allocations the
+    scheduler never makes, such as a device no slice publishes, to a pod bound by spec.nodeName."""
+    config = []
+    for request in claim["spec"]["devices"]["requests"]:
+        device_class = (request.get("exactly") or {}).get("deviceClassName")
+        if device_class:
+            spec = client.CustomObjectsApi(api).get_cluster_custom_object(
+                "resource.k8s.io", "v1", "deviceclasses", device_class)["spec"]
+            config += [{"source": "FromClass", "requests": [request["name"]], **c} for c in spec.get("config") or []]
+    config += [{"source": "FromClaim", **c} for c in claim["spec"]["devices"].get("config") or []]
+    node_selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+    return write_status(api, claim, [], allocation={"devices": {"results": results, "config": config},
+                                                    "nodeSelector": node_selector},
+                        reservedFor=[{"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid}])
+
+
 def apply_status(api: client.ApiClient, namespace: str, name: str, devices: list[dict[str, Any]],
                  manager: str) -> dict[str, Any]:
     """Server-side apply of status.devices entries as field manager `manager`."""

@@ -38,6 +38,30 @@ def settled_slices(api: client.ApiClient, driver: str, timeout: float = 60) -> l
     return wait_for(f"the ResourceSlices of {driver} to settle", same_twice, timeout, interval=SETTLE)
 
 
+@dataclass(frozen=True)
+class NodePool:
+    """A pool of the driver's that is local to one node, with the device names it publishes."""
+
+    node: str
+    pool: str
+    devices: frozenset[str]
+
+
+def node_pools(slices: list[dict[str, Any]]) -> list[NodePool]:
+    """The driver's node-local pools (the slices of their newest generation), by node then pool name."""
+    by_pool: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in slices:
+        if s["spec"].get("nodeName"):
+            by_pool.setdefault((s["spec"]["nodeName"], s["spec"]["pool"]["name"]), []).append(s)
+    pools = []
+    for (node, pool), members in sorted(by_pool.items()):
+        newest = max(s["spec"]["pool"]["generation"] for s in members)
+        names = {d["name"] for s in members if s["spec"]["pool"]["generation"] == newest
+                 for d in s["spec"].get("devices") or []}
+        pools.append(NodePool(node, pool, frozenset(names)))
+    return pools
+
+
 def node_names(api: client.ApiClient) -> set[str]:
     return {n.metadata.name for n in client.CoreV1Api(api).list_node().items}
 

@@ -17,6 +17,7 @@ from suites.framework import cdi_specs, claims, pods
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
+from suites.framework.pods import POD_TIMEOUT
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import WaitTimeout, wait_for
 from suites.kubelet_plugin import contract, observe
@@ -137,6 +138,104 @@ def test_the_driver_registers_again_after_a_kubelet_restart(host_access: Lab, ap
             raise AssertionError(f"after the kubelet on {node} restarted, {dra_driver.name} did not register with it "
                                  f"again: {unregistered[-1]}") from None
         raise
+
+
+# A device name in no driver's pool: a claim allocated it is one no correct driver can prepare.
+ABSENT_DEVICE = "dralab-absent-device"
+# The kubelet's words for a driver's answers to NodePrepareResources (v1.37.1
+# pkg/kubelet/cm/dra/manager.go): an error for one claim, an error of the whole call, claims left
+# unanswered.
+CLAIM_FAILED = "NodePrepareResources failed for ResourceClaim {claim}: "
+CALL_FAILED = "NodePrepareResources: "
+SKIPPED = "NodePrepareResources skipped"
+
+
+def _node_pool(api, driver: DriverUnderTest) -> observe.NodePool:
+    pools = observe.node_pools(observe.settled_slices(api, driver.name))
+    if not pools:
+        pytest.skip(f"{driver.name} publishes no node-local pool, so dralab cannot allocate a device of a node by hand")
+    assert ABSENT_DEVICE not in pools[0].devices, f"pool {pools[0].pool} publishes a device named {ABSENT_DEVICE}"
+    return pools[0]
+
+
+def _unpreparable(api, driver: DriverUnderTest, namespace: str, name: str, at: observe.NodePool) -> None:
+    """A pod bound to `at.node` whose claim dralab allocated, as the scheduler would, to a device
+    that the driver's pool there does not publish: a claim no correct driver can prepare."""
+    claims.create(api, namespace, driver.claim(name))
+    builder = pods.PodBuilder(name).with_claim("c", claim=name)
+    builder.node_name = at.node
+    builder.tolerations.append({"operator": "Exists"})
+    pods.create(api, namespace, builder)
+    pod = client.CoreV1Api(api).read_namespaced_pod(name, namespace)
+    claims.allocate_by_hand(api, claims.read(api, namespace, name),
+                            [{"request": "dev", "driver": driver.name, "pool": at.pool, "device": ABSENT_DEVICE}],
+                            at.node, pod)
+
+
+def _driver_answers(api, namespace: str, pod: str) -> list[str]:
+    """The kubelet's events of the driver's answers to NodePrepareResources for the pod, oldest first."""
+    return [e.message for e in pods.prepare_refusals(api, namespace, pod) if "NodePrepareResources" in (e.message or "")]
+
+
+def _refused(api, namespace: str, name: str) -> list[str]:
+    """The driver's answers to the pod's prepare once it has given one; a pod that starts means
+    the driver prepared a device it does not publish."""
+    def answered() -> list[str] | None:
+        if client.CoreV1Api(api).read_namespaced_pod(name, namespace).status.phase == "Running":
+            raise AssertionError(f"pod {namespace}/{name} runs: the driver prepared its claim, allocated device "
+                                 f"{ABSENT_DEVICE}, which none of its slices publishes")
+        return _driver_answers(api, namespace, name) or None
+    return wait_for(f"the kubelet's event of the driver's answer for pod {namespace}/{name}", answered, POD_TIMEOUT)
+
+
+@pytest.mark.requirement("KP-09")
+def test_a_claim_the_driver_cannot_prepare_gets_its_own_error_and_other_claims_are_served(
+        api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    at = _node_pool(api, dra_driver)
+    _running_with_claim(api, dra_driver, namespace, "served", node=at.node)
+    _unpreparable(api, dra_driver, namespace, "unpreparable", at)
+    answers = _refused(api, namespace, "unpreparable")
+    evidence.observe(f"the kubelet's events for pod unpreparable (claim allocated {at.pool}/{ABSENT_DEVICE} on {at.node})",
+                     answers)
+    own = CLAIM_FAILED.format(claim="unpreparable")
+    wrong = [a for a in answers if own not in a]
+    assert not wrong, (f"the driver did not answer claim unpreparable, allocated device {ABSENT_DEVICE} that its pool "
+                       f"{at.pool} lacks, with an error of its own: the kubelet said {wrong[0]!r} (an error of the whole "
+                       f"call, '{CALL_FAILED}', fails every claim of the pod; '{SKIPPED}': claims left unanswered)")
+    if not any(ABSENT_DEVICE in a for a in answers):
+        evidence.warn(f"the driver's error for claim unpreparable does not name the device it cannot prepare "
+                      f"({ABSENT_DEVICE}): {answers[-1]!r}")
+    assert client.CoreV1Api(api).read_namespaced_pod("served", namespace).status.phase == "Running", \
+        f"pod served, prepared on {at.node} before, stopped running once the driver refused another claim"
+    client.CoreV1Api(api).delete_namespaced_pod("served", namespace)  # its device, if the node has only one
+    pods.create_with_claim(api, namespace, dra_driver.claim("later"), "later", at.node)
+    try:
+        pods.wait_phase(api, namespace, "later")
+    except DriverFailure as e:
+        raise AssertionError(f"once it had refused claim unpreparable, the driver refused a claim it can prepare: {e}") from None
+
+
+@pytest.mark.requirement("KP-05")
+def test_a_claim_whose_prepare_failed_is_unprepared(lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest,
+                                                    namespace: str, evidence: Evidence) -> None:
+    # The kubelet records a claim before it calls the driver and calls NodeUnprepareResources for
+    # it once its pod is gone, prepared or not: the driver must answer it without an error.
+    at = _node_pool(api, dra_driver)
+    _unpreparable(api, dra_driver, namespace, "unprepared", at)
+    evidence.observe("the driver's answer to prepare", _refused(api, namespace, "unprepared"))
+    uid = _uid(api, namespace, "unprepared")
+    wait_for(f"the kubelet on {at.node} to hold claim {namespace}/unprepared", lambda: any(
+        c.uid == uid for c in observe.prepared_claims(node_files, lab, at.node)), UNPREPARE_TIMEOUT)
+    client.CoreV1Api(api).delete_namespaced_pod("unprepared", namespace)
+    try:
+        wait_for(f"the kubelet on {at.node} to unprepare claim {namespace}/unprepared once its pod is gone",
+                 lambda: all(c.uid != uid for c in observe.prepared_claims(node_files, lab, at.node)), UNPREPARE_TIMEOUT)
+    except WaitTimeout:
+        # Let the namespace go: the pod waits for an unprepare that will not succeed.
+        client.CoreV1Api(api).delete_namespaced_pod("unprepared", namespace, grace_period_seconds=0)
+        raise AssertionError(f"{UNPREPARE_TIMEOUT}s after its pod was deleted, the kubelet on {at.node} still holds claim "
+                             f"{namespace}/unprepared ({uid}), whose prepare had failed: the driver's "
+                             "NodeUnprepareResources did not succeed for a claim it had not prepared") from None
 
 
 def _exists(api, namespace: str, name: str) -> bool:

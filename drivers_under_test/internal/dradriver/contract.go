@@ -3,9 +3,11 @@ package dradriver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"google.golang.org/grpc"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -26,6 +28,12 @@ func (o *Options) contractOptions() []kubeletplugin.Option {
 		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor(unresolvableCDIIDs)}
 	case v.Is(VariantLeaveSocket):
 		return []kubeletplugin.Option{kubeletplugin.PluginListener(listenLeavingSocket)}
+	case v.Is(VariantFailWholeCall):
+		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor(failWholeCall)}
+	case v.Is(VariantWedgeAfterError):
+		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor((&wedge{}).intercept)}
+	case v.Is(VariantStrictUnprepare):
+		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor((&strictUnprepare{prepared: map[string]bool{}}).intercept)}
 	}
 	return nil
 }
@@ -89,4 +97,89 @@ func listenLeavingSocket(ctx context.Context, path string) (net.Listener, error)
 	// Go removes the socket file it created when the listener closes, unless told not to.
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	return l, nil
+}
+
+// prepareAnswer is the answer of a NodePrepareResources call that succeeded as a call.
+func prepareAnswer(resp any, err error) (*drapb.NodePrepareResourcesResponse, bool) {
+	answer, ok := resp.(*drapb.NodePrepareResourcesResponse)
+	return answer, ok && err == nil
+}
+
+// failWholeCall turns the first claim error of a NodePrepareResources answer into an error of
+// the call, cause kept: the kubelet then cannot tell which claim failed.
+func failWholeCall(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	answer, ok := prepareAnswer(resp, err)
+	if !ok {
+		return resp, err
+	}
+	for uid, claim := range answer.Claims {
+		if claim.Error != "" {
+			return nil, fmt.Errorf("preparing claims failed: claim %s: %s", uid, claim.Error)
+		}
+	}
+	return resp, err
+}
+
+// wedge remembers the first claim that failed to prepare and fails every claim prepared in a
+// later call, as a driver whose error path leaves it broken does.
+type wedge struct {
+	mu     sync.Mutex
+	failed string
+}
+
+func (w *wedge) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	answer, ok := prepareAnswer(resp, err)
+	if !ok {
+		return resp, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed != "" {
+		for uid, claim := range answer.Claims {
+			if claim.Error == "" {
+				answer.Claims[uid] = &drapb.NodePrepareResourceResponse{Error: "driver unavailable since claim " + w.failed + " failed to prepare"}
+			}
+		}
+		return answer, nil
+	}
+	for uid, claim := range answer.Claims {
+		if claim.Error != "" {
+			w.failed = uid
+		}
+	}
+	return answer, nil
+}
+
+// strictUnprepare answers NodeUnprepareResources with an error for each claim this process did
+// not prepare successfully, where the API wants unprepare to be idempotent.
+type strictUnprepare struct {
+	mu       sync.Mutex
+	prepared map[string]bool
+}
+
+func (s *strictUnprepare) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if answer, ok := prepareAnswer(resp, err); ok {
+		for uid, claim := range answer.Claims {
+			if claim.Error == "" {
+				s.prepared[uid] = true
+			}
+		}
+	}
+	unprepare, isUnprepare := req.(*drapb.NodeUnprepareResourcesRequest)
+	answer, ok := resp.(*drapb.NodeUnprepareResourcesResponse)
+	if !isUnprepare || !ok || err != nil {
+		return resp, err
+	}
+	for _, claim := range unprepare.Claims {
+		if !s.prepared[claim.Uid] {
+			answer.Claims[claim.Uid] = &drapb.NodeUnprepareResourceResponse{Error: fmt.Sprintf("claim %s/%s (%s) was never prepared by this driver", claim.Namespace, claim.Name, claim.Uid)}
+		}
+		delete(s.prepared, claim.Uid)
+	}
+	return answer, nil
 }

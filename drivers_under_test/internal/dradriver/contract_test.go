@@ -1,6 +1,9 @@
 package dradriver_test
 
 import (
+	"context"
+	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"dralab.dev/drivers/internal/dradriver"
@@ -128,6 +135,75 @@ func TestLeaveSocketLeavesTheDRASocketWhenTheDriverStops(t *testing.T) {
 		}
 		if left {
 			frameworktest.Start(t, o, stub{}, c).Prepare(t, c)
+		}
+	}
+}
+
+// failing is the stub driver failing to prepare the claims named "bad", as a driver does with a
+// device it does not have.
+type failing struct{ stub }
+
+func (f failing) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	out, err := f.stub.PrepareResourceClaims(ctx, claims)
+	for _, c := range claims {
+		if c.Name == "bad" {
+			out[c.UID] = kubeletplugin.PrepareResult{Err: errors.New("device gpu-9 is not on node-1")}
+		}
+	}
+	return out, err
+}
+
+// errors are the claim errors of a prepare call's answer by claim name, or the call's error.
+func answerErrors(resp *drapb.NodePrepareResourcesResponse, err error, claims ...*resourceapi.ResourceClaim) map[string]string {
+	if err != nil {
+		return map[string]string{"(call)": err.Error()}
+	}
+	out := map[string]string{}
+	for _, c := range claims {
+		if e := resp.Claims[string(c.UID)].GetError(); e != "" {
+			out[c.Name] = e
+		}
+	}
+	return out
+}
+
+// A claim that fails is answered with its own error, the others with their devices, then and
+// in later calls; the variants fail the whole call, or every later claim.
+func TestPrepareFailureVariants(t *testing.T) {
+	bad, good, later := claim("bad", "1-bad", "dev"), claim("good", "2-good", "dev"), claim("later", "3-later", "dev")
+	for variant, want := range map[string][2][]string{
+		"":                               {{"bad"}, nil},
+		dradriver.VariantFailWholeCall:   {{"(call)"}, nil},
+		dradriver.VariantWedgeAfterError: {{"bad"}, {"later"}},
+	} {
+		n, _ := startPlugin(t, failing{}, variant, bad, good, later)
+		first, err := n.PrepareCall(bad, good)
+		if got := slices.Sorted(maps.Keys(answerErrors(first, err, bad, good))); !slices.Equal(got, want[0]) {
+			t.Errorf("variant %q: errors of the call with a bad claim: %v, want %v", variant, got, want[0])
+		}
+		second, err := n.PrepareCall(later)
+		if got := slices.Sorted(maps.Keys(answerErrors(second, err, later))); !slices.Equal(got, want[1]) {
+			t.Errorf("variant %q: errors of a later call: %v, want %v", variant, got, want[1])
+		}
+	}
+}
+
+// Unpreparing a claim never prepared succeeds (the kubelet unprepares a claim whose prepare
+// failed); the variant answers it with an error, and still unprepares one it prepared.
+func TestStrictUnprepareRefusesClaimsNeverPrepared(t *testing.T) {
+	bad, good := claim("bad", "1-bad", "dev"), claim("good", "2-good", "dev")
+	for variant, refused := range map[string]bool{"": false, dradriver.VariantStrictUnprepare: true} {
+		n, _ := startPlugin(t, failing{}, variant, bad, good)
+		_, _ = n.PrepareCall(bad, good)
+		resp, err := n.UnprepareCall(bad, good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Claims["1-bad"].GetError() != ""; got != refused {
+			t.Errorf("variant %q: unprepare of the claim that failed to prepare refused: %v, want %v (%q)", variant, got, refused, resp.Claims["1-bad"].GetError())
+		}
+		if e := resp.Claims["2-good"].GetError(); e != "" {
+			t.Errorf("variant %q: unprepare of a prepared claim: %s", variant, e)
 		}
 	}
 }

@@ -92,9 +92,19 @@ func (n *Node) Prepare(t *testing.T, claims ...*resourceapi.ResourceClaim) map[s
 	return devices
 }
 
+// PrepareCall is NodePrepareResources for claims in one call, its answer as the kubelet gets it.
+func (n *Node) PrepareCall(claims ...*resourceapi.ResourceClaim) (*drapb.NodePrepareResourcesResponse, error) {
+	return n.client.NodePrepareResources(context.Background(), &drapb.NodePrepareResourcesRequest{Claims: request(claims)})
+}
+
+// UnprepareCall is NodeUnprepareResources for claims in one call, its answer as the kubelet gets it.
+func (n *Node) UnprepareCall(claims ...*resourceapi.ResourceClaim) (*drapb.NodeUnprepareResourcesResponse, error) {
+	return n.client.NodeUnprepareResources(context.Background(), &drapb.NodeUnprepareResourcesRequest{Claims: request(claims)})
+}
+
 // TryPrepare is Prepare for goroutines other than the test's: it returns the error.
 func (n *Node) TryPrepare(claims ...*resourceapi.ResourceClaim) (map[string][]*drapb.Device, error) {
-	resp, err := n.client.NodePrepareResources(context.Background(), &drapb.NodePrepareResourcesRequest{Claims: request(claims)})
+	resp, err := n.PrepareCall(claims...)
 	if err != nil {
 		return nil, fmt.Errorf("NodePrepareResources: %w", err)
 	}
@@ -111,7 +121,7 @@ func (n *Node) TryPrepare(claims ...*resourceapi.ResourceClaim) (map[string][]*d
 // Unprepare calls NodeUnprepareResources for claims; a claim's error fails the test.
 func (n *Node) Unprepare(t *testing.T, claims ...*resourceapi.ResourceClaim) {
 	t.Helper()
-	resp, err := n.client.NodeUnprepareResources(context.Background(), &drapb.NodeUnprepareResourcesRequest{Claims: request(claims)})
+	resp, err := n.UnprepareCall(claims...)
 	if err != nil {
 		t.Fatalf("NodeUnprepareResources: %v", err)
 	}
