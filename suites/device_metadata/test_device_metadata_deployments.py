@@ -16,16 +16,15 @@ from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy, remove
 from drivers_under_test.profile import METADATA_DISABLED, Capability, load_profile
-from suites.device_metadata import checks, paths, restarts, scenario
+from suites.device_metadata import checks, paths, restart_comparison, scenario
 from suites.device_metadata.scenario import Scenario, container
-from suites.framework import claims, namespaces, pods, slices, spec_drift
+from suites.framework import claims, namespaces, pods, restarts, slices, spec_drift
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.metadata_file import parse_stream
-from suites.framework.node_files import NAMESPACE as NODE_FILES_NAMESPACE
 from suites.framework.node_files import NodeFiles
 from suites.framework.spec_drift import Drift
-from suites.framework.verdicts import DriverFailure, require, skip
+from suites.framework.verdicts import Blocked, DriverFailure, require, skip
 from suites.framework.waits import WaitTimeout, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -222,32 +221,10 @@ def test_running_pods_keep_their_files_across_a_driver_restart(lab: Lab, api, no
         _remove(stale)
 
 
-# The pods a node reboot restarts come back within this. Measured: the reboot itself about 2 s,
-# the whole check 82-88 s, mostly the kubelet's back-off while the driver's pod registers again.
-REBOOT_TIMEOUT = 180
-
-
-def _restart_counts(api, namespace: str, node: str) -> dict[str, int]:
-    """The pods of `namespace` on `node`, each with the sum of its containers' restart counts."""
-    found = client.CoreV1Api(api).list_namespaced_pod(namespace, field_selector=f"spec.nodeName={node}").items
-    return {p.metadata.name: sum(c.restart_count for c in p.status.container_statuses or []) for p in found}
-
-
-def _ready_anew(api, namespace: str, node: str, before: dict[str, int]) -> None:
-    """Wait until each pod of `before` has started its containers anew and is ready."""
-    core = client.CoreV1Api(api)
-
-    def ready(name: str) -> bool:
-        pod = core.read_namespaced_pod(name, namespace)
-        statuses = pod.status.container_statuses or []
-        return sum(c.restart_count for c in statuses) > before[name] and all(c.ready for c in statuses)
-    wait_for(f"pods {', '.join(before)} of {namespace} on {node} started anew and ready",
-             lambda: all(ready(name) for name in before), REBOOT_TIMEOUT)
-
-
 def _why_not_started(s: Scenario, event: str, dirs: tuple[str, ...], evidence: Evidence) -> DriverFailure | None:
     """The driver's part in container main not starting again after the restart, from what the
-    kubelet and the runtime said; None if they blame nothing of the driver's."""
+    kubelet and the runtime said; None if they blame nothing of the driver's. The driver's own CDI
+    devices unresolved are KP-07's FAIL, which blocks this check."""
     core = client.CoreV1Api(s.api)
     pod = core.read_namespaced_pod(s.pod, s.namespace)
     status = next((c for c in pod.status.container_statuses or [] if c.name == "main"), None)
@@ -255,14 +232,17 @@ def _why_not_started(s: Scenario, event: str, dirs: tuple[str, ...], evidence: E
     evidence.add(f"container main after the {event}", s.api.sanitize_for_serialization(status))
     evidence.add(f"events of pod {s.pod}", pods.events(s.api, s.namespace, s.pod))
     claim = f"{s.namespace}/{s.claim_name}"
-    if (unresolved := restarts.unresolved_cdi(status, events)) is not None:
+    if (unresolved := restarts.unresolved_cdi(status, events)) is not None and f"{s.driver.name}/metadata=" not in unresolved:
+        raise Blocked("KP-07", f"after the {event} the driver's own CDI devices of claim {claim} resolve to no spec, "
+                      f"so container main cannot start to show its metadata: {unresolved}")
+    if unresolved is not None:
         try:
             evidence.add(f"CDI specs on {s.node} after the {event}",
                          [f for d in dirs for f in s.files.glob(s.node, f"{d}/*")] or "(none)")
         except pods.ObservationFailed as e:  # the evidence is best effort, the runtime's words decide
             evidence.add(f"CDI specs on {s.node} after the {event}", f"(not observed: {e})")
-        return DriverFailure(f"after the {event} the CDI spec of claim {claim} is missing: the claim was prepared "
-                             f"again, but container main cannot start, its CDI devices resolving to no spec in "
+        return DriverFailure(f"after the {event} the metadata CDI spec of claim {claim} is missing: the claim was "
+                             f"prepared again, but container main cannot start, its CDI devices resolving to no spec in "
                              f"{', '.join(dirs)} on {s.node}: {unresolved}")
     # Else the driver refused to prepare the claim again (the kubelet names its last refusal).
     if (refusal := pods.prepare_refusal(s.api, s.namespace, s.pod)) is not None:
@@ -273,7 +253,7 @@ def _why_not_started(s: Scenario, event: str, dirs: tuple[str, ...], evidence: E
 
 @pytest.mark.requirement("MD-18")
 @pytest.mark.parametrize("component", list(restarts.RESTARTS))
-def test_a_re_prepared_claim_has_its_cdi_spec_and_metadata_after_a_restart_of(
+def test_a_re_prepared_claim_has_its_metadata_again_after_a_restart_of(
         component: str, host_access: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str,
         evidence: Evidence) -> None:
     event = restarts.RESTARTS[component]
@@ -283,24 +263,11 @@ def test_a_re_prepared_claim_has_its_cdi_spec_and_metadata_after_a_restart_of(
     evidence.add(f"before the {event}", before)
     unseen = [k for k, v in before.items() if v is None]
     assert not unseen, f"before the {event} the running pod's claim has no {', '.join(unseen)}: nothing to compare"
-    node = host_access.node(s.node)
-    if component == "node":
-        # Every pod of the node dies with it; the kubelet gives each a new sandbox, which
-        # prepares the claims again (the rebooted kubelet has prepared none yet).
-        observers = _restart_counts(api, NODE_FILES_NAMESPACE, s.node)
-        action, timeout = node.reboot, REBOOT_TIMEOUT
-    else:
-        {"kubelet": node.restart_kubelet, "containerd": node.restart_containerd}[component]()
-        # Then the pod's sandbox dies: the kubelet creates a new one, which prepares the claim again
-        # (the restarted kubelet has not prepared it yet) and starts the containers with its CDI devices.
-        action, timeout = (lambda: node.kill_pod_sandbox(s.pod_uid)), 120
     try:
-        s.restarted("main", action, timeout)
+        restarts.prepare_again(host_access, api, component, s.namespace, s.pod)
     except WaitTimeout as e:
         raise _why_not_started(s, event, dirs, evidence) or WaitTimeout(
             f"{e}\nevents of {s.pod}:\n{pods.events(api, s.namespace, s.pod)}") from None
-    if component == "node":
-        _ready_anew(api, NODE_FILES_NAMESPACE, s.node, observers)  # the node's files are read through them
     after = _observed(s, dirs)
     evidence.add(f"after the {event} and a new sandbox", after)
     if component != "containerd":
@@ -308,5 +275,5 @@ def test_a_re_prepared_claim_has_its_cdi_spec_and_metadata_after_a_restart_of(
             "the claim was not prepared again (its metadata file was not rewritten): nothing to check"
     missing = [k for k, v in after.items() if v is None]
     assert not missing, f"after the {event} the re-prepared claim has no {', '.join(missing)}"
-    changed = [k for k in before if restarts.comparable(k, before[k]) != restarts.comparable(k, after[k])]
+    changed = [k for k in before if restart_comparison.comparable(k, before[k]) != restart_comparison.comparable(k, after[k])]
     assert not changed, f"after the {event} the claim's {', '.join(changed)} differ from before it (generation aside)"

@@ -1,9 +1,11 @@
 """KP: what every DRA driver owes the kubelet and the workloads, checked from outside as csi-test's
 sanity suite checks a CSI driver: consistent slices (KP-02), prepare answers that name the
-claim's devices and resolvable CDI devices (KP-03), per-claim CDI specs gone after unprepare
-(KP-06) and registration again after a kubelet restart (KP-01). The prepare and slice rules hold
-over everything the run sees (every claim prepared on every node, every pool of the driver), not
-only over the claims these tests create."""
+claim's devices and resolvable CDI devices (KP-03), still after restarts and a reboot (KP-07),
+per-claim CDI specs gone after unprepare (KP-06), registration again after a kubelet restart
+(KP-01), and the driver's answers to a claim it cannot prepare, one allocated by dralab to a
+device its pool lacks (KP-09, and unprepare of it: KP-05). The prepare and slice rules hold over
+everything the run sees (every claim prepared on every node, every pool of the driver), not only
+over the claims these tests create."""
 
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ import pytest
 from kubernetes import client
 
 from clusters.providers import Lab
-from suites.framework import cdi_specs, claims, pods
+from suites.framework import cdi_specs, claims, pods, restarts
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
-from suites.framework.pods import POD_TIMEOUT
+from suites.framework.pods import POD_TIMEOUT, ObservationFailed
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import WaitTimeout, wait_for
 from suites.kubelet_plugin import contract, observe
@@ -236,6 +238,62 @@ def test_a_claim_whose_prepare_failed_is_unprepared(lab: Lab, api, node_files: N
         raise AssertionError(f"{UNPREPARE_TIMEOUT}s after its pod was deleted, the kubelet on {at.node} still holds claim "
                              f"{namespace}/unprepared ({uid}), whose prepare had failed: the driver's "
                              "NodeUnprepareResources did not succeed for a claim it had not prepared") from None
+
+
+def _claim_problems(lab: Lab, api, files: NodeFiles, driver: DriverUnderTest, node: str, uid: str,
+                    evidence: Evidence, when: str) -> list[str]:
+    """KP-03's rule on one claim as the node holds it `when`: its answer names its devices and
+    every CDI device of it resolves on the node."""
+    state = observe.node_state(files, lab, node)
+    prepared = state.claim(uid)
+    if prepared is None:
+        raise ObservationFailed(f"{when}, claim {uid} of a running pod is not in {node}'s kubelet DRA checkpoint")
+    evidence.add(f"{when}: the kubelet's record of the driver's answer",
+                 [asdict(d) for d in prepared.of(driver.name) or ()])
+    return contract.prepare_problems(prepared, observe.claim_of(api, prepared), driver.name, state.specs)
+
+
+def _why_not_started(api, namespace: str, pod: str, event: str) -> AssertionError | None:
+    """The driver's part in a container not starting again after `event`, from what the runtime
+    and the kubelet said; None if they blame nothing of the driver's."""
+    events = client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}").items
+    if (unresolved := restarts.unresolved_cdi(restarts.container_status(api, namespace, pod, "main"), events)):
+        return AssertionError(f"after the {event} the claim of pod {namespace}/{pod} was prepared again, but its CDI "
+                              f"devices resolve to no spec, so container main cannot start: {unresolved}")
+    if (refusal := pods.prepare_refusal(api, namespace, pod)) is not None:
+        return AssertionError(f"after the {event} the driver refused to prepare the claim of pod {namespace}/{pod} "
+                              f"again: {refusal.reason}: {refusal.message}")
+    return None
+
+
+@pytest.mark.requirement("KP-07")
+@pytest.mark.parametrize("component", ["driver", *restarts.RESTARTS])
+def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
+        component: str, lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str,
+        evidence: Evidence, request: pytest.FixtureRequest) -> None:
+    # Restarting the node's kubelet or containerd needs a lab dralab runs (host_access SKIPs otherwise).
+    host: Lab = lab if component == "driver" else request.getfixturevalue("host_access")
+    event = "driver restart" if component == "driver" else restarts.RESTARTS[component]
+    node = _running_with_claim(api, dra_driver, namespace, "restart").spec.node_name
+    uid = _uid(api, namespace, "restart")
+    if problems := _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"before the {event}"):
+        raise Blocked("KP-03", "\n".join(problems))
+    if component == "driver":
+        # The kubelet does not prepare the claim again: the specs the driver keeps must still
+        # serve the containers that start later (a restarted container, a new pod of a shared claim).
+        before = restarts.container_status(api, namespace, "restart", "main")
+        dra_driver.restart_on(api, node)
+        after = restarts.container_status(api, namespace, "restart", "main")
+        assert after and after.ready and after.restart_count == before.restart_count, (
+            f"container main of pod {namespace}/restart did not keep running across the driver restart: {after}")
+    else:
+        try:
+            restarts.prepare_again(host, api, component, namespace, "restart")
+        except WaitTimeout as e:
+            raise _why_not_started(api, namespace, "restart", event) or WaitTimeout(
+                f"{e}\nevents of restart:\n{pods.events(api, namespace, 'restart')}") from None
+    problems = _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"after the {event}")
+    assert not problems, "\n".join(f"after the {event}: {p}" for p in problems)
 
 
 def _exists(api, namespace: str, name: str) -> bool:

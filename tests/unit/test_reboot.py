@@ -8,7 +8,8 @@ import json
 from kubernetes import client
 
 from clusters.local.node import volatile_mounts
-from suites.device_metadata import restarts
+from suites.device_metadata import restart_comparison
+from suites.framework import restarts
 
 # /proc/self/mountinfo inside a node: the host's root, the node's private dirs bound over the
 # host's, and what its processes mounted below them.
@@ -78,8 +79,8 @@ STREAM = "\n".join(json.dumps({"apiVersion": v, "kind": "DeviceMetadata",
 
 
 def test_metadata_files_compare_apart_from_their_generation_and_cdi_specs_as_json() -> None:
-    assert restarts.comparable("on the node", STREAM) == restarts.comparable("on the node", STREAM.replace('"generation": 3', '"generation": 1'))
-    assert restarts.comparable("on the node", STREAM) != restarts.comparable("on the node", STREAM.replace('"uid": "u"', '"uid": "v"'))
-    assert restarts.comparable("CDI spec", '{"kind": "k", "cdiVersion": "0.3.0"}') == \
-        restarts.comparable("CDI spec", '{"cdiVersion":"0.3.0","kind":"k"}')
-    assert restarts.comparable("in the container", None) is None
+    assert restart_comparison.comparable("on the node", STREAM) == restart_comparison.comparable("on the node", STREAM.replace('"generation": 3', '"generation": 1'))
+    assert restart_comparison.comparable("on the node", STREAM) != restart_comparison.comparable("on the node", STREAM.replace('"uid": "u"', '"uid": "v"'))
+    assert restart_comparison.comparable("CDI spec", '{"kind": "k", "cdiVersion": "0.3.0"}') == \
+        restart_comparison.comparable("CDI spec", '{"cdiVersion":"0.3.0","kind":"k"}')
+    assert restart_comparison.comparable("in the container", None) is None

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -28,25 +29,27 @@ const cdiClass = "gpu"
 
 // Variants only the GPU driver has.
 var ownVariants = map[string]string{
-	variantLeakOtherRequest:  "each device is reported for every request of its claim, so one request's container sees another's metadata (breaks MD-04)",
-	variantAttributeMismatch: "the metadata's index attribute differs from the ResourceSlice's (breaks MD-03)",
-	variantDropDevice:        "a request's metadata lists only its first device (breaks MD-02, MD-06)",
-	variantRefusePrepare:     "NodePrepareResources fails for every claim, so no pod with a claim starts (breaks MD-01 and every check of a prepared claim)",
-	variantRestoreWithoutCDI: "a claim prepared again is restored from the checkpoint without writing its CDI spec, which a node reboot has lost, so its pod cannot start (kubernetes#141433; breaks MD-18)",
-	variantTooManyAttributes: "each device's metadata carries metadata-only attributes beyond the slice's, 33 in all, one more than v1beta1 allows (breaks MD-19)",
-	variantOneFilePerClaim:   "every device of a claim is reported for the claim's first request, so its requests share one metadata file and directory (breaks MD-05)",
-	variantOtherDrivers:      "a request's metadata also lists the devices other drivers were allocated for it, as this driver's (breaks MD-07)",
+	variantLeakOtherRequest:       "each device is reported for every request of its claim, so one request's container sees another's metadata (breaks MD-04)",
+	variantAttributeMismatch:      "the metadata's index attribute differs from the ResourceSlice's (breaks MD-03)",
+	variantDropDevice:             "a request's metadata lists only its first device (breaks MD-02, MD-06)",
+	variantRefusePrepare:          "NodePrepareResources fails for every claim, so no pod with a claim starts (breaks MD-01 and every check of a prepared claim)",
+	variantRestoreWithoutCDI:      "a claim prepared again is restored from the checkpoint without writing its CDI spec, which a node reboot has lost, so its pod cannot start (kubernetes#141433; breaks KP-07)",
+	variantRestoreWithoutMetadata: "a claim prepared again is restored from the checkpoint with its devices but without their metadata, so the re-prepared claim's metadata files lose their attributes (breaks MD-18)",
+	variantTooManyAttributes:      "each device's metadata carries metadata-only attributes beyond the slice's, 33 in all, one more than v1beta1 allows (breaks MD-19)",
+	variantOneFilePerClaim:        "every device of a claim is reported for the claim's first request, so its requests share one metadata file and directory (breaks MD-05)",
+	variantOtherDrivers:           "a request's metadata also lists the devices other drivers were allocated for it, as this driver's (breaks MD-07)",
 }
 
 const (
-	variantLeakOtherRequest  = "leak-other-request"
-	variantAttributeMismatch = "attribute-mismatch"
-	variantDropDevice        = "drop-device"
-	variantRefusePrepare     = "refuse-prepare"
-	variantRestoreWithoutCDI = "restore-without-cdi"
-	variantTooManyAttributes = "too-many-attributes"
-	variantOneFilePerClaim   = "one-file-per-claim"
-	variantOtherDrivers      = "other-drivers-devices"
+	variantLeakOtherRequest       = "leak-other-request"
+	variantAttributeMismatch      = "attribute-mismatch"
+	variantDropDevice             = "drop-device"
+	variantRefusePrepare          = "refuse-prepare"
+	variantRestoreWithoutCDI      = "restore-without-cdi"
+	variantRestoreWithoutMetadata = "restore-without-metadata"
+	variantTooManyAttributes      = "too-many-attributes"
+	variantOneFilePerClaim        = "one-file-per-claim"
+	variantOtherDrivers           = "other-drivers-devices"
 )
 
 // maxMetadataAttributes is how many attributes metadata.resource.k8s.io/v1beta1 allows a device
@@ -165,6 +168,13 @@ func (d *gpuDriver) prepareOrRestore(ctx context.Context, claim *resourceapi.Res
 		return nil, err
 	}
 	logger.Info("Claim restored from the checkpoint, CDI spec written again", "claim", klog.KObj(claim))
+	if d.opts.Variant.Is(variantRestoreWithoutMetadata) {
+		devices := slices.Clone(saved.Devices)
+		for i := range devices {
+			devices[i].Metadata = nil
+		}
+		return devices, nil
+	}
 	return saved.Devices, nil
 }
 

@@ -109,6 +109,23 @@ func TestRestoreWithoutCDIRestoresTheClaimWithoutItsSpec(t *testing.T) {
 	}
 }
 
+func TestRestoreWithoutMetadataRestoresTheDevicesWithoutTheirMetadata(t *testing.T) {
+	root := t.TempDir()
+	claim := testClaim(newTestDriver(t, root).opts)
+	before, after, spec := rebootAndPrepareAgain(t, root, claim, "--break="+variantRestoreWithoutMetadata)
+	if len(after) != len(before) || len(after) == 0 {
+		t.Fatalf("restored %+v, prepared %+v", after, before)
+	}
+	for i := range after {
+		if before[i].Metadata == nil || after[i].Metadata != nil || after[i].DeviceName != before[i].DeviceName {
+			t.Errorf("device %d: prepared %+v, restored %+v", i, before[i], after[i])
+		}
+	}
+	if _, err := os.Stat(spec); err != nil {
+		t.Errorf("the restored claim has no CDI spec: %v", err)
+	}
+}
+
 // Prepares run at once (the framework does not serialize them): every claim gets its own CDI
 // spec and ends up in the checkpoint the driver starts from next time.
 func TestClaimsPreparedAtOnceAreAllCheckpointed(t *testing.T) {
