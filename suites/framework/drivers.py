@@ -34,9 +34,11 @@ class DriverUnderTest:
             pytest.skip(f"driver profile {self.profile.name} names no device class to request its devices with")
         return self.profile.device_classes[0]
 
-    def claim(self, name: str, count: int = 1) -> ClaimBuilder:
-        """A claim with one request `dev` for `count` devices, with the profile's claim config if any."""
-        claim = ClaimBuilder(name).request("dev", self.device_class, count=count)
+    def claim(self, name: str, count: int = 1, requests: tuple[str, ...] = ("dev",)) -> ClaimBuilder:
+        """A claim with requests (one `dev`) for `count` devices each, with the profile's claim config if any."""
+        claim = ClaimBuilder(name)
+        for request in requests:
+            claim.request(request, self.device_class, count=count)
         if self.profile.claim_config is not None:
             claim.opaque(self.name, self.profile.claim_config)
         return claim

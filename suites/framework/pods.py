@@ -36,6 +36,7 @@ class PodBuilder:
     container_claims: list[dict[str, Any]] = field(default_factory=list)  # resources.claims of the container
     limits: dict[str, str] = field(default_factory=dict)
     image: str = field(default_factory=workload.image)
+    sidecars: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # more containers: name -> resources.claims
 
     def on_node(self, node: str) -> "PodBuilder":
         """Through the scheduler, not spec.nodeName: the scheduler is part of what is tested."""
@@ -73,6 +74,16 @@ class PodBuilder:
         self.container_claims += [{"name": name, "request": r} for r in requests] or [{"name": name}]
         return self
 
+    def with_pod_claim(self, name: str, claim: str) -> "PodBuilder":
+        """A ResourceClaim of the pod that container main does not use (with_container's may)."""
+        self.claims.append({"name": name, "resourceClaimName": claim})
+        return self
+
+    def with_container(self, name: str, claims: list[dict[str, Any]]) -> "PodBuilder":
+        """Another container running the same command, using `claims` ({"name": pod claim, "request": ...})."""
+        self.sidecars[name] = claims
+        return self
+
     def with_limit(self, resource: str, count: int) -> "PodBuilder":
         """An extended resource (a device plugin's) for the container."""
         self.limits[resource] = str(count)
@@ -82,7 +93,9 @@ class PodBuilder:
         container = {"name": "main", **workload.container_image(self.image),
                      "command": self.command, "env": self.env, "volumeMounts": self.mounts,
                      "resources": {"claims": self.container_claims, "limits": self.limits}}
-        spec: dict[str, Any] = {"containers": [container], "volumes": self.volumes, "terminationGracePeriodSeconds": 1,
+        others = [{"name": name, **workload.container_image(self.image), "command": self.command,
+                   "resources": {"claims": uses}} for name, uses in self.sidecars.items()]
+        spec: dict[str, Any] = {"containers": [container, *others], "volumes": self.volumes, "terminationGracePeriodSeconds": 1,
                                 "nodeSelector": self.node_selector, "tolerations": self.tolerations,
                                 "restartPolicy": self.restart_policy, "resourceClaims": self.claims}
         if self.node_name:

@@ -22,7 +22,7 @@ from suites.framework.node_files import NodeFiles
 from suites.framework.pods import POD_TIMEOUT, ObservationFailed
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import WaitTimeout, wait_for
-from suites.kubelet_plugin import contract, observe
+from suites.kubelet_plugin import contract, isolation, observe
 
 pytestmark = pytest.mark.e2e
 
@@ -238,6 +238,71 @@ def test_a_claim_whose_prepare_failed_is_unprepared(lab: Lab, api, node_files: N
         raise AssertionError(f"{UNPREPARE_TIMEOUT}s after its pod was deleted, the kubelet on {at.node} still holds claim "
                              f"{namespace}/unprepared ({uid}), whose prepare had failed: the driver's "
                              "NodeUnprepareResources did not succeed for a claim it had not prepared") from None
+
+
+def _isolation_pod(api, driver: DriverUnderTest, namespace: str, node: str, devices: int) -> dict[str, list[tuple[str, str | None]]]:
+    """Pod `isolation` on `node`: claim `pair` with requests r1 and r2, container main using r1 and
+    container r2 using r2, container none using nothing and, with room for a third device, claim
+    `single` used by container single. Returns each container's (claim, request or None for all)."""
+    claims.create(api, namespace, driver.claim("pair", requests=("r1", "r2")))
+    builder = pods.PodBuilder("isolation").with_claim("pair", claim="pair", requests=("r1",))
+    builder.with_container("r2", [{"name": "pair", "request": "r2"}]).with_container("none", [])
+    uses: dict[str, list[tuple[str, str | None]]] = {"main": [("pair", "r1")], "r2": [("pair", "r2")], "none": []}
+    if devices >= 3:
+        claims.create(api, namespace, driver.claim("single"))
+        builder.with_pod_claim("single", "single").with_container("single", [{"name": "single"}])
+        uses["single"] = [("single", None)]
+    builder.on_node(node).tolerations.append({"operator": "Exists"})
+    pods.create(api, namespace, builder)
+    try:
+        pods.wait_phase(api, namespace, "isolation")
+    except DriverFailure as e:
+        raise Blocked("KP-03", f"the driver did not prepare the claims this check needs: {e}") from None
+    return uses
+
+
+@pytest.mark.requirement("KP-04")
+def test_each_container_gets_the_cdi_edits_of_what_it_uses_and_of_nothing_else(
+        lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    if dra_driver.profile.claim_config is not None:
+        pytest.skip(f"driver profile {dra_driver.profile.name} has a claimConfig, which configures one device of a pod "
+                    "(say, its interface name), so dralab cannot give one pod the several claims this check needs")
+    room = max(observe.node_pools(observe.settled_slices(api, dra_driver.name)),
+               key=lambda p: len(p.devices), default=None)
+    if room is None or len(room.devices) < 2:
+        pytest.skip(f"{dra_driver.name} publishes no node-local pool with two devices: a pod there cannot have "
+                    "devices for two requests to keep apart")
+    uses = _isolation_pod(api, dra_driver, namespace, room.node, len(room.devices))
+    state = observe.node_state(node_files, lab, room.node)
+    answered: dict[tuple[str, str], set[str]] = {}  # (claim, request) -> CDI device IDs
+    for name in {claim for refs in uses.values() for claim, _ in refs}:
+        prepared = state.claim(_uid(api, namespace, name))
+        if prepared is None:
+            raise ObservationFailed(f"claim {namespace}/{name} of running pod isolation is not in {room.node}'s "
+                                    "kubelet DRA checkpoint")
+        for request, ids in isolation.ids_by_request(prepared, claims.read(api, namespace, name), dra_driver.name).items():
+            answered[(name, request)] = ids
+    evidence.observe("CDI device IDs the driver answered, by claim and request (the allocation's)",
+                     {f"{c}/{r}": sorted(ids) for (c, r), ids in answered.items()})
+    specs = list(state.specs.values())
+    problems, judged = [], 0
+    for container, refs in uses.items():
+        mine = {i for (c, r), ids in answered.items() for ref_c, ref_r in refs
+                if c == ref_c and ref_r in (None, r) for i in ids}
+        expected, _ = isolation.edits_of(specs, mine)
+        _, foreign = isolation.edits_of(specs, set().union(*answered.values()) - mine)
+        paths = sorted(expected.device_nodes | foreign.device_nodes)
+        output = pods.observe(lab, namespace, "isolation", isolation.script(paths), container=container)
+        seen = isolation.parse_seen(output or "", paths)
+        judged += bool(expected or foreign)
+        evidence.add(f"container {container} (uses {refs or 'no claim'})",
+                     {"expected": expected.listed(), "others' own": foreign.listed(),
+                      "seen": {"device nodes": sorted(seen.device_nodes), "env": sorted(seen.env)}})
+        problems += isolation.problems(container, seen, expected, foreign)
+    if not judged:
+        pytest.skip(f"the CDI devices {dra_driver.name} answered have no container edits: nothing of its reaches "
+                    "a container through CDI to keep apart")
+    assert not problems, "\n".join(problems)
 
 
 def _claim_problems(lab: Lab, api, files: NodeFiles, driver: DriverUnderTest, node: str, uid: str,

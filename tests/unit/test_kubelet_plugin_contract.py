@@ -11,7 +11,7 @@ import pytest
 from suites.framework import dra_checkpoint
 from suites.framework.dra_checkpoint import PreparedClaim, PreparedDevice
 from suites.framework.pods import ObservationFailed
-from suites.kubelet_plugin import contract
+from suites.kubelet_plugin import contract, isolation
 
 DRIVER = "gpu.vendor.example"
 UID = "6a1f0c2e-0000-4000-8000-000000000001"
@@ -99,3 +99,52 @@ def test_the_kubelets_checkpoint_decodes_as_v1_37_writes_it() -> None:
     assert got.of(DRIVER) == (PreparedDevice("node-1", "gpu-0", ("dev",), ("vendor.example/gpu=gpu-0",)),)
     with pytest.raises(ObservationFailed, match="does not decode"):
         dra_checkpoint.parse("{}")
+
+
+# KP-04 ---------------------------------------------------------------------------------------
+
+def _spec(kind: str, devices: dict[str, dict], common: dict | None = None) -> dict:
+    return {"kind": kind, "containerEdits": common or {},
+            "devices": [{"name": n, "containerEdits": e} for n, e in devices.items()]}
+
+
+ISOLATION_SPECS = [_spec("gpu.vendor.example/gpu", {
+    "a": {"env": ["GPU_0=a", "VENDOR=x"], "deviceNodes": [{"path": "/dev/gpu0"}, {"path": "/dev/gpuctl"}]},
+    "b": {"env": ["GPU_1=b", "VENDOR=x"], "deviceNodes": [{"path": "/dev/gpu1"}, {"path": "/dev/gpuctl"}]}},
+    common={"env": ["COMMON=1"]}),
+    _spec("gpu.vendor.example/metadata", {"r1": {"mounts": [{"containerPath": "/meta/r1", "hostPath": "/h/r1"}]},
+                                          "r2": {"mounts": [{"containerPath": "/meta/r2", "hostPath": "/h/r2"}]}})]
+A, B = {"gpu.vendor.example/gpu=a", "gpu.vendor.example/metadata=r1"}, {"gpu.vendor.example/gpu=b", "gpu.vendor.example/metadata=r2"}
+
+
+def _judge(seen: isolation.Edits) -> list[str]:
+    expected, _ = isolation.edits_of(ISOLATION_SPECS, A)
+    _, foreign = isolation.edits_of(ISOLATION_SPECS, B)
+    return isolation.problems("main", seen, expected, foreign)
+
+
+def test_isolation_passes_a_container_with_its_edits_and_the_ones_all_devices_share() -> None:
+    seen = isolation.Edits({"GPU_0=a", "VENDOR=x", "COMMON=1", "PATH=/bin"}, {"/dev/gpu0", "/dev/gpuctl"}, {"/meta/r1", "/proc"})
+    assert _judge(seen) == []
+
+
+def test_isolation_names_what_is_missing_and_what_leaked_from_another_request() -> None:
+    seen = isolation.Edits({"VENDOR=x", "COMMON=1", "GPU_1=b"}, {"/dev/gpu0", "/dev/gpuctl", "/dev/gpu1"}, {"/meta/r2"})
+    missing, leaked = _judge(seen)
+    assert "lacks" in missing and "env GPU_0" in missing and "mount /meta/r1" in missing
+    assert "env GPU_1=b" in leaked and "device node /dev/gpu1" in leaked and "mount /meta/r2" in leaked
+
+
+def test_a_device_answered_for_every_request_goes_to_each_by_the_allocation() -> None:
+    prepared = PreparedClaim(UID, "ns", "pair", frozenset(), {DRIVER: (
+        PreparedDevice("p", "gpu-0", (), ("v/c=a",)), PreparedDevice("p", "gpu-1", (), ("v/c=b",)))})
+    claim = {"status": {"allocation": {"devices": {"results": [
+        {"request": "r1", "driver": DRIVER, "pool": "p", "device": "gpu-0"},
+        {"request": "r2/big", "driver": DRIVER, "pool": "p", "device": "gpu-1"}]}}}}
+    assert isolation.ids_by_request(prepared, claim, DRIVER) == {"r1": {"v/c=a"}, "r2": {"v/c=b"}}
+
+
+def test_the_observation_script_output_parses() -> None:
+    out = "A=1\0B=2\0" + isolation.SEPARATOR + "22 1 0:5 / /meta/r1 ro - tmpfs x rw\n" + isolation.SEPARATOR + "/dev/gpu0\n"
+    seen = isolation.parse_seen(out, ["/dev/gpu0", "/dev/gpu1"])
+    assert seen.env == {"A=1", "B=2"} and seen.mounts == {"/meta/r1"} and seen.device_nodes == {"/dev/gpu0"}

@@ -28,6 +28,8 @@ func (o *Options) contractOptions() []kubeletplugin.Option {
 		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor(unresolvableCDIIDs)}
 	case v.Is(VariantLeaveSocket):
 		return []kubeletplugin.Option{kubeletplugin.PluginListener(listenLeavingSocket)}
+	case v.Is(VariantAnyRequest):
+		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor(anyRequest)}
 	case v.Is(VariantFailWholeCall):
 		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor(failWholeCall)}
 	case v.Is(VariantWedgeAfterError):
@@ -103,6 +105,20 @@ func listenLeavingSocket(ctx context.Context, path string) (net.Listener, error)
 func prepareAnswer(resp any, err error) (*drapb.NodePrepareResourcesResponse, bool) {
 	answer, ok := resp.(*drapb.NodePrepareResourcesResponse)
 	return answer, ok && err == nil
+}
+
+// anyRequest answers each device without request names (the API: "If empty, the device is
+// associated with all requests"), metadata CDI devices included.
+func anyRequest(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if answer, ok := prepareAnswer(resp, err); ok {
+		for _, claim := range answer.Claims {
+			for _, device := range claim.Devices {
+				device.RequestNames = nil
+			}
+		}
+	}
+	return resp, err
 }
 
 // failWholeCall turns the first claim error of a NodePrepareResources answer into an error of

@@ -207,3 +207,20 @@ func TestStrictUnprepareRefusesClaimsNeverPrepared(t *testing.T) {
 		}
 	}
 }
+
+// The variant answers every device without request names; the correct driver names each one's.
+func TestAnyRequestDropsTheRequestNames(t *testing.T) {
+	c := claim("claim", "3f2a-uid", "r1", "r2")
+	for variant, named := range map[string]bool{"": true, dradriver.VariantAnyRequest: false} {
+		n, _ := start(t, variant, c)
+		devices := n.Prepare(t, c)["3f2a-uid"]
+		if len(devices) != 2 {
+			t.Fatalf("variant %q: answered %v", variant, devices)
+		}
+		for _, d := range devices {
+			if got := len(d.RequestNames) == 1; got != named {
+				t.Errorf("variant %q: device %s answered with requests %v", variant, d.DeviceName, d.RequestNames)
+			}
+		}
+	}
+}
