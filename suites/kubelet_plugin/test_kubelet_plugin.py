@@ -9,12 +9,14 @@ over the claims these tests create."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 
 import pytest
 from kubernetes import client
 
 from clusters.providers import Lab
+from drivers_under_test.deploy import PROFILE_LABEL
 from suites.framework import cdi_specs, claims, pods, restarts
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
@@ -359,6 +361,54 @@ def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
                 f"{e}\nevents of restart:\n{pods.events(api, namespace, 'restart')}") from None
     problems = _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"after the {event}")
     assert not problems, "\n".join(f"after the {event}: {p}" for p in problems)
+
+
+# How long a rolling update of the driver's DaemonSets may take on a lab node.
+ROLLOUT_TIMEOUT = 180
+ROLLED_AT = "dralab.dev/rolled-at"  # the pod template annotation a rollout changes, as `kubectl rollout restart` does
+
+
+def _daemon_sets(api, driver: DriverUnderTest) -> list[client.V1DaemonSet]:
+    return client.AppsV1Api(api).list_namespaced_daemon_set(
+        driver.profile.namespace, label_selector=f"{PROFILE_LABEL}={driver.profile.name}").items
+
+
+def _rolled_out(api, driver: DriverUnderTest) -> bool:
+    def done(ds: client.V1DaemonSet) -> bool:
+        st = ds.status
+        return (st.observed_generation or 0) >= ds.metadata.generation and \
+            (st.updated_number_scheduled or 0) == st.desired_number_scheduled == (st.number_available or 0) and \
+            not st.number_unavailable
+    return all(done(ds) for ds in _daemon_sets(api, driver))
+
+
+@pytest.mark.requirement("KP-08")
+def test_a_rolling_update_loses_no_prepared_claim_and_fails_no_pod_start(
+        lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    sets = _daemon_sets(api, dra_driver)
+    if not sets:
+        pytest.skip(f"driver profile {dra_driver.profile.name} deploys no DaemonSet for dralab to roll out")
+    node = _running_with_claim(api, dra_driver, namespace, "before").spec.node_name
+    uid = _uid(api, namespace, "before")
+    restarts_before = restarts.container_status(api, namespace, "before", "main").restart_count
+    stamp = str(int(time.time()))
+    for ds in sets:  # as `kubectl rollout restart` does, with each DaemonSet's own update strategy
+        client.AppsV1Api(api).patch_namespaced_daemon_set(ds.metadata.name, ds.metadata.namespace, {
+            "spec": {"template": {"metadata": {"annotations": {ROLLED_AT: stamp}}}}})
+    evidence.observe("rolled out", {ds.metadata.name: api.sanitize_for_serialization(ds.spec.update_strategy) for ds in sets})
+    pods.create_with_claim(api, namespace, dra_driver.claim("during"), "during", node)
+    wait_for(f"the rolling update of {dra_driver.profile.name}'s DaemonSets", lambda: _rolled_out(api, dra_driver),
+             ROLLOUT_TIMEOUT)
+    try:
+        pods.wait_phase(api, namespace, "during", timeout=ROLLOUT_TIMEOUT)
+    except (WaitTimeout, DriverFailure) as e:
+        evidence.warn(f"a pod created on {node} as the driver's rolling update began did not start: {e}")
+    after = restarts.container_status(api, namespace, "before", "main")
+    if not (after and after.ready and after.restart_count == restarts_before):
+        evidence.warn(f"container main of pod before, prepared on {node} before the rolling update, did not keep "
+                      f"running across it: {after}")
+    for problem in _claim_problems(lab, api, node_files, dra_driver, node, uid, evidence, "after the rolling update"):
+        evidence.warn(f"after the rolling update, the claim prepared before it: {problem}")
 
 
 def _exists(api, namespace: str, name: str) -> bool:
