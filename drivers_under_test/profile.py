@@ -57,6 +57,7 @@ class Capability(str, Enum):
     DEVICE_STATUS = "device-status"  # KEP-4817 status.devices
     NETWORK_DATA = "network-data"  # KEP-4817 networkData
     DEVICE_PLUGIN = "device-plugin"  # the classic device plugin API
+    HEALTH = "health"  # device faults reach the pods (KEP-4680 health stream) or the slices (KP-10)
 
 
 class SysfsExposure(str, Enum):

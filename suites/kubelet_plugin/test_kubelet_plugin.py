@@ -17,6 +17,8 @@ from kubernetes import client
 
 from clusters.providers import Lab
 from drivers_under_test.deploy import PROFILE_LABEL
+from drivers_under_test.profile import Capability
+from fake_hardware.lab import HardwareLab
 from suites.framework import cdi_specs, claims, pods, restarts
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
@@ -24,7 +26,7 @@ from suites.framework.node_files import NodeFiles
 from suites.framework.pods import POD_TIMEOUT, ObservationFailed
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import WaitTimeout, wait_for
-from suites.kubelet_plugin import contract, isolation, observe
+from suites.kubelet_plugin import contract, health, isolation, observe
 
 pytestmark = pytest.mark.e2e
 
@@ -409,6 +411,49 @@ def test_a_rolling_update_loses_no_prepared_claim_and_fails_no_pod_start(
                       f"running across it: {after}")
     for problem in _claim_problems(lab, api, node_files, dra_driver, node, uid, evidence, "after the rolling update"):
         evidence.warn(f"after the rolling update, the claim prepared before it: {problem}")
+
+
+# How long a fault and its clearing may take to show, in the pod's status or the slices.
+HEALTH_TIMEOUT = 60
+
+
+@pytest.mark.requirement("KP-10")
+def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(host_access: Lab, api, dra_driver: DriverUnderTest,
+                                                               namespace: str, evidence: Evidence) -> None:
+    dra_driver.requires(Capability.HEALTH)
+    dra_driver.requires_hardware("this check faults an emulated GPU")
+    node = _running_with_claim(api, dra_driver, namespace, "faulty").spec.node_name
+    (result,) = claims.allocated(claims.read(api, namespace, "faulty"), dra_driver.name)
+    pool, name = result["pool"], result["device"]
+    device = health.published(api, dra_driver.name, pool, name)
+    assert device is not None, f"device {pool}/{name}, allocated to claim faulty, is in none of {dra_driver.name}'s slices"
+    gpu = health.emulated_gpu(host_access, node, device)
+    if gpu is None:
+        pytest.skip(f"device {pool}/{name} publishes neither the UUID nor the PCI address of an emulated GPU of {node} "
+                    "(attributes uuid, resource.kubernetes.io/pciBusID), so dralab cannot tell which one to fault")
+    def now() -> health.Seen:
+        return health.seen(api, dra_driver.name, namespace, "faulty", "c", pool, name)
+    evidence.observe("before the fault", {"emulated GPU": gpu, **asdict(now())})
+    hardware = HardwareLab(host_access.cfg)  # type: ignore[arg-type]
+    hardware.set_gpu_health(node, gpu, healthy=False)
+    try:
+        try:
+            how = wait_for(f"the fault of {gpu} to reach pod faulty or the slice of {pool}/{name}",
+                           lambda: now().unhealthy(), HEALTH_TIMEOUT)
+        except WaitTimeout:
+            raise AssertionError(f"{gpu} of {node}, device {pool}/{name} of claim faulty, faulted in the emulated hardware: "
+                                 f"for {HEALTH_TIMEOUT}s the fault neither reached the status of pod faulty (its "
+                                 f"allocatedResourcesStatus: {list(now().in_pod) or 'none'}) nor withdrew or tainted the "
+                                 "device in the driver's slices") from None
+        evidence.observe("with the fault", {"shown by": how, **asdict(now())})
+    finally:
+        hardware.set_gpu_health(node, gpu, healthy=True)
+    stream = "allocatedResourcesStatus" in how
+    try:
+        wait_for(f"{pool}/{name} shown healthy again", lambda: now().healthy(stream), HEALTH_TIMEOUT)
+    except WaitTimeout:
+        raise AssertionError(f"{HEALTH_TIMEOUT}s after the fault of {gpu} cleared, device {pool}/{name} is not shown "
+                             f"healthy again: {asdict(now())}") from None
 
 
 def _exists(api, namespace: str, name: str) -> bool:

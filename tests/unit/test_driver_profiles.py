@@ -191,6 +191,7 @@ VALID_VARIANTS = {
     ("gpu", "several-pools"): "several pools",
     ("gpu", "several-slices"): "several slices",
     ("gpu", "slow-prepare"): "slow but correct prepare",
+    ("gpu", "health-stream-only"): "faults told through the health stream only, the device kept in its slice",
     ("gpu", "metadata-v1beta1-only"): "only the metadata versions the cluster needs",
     ("gpu", "attribute-domain"): "other attribute names",
     ("gpu", "other-device-class"): "other class names",

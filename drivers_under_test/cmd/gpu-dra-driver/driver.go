@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -37,6 +38,7 @@ var ownVariants = map[string]string{
 	variantRestoreWithoutMetadata: "a claim prepared again is restored from the checkpoint with its devices but without their metadata, so the re-prepared claim's metadata files lose their attributes (breaks MD-18)",
 	variantTooManyAttributes:      "each device's metadata carries metadata-only attributes beyond the slice's, 33 in all, one more than v1beta1 allows (breaks MD-19)",
 	variantOneFilePerClaim:        "every device of a claim is reported for the claim's first request, so its requests share one metadata file and directory (breaks MD-05)",
+	variantHidesFaults:            "an unhealthy GPU stays in the ResourceSlice and the health stream reports every GPU healthy, so a fault never reaches the pods using it (breaks KP-10)",
 	variantOtherDrivers:           "a request's metadata also lists the devices other drivers were allocated for it, as this driver's (breaks MD-07)",
 }
 
@@ -50,6 +52,7 @@ const (
 	variantTooManyAttributes      = "too-many-attributes"
 	variantOneFilePerClaim        = "one-file-per-claim"
 	variantOtherDrivers           = "other-drivers-devices"
+	variantHidesFaults            = "hides-faults"
 )
 
 // maxMetadataAttributes is how many attributes metadata.resource.k8s.io/v1beta1 allows a device
@@ -61,7 +64,10 @@ type gpuDriver struct {
 	opts     *dradriver.Options
 	client   kubernetes.Interface
 	discover func() ([]sysfs.GPU, error) // sysfs or NVML
-	devRoot  string                      // with NVML: where the node has /dev/nvidia*; else GPUs get stand-in nodes
+	poll     time.Duration               // how often the GPUs are looked at, for the slice and the health stream
+	// keepUnhealthy keeps an unhealthy GPU in the slice: only the health stream tells of it.
+	keepUnhealthy bool
+	devRoot       string // with NVML: where the node has /dev/nvidia*; else GPUs get stand-in nodes
 
 	mu   sync.Mutex
 	gpus map[string]sysfs.GPU // by device name, as last discovered
@@ -108,7 +114,7 @@ func (d *gpuDriver) Devices() ([]resourceapi.Device, error) {
 	gpus := map[string]sysfs.GPU{}
 	var devices []resourceapi.Device
 	for _, g := range found {
-		if !g.Healthy {
+		if !g.Healthy && !d.keepUnhealthy {
 			continue
 		}
 		gpus[deviceName(g)] = g
@@ -124,6 +130,57 @@ func (d *gpuDriver) Devices() ([]resourceapi.Device, error) {
 	d.gpus = gpus
 	d.mu.Unlock()
 	return devices, nil
+}
+
+// WatchHealthStatus reports the health of the devices of the claims prepared here every poll
+// (KEP-4680): the kubelet shows it in the status of the pods using them.
+func (d *gpuDriver) WatchHealthStatus(ctx context.Context, reports chan<- kubeletplugin.DeviceHealthReport) error {
+	ticker := time.NewTicker(d.poll)
+	defer ticker.Stop()
+	for {
+		if report, err := d.healthReport(); err != nil {
+			klog.FromContext(ctx).Error(err, "Discovering GPUs for the health stream")
+		} else {
+			select {
+			case reports <- report:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// healthReport is the health of each device of a prepared claim, as its GPU is now; a GPU gone
+// from the node is unhealthy.
+func (d *gpuDriver) healthReport() (kubeletplugin.DeviceHealthReport, error) {
+	found, err := d.discover()
+	if err != nil {
+		return kubeletplugin.DeviceHealthReport{}, err
+	}
+	healthy := map[string]bool{}
+	for _, g := range found {
+		healthy[deviceName(g)] = g.Healthy || d.opts.Variant.Is(variantHidesFaults)
+	}
+	now := time.Now()
+	var report kubeletplugin.DeviceHealthReport
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	for _, claim := range d.state.Claims {
+		for _, dev := range claim.Devices {
+			h := kubeletplugin.DeviceHealth{PoolName: dev.PoolName, DeviceName: dev.DeviceName, Health: kubeletplugin.HealthStatusHealthy,
+				LastUpdated: now, HealthCheckTimeout: 5 * d.poll}
+			if !healthy[dev.DeviceName] {
+				h.Health, h.Message = kubeletplugin.HealthStatusUnhealthy, "the GPU reports a fault or is gone"
+			}
+			report.Devices = append(report.Devices, h)
+		}
+	}
+	return report, nil
 }
 
 func (d *gpuDriver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {

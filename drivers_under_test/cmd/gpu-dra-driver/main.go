@@ -25,14 +25,23 @@ type config struct {
 	poll           time.Duration
 	library        string
 	hostDriverRoot string
+	keepUnhealthy  bool
 }
 
 func newConfig(fs *flag.FlagSet) *config {
 	c := &config{opts: dradriver.RegisterFlags(fs, "gpu.dralab.dev", ownVariants)}
 	fs.DurationVar(&c.poll, "poll", 2*time.Second, "how often GPUs are looked for: ones that vanish, return or change health")
 	fs.StringVar(&c.library, "nvml-library", "", "discover GPUs through this libnvidia-ml.so.1 instead of reading sysfs")
+	fs.BoolVar(&c.keepUnhealthy, "keep-unhealthy", false, "keep unhealthy GPUs in the ResourceSlice: their health reaches the pods using them only through the health stream (KEP-4680)")
 	fs.StringVar(&c.hostDriverRoot, "host-driver-root", "/", "with --nvml-library: the NVIDIA driver root as the node sees it, whose dev/ holds the GPUs' device nodes")
 	return c
+}
+
+// driver is the GPU driver as configured, discovering GPUs in sysfs.
+func (c *config) driver(client kubernetes.Interface, state *dradriver.Checkpoint[*preparedClaim]) *gpuDriver {
+	return &gpuDriver{opts: c.opts, client: client, state: state, poll: c.poll,
+		keepUnhealthy: c.keepUnhealthy || c.opts.Variant.Is(variantHidesFaults),
+		discover:      func() ([]sysfs.GPU, error) { return sysfs.GPUs(c.opts.SysfsRoot) }}
 }
 
 func main() {
@@ -45,7 +54,7 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		d := &gpuDriver{opts: opts, client: client, state: state, discover: func() ([]sysfs.GPU, error) { return sysfs.GPUs(opts.SysfsRoot) }}
+		d := c.driver(client, state)
 		if c.library != "" {
 			n, err := newNVMLDiscovery(c.library, opts.SysfsRoot)
 			if err != nil {

@@ -33,13 +33,19 @@ func newTestDriver(t *testing.T, root string, args ...string) *gpuDriver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &gpuDriver{opts: c.opts, state: state, discover: func() ([]sysfs.GPU, error) {
-		return []sysfs.GPU{{Index: 0, UUID: "GPU-0", BDF: "0000:01:00.0", Healthy: true}, {Index: 1, UUID: "GPU-1", BDF: "0000:02:00.0", Healthy: true}}, nil
-	}}
+	d := c.driver(nil, state)
+	d.discover = twoGPUs(true)
 	if _, err := d.Devices(); err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// twoGPUs are GPUs 0 and 1, GPU 1 as healthy as said.
+func twoGPUs(healthy bool) func() ([]sysfs.GPU, error) {
+	return func() ([]sysfs.GPU, error) {
+		return []sysfs.GPU{{Index: 0, UUID: "GPU-0", BDF: "0000:01:00.0", Healthy: true}, {Index: 1, UUID: "GPU-1", BDF: "0000:02:00.0", Healthy: healthy}}, nil
+	}
 }
 
 func testClaim(opts *dradriver.Options) *resourceapi.ResourceClaim {
@@ -149,6 +155,28 @@ func TestClaimsPreparedAtOnceAreAllCheckpointed(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(d.opts.CDIDir, "gpu.dralab.dev_gpu_"+string(c.UID)+".json")); err != nil {
 			t.Errorf("claim %s: %v", c.Name, err)
+		}
+	}
+}
+
+// A fault of a prepared claim's GPU is reported unhealthy on the health stream and, unless kept,
+// withdraws the GPU from the slice; the variant hides it in both.
+func TestAFaultReachesTheHealthStreamAndTheSlice(t *testing.T) {
+	for _, args := range [][]string{nil, {"--keep-unhealthy"}, {"--break=" + variantHidesFaults}} {
+		d := newTestDriver(t, t.TempDir(), args...)
+		prepareOne(t, d, testClaim(d.opts))
+		d.discover = twoGPUs(false)
+		report, err := d.healthReport()
+		if err != nil || len(report.Devices) != 1 || report.Devices[0].DeviceName != "gpu-1" || report.Devices[0].PoolName != "node-1" {
+			t.Fatalf("%v: report %+v, %v", args, report, err)
+		}
+		hidden := len(args) > 0 && args[0] == "--break="+variantHidesFaults
+		if got := report.Devices[0].Health == kubeletplugin.HealthStatusUnhealthy; got == hidden {
+			t.Errorf("%v: gpu-1 faulted, reported %s", args, report.Devices[0].Health)
+		}
+		devices, _ := d.Devices()
+		if kept := len(devices) == 2; kept != (len(args) > 0) {
+			t.Errorf("%v: gpu-1 faulted, the slice lists %d devices", args, len(devices))
 		}
 	}
 }

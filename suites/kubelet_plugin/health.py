@@ -1,0 +1,59 @@
+"""KP-10's observations: which emulated GPU a published device stands for, and the two ways a
+driver may tell of its fault, in the status of the pods using it (the KEP-4680 health stream, as
+the kubelet shows it) or in its slice (the device withdrawn or tainted)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from clusters.providers import Lab
+from fake_hardware.lab import HardwareLab
+from suites.kubelet_plugin import observe
+
+
+def emulated_gpu(lab: Lab, node: str, device: dict[str, Any]) -> str | None:
+    """The emulated GPU of `node` (gpu0, ...) whose UUID or PCI address a slice device publishes
+    among its attribute values, as drivers publish them (uuid, resource.kubernetes.io/pciBusID)."""
+    assert lab.cfg is not None
+    values = {a.get("string") for a in (device.get("attributes") or {}).values()} - {None}
+    return next((f.name for f in HardwareLab(lab.cfg).node(node).plan.functions
+                 if f.kind == "gpu" and ((f.gpu or {}).get("uuid") in values or f.bdf in values)), None)
+
+
+def published(api: client.ApiClient, driver: str, pool: str, name: str) -> dict[str, Any] | None:
+    """The device as the driver's slices of its pool's newest generation publish it, None if they do not."""
+    slices = [s for s in observe.driver_slices(api, driver) if s["spec"]["pool"]["name"] == pool]
+    newest = max((s["spec"]["pool"]["generation"] for s in slices), default=None)
+    return next((d for s in slices if s["spec"]["pool"]["generation"] == newest
+                 for d in s["spec"].get("devices") or [] if d["name"] == name), None)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A device's health as a pod using it and the driver's slices show it."""
+
+    in_pod: tuple[str, ...]  # health of the claim's resources in the pod's allocatedResourcesStatus
+    in_slice: str  # "published", "tainted" or "withdrawn"
+
+    def unhealthy(self) -> str | None:
+        """How the fault shows, None if it does not."""
+        if "Unhealthy" in self.in_pod:
+            return "the pod's allocatedResourcesStatus says Unhealthy"
+        return None if self.in_slice == "published" else f"the device is {self.in_slice} in the slice"
+
+    def healthy(self, stream: bool) -> bool:
+        """Shown healthy again: published untainted and, where the pod was told, Healthy there."""
+        return self.in_slice == "published" and (bool(self.in_pod) and set(self.in_pod) == {"Healthy"}
+                                                 if stream else "Unhealthy" not in self.in_pod)
+
+
+def seen(api: client.ApiClient, driver: str, namespace: str, pod: str, pod_claim: str, pool: str, name: str) -> Seen:
+    statuses = client.CoreV1Api(api).read_namespaced_pod(pod, namespace).status.container_statuses or []
+    health = tuple(r.health for c in statuses for s in c.allocated_resources_status or []
+                   if s.name.split("/")[0] == f"claim:{pod_claim}" for r in s.resources or [])
+    device = published(api, driver, pool, name)
+    state = "withdrawn" if device is None else "tainted" if device.get("taints") else "published"
+    return Seen(health, state)
