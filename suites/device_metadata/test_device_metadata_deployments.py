@@ -15,16 +15,16 @@ from kubernetes import client
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy, remove
-from drivers_under_test.profile import METADATA_DISABLED, Capability, load_profile
+from drivers_under_test.profile import METADATA_DISABLED, Capability
 from suites.device_metadata import checks, paths, restart_comparison, scenario
 from suites.device_metadata.scenario import Scenario, container
-from suites.framework import claims, namespaces, pods, restarts, slices, spec_drift
+from suites.framework import claims, namespaces, other_driver, pods, restarts, slices, spec_drift
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.metadata_file import parse_stream
 from suites.framework.node_files import NodeFiles
 from suites.framework.spec_drift import Drift
-from suites.framework.verdicts import Blocked, DriverFailure, require, skip
+from suites.framework.verdicts import Blocked, DriverFailure, require
 from suites.framework.waits import WaitTimeout, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -35,18 +35,10 @@ KEP = "KEP-5304"
 
 @pytest.fixture(scope="module")
 def second_driver(lab: Lab, driver: DriverUnderTest) -> Iterator[DriverUnderTest]:
-    """dralab's reference GPU driver deployed again as gpu-b.dralab.dev: the other driver of MD-07."""
+    """The other driver of MD-07."""
     driver.requires(Capability.METADATA)  # first: a driver without metadata SKIPs for that, whatever the lab has
-    if lab.cfg is None or not lab.cfg.hardware:
-        pytest.skip("the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs, and "
-                    f"this {lab.provider} lab has none (a lab gets the hardware its driver profile names); to check "
-                    "MD-07 too, certify with --hardware dgx-like (the emulated GPUs beside the driver's own devices)")
-    profile = load_profile("gpu").second_instance("b")
-    deploy(lab, profile)
-    try:
-        yield DriverUnderTest(profile)
-    finally:
-        remove(lab, profile)
+    with other_driver.reference_gpu(lab, "MD-07") as second:
+        yield second
 
 
 @pytest.fixture
@@ -68,25 +60,13 @@ def shared_class(api) -> Iterator[Any]:
         client.ResourceV1Api(api).delete_device_class(name)
 
 
-def _free_on_one_node(lab: Lab, api, drivers: tuple[str, ...]) -> tuple[list[str], str]:
-    """Selectors for one free device of each driver, all on one node, and that node; SKIP where
-    no node has them."""
-    for node in lab.nodes:
-        free = [slices.free(api, d, node.name) for d in drivers]
-        if all(free):
-            published = [[p for p in slices.published(api, d) if p.node == node.name] for d in drivers]
-            return [slices.selector_for(f[0], p) for f, p in zip(free, published)], node.name
-    skip(f"no node has a free device of each of {', '.join(drivers)} "
-         f"({'; '.join(slices.room(api, d).describe() for d in drivers)}); MD-07 needs one of each on one node",
-         slices.MORE_DEVICES)
-
-
 @pytest.mark.requirement("MD-07")
 def test_one_request_served_by_two_drivers(lab: Lab, api, node_files, metadata_driver: DriverUnderTest,
                                            second_driver: DriverUnderTest, shared_class, namespace: str,
                                            evidence: Evidence) -> None:
     drivers = (metadata_driver.name, second_driver.name)
-    selectors, node = _free_on_one_node(lab, api, drivers)
+    free, node = other_driver.free_on_one_node(lab, api, drivers, "MD-07")
+    selectors = [slices.selector_for(f, [p for p in slices.published(api, f.driver) if p.node == node]) for f in free]
     # On that node the class matches just these two devices: a request for two is served by both drivers.
     claim = ClaimBuilder("two-drivers").request("dev", shared_class(selectors), count=2)
     if metadata_driver.profile.claim_config is not None:

@@ -134,10 +134,12 @@ def write_status(api: client.ApiClient, claim: dict[str, Any], devices: list[dic
 
 
 def allocate_by_hand(api: client.ApiClient, claim: dict[str, Any], results: list[dict[str, Any]], node: str,
-                     pod: client.V1Pod) -> dict[str, Any]:
+                     pod: client.V1Pod, devices: list[dict[str, Any]] = ()) -> dict[str, Any]:
     """Write `results` as the claim's (as read) allocation on `node`, reserved for `pod`, as the
-    scheduler writes one (its classes' and its own configs copied in): for allocations the
-    scheduler never makes, such as a device no slice publishes, to a pod bound by spec.nodeName."""
+    scheduler writes one (its classes' and its own configs copied in), with status entries
+    `devices` (as their drivers would write them): for allocations the scheduler never makes, such
+    as a device no slice publishes, or a status written before any driver prepares the claim, to a
+    pod bound by spec.nodeName."""
     config = []
     for request in claim["spec"]["devices"]["requests"]:
         device_class = (request.get("exactly") or {}).get("deviceClassName")
@@ -147,7 +149,7 @@ def allocate_by_hand(api: client.ApiClient, claim: dict[str, Any], results: list
             config += [{"source": "FromClass", "requests": [request["name"]], **c} for c in spec.get("config") or []]
     config += [{"source": "FromClaim", **c} for c in claim["spec"]["devices"].get("config") or []]
     node_selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
-    return write_status(api, claim, [], allocation={"devices": {"results": results, "config": config},
+    return write_status(api, claim, list(devices), allocation={"devices": {"results": results, "config": config},
                                                     "nodeSelector": node_selector},
                         reservedFor=[{"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid}])
 

@@ -1,18 +1,24 @@
 """KEP-4817 status.devices as the driver under test writes it: entries for its own allocated
 devices only and never before the claim is prepared (ST-01), Ready once configured (ST-07, a
 SHOULD: a WARNING), networkData that matches the pod (ST-02), no writes from its pods on other
-nodes (ST-04) and least-privilege RBAC (ST-06, a SHOULD: a WARNING)."""
+nodes (ST-04), least-privilege RBAC (ST-06, a SHOULD: a WARNING) and the entries of another
+driver of the same claim kept (ST-08)."""
 
 from __future__ import annotations
 
-from typing import Iterator
+import time
+from typing import Any, Iterator
 
 import pytest
+from kubernetes import client
 
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
-from suites.framework import namespaces
+from suites.framework import claim_watch, claims, namespaces, other_driver, pods
+from suites.framework.claims import ClaimBuilder
+from suites.framework.verdicts import Blocked, DriverFailure
+from suites.framework.waits import WaitTimeout, wait_for
 from suites.framework.drivers import DriverUnderTest
 from suites.resource_claim_status import checks
 
@@ -62,3 +68,68 @@ def test_the_drivers_pod_on_another_node_may_not_write(observed: checks.Observed
 def test_rbac_grants_associated_node_not_arbitrary_node(api, status_driver: DriverUnderTest, evidence: Evidence) -> None:
     for message in checks.broader_than_associated_node(api, status_driver, evidence):
         evidence.warn(message)
+
+
+# How long the driver gets to write its entry once the pod runs, and how long dralab keeps watching
+# after that for a later write.
+ENTRY_TIMEOUT = 30
+SETTLE = 3
+
+
+def _others_removed(versions: list[dict[str, Any]], driver: str) -> list[str]:
+    """Each update that removed an entry of another driver than `driver`, with who wrote it."""
+    def others(claim: dict[str, Any]) -> set[tuple[str, str, str]]:
+        return {(e["driver"], e["pool"], e["device"]) for e in claims.device_status(claim) if e["driver"] != driver}
+    removed = []
+    for before, after in zip(versions, versions[1:]):
+        if gone := others(before) - others(after):
+            managers = sorted({f.get("manager", "?") for f in after["metadata"].get("managedFields") or []
+                               if f.get("subresource") == "status"})
+            removed.append(f"resourceVersion {after['metadata']['resourceVersion']} removed {sorted(gone)} "
+                           f"(status field managers then: {managers})")
+    return removed
+
+
+@pytest.mark.requirement("ST-08")
+def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status_driver: DriverUnderTest,
+                                                           namespace: str, evidence: Evidence) -> None:
+    with other_driver.reference_gpu(lab, "ST-08") as other:
+        (mine, theirs), node = other_driver.free_on_one_node(lab, api, (status_driver.name, other.name), "ST-08")
+        claim = ClaimBuilder("shared").request("mine", status_driver.device_class).request("other", other.device_class)
+        if status_driver.profile.claim_config is not None:
+            claim.opaque(status_driver.name, status_driver.profile.claim_config, requests=("mine",))
+        claims.create(api, namespace, claim)
+        builder = pods.PodBuilder("shared").with_claim("c", claim="shared")
+        builder.node_name = node
+        pods.create(api, namespace, builder)
+        pod = client.CoreV1Api(api).read_namespaced_pod("shared", namespace)
+        current = claims.read(api, namespace, "shared")
+        watched = claim_watch.Versions(api, namespace, "shared", current["metadata"]["resourceVersion"])
+        # The other driver's entry is there before either driver prepares: the driver under test
+        # writes after it, whichever order the kubelet calls them in.
+        theirs_entry = {"driver": other.name, "pool": theirs.pool, "device": theirs.name,
+                        "data": {"writtenBy": "dralab, as the other driver, before prepare"}}
+        claims.allocate_by_hand(api, current, [
+            {"request": "mine", "driver": status_driver.name, "pool": mine.pool, "device": mine.name},
+            {"request": "other", "driver": other.name, "pool": theirs.pool, "device": theirs.name}], node, pod,
+            devices=[theirs_entry])
+        try:
+            try:
+                pods.wait_phase(api, namespace, "shared")
+            except DriverFailure as e:
+                raise Blocked("KP-03", f"the drivers did not prepare the claim this check needs: {e}") from None
+            try:
+                wait_for(f"{status_driver.name}'s entry in claim shared", lambda: claims.device_status(
+                    claims.read(api, namespace, "shared"), status_driver.name), ENTRY_TIMEOUT)
+            except WaitTimeout:
+                pytest.skip(f"{status_driver.name} wrote no status entry for its device {mine.pool}/{mine.name} of claim "
+                            f"shared within {ENTRY_TIMEOUT}s of its pod running: no write of its to judge")
+            time.sleep(SETTLE)
+        finally:
+            versions = watched.stop()
+    evidence.observe("status.devices of claim shared, version by version",
+                     [{"resourceVersion": v["metadata"]["resourceVersion"],
+                       "entries": [(e["driver"], e["device"]) for e in claims.device_status(v)]} for v in versions])
+    removed = _others_removed(versions, status_driver.name)
+    assert not removed, (f"a write of claim shared's status.devices removed the entries {other.name} owns; the driver "
+                         f"under test wrote status for {mine.pool}/{mine.name}:\n" + "\n".join(removed))

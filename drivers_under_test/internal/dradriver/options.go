@@ -73,6 +73,7 @@ var Variants = map[string]string{
 	VariantUnresolvableCDIID:        "NodePrepareResources answers CDI device IDs with a suffix that no CDI spec on the node defines, while the specs are written as usual (breaks KP-03)",
 	VariantLeaveCDISpec:             "unprepare drops the claim from the checkpoint but leaves the driver's own CDI spec of the claim behind; metadata files and their specs go (breaks KP-06)",
 	VariantLeaveSocket:              "the DRA service socket dra.sock stays in the plugin data dir when the driver stops, so an uninstall leaves a socket behind (breaks KP-11)",
+	VariantReplaceStatus:            "a status write replaces status.devices with the driver's own entries, deleting those other drivers wrote for the claim (breaks ST-08)",
 	VariantAnyRequest:               "NodePrepareResources answers every device without its request names, which tells the kubelet that it serves all requests of the claim: a container using one request gets the CDI devices of the others (breaks KP-04, MD-04)",
 	VariantFailWholeCall:            "a NodePrepareResources call in which one claim fails is answered with an error for the whole call, not for that claim (breaks KP-09)",
 	VariantWedgeAfterError:          "once a claim has failed to prepare, every claim prepared later is answered with an error (breaks KP-09)",
@@ -98,6 +99,7 @@ const (
 	VariantLeaveCDISpec             = "leave-cdi-spec"
 	VariantLeaveSocket              = "leave-socket"
 	VariantAnyRequest               = "any-request"
+	VariantReplaceStatus            = "replace-status"
 	VariantFailWholeCall            = "fail-whole-call"
 	VariantWedgeAfterError          = "wedge-after-error"
 	VariantStrictUnprepare          = "strict-unprepare"

@@ -40,6 +40,9 @@ func (e DeviceStatus) entry(driver string) (resourceapi.AllocatedDeviceStatus, e
 // on this node, as its options choose: for every device or only the first (--status-devices),
 // with or without a Ready condition (--ready-condition). claim is as for WriteStatus.
 func (o *Options) WriteClaimStatus(ctx context.Context, client kubernetes.Interface, claim *resourceapi.ResourceClaim, entries []DeviceStatus) error {
+	if o.Variant.Is(VariantReplaceStatus) {
+		return writeStatus(ctx, client, o.DriverName, claim, o.reported(entries), false)
+	}
 	return WriteStatus(ctx, client, o.DriverName, claim, o.reported(entries))
 }
 
@@ -67,6 +70,11 @@ func ClaimRef(namespace, name string) *resourceapi.ResourceClaim {
 // to the status of a claim whose allocation holds a config without `requests` is refused with
 // "status.allocation: Invalid value: null: field cannot be modified once set".
 func WriteStatus(ctx context.Context, client kubernetes.Interface, driver string, claim *resourceapi.ResourceClaim, entries []DeviceStatus) error {
+	return writeStatus(ctx, client, driver, claim, entries, true)
+}
+
+// writeStatus is WriteStatus keeping other drivers' entries or, for the replace-status variant, not.
+func writeStatus(ctx context.Context, client kubernetes.Interface, driver string, claim *resourceapi.ResourceClaim, entries []DeviceStatus, keepOthers bool) error {
 	claims := client.ResourceV1().ResourceClaims(claim.Namespace)
 	current := claim.DeepCopy()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -82,7 +90,7 @@ func WriteStatus(ctx context.Context, client kubernetes.Interface, driver string
 		}
 		var devices []resourceapi.AllocatedDeviceStatus
 		for _, d := range current.Status.Devices {
-			if d.Driver != driver || !ours[[2]string{d.Pool, d.Device}] {
+			if (d.Driver != driver && keepOthers) || (d.Driver == driver && !ours[[2]string{d.Pool, d.Device}]) {
 				devices = append(devices, d)
 			}
 		}

@@ -2,6 +2,7 @@ package dradriver
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -45,8 +46,9 @@ func written(t *testing.T, args ...string) map[string]bool {
 		}
 		out[d.Device] = len(d.Conditions) == 1 && d.Conditions[0].Type == "Ready" && d.Conditions[0].Status == metav1.ConditionTrue
 	}
-	if len(claim.Status.Devices)-len(out) != 1 {
-		t.Errorf("the other driver's entry was not kept: %v", claim.Status.Devices)
+	kept := len(claim.Status.Devices) - len(out)
+	if replaced := slices.Contains(args, "--break="+VariantReplaceStatus); kept != 1 && !replaced || kept != 0 && replaced {
+		t.Errorf("args %v: the other driver's entries kept: %d of 1: %v", args, kept, claim.Status.Devices)
 	}
 	return out
 }
@@ -99,5 +101,11 @@ func TestStatusFromAStaleClaimIsReadAgain(t *testing.T) {
 	}
 	if len(stale.Status.Devices) != 1 {
 		t.Errorf("the caller's claim was modified: %v", stale.Status.Devices)
+	}
+}
+
+func TestReplaceStatusDeletesTheOtherDriversEntries(t *testing.T) {
+	if got := written(t, "--break="+VariantReplaceStatus); len(got) != 2 {
+		t.Errorf("entries (device: Ready) %v, want the driver's two", got)
 	}
 }
