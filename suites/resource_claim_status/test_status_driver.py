@@ -74,6 +74,7 @@ def test_rbac_grants_associated_node_not_arbitrary_node(api, status_driver: Driv
 # after that for a later write.
 ENTRY_TIMEOUT = 30
 SETTLE = 3
+POD_GONE_TIMEOUT = 90
 
 
 def _others_removed(versions: list[dict[str, Any]], driver: str) -> list[str]:
@@ -127,6 +128,10 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status
             time.sleep(SETTLE)
         finally:
             versions = watched.stop()
+            # Gone while both drivers run: each unprepares its part of the claim.
+            client.CoreV1Api(api).delete_namespaced_pod("shared", namespace)
+            wait_for("pod shared gone, its claim unprepared by both drivers", lambda: not client.CoreV1Api(api).list_namespaced_pod(
+                namespace, field_selector="metadata.name=shared").items, POD_GONE_TIMEOUT)
     evidence.observe("status.devices of claim shared, version by version",
                      [{"resourceVersion": v["metadata"]["resourceVersion"],
                        "entries": [(e["driver"], e["device"]) for e in claims.device_status(v)]} for v in versions])

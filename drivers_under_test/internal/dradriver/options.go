@@ -44,6 +44,8 @@ type Options struct {
 	ReadyCondition  bool
 	AttributeDomain string
 	Variant         *variant.Selected
+	// HealthStream: the driver implements WatchHealthStatus (KEP-4680); set by the driver, not a flag.
+	HealthStream bool
 }
 
 // What --status-devices takes.

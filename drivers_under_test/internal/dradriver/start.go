@@ -43,8 +43,9 @@ func (o *Options) Start(ctx context.Context, plugin kubeletplugin.DRAPlugin, cli
 		kubeletplugin.RegistrarDirectoryPath(filepath.Dir(o.RegistrationSocket())),
 		kubeletplugin.PluginDataDirectoryPath(o.PluginDataDir()),
 		kubeletplugin.CDIDirectory(o.CDIDir),
-		// Health is published by withdrawing devices from the slice, not over the health API.
-		kubeletplugin.HealthService(false),
+		// A driver that does not implement WatchHealthStatus tells of faults only by withdrawing
+		// devices from its slice: the kubelet is then not told to watch a health stream.
+		kubeletplugin.HealthService(o.HealthStream),
 		kubeletplugin.GRPCInterceptor(timePrepare),
 		// The drivers lock only what their claims share. Serialized, a node starting 8 pods at
 		// once queued each prepare behind the others' API writes and fsyncs (PF-06).
