@@ -1,6 +1,7 @@
 """The KP predicates on made-up observations: each catches what it names and passes what a correct
 driver may legitimately do (several slices per pool, an old generation on its way out, a device
-answered without CDI devices, specs shared by claims)."""
+answered without CDI devices, specs shared by claims, edits every device shares, a fault told
+through the slice or the health stream)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from suites.framework import dra_checkpoint
 from suites.framework.dra_checkpoint import PreparedClaim, PreparedDevice
 from suites.framework.pods import ObservationFailed
-from suites.kubelet_plugin import contract, isolation
+from suites.kubelet_plugin import contract, isolation, observe
+from suites.kubelet_plugin.health import Seen
 
 DRIVER = "gpu.vendor.example"
 UID = "6a1f0c2e-0000-4000-8000-000000000001"
@@ -148,3 +150,28 @@ def test_the_observation_script_output_parses() -> None:
     out = "A=1\0B=2\0" + isolation.SEPARATOR + "22 1 0:5 / /meta/r1 ro - tmpfs x rw\n" + isolation.SEPARATOR + "/dev/gpu0\n"
     seen = isolation.parse_seen(out, ["/dev/gpu0", "/dev/gpu1"])
     assert seen.env == {"A=1", "B=2"} and seen.mounts == {"/meta/r1"} and seen.device_nodes == {"/dev/gpu0"}
+
+
+# KP-09, KP-05: the node-local pools a device is allocated from by hand -----------------------
+
+def test_node_pools_take_the_newest_generation_and_leave_out_pools_of_no_node() -> None:
+    slices = [slice_("a", "node-1", ["gpu-0"], generation=2, count=2), slice_("b", "node-1", ["gpu-1"], generation=2, count=2),
+              slice_("old", "node-1", ["gpu-9"], generation=1), slice_("net", "fabric", ["link-0"], node=None),
+              slice_("c", "node-2/pool-0", ["gpu-0"], node="node-2")]
+    assert observe.node_pools(slices) == [observe.NodePool("node-1", "node-1", frozenset({"gpu-0", "gpu-1"})),
+                                          observe.NodePool("node-2", "node-2/pool-0", frozenset({"gpu-0"}))]
+
+
+# KP-10: how a fault shows --------------------------------------------------------------------
+
+def test_a_fault_shows_in_the_pod_or_the_slice_and_clears_where_it_showed() -> None:
+    assert Seen(("Unknown",), "published").unhealthy() is None
+    assert "Unhealthy" in Seen(("Unhealthy",), "published").unhealthy()
+    assert Seen(("Unknown",), "withdrawn").unhealthy() == "the device is withdrawn in the slice"
+    assert Seen(("Unknown",), "tainted").unhealthy() == "the device is tainted in the slice"
+    # Told through the stream: healthy again only once the pod says Healthy.
+    assert not Seen(("Unknown",), "published").healthy(stream=True)
+    assert Seen(("Healthy",), "published").healthy(stream=True)
+    # Told through the slice: published again, the pod never told Unhealthy.
+    assert Seen(("Unknown",), "published").healthy(stream=False)
+    assert not Seen(("Unknown",), "withdrawn").healthy(stream=False)
