@@ -205,14 +205,12 @@ def _why_not_started(s: Scenario, event: str, dirs: tuple[str, ...], evidence: E
     """The driver's part in container main not starting again after the restart, from what the
     kubelet and the runtime said; None if they blame nothing of the driver's. The driver's own CDI
     devices unresolved are KP-07's FAIL, which blocks this check."""
-    core = client.CoreV1Api(s.api)
-    pod = core.read_namespaced_pod(s.pod, s.namespace)
-    status = next((c for c in pod.status.container_statuses or [] if c.name == "main"), None)
-    events = core.list_namespaced_event(s.namespace, field_selector=f"involvedObject.name={s.pod}").items
-    evidence.add(f"container main after the {event}", s.api.sanitize_for_serialization(status))
+    evidence.add(f"container main after the {event}",
+                 s.api.sanitize_for_serialization(restarts.container_status(s.api, s.namespace, s.pod, "main")))
     evidence.add(f"events of pod {s.pod}", pods.events(s.api, s.namespace, s.pod))
+    unresolved, refusal = restarts.refused_start(s.api, s.namespace, s.pod)
     claim = f"{s.namespace}/{s.claim_name}"
-    if (unresolved := restarts.unresolved_cdi(status, events)) is not None and f"{s.driver.name}/metadata=" not in unresolved:
+    if unresolved is not None and f"{s.driver.name}/metadata=" not in unresolved:
         raise Blocked("KP-07", f"after the {event} the driver's own CDI devices of claim {claim} resolve to no spec, "
                       f"so container main cannot start to show its metadata: {unresolved}")
     if unresolved is not None:
@@ -225,9 +223,8 @@ def _why_not_started(s: Scenario, event: str, dirs: tuple[str, ...], evidence: E
                              f"prepared again, but container main cannot start, its CDI devices resolving to no spec in "
                              f"{', '.join(dirs)} on {s.node}: {unresolved}")
     # Else the driver refused to prepare the claim again (the kubelet names its last refusal).
-    if (refusal := pods.prepare_refusal(s.api, s.namespace, s.pod)) is not None:
-        return DriverFailure(f"after the {event} the driver refused to prepare claim {claim} again: "
-                             f"{refusal.reason}: {refusal.message}")
+    if refusal is not None:
+        return DriverFailure(f"after the {event} the driver refused to prepare claim {claim} again: {refusal}")
     return None
 
 

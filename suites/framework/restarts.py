@@ -8,6 +8,7 @@ from kubernetes import client
 
 from clusters.providers import Lab
 from suites.framework.node_files import NAMESPACE as NODE_FILES_NAMESPACE
+from suites.framework.pods import prepare_refusal
 from suites.framework.waits import wait_for
 
 # What each case restarts, as the messages name it.
@@ -27,6 +28,16 @@ def unresolved_cdi(status: client.V1ContainerStatus | None, events: list[client.
     said = [status.state.waiting.message] if status and status.state and status.state.waiting else []
     said += [e.message for e in reversed(events) if e.type == "Warning"]
     return next((m for m in said if m and UNRESOLVABLE in m), None)
+
+
+def refused_start(api: client.ApiClient, namespace: str, pod: str, container: str = "main") -> tuple[str | None, str | None]:
+    """Why `container` does not start again, in words that blame the driver: the runtime's about
+    CDI devices no spec defines, else the kubelet's last event of the driver refusing to prepare."""
+    events = client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}").items
+    if unresolved := unresolved_cdi(container_status(api, namespace, pod, container), events):
+        return unresolved, None
+    refusal = prepare_refusal(api, namespace, pod)
+    return None, refusal and f"{refusal.reason}: {refusal.message}"
 
 
 def container_status(api: client.ApiClient, namespace: str, pod: str, container: str) -> client.V1ContainerStatus | None:

@@ -325,13 +325,13 @@ def _claim_problems(lab: Lab, api, files: NodeFiles, driver: DriverUnderTest, no
 def _why_not_started(api, namespace: str, pod: str, event: str) -> AssertionError | None:
     """The driver's part in a container not starting again after `event`, from what the runtime
     and the kubelet said; None if they blame nothing of the driver's."""
-    events = client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}").items
-    if (unresolved := restarts.unresolved_cdi(restarts.container_status(api, namespace, pod, "main"), events)):
+    unresolved, refusal = restarts.refused_start(api, namespace, pod)
+    if unresolved:
         return AssertionError(f"after the {event} the claim of pod {namespace}/{pod} was prepared again, but its CDI "
                               f"devices resolve to no spec, so container main cannot start: {unresolved}")
-    if (refusal := pods.prepare_refusal(api, namespace, pod)) is not None:
+    if refusal:
         return AssertionError(f"after the {event} the driver refused to prepare the claim of pod {namespace}/{pod} "
-                              f"again: {refusal.reason}: {refusal.message}")
+                              f"again: {refusal}")
     return None
 
 
