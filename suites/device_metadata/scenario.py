@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
-
-from kubernetes import client
+from typing import Any, Iterator
 
 from clusters.providers import Lab
 from suites.device_metadata import paths
@@ -25,7 +23,6 @@ from suites.framework.evidence import Evidence
 from suites.framework.metadata_file import MetadataStream, parse_stream
 from suites.framework.node_files import NodeFiles
 from suites.framework.verdicts import Blocked, require
-from suites.framework.waits import wait_for
 
 SLEEP = ["sh", "-c", "sleep 3600"]
 LIST_FILES = f"find {paths.CONTAINER_ROOT} -type f 2>/dev/null | sort"  # an init container's log
@@ -99,22 +96,6 @@ class Scenario:
         kind = " -type f" if only_files else ""
         script = "".join(f"if [ -e {r} ]; then find {r}{kind}; fi; " for r in roots)
         return sorted((self.observe(container_name, script) or "").split())
-
-    def restarted(self, container_name: str, action: Callable[[], object], timeout: float = 120) -> None:
-        """Do `action`, then wait until the container has been started anew and is ready."""
-        core = client.CoreV1Api(self.api)
-
-        def status() -> client.V1ContainerStatus:
-            pod = core.read_namespaced_pod(self.pod, self.namespace)
-            return next(c for c in pod.status.container_statuses if c.name == container_name)
-        before = status().restart_count
-        action()
-        wait_for(f"container {container_name} of pod {self.namespace}/{self.pod} started anew and ready",
-                 lambda: status().restart_count > before and status().ready, timeout)
-
-    @property
-    def pod_uid(self) -> str:
-        return client.CoreV1Api(self.api).read_namespaced_pod(self.pod, self.namespace).metadata.uid
 
     def read_in(self, container_name: str, path: str) -> str | None:
         """The file's content in the container, None if it has no such file."""

@@ -223,6 +223,15 @@ def create_with_claim(api: client.ApiClient, namespace: str, claim: ClaimBuilder
     create(api, namespace, builder)
 
 
+def create_bound(api: client.ApiClient, namespace: str, pod: PodBuilder, node: str) -> client.V1Pod:
+    """Create `pod` bound to `node` by spec.nodeName (no scheduler: for claims allocated by hand,
+    claims.allocate_by_hand), tolerating any taint; the pod as created, with its UID."""
+    pod.node_name = node
+    pod.tolerations.append({"operator": "Exists"})
+    create(api, namespace, pod)
+    return client.CoreV1Api(api).read_namespaced_pod(pod.name, namespace)
+
+
 def allocate_through(api: client.ApiClient, namespace: str, claim: ClaimBuilder, node: str | None, pod: str,
                      timeout: float = 60) -> dict[str, Any]:
     """The claim as read once the scheduler has allocated it for pod `pod` (create_with_claim).

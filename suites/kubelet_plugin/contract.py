@@ -15,18 +15,26 @@ def _pool(slice_: dict[str, Any]) -> str:
     return slice_["spec"]["pool"]["name"]
 
 
-def slice_problems(slices: list[dict[str, Any]], nodes: set[str]) -> list[str]:
-    """KP-02 over one driver's ResourceSlices: within each pool, the slices of its newest
-    generation are as many as each says (resourceSliceCount), device names are unique across
-    them, and a node-local slice names an existing node, the same for the whole pool. Slices of
-    older generations are on their way out (the API reference: consumers ignore them)."""
+def current_pools(slices: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each pool's slices of its newest generation, by pool name, sorted: slices of older
+    generations are on their way out (the API reference: consumers ignore them)."""
     by_pool: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in slices:
         by_pool[_pool(s)].append(s)
-    problems = []
+    current = {}
     for pool, members in sorted(by_pool.items()):
         newest = max(s["spec"]["pool"]["generation"] for s in members)
-        current = [s for s in members if s["spec"]["pool"]["generation"] == newest]
+        current[pool] = [s for s in members if s["spec"]["pool"]["generation"] == newest]
+    return current
+
+
+def slice_problems(slices: list[dict[str, Any]], nodes: set[str]) -> list[str]:
+    """KP-02 over one driver's ResourceSlices: within each pool, the slices of its newest
+    generation are as many as each says (resourceSliceCount), device names are unique across
+    them, and a node-local slice names an existing node, the same for the whole pool."""
+    problems = []
+    for pool, current in current_pools(slices).items():
+        newest = current[0]["spec"]["pool"]["generation"]
         counts = {s["spec"]["pool"]["resourceSliceCount"] for s in current}
         if counts != {len(current)}:
             problems.append(f"pool {pool!r} generation {newest}: {len(current)} slice(s) "

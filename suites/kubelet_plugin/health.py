@@ -11,7 +11,7 @@ from kubernetes import client
 
 from clusters.providers import Lab
 from fake_hardware.lab import HardwareLab
-from suites.kubelet_plugin import observe
+from suites.kubelet_plugin import contract, observe
 
 
 def emulated_gpu(lab: Lab, node: str, device: dict[str, Any]) -> str | None:
@@ -25,10 +25,8 @@ def emulated_gpu(lab: Lab, node: str, device: dict[str, Any]) -> str | None:
 
 def published(api: client.ApiClient, driver: str, pool: str, name: str) -> dict[str, Any] | None:
     """The device as the driver's slices of its pool's newest generation publish it, None if they do not."""
-    slices = [s for s in observe.driver_slices(api, driver) if s["spec"]["pool"]["name"] == pool]
-    newest = max((s["spec"]["pool"]["generation"] for s in slices), default=None)
-    return next((d for s in slices if s["spec"]["pool"]["generation"] == newest
-                 for d in s["spec"].get("devices") or [] if d["name"] == name), None)
+    current = contract.current_pools(observe.driver_slices(api, driver)).get(pool, [])
+    return next((d for s in current for d in s["spec"].get("devices") or [] if d["name"] == name), None)
 
 
 @dataclass(frozen=True)

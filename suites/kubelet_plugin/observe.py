@@ -15,6 +15,7 @@ from suites.framework.dra_checkpoint import PreparedClaim
 from suites.framework.node_files import NodeFiles
 from suites.framework.pods import ObservationFailed
 from suites.framework.waits import wait_for
+from suites.kubelet_plugin import contract
 
 # Slices are read until two reads this far apart agree: a driver republishing (a new generation)
 # is judged on what it settles on, not on a read in the middle of the update.
@@ -49,17 +50,11 @@ class NodePool:
 
 def node_pools(slices: list[dict[str, Any]]) -> list[NodePool]:
     """The driver's node-local pools (the slices of their newest generation), by node then pool name."""
-    by_pool: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for s in slices:
-        if s["spec"].get("nodeName"):
-            by_pool.setdefault((s["spec"]["nodeName"], s["spec"]["pool"]["name"]), []).append(s)
-    pools = []
-    for (node, pool), members in sorted(by_pool.items()):
-        newest = max(s["spec"]["pool"]["generation"] for s in members)
-        names = {d["name"] for s in members if s["spec"]["pool"]["generation"] == newest
-                 for d in s["spec"].get("devices") or []}
-        pools.append(NodePool(node, pool, frozenset(names)))
-    return pools
+    pools = [NodePool(node, pool, frozenset(d["name"] for s in current if s["spec"].get("nodeName") == node
+                                            for d in s["spec"].get("devices") or []))
+             for pool, current in contract.current_pools(slices).items()
+             for node in {s["spec"]["nodeName"] for s in current if s["spec"].get("nodeName")}]
+    return sorted(pools, key=lambda p: (p.node, p.pool))
 
 
 def node_names(api: client.ApiClient) -> set[str]:

@@ -168,11 +168,7 @@ def _unpreparable(api, driver: DriverUnderTest, namespace: str, name: str, at: o
     """A pod bound to `at.node` whose claim dralab allocated, as the scheduler would, to a device
     that the driver's pool there does not publish: a claim no correct driver can prepare."""
     claims.create(api, namespace, driver.claim(name))
-    builder = pods.PodBuilder(name).with_claim("c", claim=name)
-    builder.node_name = at.node
-    builder.tolerations.append({"operator": "Exists"})
-    pods.create(api, namespace, builder)
-    pod = client.CoreV1Api(api).read_namespaced_pod(name, namespace)
+    pod = pods.create_bound(api, namespace, pods.PodBuilder(name).with_claim("c", claim=name), at.node)
     claims.allocate_by_hand(api, claims.read(api, namespace, name),
                             [{"request": "dev", "driver": driver.name, "pool": at.pool, "device": ABSENT_DEVICE}],
                             at.node, pod)

@@ -109,10 +109,7 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status
         if status_driver.profile.claim_config is not None:
             claim.opaque(status_driver.name, status_driver.profile.claim_config, requests=("mine",))
         claims.create(api, namespace, claim)
-        builder = pods.PodBuilder("shared").with_claim("c", claim="shared")
-        builder.node_name = node
-        pods.create(api, namespace, builder)
-        pod = client.CoreV1Api(api).read_namespaced_pod("shared", namespace)
+        pod = pods.create_bound(api, namespace, pods.PodBuilder("shared").with_claim("c", claim="shared"), node)
         current = claims.read(api, namespace, "shared")
         watched = claim_watch.Versions(api, namespace, "shared", current["metadata"]["resourceVersion"])
         # The other driver's entry is there before either driver prepares: the driver under test
