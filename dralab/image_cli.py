@@ -22,7 +22,7 @@ import click
 
 from clusters.errors import BadInput
 from clusters.progress import console
-from clusters.provision import _c_library_files, images
+from clusters.provision import c_library_files, images
 
 EXAMPLE_TAG = "registry.acme.example/gpu-driver:1.0"
 EXAMPLE_ENTRYPOINT = "/usr/bin/gpu-kubeletplugin"
@@ -176,7 +176,7 @@ def _shared_libraries(files: dict[str, Path], architecture: str) -> dict[str, Pa
 
 def _ldd(binary: Path) -> dict[str, Path]:
     try:
-        return _c_library_files([binary])
+        return c_library_files([binary])
     except FileNotFoundError:
         raise BadInput(f"{binary} is dynamically linked and ldd, which finds its libraries, is not installed: "
                        "install it (Debian: libc-bin), or build the binary static (Go: CGO_ENABLED=0)") from None

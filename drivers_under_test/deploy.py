@@ -27,6 +27,7 @@ from clusters.providers import Lab
 from drivers_under_test import evidence
 from drivers_under_test.helm_chart import render_chart
 from drivers_under_test.evidence import PROFILE_LABEL
+from drivers_under_test.from_module import image_archive
 from drivers_under_test.profile import WORKLOAD_KINDS, ContainerSettings, DriverProfile, SysfsExposure
 from drivers_under_test.publication import Settling
 from fake_hardware.exposure import driver_root_mounts, standard_sysfs_mounts, sysfs_root_mount
@@ -240,14 +241,19 @@ def drivers_image(lab: Lab) -> str:
     return lab_parameters(lab)["DRIVERS_IMAGE"]
 
 
+def image_archives(profile: DriverProfile, drivers_archive: Path) -> list[Path]:
+    """The archive of each of the profile's images; `build` images built when not cached."""
+    return [drivers_archive if i.reference else profile.path(i.archive) if i.archive
+            else image_archive(profile.name, profile.module, i.build)  # type: ignore[arg-type]  # validated
+            for i in profile.images]
+
+
 def _import_images(lab: Lab, profile: DriverProfile) -> None:
     if lab.import_images is None:
         console.print(f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the cluster's "
                       f"nodes must already have the images of driver profile {profile.name}")
         return
-    tools = _tools(lab)
-    archives = [tools.drivers_image.archive if i.reference else profile.path(i.archive)
-                for i in profile.images if i.reference or i.archive]
+    archives = image_archives(profile, _tools(lab).drivers_image.archive)
     with step(f"Importing {len(archives)} image(s) of {profile.name} into {len(lab.nodes)} node(s)"):
         lab.import_images(archives)
 

@@ -72,7 +72,7 @@ def _helm_template(profile: DriverProfile, values: list[dict[str, Any]], helm: P
             files[-1].write_text(yaml.safe_dump(doc))
         # helm's own homes in the temporary directory: no repositories, plugins or cache of the user's.
         env = {**os.environ, **{f"HELM_{d}_HOME": str(Path(tmp) / d.lower()) for d in ("CACHE", "CONFIG", "DATA")}}
-        return subprocess.run([str(helm), "template", profile.name, str(profile.path(profile.chart.path)),
+        return subprocess.run([str(helm), "template", profile.name, str(profile.chart_path()),
                                f"--namespace={profile.namespace}", "--include-crds",
                                f"--kube-version={versions.KUBERNETES}", *(f"--values={f}" for f in files)],
                               capture_output=True, text=True, env=env, timeout=120)
@@ -95,7 +95,7 @@ def render_chart(profile: DriverProfile, params: Mapping[str, str],
     from clusters.provision import helm
 
     assert profile.chart is not None
-    chart = profile.path(profile.chart.path)
+    chart = profile.chart_path()
     values, problems = _values(profile, params, variant)
     try:
         helm_binary = helm()

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from clusters.errors import BadInput
 from clusters.yaml_profiles import load_yaml, profile_path, validated
+from drivers_under_test.from_module import BuiltImage, GoModule, module_dir
 from fake_hardware.profile import node_profile_path
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
@@ -74,15 +75,17 @@ class Model(BaseModel):
 
 class Image(Model):
     """An image to import into every node: a tarball (OCI layout or docker-archive) the vendor
-    brings, or `reference: drivers`, dralab's own reference-driver image built by provision."""
+    brings, `reference: drivers` (dralab's own reference-driver image built by provision), or
+    `build`, assembled by dralab from the profile's module."""
 
     archive: Path | None = None
     reference: str | None = None
+    build: BuiltImage | None = None
 
     @model_validator(mode="after")
     def _one(self) -> "Image":
-        if (self.archive is None) == (self.reference is None):
-            raise ValueError("give exactly one of archive (a tarball path) or reference: drivers")
+        if [self.archive, self.reference, self.build].count(None) != 2:
+            raise ValueError("give exactly one of archive (a tarball path), reference: drivers, or build")
         if self.reference not in (None, "drivers"):
             raise ValueError(f"reference {self.reference!r}: the only reference image is 'drivers'")
         return self
@@ -94,7 +97,10 @@ class Chart(Model):
     with the profile's manifests, CRDs first. Values are templates as manifests are: `${NAME}`
     takes the profile's parameters and the lab's."""
 
-    path: Path = Field(description="the chart directory or packaged chart (.tgz), relative to the profile file")
+    path: Path = Field(description="the chart directory or packaged chart (.tgz), relative to the profile file "
+                       "(to the module's root with inModule)")
+    in_module: bool = Field(default=False, alias="inModule",
+                            description="the chart is the one in the profile's module, at path in it")
     values_files: list[Path] = Field(default_factory=list, alias="valuesFiles",
                                      description="values files, relative to the profile file; a later one wins")
     values: dict[str, Any] = Field(default_factory=dict, description="values that win over the valuesFiles")
@@ -216,6 +222,8 @@ class DriverProfile(Model):
     manifests: list[Path] = Field(default_factory=list, description="manifest templates, relative to the profile "
                                   "file; ${NAME} takes the profile's parameters and the lab's")
     chart: Chart | None = None
+    module: GoModule | None = Field(default=None, description=(
+        "the Go module dralab builds the `build` images from and takes an inModule chart from"))
     containers: list[ContainerSettings] = Field(default_factory=list, description=(
         "env and args for named containers of the rendered workloads (a variant's follow)"))
     parameters: dict[str, str] = Field(default_factory=dict)
@@ -252,6 +260,10 @@ class DriverProfile(Model):
         if not self.needs_hardware and self.driver_root:
             raise ValueError("driverRoot mounts the emulated GPUs' NVIDIA driver root, and hardware is none: "
                              "drop driverRoot, or name a hardware profile with GPUs")
+        built = [i for i in self.images if i.build is not None]
+        if (built or (self.chart and self.chart.in_module)) and self.module is None:
+            raise ValueError("build images and a chart inModule come from the profile's module: give module "
+                             "(path and version)")
         if not self.manifests and self.chart is None:
             raise ValueError("give the driver's manifests, its chart, or both")
         valued = [n for n, v in self.variants.items() if v.chart_values]
@@ -274,6 +286,20 @@ class DriverProfile(Model):
 
     def path(self, relative: Path) -> Path:
         return relative if relative.is_absolute() else self.source.parent / relative
+
+    def chart_path(self) -> Path:
+        """The chart directory or packaged chart: the profile's own, or the one in its module
+        (downloaded through the Go module proxy first)."""
+        assert self.chart is not None
+        if not self.chart.in_module:
+            return self.path(self.chart.path)
+        assert self.module is not None
+        chart = module_dir(self.module.path, self.module.version) / self.chart.path
+        if not (chart / "Chart.yaml").is_file() and not chart.is_file():
+            raise BadInput(f"driver profile {self.source}: chart {self.chart.path} is not a chart in module "
+                           f"{self.module.path}@{self.module.version} ({chart} has no Chart.yaml): give its path "
+                           "relative to the module's root")
+        return chart
 
     def variant(self, name: str | None) -> Variant | None:
         if name is None:
@@ -341,7 +367,7 @@ class DriverProfile(Model):
         files += [("values file", v) for v in (self.chart.values_files if self.chart else [])]
         problems = [f"driver profile {self.source}: {what} {self.path(p)} does not exist (paths are relative to "
                     "the profile file)" for what, p in files if not self.path(p).is_file()]
-        chart = self.path(self.chart.path) if self.chart else None
+        chart = self.path(self.chart.path) if self.chart and not self.chart.in_module else None
         if chart is not None and not (chart / "Chart.yaml").is_file() and not chart.is_file():
             problems.append(f"driver profile {self.source}: chart {chart} is neither a chart directory (with "
                             "Chart.yaml) nor a packaged chart (paths are relative to the profile file)")

@@ -85,10 +85,14 @@ def _rendering_problems(profile: DriverProfile) -> list[str]:
     the profile's use): template and chart problems, and container settings that name nothing
     rendered; a problem the variants share is listed once."""
     chart = profile.chart
-    # A missing manifest, chart or values file is in reference_problems.
-    chart_found = chart is not None and profile.path(chart.path).exists() and all(
-        profile.path(v).is_file() for v in chart.values_files)
     problems: list[str] = []
+    # A missing manifest, chart or values file is in reference_problems; a chart of the module is
+    # found once the module is downloaded.
+    try:
+        chart_found = chart is not None and profile.chart_path().exists() and all(
+            profile.path(v).is_file() for v in chart.values_files)
+    except BadInput as e:
+        chart_found, problems = False, [str(e)]
     for r in profile.renderings(LAB_EXAMPLE, [None, *profile.variants]):
         found = [profile.read_manifest(m, r.params) for m in r.manifests if profile.path(m).is_file()]
         if chart_found:

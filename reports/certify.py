@@ -26,6 +26,7 @@ from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OF
                                          scale)
 from clusters.progress import console, run_logged
 from drivers_under_test.profile import NO_HARDWARE, Capability, DriverProfile
+from drivers_under_test.deploy import image_archives
 from drivers_under_test.validate import validate_or_raise
 from reports.report import EXIT_CODES, INCOMPLETE, NOTHING, build, first_message, last_line, read_junit, write
 from suites import catalogue
@@ -140,9 +141,9 @@ def environment(cluster: str, drivers: list[DriverProfile], variant: str | None,
     reference = provision(offline=True).drivers_image
     env: dict[str, object] = {"suites": selected, "cluster": cluster, **versions.ALL,
                               "driver profiles": [str(d.source) for d in drivers] or "the reference drivers",
-                              "driver images": [f"{reference.ref} {reference.digest}" if image.reference else
-                                                f"{d.path(image.archive)} sha256:{_sha256(d.path(image.archive))}"
-                                                for d in drivers for image in d.images]
+                              "driver images": [f"{reference.ref} {reference.digest}" if archive == reference.archive
+                                                else f"{archive} sha256:{_sha256(archive)}"
+                                                for d in drivers for archive in image_archives(d, reference.archive)]
                               or [f"{reference.ref} {reference.digest}"]}
     if variant:
         env["driver variant"] = variant

@@ -32,7 +32,7 @@ from clusters.errors import BadInput, LabBroken
 from clusters.kind import engine
 from clusters.kind.recipes import COREDNS, KIND, KUBEADM
 from clusters.progress import run_logged, step
-from clusters.provision import Toolchain, _c_library_files, _ensure_go, _prune, cache_root, images
+from clusters.provision import Toolchain, c_library_files, ensure_go, _prune, cache_root, images
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -83,7 +83,7 @@ def _kube_layer_spec(tools: Toolchain, ref: str, component: str) -> images.Image
     return images.ImageSpec(
         ref=ref,
         files={"/usr/local/bin/kube": tools.kube("kube"), str(XTABLES): XTABLES, "/usr/sbin/conntrack": conntrack,
-               **plugins, **_c_library_files([XTABLES, conntrack, *plugins.values()])},
+               **plugins, **c_library_files([XTABLES, conntrack, *plugins.values()])},
         symlinks={**{f"/usr/local/bin/{c}": "kube" for c in KUBE_COMPONENTS},
                   **{f"/usr/sbin/{n}": XTABLES.name for n in IPTABLES_NAMES}},
         dirs=("/tmp", "/run", "/var/lib", "/etc"), entrypoint=[f"/usr/local/bin/{component}"])
@@ -226,9 +226,9 @@ def _preload(rootfs: Path, tools: Toolchain, archives: list[Path], log: Path) ->
 
 def build(tools: Toolchain, offline: bool = False) -> NodeImage:
     """The node image's rootfs tarball, from the cache or built (a few minutes, cold)."""
-    kubeadm = _ensure_go(KUBEADM, offline) / "kubeadm"
-    coredns = _ensure_go(COREDNS, offline) / "coredns"
-    kind = _ensure_go(KIND, offline) / "kind"
+    kubeadm = ensure_go(KUBEADM, offline) / "kubeadm"
+    coredns = ensure_go(COREDNS, offline) / "coredns"
+    kind = ensure_go(KIND, offline) / "kind"
     key = _key(tools, kubeadm, coredns, kind)
     ref = f"dralab.dev/kind-node:{versions.KUBERNETES}-{key}"
     out = cache_root() / "kind" / f"node-{versions.KUBERNETES}-{key}.tar"
@@ -263,7 +263,7 @@ def build(tools: Toolchain, offline: bool = False) -> NodeImage:
 
 
 def kind_binary(offline: bool = False) -> Path:
-    return _ensure_go(KIND, offline) / "kind"
+    return ensure_go(KIND, offline) / "kind"
 
 
 def docker_import(image: NodeImage, docker: str, log: Path) -> None:

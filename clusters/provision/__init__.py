@@ -134,7 +134,7 @@ def _ensure_allure(offline: bool) -> Path:
     return cli
 
 
-def _ensure_go(recipe: GoRecipe, offline: bool) -> Path:
+def ensure_go(recipe: GoRecipe, offline: bool) -> Path:
     out = _component_dir(recipe)
     if out.is_dir():
         os.utime(out)  # in use: not stale for _prune
@@ -183,7 +183,7 @@ def _busybox_applets() -> list[str]:
     return [a for a in out.split() if a != "busybox"]
 
 
-def _c_library_files(binaries: Iterable[Path]) -> dict[str, Path]:
+def c_library_files(binaries: Iterable[Path]) -> dict[str, Path]:
     """What the dynamically linked binaries load at start (libc, the loader), at the paths they name."""
     files = {}
     for binary in binaries:
@@ -197,39 +197,40 @@ def image_specs(pause: Path, built: Path, built_cgo: Path) -> list[images.ImageS
     """The pause image, the workload image and the reference drivers' image (busybox for a shell)."""
     applets = {f"/bin/{a}": "busybox" for a in _busybox_applets()}
     cgo_binaries = {f"/usr/local/bin/{name}": built_cgo / name for name in CGO_DRIVER_BINARIES}
-    base_dirs = ("/tmp", "/etc", "/proc", "/sys", "/dev", "/var/run")
     return [
         images.ImageSpec(ref=versions.PAUSE_IMAGE, files={"/pause": pause}, entrypoint=["/pause"]),
         images.ImageSpec(
             ref=versions.WORKLOAD_IMAGE,
             files={"/bin/busybox": Path("/bin/busybox"),
                    "/usr/local/bin/incluster-whoami": built / "incluster-whoami"},
-            symlinks=applets, dirs=base_dirs, cmd=["/bin/sh"],
+            symlinks=applets, dirs=images.BASE_DIRS, cmd=["/bin/sh"],
         ),
         images.ImageSpec(
             ref=f"{versions.DRIVERS_IMAGE_REPO}:{built.name.rsplit('-', 1)[1]}",
             files={"/bin/busybox": Path("/bin/busybox"),
                    **{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES},
-                   **cgo_binaries, **_c_library_files(cgo_binaries.values())},
-            symlinks=applets, dirs=base_dirs, cmd=["/bin/sh"],
+                   **cgo_binaries, **c_library_files(cgo_binaries.values())},
+            symlinks=applets, dirs=images.BASE_DIRS, cmd=["/bin/sh"],
         ),
     ]
 
 
+def store_image(spec: images.ImageSpec) -> Image:
+    """`spec`'s archive in the cache, named by its digest; older builds of the image pruned."""
+    archive, digest = images.oci_archive(spec)
+    path = cache_root() / "images" / f"{spec.ref.rsplit('/', 1)[-1].replace(':', '_')}-{digest[7:19]}.tar"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.with_suffix(".partial").write_bytes(archive)
+        path.with_suffix(".partial").rename(path)
+        _prune(path.parent.glob(f"{path.name.split('_')[0]}_*.tar"), keep=path)  # older builds of this image
+    else:
+        os.utime(path)  # in use: not stale for _prune
+    return Image(spec.ref, path, digest)
+
+
 def _ensure_images(pause: Path, built: Path, built_cgo: Path) -> tuple[Image, ...]:
-    result = []
-    for spec in image_specs(pause, built, built_cgo):
-        archive, digest = images.oci_archive(spec)
-        path = cache_root() / "images" / f"{spec.ref.rsplit('/', 1)[-1].replace(':', '_')}-{digest[7:19]}.tar"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.with_suffix(".partial").write_bytes(archive)
-            path.with_suffix(".partial").rename(path)
-            _prune(path.parent.glob(f"{path.name.split('_')[0]}_*.tar"), keep=path)  # older builds of this image
-        else:
-            os.utime(path)  # in use: not stale for _prune
-        result.append(Image(spec.ref, path, digest))
-    return tuple(result)
+    return tuple(store_image(spec) for spec in image_specs(pause, built, built_cgo))
 
 
 def provision(offline: bool = False) -> Toolchain:
@@ -238,7 +239,7 @@ def provision(offline: bool = False) -> Toolchain:
         raise BadInput("dralab provision installs Debian packages and must run as root (try: sudo dralab provision)")
     cache_root().mkdir(parents=True, exist_ok=True)
     _ensure_debian_packages(offline)
-    dirs = {r.name: _ensure_go(r, offline) for r in GO_RECIPES}
+    dirs = {r.name: ensure_go(r, offline) for r in GO_RECIPES}
     pause = _pause_binary(offline)
     imgs = _ensure_images(pause, dirs[DRIVERS_UNDER_TEST.name], dirs[DRIVERS_WITH_CGO.name])
     return Toolchain(
@@ -252,7 +253,7 @@ def provision(offline: bool = False) -> Toolchain:
 def helm() -> Path:
     """The pinned helm, which renders the charts driver profiles name; BadInput naming the fix
     when `dralab provision` has not built it."""
-    return _ensure_go(HELM, offline=True) / "helm"
+    return ensure_go(HELM, offline=True) / "helm"
 
 
 def check_toolchain_usable(tools: Toolchain) -> None:

@@ -67,7 +67,7 @@ RUNC = GoRecipe(
 
 # Our own Go module under drivers_under_test/: the reference drivers, the workload image's
 # helpers and the probes the lab's e2e tests attach to a node.
-DRIVER_BINARIES = ("vf-dra-driver", "fake-gpu-plugin", "dp-probe")
+DRIVER_BINARIES = ("vf-dra-driver", "fake-gpu-plugin", "dp-probe", "dra-probe")
 DRIVERS_UNDER_TEST = GoRecipe(
     name="drivers-under-test",
     version="local",

@@ -95,14 +95,20 @@ def go_version() -> str:
     return _go_version
 
 
-def module_gomod(module: str, version: str) -> str:
-    """The go.mod of a module version, through the Go module proxy (and its local cache)."""
+def download(module: str, version: str) -> dict[str, str]:
+    """A module version through the Go module proxy (and its local cache): `go mod download
+    -json`'s answer, with Dir (the source tree, read-only) and GoMod."""
     out = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=Path.home())  # no go.mod of a checkout in the way
     info = json.loads(out.stdout or "{}")
-    if out.returncode != 0 or "GoMod" not in info:
+    if out.returncode != 0 or "Dir" not in info:
         raise LabBroken(f"cannot download {module}@{version}: {info.get('Error') or out.stderr.strip()}")
-    return Path(info["GoMod"]).read_text()
+    return info
+
+
+def module_gomod(module: str, version: str) -> str:
+    """The go.mod of a module version, through the Go module proxy."""
+    return Path(download(module, version)["GoMod"]).read_text()
 
 
 def build(recipe: GoRecipe, out_dir: Path, work_dir: Path, log: Path) -> None:

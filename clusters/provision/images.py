@@ -21,6 +21,8 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"
 DEFAULT_PATH = "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+# Where the runtime mounts (proc, sys, dev, run) and where programs expect to write (tmp).
+BASE_DIRS = ("/tmp", "/etc", "/proc", "/sys", "/dev", "/var/run")
 
 
 @dataclass

@@ -4,12 +4,14 @@ container whose CDI devices have no spec (kubernetes#141433)."""
 
 from __future__ import annotations
 
+import time
+
 from kubernetes import client
 
 from clusters.providers import Lab
 from suites.framework.node_files import NAMESPACE as NODE_FILES_NAMESPACE
-from suites.framework.pods import prepare_refusal
-from suites.framework.waits import wait_for
+from suites.framework.pods import REFUSAL_GRACE, prepare_refusal
+from suites.framework.waits import WaitTimeout, wait_for
 
 # What each case restarts, as the messages name it.
 RESTARTS = {"kubelet": "kubelet restart", "containerd": "containerd restart", "node": "node reboot"}
@@ -84,9 +86,21 @@ def prepare_again(host: Lab, api: client.ApiClient, component: str, namespace: s
     else:
         node.kill_pod_sandbox(read.metadata.uid)
 
+    refused_at: list[float] = []
+
     def started_anew() -> bool:
         now = container_status(api, namespace, pod, container)
-        return bool(now and now.restart_count > before and now.ready)
+        if now and now.restart_count > before and now.ready:
+            return True
+        # Refused by the runtime (CDI devices no spec defines) or by the driver, and still so after
+        # the kubelet's retries: the driver's part is shown, waiting out the timeout changes nothing.
+        unresolved, refusal = refused_start(api, namespace, pod, container)
+        if unresolved or refusal:
+            refused_at[:] = refused_at or [time.monotonic()]
+            if time.monotonic() - refused_at[0] > REFUSAL_GRACE:
+                raise WaitTimeout(f"container {container} of pod {namespace}/{pod} still refused {REFUSAL_GRACE}s after "
+                                  f"its first refusal following the {RESTARTS[component]}: {unresolved or refusal}")
+        return False
     wait_for(f"container {container} of pod {namespace}/{pod} started anew and ready after the {RESTARTS[component]}",
              started_anew, REBOOT_TIMEOUT if component == "node" else SANDBOX_TIMEOUT)
     if observers:

@@ -26,7 +26,7 @@ from suites.framework.node_files import NodeFiles
 from suites.framework.pods import POD_TIMEOUT, ObservationFailed
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import WaitTimeout, wait_for
-from suites.kubelet_plugin import contract, health, isolation, observe
+from suites.kubelet_plugin import contract, health, isolation, observe, prepare_again
 
 pytestmark = pytest.mark.e2e
 
@@ -215,6 +215,42 @@ def test_a_claim_the_driver_cannot_prepare_gets_its_own_error_and_other_claims_a
         pods.wait_phase(api, namespace, "later")
     except DriverFailure as e:
         raise AssertionError(f"once it had refused claim unpreparable, the driver refused a claim it can prepare: {e}") from None
+
+
+def _in_use(api, node: str) -> set[str]:
+    """The uids of the pods running on `node` and not being deleted: their claims stay prepared
+    while a check calls prepare again (no unprepare races the call)."""
+    found = client.CoreV1Api(api).list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node},status.phase=Running")
+    return {p.metadata.uid for p in found.items if p.metadata.deletion_timestamp is None}
+
+
+@pytest.mark.requirement("KP-05")
+def test_a_prepared_claim_prepared_again_gets_the_same_answer(lab: Lab, api, node_files: NodeFiles,
+                                                                dra_driver: DriverUnderTest, namespace: str,
+                                                                evidence: Evidence) -> None:
+    # Every claim the kubelet holds as prepared by the driver for a running pod, on every node
+    # (this check's own among them), asked for again, as a restarted kubelet would.
+    _running_with_claim(api, dra_driver, namespace, "again")
+    asked = 0
+    problems: list[str] = []
+    for node in sorted(n.name for n in lab.nodes):
+        running = _in_use(api, node)
+        held = [c for c in observe.prepared_claims(node_files, lab, node)
+                if c.of(dra_driver.name) is not None and c.pod_uids & running]
+        if not held:
+            continue
+        answer = prepare_again.call(lab, api, namespace, f"again-{node}", node, dra_driver.name, held)
+        evidence.add(f"on {node}: the second NodePrepareResources of {len(held)} claim(s) and the kubelet's record "
+                     "of the first", {"second": answer, "first": {c.uid: [asdict(d) for d in c.of(dra_driver.name) or ()]
+                                                                  for c in held}})
+        if answer.get("error"):
+            raise ObservationFailed(f"dralab's probe on {node} could not call {dra_driver.name}: {answer['error']}")
+        asked += len(held)
+        problems += [f"on {node}: {p}" for p in prepare_again.problems(held, dra_driver.name, answer)]
+    assert asked, f"no node's kubelet holds a claim of {dra_driver.name} prepared for a running pod, pod again's included"
+    evidence.observe("prepared again", f"{asked} claim(s)")
+    assert not problems, ("NodePrepareResources is not idempotent: a claim prepared already, asked for again, is not "
+                          "answered as it was the first time\n" + "\n".join(problems))
 
 
 @pytest.mark.requirement("KP-05")

@@ -175,3 +175,33 @@ def test_a_fault_shows_in_the_pod_or_the_slice_and_clears_where_it_showed() -> N
     # Told through the slice: published again, the pod never told Unhealthy.
     assert Seen(("Unknown",), "published").healthy(stream=False)
     assert not Seen(("Unknown",), "withdrawn").healthy(stream=False)
+
+
+def _held(*devices: tuple[str, ...]) -> list:
+    from suites.framework.dra_checkpoint import PreparedClaim, PreparedDevice
+    return [PreparedClaim("u1", "ns", "c", frozenset({"p"}), {"gpu.example": tuple(
+        PreparedDevice("node-1", d, ("r",), (f"gpu.example/gpu={d}",)) for d in devices)})]
+
+
+def _second(claims: dict) -> dict:
+    return {"endpoint": "/var/lib/kubelet/plugins/gpu.example/dra.sock", "versions": ["v1.DRAPlugin"],
+            "answer": {"claims": claims}}
+
+
+def test_a_second_prepare_with_the_same_devices_is_idempotent() -> None:
+    from suites.kubelet_plugin.prepare_again import problems
+    answer = _second({"u1": {"devices": [{"requestNames": ["r"], "poolName": "node-1", "deviceName": d,
+                                          "cdiDeviceIds": [f"gpu.example/gpu={d}"]} for d in ("gpu-1", "gpu-0")]}})
+    assert problems(_held("gpu-0", "gpu-1"), "gpu.example", answer) == []
+
+
+@pytest.mark.parametrize("claims, said", [
+    ({"u1": {"error": "claim u1 is prepared already"}}, "answered the error 'claim u1 is prepared already'"),
+    ({}, "left it unanswered"),
+    ({"u1": {"devices": [{"requestNames": ["r"], "poolName": "node-1", "deviceName": "gpu-0",
+                          "cdiDeviceIds": ["gpu.example/gpu=gpu-0-again"]}]}}, "gpu-0-again"),
+])
+def test_a_second_prepare_that_differs_names_the_claim_and_the_difference(claims: dict, said: str) -> None:
+    from suites.kubelet_plugin.prepare_again import problems
+    found = problems(_held("gpu-0"), "gpu.example", _second(claims))
+    assert len(found) == 1 and "claim ns/c (u1)" in found[0] and said in found[0], found

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -35,7 +36,9 @@ func (o *Options) contractOptions() []kubeletplugin.Option {
 	case v.Is(VariantWedgeAfterError):
 		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor((&wedge{}).intercept)}
 	case v.Is(VariantStrictUnprepare):
-		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor((&strictUnprepare{prepared: map[string]bool{}}).intercept)}
+		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor((&preparedClaims{prepared: map[string]bool{}}).strictUnprepare)}
+	case v.Is(VariantPrepareOnce):
+		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor((&preparedClaims{prepared: map[string]bool{}}).prepareOnce)}
 	}
 	return nil
 }
@@ -168,34 +171,64 @@ func (w *wedge) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo,
 	return answer, nil
 }
 
-// strictUnprepare answers NodeUnprepareResources with an error for each claim this process did
-// not prepare successfully, where the API wants unprepare to be idempotent.
-type strictUnprepare struct {
+// preparedClaims follows, from the answers, which claims this process has prepared and not
+// unprepared since: what the variants that break idempotency go by.
+type preparedClaims struct {
 	mu       sync.Mutex
 	prepared map[string]bool
 }
 
-func (s *strictUnprepare) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// before is the claims prepared before a call, then noted with that call's answer.
+func (p *preparedClaims) around(ctx context.Context, req any, handler grpc.UnaryHandler) (map[string]bool, any, error) {
+	p.mu.Lock()
+	before := maps.Clone(p.prepared)
+	p.mu.Unlock()
 	resp, err := handler(ctx, req)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if answer, ok := prepareAnswer(resp, err); ok {
 		for uid, claim := range answer.Claims {
 			if claim.Error == "" {
-				s.prepared[uid] = true
+				p.prepared[uid] = true
 			}
 		}
 	}
+	if unprepare, ok := req.(*drapb.NodeUnprepareResourcesRequest); ok && err == nil {
+		for _, claim := range unprepare.Claims {
+			delete(p.prepared, claim.Uid)
+		}
+	}
+	return before, resp, err
+}
+
+// strictUnprepare answers NodeUnprepareResources with an error for each claim this process did
+// not prepare successfully, where the API wants unprepare to be idempotent.
+func (p *preparedClaims) strictUnprepare(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	before, resp, err := p.around(ctx, req, handler)
 	unprepare, isUnprepare := req.(*drapb.NodeUnprepareResourcesRequest)
 	answer, ok := resp.(*drapb.NodeUnprepareResourcesResponse)
 	if !isUnprepare || !ok || err != nil {
 		return resp, err
 	}
 	for _, claim := range unprepare.Claims {
-		if !s.prepared[claim.Uid] {
+		if !before[claim.Uid] {
 			answer.Claims[claim.Uid] = &drapb.NodeUnprepareResourceResponse{Error: fmt.Sprintf("claim %s/%s (%s) was never prepared by this driver", claim.Namespace, claim.Name, claim.Uid)}
 		}
-		delete(s.prepared, claim.Uid)
 	}
 	return answer, nil
+}
+
+// prepareOnce answers NodePrepareResources with an error for each claim this process has
+// prepared already, where the API wants prepare to be idempotent (the kubelet asks again after
+// it restarts).
+func (p *preparedClaims) prepareOnce(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	before, resp, err := p.around(ctx, req, handler)
+	if answer, ok := prepareAnswer(resp, err); ok {
+		for uid := range answer.Claims {
+			if before[uid] {
+				answer.Claims[uid] = &drapb.NodePrepareResourceResponse{Error: fmt.Sprintf("claim %s is prepared already", uid)}
+			}
+		}
+	}
+	return resp, err
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -221,6 +222,32 @@ func TestAnyRequestDropsTheRequestNames(t *testing.T) {
 			if got := len(d.RequestNames) == 1; got != named {
 				t.Errorf("variant %q: device %s answered with requests %v", variant, d.DeviceName, d.RequestNames)
 			}
+		}
+	}
+}
+
+// Preparing a prepared claim again answers the same devices; the variant answers it with an
+// error, and prepares a claim again once it was unprepared.
+func TestPrepareOnceRefusesAClaimPreparedAlready(t *testing.T) {
+	c := claim("claim", "4b1c-uid", "dev")
+	for variant, refused := range map[string]bool{"": false, dradriver.VariantPrepareOnce: true} {
+		n, _ := start(t, variant, c)
+		first := n.Prepare(t, c)["4b1c-uid"]
+		again, err := n.PrepareCall(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := again.Claims["4b1c-uid"].GetError() != ""; got != refused {
+			t.Errorf("variant %q: a second prepare refused: %v, want %v (%q)", variant, got, refused, again.Claims["4b1c-uid"].GetError())
+		}
+		if !refused && !slices.EqualFunc(first, again.Claims["4b1c-uid"].GetDevices(), func(a, b *drapb.Device) bool { return proto.Equal(a, b) }) {
+			t.Errorf("a second prepare answered %v, the first %v", again.Claims["4b1c-uid"].GetDevices(), first)
+		}
+		if _, err := n.UnprepareCall(c); err != nil {
+			t.Fatal(err)
+		}
+		if after := n.Prepare(t, c)["4b1c-uid"]; len(after) != len(first) {
+			t.Errorf("variant %q: prepared after unprepare: %v", variant, after)
 		}
 	}
 }

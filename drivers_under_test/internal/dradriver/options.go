@@ -80,6 +80,7 @@ var Variants = map[string]string{
 	VariantFailWholeCall:            "a NodePrepareResources call in which one claim fails is answered with an error for the whole call, not for that claim (breaks KP-09)",
 	VariantWedgeAfterError:          "once a claim has failed to prepare, every claim prepared later is answered with an error (breaks KP-09)",
 	VariantStrictUnprepare:          "NodeUnprepareResources answers an error for a claim this driver process never prepared, so a claim whose prepare failed is never unprepared (breaks KP-05)",
+	VariantPrepareOnce:              "NodePrepareResources answers an error for a claim this driver process has prepared already, so the kubelet's second call (after it restarts) fails (breaks KP-05, KP-07)",
 }
 
 const (
@@ -105,6 +106,7 @@ const (
 	VariantFailWholeCall            = "fail-whole-call"
 	VariantWedgeAfterError          = "wedge-after-error"
 	VariantStrictUnprepare          = "strict-unprepare"
+	VariantPrepareOnce              = "prepare-once"
 )
 
 // RegisterFlags adds the shared flags to fs; own lists the variants only this driver has.
