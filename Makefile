@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify certify-nvml selfcheck test test-kind test-ci-templates perf-check perf-allocator
+.PHONY: packages setup certify certify-nvml selfcheck matrix test test-kind test-ci-templates perf-check perf-allocator
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -31,6 +31,12 @@ certify-nvml: setup
 SELFCHECK ?= selfcheck
 selfcheck: setup
 	$(DRALAB) selfcheck --out $(SELFCHECK)
+
+# The nightly job, not part of test: every shipped driver profile (reference and public) certified on
+# each Kubernetes version dralab provisions; matrix.json and .html in $(MATRIX), its history kept there.
+MATRIX ?= matrix
+matrix: setup
+	$(DRALAB) matrix --out $(MATRIX)
 
 # Whole performance runs (minutes each): `make perf-check`, not part of test.
 PERF_RUNS = tests/e2e/test_perf.py suites/derived_attributes/test_scale.py

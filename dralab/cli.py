@@ -60,10 +60,11 @@ def _register_commands() -> None:
     from dralab.hw_cli import hw
     from dralab.image_cli import image
     from reports.certify import certify
+    from reports.matrix import matrix
     from reports.perf.command import perf
     from reports.selfcheck import selfcheck
 
-    for command in [*lab_cli.COMMANDS, hw, driver, image, certify, perf, selfcheck]:
+    for command in [*lab_cli.COMMANDS, hw, driver, image, certify, matrix, perf, selfcheck]:
         main.add_command(command)
 
 
