@@ -101,6 +101,11 @@ def listed(api: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
         "resource.k8s.io", "v1", namespace, "resourceclaims")["items"]
 
 
+def listed_everywhere(api: client.ApiClient) -> list[dict[str, Any]]:
+    """Every claim of the cluster, as plain JSON."""
+    return client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceclaims")["items"]
+
+
 def read_when(api: client.ApiClient, namespace: str, name: str,
               condition: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
     """The claim if it meets `condition` now, else None (for wait_for)."""

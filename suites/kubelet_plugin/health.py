@@ -1,6 +1,6 @@
-"""KP-10's observations: which emulated GPU a published device stands for, and the two ways a
-driver may tell of its fault, in the status of the pods using it (the KEP-4680 health stream, as
-the kubelet shows it) or in its slice (the device withdrawn or tainted)."""
+"""KP-10's observations: the two ways a driver may tell of a device's fault, in the status of the
+pods using it (the KEP-4680 health stream, as the kubelet shows it) or in its slice (the device
+withdrawn or tainted)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,7 @@ from typing import Any
 
 from kubernetes import client
 
-from clusters.providers import Lab
-from fake_hardware.lab import HardwareLab
 from suites.kubelet_plugin import contract, observe
-
-
-def emulated_gpu(lab: Lab, node: str, device: dict[str, Any]) -> str | None:
-    """The emulated GPU of `node` (gpu0, ...) whose UUID or PCI address a slice device publishes
-    among its attribute values, as drivers publish them (uuid, resource.kubernetes.io/pciBusID)."""
-    assert lab.cfg is not None
-    values = {a.get("string") for a in (device.get("attributes") or {}).values()} - {None}
-    return next((f.name for f in HardwareLab(lab.cfg).node(node).plan.functions
-                 if f.kind == "gpu" and ((f.gpu or {}).get("uuid") in values or f.bdf in values)), None)
 
 
 def published(api: client.ApiClient, driver: str, pool: str, name: str) -> dict[str, Any] | None:

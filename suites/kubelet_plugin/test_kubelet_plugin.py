@@ -26,7 +26,7 @@ from suites.framework.node_files import NodeFiles
 from suites.framework.pods import POD_TIMEOUT, ObservationFailed
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import WaitTimeout, wait_for
-from suites.kubelet_plugin import contract, health, isolation, observe, prepare_again
+from suites.kubelet_plugin import contract, emulated, health, hotplug, isolation, observe, prepare_again
 
 pytestmark = pytest.mark.e2e
 
@@ -65,6 +65,48 @@ def test_slices_of_every_pool_are_consistent(api, dra_driver: DriverUnderTest, e
     assert slices, f"{dra_driver.name} publishes no ResourceSlice: nothing of it can be allocated"
     problems = contract.slice_problems(slices, observe.node_names(api))
     assert not problems, "\n".join(problems)
+
+
+# How long a device's removal from the node, and its return, may take to show in the slices.
+HOTPLUG_TIMEOUT = 60
+
+
+@pytest.mark.requirement("KP-02")
+def test_slices_follow_a_device_removed_from_the_node_and_restored(host_access: Lab, api, dra_driver: DriverUnderTest,
+                                                                   evidence: Evidence) -> None:
+    dra_driver.requires_hardware("this check removes an emulated device from a node")
+    observe.settled_slices(api, dra_driver.name)
+    found = hotplug.candidate(host_access, api, dra_driver.name, [n.name for n in host_access.nodes])
+    if found is None:
+        pytest.skip(f"no device in {dra_driver.name}'s node-local slices publishes the UUID or PCI address of an "
+                    "emulated device (attributes uuid, resource.kubernetes.io/pciBusID) that no claim holds, so "
+                    "dralab cannot tell which one to remove")
+    node, removed, before = found
+    pool, name = before[removed]
+    evidence.observe("published before", {"node": node, "emulated devices": {k: "/".join(v) for k, v in before.items()}})
+
+    def now() -> dict[str, tuple[str, str]]:
+        return hotplug.published(host_access, api, dra_driver.name, node)
+    hardware = HardwareLab(host_access.cfg)  # type: ignore[arg-type]
+    hardware.remove_device(node, removed)
+    try:
+        try:
+            after = wait_for(f"{removed} of {node} to leave {dra_driver.name}'s slices",
+                             lambda: (lambda seen: seen if removed not in seen else None)(now()), HOTPLUG_TIMEOUT)
+        except WaitTimeout:
+            raise AssertionError(f"{removed} of {node} removed from the node: {HOTPLUG_TIMEOUT}s later the driver's "
+                                 f"slices still publish it as device {pool}/{name}") from None
+        evidence.observe("published once removed", {k: "/".join(v) for k, v in after.items()})
+        lost = sorted(set(before) - set(after) - {removed})
+        assert not lost, (f"{removed} of {node} removed from the node: the driver's slices dropped {', '.join(lost)} too, "
+                          "which are still there")
+    finally:
+        hardware.restore_device(node, removed)
+    try:
+        wait_for(f"{removed} of {node} published again", lambda: removed in now(), HOTPLUG_TIMEOUT)
+    except WaitTimeout:
+        raise AssertionError(f"{removed} of {node} plugged in again: {HOTPLUG_TIMEOUT}s later the driver's slices do not "
+                             f"publish it (they publish {sorted(now())})") from None
 
 
 @pytest.mark.requirement("KP-03")
@@ -249,8 +291,8 @@ def test_a_prepared_claim_prepared_again_gets_the_same_answer(lab: Lab, api, nod
         problems += [f"on {node}: {p}" for p in prepare_again.problems(held, dra_driver.name, answer)]
     assert asked, f"no node's kubelet holds a claim of {dra_driver.name} prepared for a running pod, pod again's included"
     evidence.observe("prepared again", f"{asked} claim(s)")
-    assert not problems, ("NodePrepareResources is not idempotent: a claim prepared already, asked for again, is not "
-                          "answered as it was the first time\n" + "\n".join(problems))
+    assert not problems, ("NodePrepareResources is not idempotent, a prepared claim asked for again: "
+                          + "\n".join(problems))
 
 
 @pytest.mark.requirement("KP-05")
@@ -459,7 +501,7 @@ def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(host_access: Lab
     pool, name = result["pool"], result["device"]
     device = health.published(api, dra_driver.name, pool, name)
     assert device is not None, f"device {pool}/{name}, allocated to claim faulty, is in none of {dra_driver.name}'s slices"
-    gpu = health.emulated_gpu(host_access, node, device)
+    gpu = emulated.function(host_access, node, device, ("gpu",))
     if gpu is None:
         pytest.skip(f"device {pool}/{name} publishes neither the UUID nor the PCI address of an emulated GPU of {node} "
                     "(attributes uuid, resource.kubernetes.io/pciBusID), so dralab cannot tell which one to fault")

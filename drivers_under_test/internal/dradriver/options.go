@@ -71,6 +71,7 @@ var Variants = map[string]string{
 
 	// The kubelet plugin contract.
 	VariantRemoveRegistrationSocket: "once the kubelet has registered it, the registration socket is removed from plugins_registry, so a restarted kubelet never finds the driver again (breaks KP-01)",
+	VariantStaticInventory:          "the devices found at start are published for as long as the driver runs: a device removed from the node stays in its slice, one plugged in is never published (breaks KP-02)",
 	VariantDuplicateDevice:          "one more pool is published as two ResourceSlices that both list the node's first device, so a device name repeats within the pool (breaks KP-02)",
 	VariantUnresolvableCDIID:        "NodePrepareResources answers CDI device IDs with a suffix that no CDI spec on the node defines, while the specs are written as usual (breaks KP-03)",
 	VariantLeaveCDISpec:             "unprepare drops the claim from the checkpoint but leaves the driver's own CDI spec of the claim behind; metadata files and their specs go (breaks KP-06)",
@@ -98,6 +99,7 @@ const (
 
 	VariantRemoveRegistrationSocket = "remove-registration-socket"
 	VariantDuplicateDevice          = "duplicate-device"
+	VariantStaticInventory          = "static-inventory"
 	VariantUnresolvableCDIID        = "unresolvable-cdi-id"
 	VariantLeaveCDISpec             = "leave-cdi-spec"
 	VariantLeaveSocket              = "leave-socket"

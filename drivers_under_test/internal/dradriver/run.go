@@ -62,6 +62,10 @@ func (o *Options) Run(poll time.Duration, newDriver func(kubernetes.Interface) (
 		remove := o.PublishDuplicateDevice(ctx, client, devices)
 		defer remove()
 	}
-	o.PublishLoop(ctx, helper, poll, d.Devices)
+	discover := d.Devices
+	if o.Variant.Is(VariantStaticInventory) {
+		discover = func() ([]resourceapi.Device, error) { return devices, nil }
+	}
+	o.PublishLoop(ctx, helper, poll, discover)
 	return nil
 }
