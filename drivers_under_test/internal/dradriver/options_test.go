@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
 )
 
 // parse is the shared options as a driver's command line sets them, on a node.
@@ -66,5 +68,19 @@ func TestAVariantsArgsOverrideTheManifests(t *testing.T) {
 	versions, err := o.metadataVersions()
 	if err != nil || len(versions) != 1 || versions[0].Version != "v1beta1" {
 		t.Errorf("metadata versions %v (%v), want only v1beta1", versions, err)
+	}
+}
+
+// The correct driver looks for its devices each time; static-inventory publishes those it found
+// at start, whatever the node has since.
+func TestStaticInventoryPublishesWhatItFoundAtStart(t *testing.T) {
+	atStart := []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}
+	now := func() ([]resourceapi.Device, error) { return atStart[:1], nil }
+	for args, want := range map[string]int{"": 1, "--break=" + VariantStaticInventory: 2} {
+		o := parse(t, strings.Fields(args)...)
+		found, _ := o.discovery(atStart, now)()
+		if len(found) != want {
+			t.Errorf("%q: published %d devices once one was removed, want %d", args, len(found), want)
+		}
 	}
 }

@@ -62,10 +62,15 @@ func (o *Options) Run(poll time.Duration, newDriver func(kubernetes.Interface) (
 		remove := o.PublishDuplicateDevice(ctx, client, devices)
 		defer remove()
 	}
-	discover := d.Devices
-	if o.Variant.Is(VariantStaticInventory) {
-		discover = func() ([]resourceapi.Device, error) { return devices, nil }
-	}
-	o.PublishLoop(ctx, helper, poll, discover)
+	o.PublishLoop(ctx, helper, poll, o.discovery(devices, d.Devices))
 	return nil
+}
+
+// discovery is what the publish loop looks for devices with: the driver's discovery, or for
+// static-inventory the devices found at start.
+func (o *Options) discovery(atStart []resourceapi.Device, discover func() ([]resourceapi.Device, error)) func() ([]resourceapi.Device, error) {
+	if o.Variant.Is(VariantStaticInventory) {
+		return func() ([]resourceapi.Device, error) { return atStart, nil }
+	}
+	return discover
 }
