@@ -4,12 +4,15 @@ check reads the runtime's refusal to start a container whose CDI spec is gone (k
 from __future__ import annotations
 
 import json
+import time
 
+import pytest
 from kubernetes import client
 
 from clusters.local.node import volatile_mounts
 from suites.device_metadata import restart_comparison
 from suites.framework import restarts
+from suites.framework.waits import WaitTimeout
 
 # /proc/self/mountinfo inside a node: the host's root, the node's private dirs bound over the
 # host's, and what its processes mounted below them.
@@ -84,3 +87,35 @@ def test_metadata_files_compare_apart_from_their_generation_and_cdi_specs_as_jso
     assert restart_comparison.comparable("CDI spec", '{"kind": "k", "cdiVersion": "0.3.0"}') == \
         restart_comparison.comparable("CDI spec", '{"cdiVersion":"0.3.0","kind":"k"}')
     assert restart_comparison.comparable("in the container", None) is None
+
+
+class _Node:
+    name = "node-1"
+    kubelet_restarts = 0
+
+    def restart_kubelet(self) -> None:
+        self.kubelet_restarts += 1
+
+    def restart_containerd(self) -> None:
+        raise AssertionError("containerd was not to restart")
+
+    def kill_pod_sandbox(self, pod_uid: str) -> None:
+        pass
+
+
+def test_a_restart_whose_container_stays_refused_ends_the_wait_with_the_refusal(monkeypatch) -> None:
+    # The runtime refuses the container for its CDI devices on every retry: the wait ends once the
+    # refusal has lasted REFUSAL_GRACE, not after the whole timeout, and says why.
+    node = _Node()
+    pod = client.V1Pod(metadata=client.V1ObjectMeta(uid="u1"), spec=client.V1PodSpec(node_name="node-1", containers=[]))
+    monkeypatch.setattr(restarts.client, "CoreV1Api", lambda api: type("Core", (), {
+        "read_namespaced_pod": lambda self, name, ns: pod})())
+    monkeypatch.setattr(restarts, "container_status", lambda *a: _waiting(CDI_ERROR))
+    monkeypatch.setattr(restarts, "refused_start", lambda *a: (CDI_ERROR, None))
+    monkeypatch.setattr(restarts, "REFUSAL_GRACE", 0.2)
+    host = type("Host", (), {"node": lambda self, name: node})()
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout, match=r"still refused 0.2s after its first refusal following the kubelet restart: "
+                                          r".*unresolvable CDI devices"):
+        restarts.prepare_again(host, None, "kubelet", "ns", "restart")  # type: ignore[arg-type]
+    assert node.kubelet_restarts == 1 and time.monotonic() - started < restarts.SANDBOX_TIMEOUT / 10
