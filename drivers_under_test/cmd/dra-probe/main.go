@@ -20,12 +20,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
-
-// service is the DRA gRPC service as a driver names it in its registration's supported versions.
-const service = drapb.DRAPluginService
 
 type result struct {
 	Endpoint string          `json:"endpoint"`
@@ -71,17 +70,26 @@ func call(ctx context.Context, registry, driver string, prepare claims) result {
 		return result{Error: err.Error()}
 	}
 	out := result{Endpoint: info.Endpoint, Versions: info.SupportedVersions}
-	if !slices.Contains(info.SupportedVersions, service) {
-		out.Error = fmt.Sprintf("the driver does not serve %s", service)
-		return out
-	}
 	conn, err := grpc.NewClient("unix:"+info.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
 	defer conn.Close()
-	answer, err := drapb.NewDRAPluginClient(conn).NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: prepare})
+	var answer proto.Message
+	// The kubelet's choice: v1 where the driver serves it, else v1beta1 (same messages).
+	switch {
+	case slices.Contains(info.SupportedVersions, drapb.DRAPluginService):
+		answer, err = drapb.NewDRAPluginClient(conn).NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: prepare})
+	case slices.Contains(info.SupportedVersions, drapbv1beta1.DRAPluginService):
+		beta := make([]*drapbv1beta1.Claim, len(prepare))
+		for i, c := range prepare {
+			beta[i] = &drapbv1beta1.Claim{Namespace: c.Namespace, Name: c.Name, Uid: c.Uid}
+		}
+		answer, err = drapbv1beta1.NewDRAPluginClient(conn).NodePrepareResources(ctx, &drapbv1beta1.NodePrepareResourcesRequest{Claims: beta})
+	default:
+		err = fmt.Errorf("the driver serves neither %s nor %s", drapb.DRAPluginService, drapbv1beta1.DRAPluginService)
+	}
 	if err != nil {
 		out.Error = err.Error()
 		return out

@@ -78,9 +78,9 @@ func inotify(t *testing.T, dir string) func() map[string]uint32 {
 // variant's socket goes only once the kubelet said it registered, and the kubelet's watcher sees
 // no deletion of it (it deregisters a plugin whose socket is deleted); its connection stays.
 func TestRemoveRegistrationSocketOnceTheKubeletRegisteredIt(t *testing.T) {
-	c := claim("claim", "3f2a-uid", "dev")
+	c := frameworktest.Claim("claim", "3f2a-uid", "dev")
 	for variant, removed := range map[string]bool{"": false, dradriver.VariantRemoveRegistrationSocket: true} {
-		n, o := start(t, variant, c)
+		n, o := frameworktest.StartStub(t, variant, c)
 		conn, err := grpc.NewClient("unix://"+o.RegistrationSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			t.Fatal(err)
@@ -122,9 +122,9 @@ func TestRemoveRegistrationSocketOnceTheKubeletRegisteredIt(t *testing.T) {
 // The variant's DRA service socket stays after the framework's Stop (SIGTERM); a driver started
 // again on the node replaces it.
 func TestLeaveSocketLeavesTheDRASocketWhenTheDriverStops(t *testing.T) {
-	c := claim("claim", "3f2a-uid", "dev")
+	c := frameworktest.Claim("claim", "3f2a-uid", "dev")
 	for variant, left := range map[string]bool{"": false, dradriver.VariantLeaveSocket: true} {
-		n, o := start(t, variant, c)
+		n, o := frameworktest.StartStub(t, variant, c)
 		n.Prepare(t, c)
 		n.Stop()
 		dra := filepath.Join(o.PluginDataDir(), "dra.sock")
@@ -135,17 +135,17 @@ func TestLeaveSocketLeavesTheDRASocketWhenTheDriverStops(t *testing.T) {
 			t.Errorf("variant %q: registration socket left after Stop", variant)
 		}
 		if left {
-			frameworktest.Start(t, o, stub{}, c).Prepare(t, c)
+			frameworktest.Start(t, o, frameworktest.Stub{}, c).Prepare(t, c)
 		}
 	}
 }
 
 // failing is the stub driver failing to prepare the claims named "bad", as a driver does with a
 // device it does not have.
-type failing struct{ stub }
+type failing struct{ frameworktest.Stub }
 
 func (f failing) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
-	out, err := f.stub.PrepareResourceClaims(ctx, claims)
+	out, err := f.Stub.PrepareResourceClaims(ctx, claims)
 	for _, c := range claims {
 		if c.Name == "bad" {
 			out[c.UID] = kubeletplugin.PrepareResult{Err: errors.New("device gpu-9 is not on node-1")}
@@ -171,13 +171,13 @@ func answerErrors(resp *drapb.NodePrepareResourcesResponse, err error, claims ..
 // A claim that fails is answered with its own error, the others with their devices, then and
 // in later calls; the variants fail the whole call, or every later claim.
 func TestPrepareFailureVariants(t *testing.T) {
-	bad, good, later := claim("bad", "1-bad", "dev"), claim("good", "2-good", "dev"), claim("later", "3-later", "dev")
+	bad, good, later := frameworktest.Claim("bad", "1-bad", "dev"), frameworktest.Claim("good", "2-good", "dev"), frameworktest.Claim("later", "3-later", "dev")
 	for variant, want := range map[string][2][]string{
 		"":                               {{"bad"}, nil},
 		dradriver.VariantFailWholeCall:   {{"(call)"}, nil},
 		dradriver.VariantWedgeAfterError: {{"bad"}, {"later"}},
 	} {
-		n, _ := startPlugin(t, failing{}, variant, bad, good, later)
+		n, _ := frameworktest.StartDriver(t, failing{}, variant, bad, good, later)
 		first, err := n.PrepareCall(bad, good)
 		if got := slices.Sorted(maps.Keys(answerErrors(first, err, bad, good))); !slices.Equal(got, want[0]) {
 			t.Errorf("variant %q: errors of the call with a bad claim: %v, want %v", variant, got, want[0])
@@ -192,9 +192,9 @@ func TestPrepareFailureVariants(t *testing.T) {
 // Unpreparing a claim never prepared succeeds (the kubelet unprepares a claim whose prepare
 // failed); the variant answers it with an error, and still unprepares one it prepared.
 func TestStrictUnprepareRefusesClaimsNeverPrepared(t *testing.T) {
-	bad, good := claim("bad", "1-bad", "dev"), claim("good", "2-good", "dev")
+	bad, good := frameworktest.Claim("bad", "1-bad", "dev"), frameworktest.Claim("good", "2-good", "dev")
 	for variant, refused := range map[string]bool{"": false, dradriver.VariantStrictUnprepare: true} {
-		n, _ := startPlugin(t, failing{}, variant, bad, good)
+		n, _ := frameworktest.StartDriver(t, failing{}, variant, bad, good)
 		_, _ = n.PrepareCall(bad, good)
 		resp, err := n.UnprepareCall(bad, good)
 		if err != nil {
@@ -211,9 +211,9 @@ func TestStrictUnprepareRefusesClaimsNeverPrepared(t *testing.T) {
 
 // The variant answers every device without request names; the correct driver names each one's.
 func TestAnyRequestDropsTheRequestNames(t *testing.T) {
-	c := claim("claim", "3f2a-uid", "r1", "r2")
+	c := frameworktest.Claim("claim", "3f2a-uid", "r1", "r2")
 	for variant, named := range map[string]bool{"": true, dradriver.VariantAnyRequest: false} {
-		n, _ := start(t, variant, c)
+		n, _ := frameworktest.StartStub(t, variant, c)
 		devices := n.Prepare(t, c)["3f2a-uid"]
 		if len(devices) != 2 {
 			t.Fatalf("variant %q: answered %v", variant, devices)
@@ -229,9 +229,9 @@ func TestAnyRequestDropsTheRequestNames(t *testing.T) {
 // Preparing a prepared claim again answers the same devices; the variant answers it with an
 // error, and prepares a claim again once it was unprepared.
 func TestPrepareOnceRefusesAClaimPreparedAlready(t *testing.T) {
-	c := claim("claim", "4b1c-uid", "dev")
+	c := frameworktest.Claim("claim", "4b1c-uid", "dev")
 	for variant, refused := range map[string]bool{"": false, dradriver.VariantPrepareOnce: true} {
-		n, _ := start(t, variant, c)
+		n, _ := frameworktest.StartStub(t, variant, c)
 		first := n.Prepare(t, c)["4b1c-uid"]
 		again, err := n.PrepareCall(c)
 		if err != nil {

@@ -12,16 +12,17 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"dralab.dev/drivers/internal/dradriver"
+	"dralab.dev/drivers/internal/dradriver/frameworktest"
 )
 
 // slowCDI is the stub with a CDI write that takes cdiTime, timed as the reference drivers time theirs.
-type slowCDI struct{ stub }
+type slowCDI struct{ frameworktest.Stub }
 
 const cdiTime = 30 * time.Millisecond
 
 func (s slowCDI) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	_ = dradriver.Timed(ctx, dradriver.PhaseCDIWrite, func() error { time.Sleep(cdiTime); return nil })
-	return s.stub.PrepareResourceClaims(ctx, claims)
+	return s.Stub.PrepareResourceClaims(ctx, claims)
 }
 
 // prepareSums is dralab_driver_prepare_seconds' count and sum by phase.
@@ -47,8 +48,8 @@ func prepareSums(t *testing.T) (map[string]uint64, map[string]float64) {
 // Every NodePrepareResources call through the framework is split into phases that add up to
 // its total, the driver's own phases where it timed them, the metadata write after it.
 func TestPrepareIsSplitIntoPhases(t *testing.T) {
-	c := claim("c", "uid-timed", "gpu")
-	n, _ := startPlugin(t, slowCDI{}, "", c)
+	c := frameworktest.Claim("c", "uid-timed", "gpu")
+	n, _ := frameworktest.StartDriver(t, slowCDI{}, "", c)
 	countsBefore, sumsBefore := prepareSums(t)
 	n.Prepare(t, c)
 	counts, sums := prepareSums(t)

@@ -2,10 +2,8 @@ package dradriver_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,10 +11,6 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/dynamic-resource-allocation/kubeletplugin"
-	"k8s.io/utils/ptr"
 
 	"dralab.dev/drivers/internal/dradriver"
 	"dralab.dev/drivers/internal/dradriver/frameworktest"
@@ -25,65 +19,7 @@ import (
 // The metadata variants, seen through the upstream framework's own writes: each test compares
 // the correct driver with the variant, which must differ in the one promise it breaks.
 
-const driver = "gpu.dralab.dev"
-
-// stub prepares a device per allocation result, with one attribute, as the reference drivers do.
-type stub struct{ dradriver.Common }
-
-func (stub) PrepareResourceClaims(_ context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
-	out := map[types.UID]kubeletplugin.PrepareResult{}
-	for _, c := range claims {
-		var devices []kubeletplugin.Device
-		for _, r := range c.Status.Allocation.Devices.Results {
-			devices = append(devices, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device,
-				Metadata: &kubeletplugin.DeviceMetadata{Attributes: map[string]resourceapi.DeviceAttribute{"model": {StringValue: ptr.To("LATEST")}}}})
-		}
-		out[c.UID] = kubeletplugin.PrepareResult{Devices: devices}
-	}
-	return out, nil
-}
-
-func (stub) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
-	out := map[types.UID]error{}
-	for _, c := range claims {
-		out[c.UID] = nil
-	}
-	return out, nil
-}
-
-// start is the stub driver on node-1 through the framework, with metadata and variant ("": correct).
-func start(t *testing.T, variant string, claims ...*resourceapi.ResourceClaim) (*frameworktest.Node, *dradriver.Options) {
-	t.Helper()
-	return startPlugin(t, stub{}, variant, claims...)
-}
-
-// startPlugin is start with another plugin than the stub.
-func startPlugin(t *testing.T, plugin kubeletplugin.DRAPlugin, variant string, claims ...*resourceapi.ResourceClaim) (*frameworktest.Node, *dradriver.Options) {
-	t.Helper()
-	root := frameworktest.Dir(t)
-	fs := flag.NewFlagSet("driver", flag.ContinueOnError)
-	o := dradriver.RegisterFlags(fs, driver, nil)
-	args := []string{"--node-name=node-1", "--kubelet-root-dir=" + root + "/kubelet", "--cdi-dir=" + root + "/cdi",
-		"--enable-device-metadata", "--metadata-versions=metadata.resource.k8s.io/v1beta1,metadata.resource.k8s.io/v1alpha1"}
-	if variant != "" {
-		args = append(args, "--break="+variant)
-	}
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	return frameworktest.Start(t, o, plugin, claims...), o
-}
-
-// claim is an allocated claim with a device gpu-<i> of node-1 for each request.
-func claim(name, uid string, requests ...string) *resourceapi.ResourceClaim {
-	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)},
-		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}}}
-	for i, r := range requests {
-		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-			Request: r, Driver: driver, Pool: "node-1", Device: "gpu-" + string(rune('0'+i))})
-	}
-	return c
-}
+const driver = frameworktest.Driver
 
 // objects are the objects of the JSON stream in file.
 func objects(t *testing.T, file string) []map[string]any {
@@ -135,9 +71,9 @@ func (s cdiSpec) mount() mount { return s.Devices[0].ContainerEdits.Mounts[0] }
 
 // The framework's minimum: 0.5.0 for a device name (the claim UID) that starts with a digit.
 func TestFixedCDIVersionIsNotTheMinimum(t *testing.T) {
-	digit, letter := claim("digit", "3f2a-uid", "dev"), claim("letter", "af2a-uid", "dev")
+	digit, letter := frameworktest.Claim("digit", "3f2a-uid", "dev"), frameworktest.Claim("letter", "af2a-uid", "dev")
 	for variant, want := range map[string][2]string{"": {"0.5.0", "0.3.0"}, dradriver.VariantFixedCDIVersion: {"0.6.0", "0.6.0"}} {
-		n, _ := start(t, variant, digit, letter)
+		n, _ := frameworktest.StartStub(t, variant, digit, letter)
 		n.Prepare(t, digit, letter)
 		for i, c := range []*resourceapi.ResourceClaim{digit, letter} {
 			s := spec(t, n.CDISpec(c, "dev"))
@@ -153,9 +89,9 @@ func TestFixedCDIVersionIsNotTheMinimum(t *testing.T) {
 
 // The file stays in the base request's directory; only the name in the JSON loses /one.
 func TestNoSubrequestNameDropsItFromTheJSONOnly(t *testing.T) {
-	c := claim("first-available", "3f2a-uid", "dev/one")
+	c := frameworktest.Claim("first-available", "3f2a-uid", "dev/one")
 	for variant, want := range map[string]string{"": "dev/one", dradriver.VariantNoSubrequestName: "dev"} {
-		n, _ := start(t, variant, c)
+		n, _ := frameworktest.StartStub(t, variant, c)
 		n.Prepare(t, c)
 		objs := objects(t, n.MetadataFile(c, "dev"))
 		if len(objs) != 2 {
@@ -174,12 +110,12 @@ func TestNoSubrequestNameDropsItFromTheJSONOnly(t *testing.T) {
 }
 
 func TestTemplateClaimPathMountsTemplateClaimsAtTheNamedClaimsPath(t *testing.T) {
-	named := claim("named", "3f2a-uid", "dev")
-	fromTemplate := claim("pod-gpu-x7k2q", "4f2a-uid", "dev")
+	named := frameworktest.Claim("named", "3f2a-uid", "dev")
+	fromTemplate := frameworktest.Claim("pod-gpu-x7k2q", "4f2a-uid", "dev")
 	fromTemplate.Annotations = map[string]string{resourceapi.PodResourceClaimAnnotation: "gpu"}
 	const root = "/var/run/kubernetes.io/dra-device-attributes/"
 	for variant, want := range map[string]string{"": root + "resourceclaimtemplates/gpu/dev/", dradriver.VariantTemplateClaimPath: root + "resourceclaims/gpu/dev/"} {
-		n, _ := start(t, variant, named, fromTemplate)
+		n, _ := frameworktest.StartStub(t, variant, named, fromTemplate)
 		n.Prepare(t, named, fromTemplate)
 		if got := spec(t, n.CDISpec(fromTemplate, "dev")).mount().ContainerPath; got != want+driver+"-metadata.json" {
 			t.Errorf("variant %q: template claim mounted at %s, want under %s", variant, got, want)
@@ -195,8 +131,8 @@ func TestTemplateClaimPathMountsTemplateClaimsAtTheNamedClaimsPath(t *testing.T)
 
 // The files live elsewhere, the CDI spec mounts them from there, and unprepare still removes them.
 func TestOtherHostDirMovesTheFilesAndStillCleansUp(t *testing.T) {
-	c := claim("claim", "3f2a-uid", "req0", "req1")
-	n, o := start(t, dradriver.VariantOtherHostDir, c)
+	c := frameworktest.Claim("claim", "3f2a-uid", "req0", "req1")
+	n, o := frameworktest.StartStub(t, dradriver.VariantOtherHostDir, c)
 	n.Prepare(t, c)
 	moved := filepath.Join(o.PluginDataDir(), "device-metadata", "ns_claim")
 	for _, request := range []string{"req0", "req1"} {
@@ -220,9 +156,9 @@ func TestOtherHostDirMovesTheFilesAndStillCleansUp(t *testing.T) {
 
 // Two pods' claims prepared at once: with the variant both files carry one claim's content.
 func TestSharedBufferCrossesClaimsPreparedAtOnce(t *testing.T) {
-	a, b := claim("a", "3f2a-uid", "dev"), claim("b", "4f2a-uid", "dev")
+	a, b := frameworktest.Claim("a", "3f2a-uid", "dev"), frameworktest.Claim("b", "4f2a-uid", "dev")
 	for variant, crossed := range map[string]bool{"": false, dradriver.VariantSharedBuffer: true} {
-		n, _ := start(t, variant, a, b)
+		n, _ := frameworktest.StartStub(t, variant, a, b)
 		var wg sync.WaitGroup
 		for _, c := range []*resourceapi.ResourceClaim{a, b} {
 			wg.Add(1)
