@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from clusters import versions
+
 Component = Literal["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"]
 COMPONENTS: tuple[Component, ...] = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy")
 
@@ -41,6 +43,7 @@ class ClusterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = "default"
+    kubernetes_version: str = versions.KUBERNETES
     nodes: int = Field(2, ge=1, le=9, description="kubelet-backed nodes")
     slice_only_nodes: int = Field(0, ge=0, le=5000, description="Node objects with no kubelet, run by kwok")
     feature_gates: dict[str, bool] = Field(default_factory=dict)
@@ -63,6 +66,13 @@ class ClusterConfig(BaseModel):
     def _name(cls, v: str) -> str:
         if not DNS_LABEL.match(v):
             raise ValueError(f"lab name {v!r} must be a DNS label of at most 32 characters (a-z, 0-9, -)")
+        return v
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _kubernetes_version(cls, v: str) -> str:
+        if why := versions.unsupported(v):
+            raise ValueError(why)
         return v
 
     @field_validator("kubelet_root_dir")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import click
 from pydantic import ValidationError
 
+from clusters import versions
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
 from clusters.progress import console
@@ -17,6 +18,12 @@ from clusters.progress import console
 if TYPE_CHECKING:
     from clusters.kind.cluster import KindCluster
     from clusters.local.cluster import LocalCluster
+
+
+def kubernetes_version_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--kubernetes-version, one of the versions dralab builds (versions.KUBERNETES_VERSIONS)."""
+    return click.option("--kubernetes-version", type=click.Choice(versions.KUBERNETES_VERSIONS),
+                        default=versions.KUBERNETES, show_default=True, help=help_text)
 
 
 def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
@@ -45,15 +52,17 @@ def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
 @click.option("--offline", is_flag=True, help="Do not build: fail if a component is not cached.")
 @click.option("--cluster", "provider", type=click.Choice(["local", "kind"]), default="local", show_default=True,
               help="kind: the lab's nodes as a kind cluster (README: the kind provider).")
+@kubernetes_version_option("Kubernetes version of the lab's components (built once per version).")
 def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, ...],
        scheduler_feature_gates: tuple[str, ...], runtime_config: tuple[str, ...], kubelet_root_dir: str,
-       slot: int, hardware: str | None, hardware_profile: Path | None, offline: bool, provider: str) -> None:
+       slot: int, hardware: str | None, hardware_profile: Path | None, offline: bool, provider: str,
+       kubernetes_version: str) -> None:
     """Start a lab cluster (LAB-02, LAB-03; LAB-06 with --cluster kind)."""
     from clusters.local.cluster import LocalCluster
 
     try:
         cfg = ClusterConfig(
-            name=name, nodes=nodes, slice_only_nodes=slice_only_nodes,
+            name=name, kubernetes_version=kubernetes_version, nodes=nodes, slice_only_nodes=slice_only_nodes,
             feature_gates=_gates(feature_gates, "--feature-gates"),
             component_feature_gates={"kube-scheduler": _gates(scheduler_feature_gates, "--scheduler-feature-gates")}
             if scheduler_feature_gates else {},

@@ -54,6 +54,18 @@ def on_kind(cfg: ClusterConfig) -> ClusterConfig:
     return ClusterConfig.model_validate(cfg.model_dump() | {"name": f"{cfg.name}-kind"})
 
 
+def at_version(cfg: ClusterConfig, kubernetes_version: str, known_gates: set[str]) -> tuple[ClusterConfig, list[str]]:
+    """The configuration on another Kubernetes version, without the feature gates that version's
+    components lack (the tests needing them SKIP, as the catalogue's `gates` say); and those gates."""
+    dropped = sorted({g for g in cfg.feature_gates if g not in known_gates}
+                     | {g for gates in cfg.component_feature_gates.values() for g in gates if g not in known_gates})
+    changes = {"kubernetes_version": kubernetes_version,
+               "feature_gates": {g: on for g, on in cfg.feature_gates.items() if g in known_gates},
+               "component_feature_gates": {c: {g: on for g, on in gates.items() if g in known_gates}
+                                           for c, gates in cfg.component_feature_gates.items()}}
+    return ClusterConfig.model_validate(cfg.model_dump() | changes), dropped
+
+
 def renamed(cfg: ClusterConfig, prefix: str, **changes: object) -> ClusterConfig:
     """The configuration under another name prefix (e2e-skew -> cert-skew), with other changes."""
     return ClusterConfig.model_validate(cfg.model_dump() | {"name": prefix + cfg.name.removeprefix(PREFIX), **changes})

@@ -1,8 +1,25 @@
 """Pinned versions of every component the lab builds. Changing one changes the cache key."""
 
 KUBERNETES = "v1.37.1"
-# k8s.io/kubernetes requires its staging modules at v0.0.0; the wrapper module replaces them.
-KUBERNETES_STAGING = "v0.37.1"
+# The versions a lab can run (`--kubernetes-version`), newest last; KUBERNETES is the default.
+# Patch releases the Go module proxy serves.
+KUBERNETES_VERSIONS = ("v1.35.4", "v1.36.3", KUBERNETES)
+
+
+def staging(kubernetes: str) -> str:
+    """k8s.io/kubernetes requires its staging modules (k8s.io/api, ...) at v0.0.0; the wrapper module
+    replaces them with the tag each is released under: v1.37.1 -> v0.37.1."""
+    return "v0." + kubernetes.removeprefix("v1.")
+
+
+KUBERNETES_STAGING = staging(KUBERNETES)
+
+
+def unsupported(kubernetes: str) -> str | None:
+    """Why a lab cannot run `kubernetes`; None when it can."""
+    if kubernetes in KUBERNETES_VERSIONS:
+        return None
+    return f"Kubernetes {kubernetes} is not one dralab builds; choose one of {', '.join(KUBERNETES_VERSIONS)}"
 ETCD = "v3.7.3"
 CONTAINERD = "v2.3.7"
 RUNC = "v1.4.3"

@@ -9,6 +9,7 @@ import click
 
 from clusters.children import Terminated, interrupt_on_sigterm
 from clusters.errors import DralabError
+from clusters.lab_cli import kubernetes_version_option
 from clusters.progress import console
 
 
@@ -40,12 +41,13 @@ def main() -> None:
 
 @main.command()
 @click.option("--offline", is_flag=True, help="Only check the cache; build nothing.")
-def provision(offline: bool) -> None:
+@kubernetes_version_option("Kubernetes version to build (each is cached apart).")
+def provision(offline: bool, kubernetes_version: str) -> None:
     """Build every pinned component into the cache (LAB-01)."""
     from clusters.provision import cache_root, provision as do_provision
 
     start = time.monotonic()
-    tools = do_provision(offline=offline)
+    tools = do_provision(offline=offline, kubernetes_version=kubernetes_version)
     console.print(f"provisioned in {time.monotonic() - start:.1f}s under {cache_root()}")
     for name, path in (("kubernetes", tools.kubernetes), ("etcd", tools.etcd), ("containerd", tools.containerd),
                        ("runc", tools.runc), ("drivers under test", tools.drivers_under_test)):

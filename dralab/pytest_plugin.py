@@ -16,7 +16,8 @@ from clusters.config import ClusterConfig
 from clusters.errors import LabBroken, NotSupported
 from clusters.health import dead_components, diagnose
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
-from clusters.lab_configurations import PREFIX, SESSION_LAB, on_kind, renamed
+from clusters import versions
+from clusters.lab_configurations import PREFIX, SESSION_LAB, at_version, on_kind, renamed
 from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
 from dralab import verdicts
 from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
@@ -60,6 +61,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="hardware profile (fake_hardware/profiles name or .yaml) of the local session lab's "
                          f"kubelet nodes, or {NO_HARDWARE} for none; default: "
                          f"{', '.join(sorted(set(SESSION_LAB.hardware.values())))}")
+    group.addoption("--kubernetes-version", default=versions.KUBERNETES, choices=versions.KUBERNETES_VERSIONS,
+                    help="Kubernetes version of the labs this run starts; requirements whose feature gates that "
+                         "version lacks SKIP (the catalogue's `gates`)")
     group.addoption("--lab-prefix", default=PREFIX,
                     help="name prefix of the local labs this run starts; runs side by side need different ones")
     group.addoption("--reuse-labs", action="store_true",
@@ -93,14 +97,33 @@ def pytest_configure(config: pytest.Config) -> None:
     interrupt_on_sigterm()
 
 
+_known_gates = pytest.StashKey[set]()
+
+
+def known_gates(config: pytest.Config) -> set[str]:
+    """The feature gates the components of --kubernetes-version have (built if they are not yet)."""
+    if _known_gates not in config.stash:
+        from clusters.local.preflight import known_feature_gates
+        from clusters.provision import provision
+
+        config.stash[_known_gates] = known_feature_gates(provision(kubernetes_version=config.getoption("--kubernetes-version")))
+    return config.stash[_known_gates]
+
+
 def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
-    """A lab configuration as this run starts it: named under --lab-prefix, and for the session
-    lab with the --hardware profile on every node that has hardware."""
+    """A lab configuration as this run starts it: named under --lab-prefix, on --kubernetes-version
+    (without the gates it lacks), and for the session lab with the --hardware profile on every node
+    that has hardware."""
     hardware = config.getoption("--hardware")
+    changes = {}
     if hardware and cfg.name == SESSION_LAB.name:
-        nodes = {} if hardware == NO_HARDWARE else {node: hardware for node in cfg.hardware}
-        return renamed(cfg, config.getoption("--lab-prefix"), hardware=nodes)
-    return renamed(cfg, config.getoption("--lab-prefix"))
+        changes["hardware"] = {} if hardware == NO_HARDWARE else {node: hardware for node in cfg.hardware}
+    cfg, dropped = at_version(renamed(cfg, config.getoption("--lab-prefix"), **changes),
+                              config.getoption("--kubernetes-version"), known_gates(config))
+    if dropped:
+        progress_note(config, f"lab {cfg.name} on Kubernetes {cfg.kubernetes_version}, which lacks the feature gates "
+                              f"{', '.join(dropped)}: started without them")
+    return cfg
 
 
 # The local labs this run has up. A Ctrl-C during fixture teardown makes pytest skip the
@@ -188,6 +211,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     items.sort(key=lambda i: not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A requirement whose feature gates the labs' Kubernetes version lacks does not apply: SKIP
+    before any lab starts for it. (A kubeconfig cluster's gates are unknown: its tests decide.)"""
+    config = item.config
+    if item.get_closest_marker("e2e") is None or config.getoption("--cluster") == "kubeconfig":
+        return
+    gated = [m.args[0] for m in item.iter_markers("requirement") if (req := catalogue.get(m.args[0])) and req.gates]
+    if gated:
+        missing = catalogue.missing_gates(gated, known_gates(config))
+        if missing:
+            pytest.skip("; ".join(f"{rid} needs the feature gate {gate}, which Kubernetes "
+                                  f"{config.getoption('--kubernetes-version')} does not have" for rid, gate in missing))
 
 
 @pytest.fixture(scope="session")

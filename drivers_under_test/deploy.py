@@ -63,9 +63,13 @@ def _tools(lab: Lab) -> Toolchain:
 
 
 def lab_parameters(lab: Lab) -> dict[str, str]:
+    from kubernetes import client
+
     tools = _tools(lab)
+    version = lab.cfg.kubernetes_version if lab.cfg is not None else client.VersionApi(lab.api()).get_code().git_version
     return {"KUBELET_ROOT_DIR": lab.nodes[0].kubelet_root_dir, "DRIVERS_IMAGE": tools.drivers_image.ref,
-            "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT, "HARDWARE_DRIVER_ROOT": NODE_DRIVER_ROOT}  # NAMESPACE: the profile's
+            "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT, "HARDWARE_DRIVER_ROOT": NODE_DRIVER_ROOT,
+            "KUBERNETES_VERSION": version}  # NAMESPACE: the profile's
 
 
 def _or_refused(found: tuple[list[dict[str, Any]], list[str]]) -> list[dict[str, Any]]:

@@ -63,7 +63,8 @@ def _values(profile: DriverProfile, params: Mapping[str, str],
     return values, problems
 
 
-def _helm_template(profile: DriverProfile, values: list[dict[str, Any]], helm: Path) -> subprocess.CompletedProcess[str]:
+def _helm_template(profile: DriverProfile, values: list[dict[str, Any]], helm: Path,
+                   kube_version: str) -> subprocess.CompletedProcess[str]:
     assert profile.chart is not None
     with tempfile.TemporaryDirectory(prefix="dralab-chart-") as tmp:
         files = []
@@ -74,7 +75,7 @@ def _helm_template(profile: DriverProfile, values: list[dict[str, Any]], helm: P
         env = {**os.environ, **{f"HELM_{d}_HOME": str(Path(tmp) / d.lower()) for d in ("CACHE", "CONFIG", "DATA")}}
         return subprocess.run([str(helm), "template", profile.name, str(profile.chart_path()),
                                f"--namespace={profile.namespace}", "--include-crds",
-                               f"--kube-version={versions.KUBERNETES}", *(f"--values={f}" for f in files)],
+                               f"--kube-version={kube_version}", *(f"--values={f}" for f in files)],
                               capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -103,7 +104,8 @@ def render_chart(profile: DriverProfile, params: Mapping[str, str],
         return [], problems + [f"chart {chart} cannot be rendered: {e}"]
     if problems:
         return [], problems
-    out = _helm_template(profile, values, helm_binary)
+    # The chart sees the cluster's version as `.Capabilities.KubeVersion`, as helm install would.
+    out = _helm_template(profile, values, helm_binary, params.get("KUBERNETES_VERSION", versions.KUBERNETES))
     if out.returncode != 0:
         # helm's hint to rerun with --debug is for its own command line, not dralab's.
         error = "\n".join(line for line in out.stderr.strip().splitlines() if "--debug" not in line).strip()

@@ -41,7 +41,8 @@ NO_HARDWARE = "none"
 
 # What the lab fills in (the kubelet root dir of its nodes, the reference drivers' image, the
 # emulated sysfs and NVIDIA driver root as nodes see them) and the profile's own namespace.
-LAB_PARAMETERS = ("KUBELET_ROOT_DIR", "DRIVERS_IMAGE", "HARDWARE_SYSFS_ROOT", "HARDWARE_DRIVER_ROOT", "NAMESPACE")
+LAB_PARAMETERS = ("KUBELET_ROOT_DIR", "DRIVERS_IMAGE", "HARDWARE_SYSFS_ROOT", "HARDWARE_DRIVER_ROOT", "NAMESPACE",
+                  "KUBERNETES_VERSION")
 
 
 def _not_lab_owned(parameters: dict[str, str]) -> dict[str, str]:

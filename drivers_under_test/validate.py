@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from clusters import versions
 from clusters.errors import BadInput
 from clusters.yaml_profiles import field_errors, load_yaml, profile_path
 from drivers_under_test.deploy import target_problems
@@ -33,7 +34,7 @@ VARIANT_NAME = re.compile(r"^[a-z0-9][-a-z0-9]*$")
 # from the profile), shaped like the real values so the manifests parse as they will in a lab.
 LAB_EXAMPLE = {"KUBELET_ROOT_DIR": "/var/lib/kubelet", "DRIVERS_IMAGE": "dralab.dev/drivers:0123456789ab",
                "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys",
-               "HARDWARE_DRIVER_ROOT": "/var/lib/dralab-hardware/driver-root"}
+               "HARDWARE_DRIVER_ROOT": "/var/lib/dralab-hardware/driver-root", "KUBERNETES_VERSION": versions.KUBERNETES}
 
 # Image metadata (index, manifests, configs) is kilobytes; members above this are layers.
 MAX_JSON = 4 << 20

@@ -22,7 +22,8 @@ from clusters import versions
 from clusters import residue
 from clusters.children import run_to_completion
 from clusters.errors import BadInput, LabBroken
-from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, on_kind, renamed,
+from clusters.lab_cli import kubernetes_version_option
+from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, at_version, on_kind, renamed,
                                          scale)
 from clusters.progress import console, run_logged
 from drivers_under_test.profile import NO_HARDWARE, Capability, DriverProfile
@@ -133,13 +134,15 @@ def _sha256(path: Path) -> str:
 
 
 def environment(cluster: str, drivers: list[DriverProfile], variant: str | None, hardware: dict[str, str],
-                selected: list[str]) -> dict[str, object]:
+                selected: list[str], kubernetes_version: str = versions.KUBERNETES) -> dict[str, object]:
     """What the verdicts were reached on: what was selected, component versions, the drivers'
     images with their digests, and for the embedded lab its gates and hardware."""
+    from clusters.local.preflight import known_feature_gates
     from clusters.provision import provision
 
-    reference = provision(offline=True).drivers_image
-    env: dict[str, object] = {"suites": selected, "cluster": cluster, **versions.ALL,
+    tools = provision(offline=True, kubernetes_version=kubernetes_version)
+    reference = tools.drivers_image
+    env: dict[str, object] = {"suites": selected, "cluster": cluster, **tools.versions(),
                               "driver profiles": [str(d.source) for d in drivers] or "the reference drivers",
                               "driver images": [f"{reference.ref} {reference.digest}" if archive == reference.archive
                                                 else f"{archive} sha256:{_sha256(archive)}"
@@ -148,7 +151,8 @@ def environment(cluster: str, drivers: list[DriverProfile], variant: str | None,
     if variant:
         env["driver variant"] = variant
     if cluster in ("local", "kind"):
-        env.update({"feature gates": SESSION_LAB.feature_gates, "hardware": hardware})
+        gates = at_version(SESSION_LAB, kubernetes_version, known_feature_gates(tools))[0].feature_gates
+        env.update({"feature gates": gates, "hardware": hardware})
     return env
 
 
@@ -188,6 +192,7 @@ class SuiteRun:
     lab_prefix: str = LAB_PREFIX
     reuse_labs: bool = False
     workload_image: str | None = None
+    kubernetes_version: str = versions.KUBERNETES
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -207,8 +212,9 @@ class SuiteRun:
         cmd += [f"--requirement-ids={','.join(self.ids)}"] if self.ids else []
         cmd += ["--reuse-labs"] if self.reuse_labs else []
         cmd += [f"--workload-image={self.workload_image}"] if self.workload_image else []
+        cmd += [f"--kubernetes-version={self.kubernetes_version}"]
         console.print(f"certify: {', '.join(self.paths)}{' (' + ', '.join(self.ids) + ')' if self.ids else ''} on the "
-                      f"{self.cluster} cluster{f' (variant {self.variant})' if self.variant else ''}; results in {self.out_dir}")
+                      f"{self.cluster} cluster (Kubernetes {self.kubernetes_version}){f' (variant {self.variant})' if self.variant else ''}; results in {self.out_dir}")
         self.started = time.monotonic()
         rc = run_to_completion(cmd, cwd=REPO)
         if rc == PYTEST_USAGE_ERROR:
@@ -220,7 +226,8 @@ class SuiteRun:
         if not self.junit.exists():
             raise NoResults(f"{INCOMPLETE}: the suites produced no results (pytest exit {rc}); logs under "
                             f"{self.out_dir / 'logs'}")
-        env = {**environment(self.cluster, self.drivers, self.variant, nodes_hardware, self.paths + self.ids), **more}
+        env = {**environment(self.cluster, self.drivers, self.variant, nodes_hardware, self.paths + self.ids,
+                             self.kubernetes_version), **more}
         report = build(read_junit(self.junit, self.out_dir), env, time.monotonic() - self.started)
         write(report, self.out_dir)
         return report
@@ -242,8 +249,10 @@ class SuiteRun:
               "(needs sh, busybox-like coreutils, ip and incluster-whoami); default: the lab's dralab.dev/workload:lab.")
 @click.option("--only", default=None, help=f"Comma-separated suites by requirement prefix ({', '.join(SUITES)}) "
               "or requirement IDs (MD-01).")
+@kubernetes_version_option("Kubernetes version of the labs (local); IDs whose feature gates it lacks SKIP.")
 def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
-            variant: str | None, hardware: str | None, only: str | None, workload_image: str | None) -> None:
+            variant: str | None, hardware: str | None, only: str | None, workload_image: str | None,
+            kubernetes_version: str) -> None:
     """Run the conformance suites and write the results to OUT (exit 0 CERTIFIED, 1 NOT CERTIFIED,
     2 bad input, 3 INCOMPLETE, 4 NOTHING TO CERTIFY)."""
     paths, ids = selection(only)
@@ -259,7 +268,8 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
         sys.exit(EXIT_CODES[NOTHING])
     # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.
     out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None
-    run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware, workload_image=workload_image)
+    run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware, workload_image=workload_image,
+                   kubernetes_version=kubernetes_version)
     rc = run.pytest()
     left = [str(r) for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)]  # LAB-05, checked after every run
     if left:

@@ -151,14 +151,15 @@ td,th{{border:1px solid #ccc;padding:.3em;text-align:left}}.CERTIFIED,.PASS{{bac
 """
 
 
-def run(profiles: list[DriverProfile], out_dir: Path, stamp: str, only: str | None) -> tuple[list[Cell], list[Finding]]:
+def run(profiles: list[DriverProfile], kubernetes_versions: list[str], out_dir: Path, stamp: str,
+        only: str | None) -> tuple[list[Cell], list[Finding]]:
     """Certify each profile on each version, one after another; each run's labs go at its end."""
     cells, found = [], []
-    version = versions.KUBERNETES
-    for n, profile in enumerate(profiles, 1):
-        console.print(f"[bold]matrix {n}/{len(profiles)}: {profile.name} on Kubernetes {version}[/bold]")
+    todo = [(profile, version) for version in kubernetes_versions for profile in profiles]
+    for n, (profile, version) in enumerate(todo, 1):
+        console.print(f"[bold]matrix {n}/{len(todo)}: {profile.name} on Kubernetes {version}[/bold]")
         suite_run = SuiteRun(out_dir / "runs" / stamp / f"{profile.name}-{version}", *selection(only),
-                             drivers=[profile], lab_prefix=LAB_PREFIX)
+                             drivers=[profile], lab_prefix=LAB_PREFIX, kubernetes_version=version)
         started = time.monotonic()
         try:
             report = suite_run.report(suite_run.pytest(), {}, {})
@@ -177,7 +178,9 @@ def run(profiles: list[DriverProfile], out_dir: Path, stamp: str, only: str | No
 @click.option("--driver", "driver_names", multiple=True, help="Only this shipped profile (repeatable); default: "
               "every shipped profile, reference and public.")
 @click.option("--only", default=None, help="Comma-separated suites or requirement IDs, as for certify.")
-def matrix(out_dir: Path, driver_names: tuple[str, ...], only: str | None) -> None:
+@click.option("--kubernetes-version", "kubernetes_versions", multiple=True, type=click.Choice(versions.KUBERNETES_VERSIONS),
+              help=f"Only this version (repeatable); default: every one dralab builds ({', '.join(versions.KUBERNETES_VERSIONS)}).")
+def matrix(out_dir: Path, driver_names: tuple[str, ...], only: str | None, kubernetes_versions: tuple[str, ...]) -> None:
     """Certify every shipped driver profile on each Kubernetes version dralab provisions and write
     matrix.json and matrix.html (cells changed since the previous run flagged, public drivers'
     FAILs listed as findings). Exit 0 when every cell has a verdict, 3 when one is INCOMPLETE."""
@@ -191,7 +194,7 @@ def matrix(out_dir: Path, driver_names: tuple[str, ...], only: str | None) -> No
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     started = time.monotonic()
-    cells, found = run(profiles, out_dir, stamp, only)
+    cells, found = run(profiles, list(kubernetes_versions or versions.KUBERNETES_VERSIONS), out_dir, stamp, only)
     data = write(out_dir, cells, found, stamp, time.monotonic() - started)
     changed = [c["driver"] + "@" + c["version"] for c in data["cells"] if c["changed"]]
     console.print(f"matrix: {len(cells)} cell(s), {sum(c.outcome == CERTIFIED for c in cells)} CERTIFIED, "

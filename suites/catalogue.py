@@ -52,6 +52,9 @@ class Requirement(BaseModel):
     remedy: str | None = None
     # The upstream issue about the ID's behaviour, where the source names one.
     upstream_issue: str | None = None
+    # Kubernetes feature gates the ID's behaviour exists under: on a version whose components lack
+    # one (a feature that came later), the ID does not apply and its tests SKIP saying so.
+    gates: tuple[str, ...] = ()
 
     @field_validator("applies")
     @classmethod
@@ -94,6 +97,11 @@ def issue_url(upstream_issue: str) -> str:
     """The web page of an `upstream_issue` (owner/repository#number, as validated)."""
     repo, number = upstream_issue.split("#")
     return f"https://github.com/{repo}/issues/{number}"
+
+
+def missing_gates(ids: list[str], known_gates: set[str]) -> list[tuple[str, str]]:
+    """(ID, gate) for each gate one of `ids` needs that a Kubernetes version's components lack."""
+    return [(rid, gate) for rid in ids if (req := get(rid)) is not None for gate in req.gates if gate not in known_gates]
 
 
 def certifiable(capabilities: list[str], dra: bool) -> list[str]:

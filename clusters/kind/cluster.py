@@ -18,6 +18,7 @@ from typing import Sequence
 
 import yaml
 
+from clusters import versions
 from clusters.config import ClusterConfig, labs_root, state_file
 from clusters.errors import BadInput, LabBroken
 from clusters.kind import engine, hardware, nodeimage
@@ -69,6 +70,12 @@ class KindCluster:
     tools: Toolchain
     offline: bool = False
     timings: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.cfg.kubernetes_version != versions.KUBERNETES:
+            raise BadInput(f"kind labs run Kubernetes {versions.KUBERNETES} only (their offline node image pins "
+                           f"kubeadm and CoreDNS to it), not {self.cfg.kubernetes_version}: use --cluster local "
+                           "for other versions")
 
     @property
     def name(self) -> str:

@@ -68,7 +68,7 @@ class LocalCluster:
         cfg = saved_config(name)
         if cfg is None:
             raise BadInput(f"no lab named {name!r} ({state_file(name)} does not exist); start one with `dralab up`")
-        return cls(cfg, provision(offline=True))
+        return cls(cfg, provision(offline=True, kubernetes_version=cfg.kubernetes_version))
 
     @classmethod
     def running(cls, cfg: ClusterConfig) -> "LocalCluster | None":
@@ -77,7 +77,7 @@ class LocalCluster:
         saved = saved_config(cfg.name)
         if saved is None or saved != (cfg if cfg.slot else cfg.model_copy(update={"slot": saved.slot})):
             return None  # (slot 0 asks for any free slot: the one it got is as good)
-        cluster = cls(saved, provision(offline=True))
+        cluster = cls(saved, provision(offline=True, kubernetes_version=saved.kubernetes_version))
         try:
             cluster.wait_ready(timeout=20)  # ends at once, LabBroken, on a dead component
         except LabBroken:
@@ -95,7 +95,7 @@ class LocalCluster:
         """Start a lab; on any failure or interrupt tear down what was started, then re-raise."""
         preflight.require_root("up")
         require_no_live_lab(cfg)
-        tools = provision(offline=offline)
+        tools = provision(offline=offline, kubernetes_version=cfg.kubernetes_version)
         preflight.require_known_gates(cfg, tools)
         if cfg.hardware:
             from fake_hardware.lab import HardwareLab

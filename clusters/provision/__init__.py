@@ -23,6 +23,7 @@ from clusters.provision import gobuild, images
 from clusters.provision.components import (
     CGO_DRIVER_BINARIES, CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, DRIVER_BINARIES, DRIVERS_UNDER_TEST,
     DRIVERS_WITH_CGO, ETCD, HELM, KWOK, NVIDIA_SMI_FILE, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC,
+    kubernetes_recipe,
 )
 from clusters.provision.gobuild import RECIPES, GoRecipe
 
@@ -51,6 +52,7 @@ class Toolchain:
     images: tuple[Image, ...]
     allure: Path
     kwok_dir: Path
+    kubernetes_version: str = versions.KUBERNETES
 
     def kube(self, component: str) -> Path:
         return self.kubernetes / component
@@ -97,7 +99,7 @@ class Toolchain:
         return next(i for i in self.images if i.ref.startswith(versions.DRIVERS_IMAGE_REPO + ":"))
 
     def versions(self) -> dict[str, str]:
-        return dict(versions.ALL)
+        return versions.ALL | {"kubernetes": self.kubernetes_version}
 
 
 def _component_dir(recipe: GoRecipe) -> Path:
@@ -142,7 +144,7 @@ def ensure_go(recipe: GoRecipe, offline: bool) -> Path:
     if offline:
         raise BadInput(f"{recipe.name} {recipe.version} is not in the cache ({out}); "
                        "run `dralab provision` without --offline first")
-    log = cache_root() / "logs" / f"build-{recipe.name}.log"
+    log = cache_root() / "logs" / f"build-{recipe.name}-{recipe.version}.log"
     log.unlink(missing_ok=True)
     with step(f"Building {recipe.name} {recipe.version} from Go modules (log: {log})"):
         gobuild.build(recipe, out, cache_root() / "work" / f"{recipe.name}-{recipe.key()}", log)
@@ -233,20 +235,24 @@ def _ensure_images(pause: Path, built: Path, built_cgo: Path) -> tuple[Image, ..
     return tuple(store_image(spec) for spec in image_specs(pause, built, built_cgo))
 
 
-def provision(offline: bool = False) -> Toolchain:
-    """Build or find every component; with `offline`, only find (BadInput if anything is missing)."""
+def provision(offline: bool = False, kubernetes_version: str = versions.KUBERNETES) -> Toolchain:
+    """Build or find every component, Kubernetes at `kubernetes_version`; with `offline`, only find
+    (BadInput if anything is missing)."""
+    if why := versions.unsupported(kubernetes_version):
+        raise BadInput(f"{why} (--kubernetes-version)")
     if os.geteuid() != 0 and not offline:
         raise BadInput("dralab provision installs Debian packages and must run as root (try: sudo dralab provision)")
     cache_root().mkdir(parents=True, exist_ok=True)
     _ensure_debian_packages(offline)
-    dirs = {r.name: ensure_go(r, offline) for r in GO_RECIPES}
+    recipes = [kubernetes_recipe(kubernetes_version) if r is KUBERNETES else r for r in GO_RECIPES]
+    dirs = {r.name: ensure_go(r, offline) for r in recipes}
     pause = _pause_binary(offline)
     imgs = _ensure_images(pause, dirs[DRIVERS_UNDER_TEST.name], dirs[DRIVERS_WITH_CGO.name])
     return Toolchain(
         kubernetes=dirs[KUBERNETES.name], etcd_dir=dirs[ETCD.name], containerd=dirs[CONTAINERD.name],
         runc_dir=dirs[RUNC.name], drivers_under_test=dirs[DRIVERS_UNDER_TEST.name],
         drivers_with_cgo=dirs[DRIVERS_WITH_CGO.name], images=imgs,
-        allure=_ensure_allure(offline), kwok_dir=dirs[KWOK.name],
+        allure=_ensure_allure(offline), kwok_dir=dirs[KWOK.name], kubernetes_version=kubernetes_version,
     )
 
 

@@ -14,26 +14,27 @@ def _stamp(package: str, values: dict[str, str]) -> str:
     return " ".join(f"-X {package}.{k}={v}" for k, v in values.items())
 
 
-_k8s_version = {
-    "gitVersion": versions.KUBERNETES,
-    "gitMajor": versions.KUBERNETES.split(".")[0].lstrip("v"),
-    "gitMinor": versions.KUBERNETES.split(".")[1],
-    "gitTreeState": "clean",
-}
-
 KUBE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl")
 
-KUBERNETES = GoRecipe(
-    name="kubernetes",
-    version=versions.KUBERNETES,
-    requires={"k8s.io/kubernetes": versions.KUBERNETES},
-    pin_unversioned_requires_of=("k8s.io/kubernetes", versions.KUBERNETES_STAGING),
-    recipe_dir=RECIPES / "kubernetes",
-    binaries={"kube": "."},
-    links={name: "kube" for name in KUBE_COMPONENTS},
-    ldflags=" ".join(["-s -w", _stamp("k8s.io/component-base/version", _k8s_version),
-                      _stamp("k8s.io/client-go/pkg/version", _k8s_version)]),
-)
+
+def kubernetes_recipe(version: str) -> GoRecipe:
+    """Every Kubernetes component at `version` (one of versions.KUBERNETES_VERSIONS), one multi-call binary."""
+    stamp = {"gitVersion": version, "gitMajor": version.split(".")[0].lstrip("v"),
+             "gitMinor": version.split(".")[1], "gitTreeState": "clean"}
+    return GoRecipe(
+        name="kubernetes",
+        version=version,
+        requires={"k8s.io/kubernetes": version},
+        pin_unversioned_requires_of=("k8s.io/kubernetes", versions.staging(version)),
+        recipe_dir=RECIPES / "kubernetes",
+        binaries={"kube": "."},
+        links={name: "kube" for name in KUBE_COMPONENTS},
+        ldflags=" ".join(["-s -w", _stamp("k8s.io/component-base/version", stamp),
+                          _stamp("k8s.io/client-go/pkg/version", stamp)]),
+    )
+
+
+KUBERNETES = kubernetes_recipe(versions.KUBERNETES)
 
 ETCD = GoRecipe(
     name="etcd",

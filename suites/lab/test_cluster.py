@@ -33,7 +33,7 @@ def test_every_kubelet_node_is_ready_at_the_pinned_version(lab: Lab, api) -> Non
         ready = {c.type: c.status for c in node.status.conditions}["Ready"]
         assert ready == "True", f"{handle.name} Ready={ready}: {node.status.conditions}"
         if lab.provider == "local":
-            assert node.status.node_info.kubelet_version == versions.KUBERNETES
+            assert node.status.node_info.kubelet_version == lab.cfg.kubernetes_version
             assert node.status.node_info.container_runtime_version == f"containerd://{versions.CONTAINERD.lstrip('v')}"
     assert len(lab.nodes) >= 2, f"LAB-03 needs at least 2 kubelet nodes, the cluster has {[n.name for n in lab.nodes]}"
 
@@ -200,4 +200,4 @@ def test_allocation_config_names_its_requests_as_the_upstream_allocator_does(lab
         "configuration with the requests of that class",
         f"a configuration that applies to every request of the claim has its requests cleared (empty means all): "
         f"claim config naming [a, b] -> {got['a-and-b']}, the class's config (class of a and b) -> {got['class']}; "
-        f"one naming [a] keeps {got['a']} (kube-scheduler {versions.KUBERNETES})"))
+        f"one naming [a] keeps {got['a']} (kube-scheduler {client.VersionApi(api).get_code().git_version})"))

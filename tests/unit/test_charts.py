@@ -139,7 +139,8 @@ def test_a_variants_chart_values_are_checked_as_templates(tmp_path: Path) -> Non
     _, problems = validate(path)
     assert problems == [f"variants.verbose.chartValues of driver profile {path} uses ${{VERBOSE_ROOT}}, which neither "
                         "driver profile vendor (parameters) nor the lab (KUBELET_ROOT_DIR, DRIVERS_IMAGE, "
-                        "HARDWARE_SYSFS_ROOT, HARDWARE_DRIVER_ROOT, NAMESPACE) sets: add VERBOSE_ROOT to the profile's "
+                        "HARDWARE_SYSFS_ROOT, HARDWARE_DRIVER_ROOT, NAMESPACE, "
+                            "KUBERNETES_VERSION) sets: add VERBOSE_ROOT to the profile's "
                         "parameters"]
 
 

@@ -18,7 +18,7 @@ WANTED = ClusterConfig(name="self", nodes=2, feature_gates={"DRADeviceMetadata":
 @pytest.fixture
 def saved(tmp_path: Path, monkeypatch) -> callable:
     monkeypatch.setenv("DRALAB_LABS", str(tmp_path))
-    monkeypatch.setattr(local_cluster, "provision", lambda offline: None)
+    monkeypatch.setattr(local_cluster, "provision", lambda offline, kubernetes_version: None)
 
     def save(cfg: ClusterConfig) -> None:
         state_file(cfg.name).parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,48 @@
+"""Labs on other Kubernetes versions (--kubernetes-version): each version built apart, lab
+configurations without the gates a version lacks, and the requirements needing them not applying."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from clusters import versions
+from clusters.config import ClusterConfig
+from clusters.lab_configurations import SCHEDULER_GATE_OFF, SESSION_LAB, at_version
+from clusters.provision.components import KUBERNETES, kubernetes_recipe
+from suites import catalogue
+
+# What kube-apiserver v1.36.3 --help lists among DRA gates (no DRADerivedAttributes: it came in 1.37).
+GATES_1_36 = {"DRAListTypeAttributes", "DRAResourceClaimGranularStatusAuthorization", "DRAConsumableCapacity"}
+
+
+def test_each_version_is_built_apart_with_its_own_staging_modules() -> None:
+    older = kubernetes_recipe("v1.36.3")
+    assert older.requires == {"k8s.io/kubernetes": "v1.36.3"}
+    assert older.pin_unversioned_requires_of == ("k8s.io/kubernetes", "v0.36.3")
+    assert "gitVersion=v1.36.3" in older.ldflags and "gitMinor=36" in older.ldflags
+    assert older.key() != KUBERNETES.key()
+    assert KUBERNETES == kubernetes_recipe(versions.KUBERNETES)
+
+
+def test_a_version_dralab_does_not_build_is_refused_naming_those_it_does() -> None:
+    with pytest.raises(ValidationError, match=r"v1\.30\.0 is not one dralab builds; choose one of v1\.35\.4, v1\.36\.3"):
+        ClusterConfig(name="old", kubernetes_version="v1.30.0")
+    assert versions.unsupported(versions.KUBERNETES) is None
+
+
+def test_a_lab_on_an_older_version_starts_without_the_gates_it_lacks() -> None:
+    cfg, dropped = at_version(SCHEDULER_GATE_OFF, "v1.36.3", GATES_1_36)
+    assert cfg.kubernetes_version == "v1.36.3"
+    assert dropped == ["DRADerivedAttributes"]
+    assert cfg.feature_gates == {"DRAListTypeAttributes": False}
+    assert cfg.component_feature_gates == {"kube-scheduler": {}}
+    same, none = at_version(SESSION_LAB, versions.KUBERNETES, set(SESSION_LAB.feature_gates))
+    assert (same, none) == (SESSION_LAB, [])
+
+
+def test_requirements_name_the_gates_a_version_lacks() -> None:
+    assert catalogue.missing_gates(["DA-08", "ST-04", "KP-01"], GATES_1_36) == [("DA-08", "DRADerivedAttributes")]
+    assert catalogue.missing_gates(["ST-04", "ST-06"], set()) == [
+        ("ST-04", "DRAResourceClaimGranularStatusAuthorization"), ("ST-06", "DRAResourceClaimGranularStatusAuthorization")]
+    assert catalogue.missing_gates(["DA-01", "unknown-id"], {"DRADerivedAttributes"}) == []
