@@ -14,9 +14,18 @@ from fake_hardware.lab import HardwareLab
 KINDS = ("gpu", "nic", "vf")
 
 
-def function(lab: Lab, node: str, device: dict[str, Any], kinds: tuple[str, ...] = KINDS) -> str | None:
-    """The name (gpu0, ...) of the emulated device of `node` of one of `kinds` that `device` names."""
+def identities(lab: Lab, node: str, kinds: tuple[str, ...] = KINDS) -> dict[str, str]:
+    """UUID or PCI address -> name (gpu0, ...) of every emulated device of `node` of one of
+    `kinds` (the hardware plan is read once, however many devices are then looked up)."""
     assert lab.cfg is not None
+    out = {}
+    for f in HardwareLab(lab.cfg).node(node).plan.functions:
+        if f.kind in kinds:
+            out |= {key: f.name for key in ((f.gpu or {}).get("uuid"), f.bdf) if key}
+    return out
+
+
+def named(ids: dict[str, str], device: dict[str, Any]) -> str | None:
+    """The emulated device among `ids` (identities()) that a published `device` names."""
     values = {a.get("string") for a in (device.get("attributes") or {}).values()} - {None}
-    return next((f.name for f in HardwareLab(lab.cfg).node(node).plan.functions
-                 if f.kind in kinds and ((f.gpu or {}).get("uuid") in values or f.bdf in values)), None)
+    return next((ids[v] for v in sorted(values) if v in ids), None)

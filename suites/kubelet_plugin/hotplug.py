@@ -16,9 +16,10 @@ def published(lab: Lab, api: client.ApiClient, driver: str, node: str) -> dict[s
     """The emulated devices of `node` the driver's current node-local slices publish: name (gpu0,
     ...) -> (pool, device name)."""
     out = {}
+    ids = emulated.identities(lab, node)
     for pool, current in contract.current_pools(observe.driver_slices(api, driver)).items():
         for device in (d for s in current if s["spec"].get("nodeName") == node for d in s["spec"].get("devices") or []):
-            if name := emulated.function(lab, node, device):
+            if name := emulated.named(ids, device):
                 out[name] = (pool, device["name"])
     return out
 

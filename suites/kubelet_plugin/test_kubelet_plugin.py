@@ -501,7 +501,7 @@ def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(host_access: Lab
     pool, name = result["pool"], result["device"]
     device = health.published(api, dra_driver.name, pool, name)
     assert device is not None, f"device {pool}/{name}, allocated to claim faulty, is in none of {dra_driver.name}'s slices"
-    gpu = emulated.function(host_access, node, device, ("gpu",))
+    gpu = emulated.named(emulated.identities(host_access, node, ("gpu",)), device)
     if gpu is None:
         pytest.skip(f"device {pool}/{name} publishes neither the UUID nor the PCI address of an emulated GPU of {node} "
                     "(attributes uuid, resource.kubernetes.io/pciBusID), so dralab cannot tell which one to fault")

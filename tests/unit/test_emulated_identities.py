@@ -1,0 +1,24 @@
+"""Which emulated device a published one stands for (KP-02's hotplug, KP-10's fault): matched by
+the UUID or PCI address among its attribute values, whatever the attribute is called."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from clusters.config import ClusterConfig
+from fake_hardware.lab import HardwareLab
+from suites.kubelet_plugin import emulated
+
+CFG = ClusterConfig(name="ids", nodes=1, hardware={"node-1": "dgx-like"})
+
+
+def test_a_published_device_is_found_by_its_uuid_or_pci_address() -> None:
+    functions = {f.name: f for f in HardwareLab(CFG).node("node-1").plan.functions}
+    ids = emulated.identities(SimpleNamespace(cfg=CFG), "node-1")  # type: ignore[arg-type]
+    gpu3, vf = functions["gpu3"], next(f for f in functions.values() if f.kind == "vf")
+    assert emulated.named(ids, {"attributes": {"uuid": {"string": gpu3.gpu["uuid"]}}}) == "gpu3"
+    assert emulated.named(ids, {"attributes": {"vendor/pciAddress": {"string": vf.bdf}, "n": {"int": 3}}}) == vf.name
+    assert emulated.named(ids, {"attributes": {"uuid": {"string": "GPU-not-on-this-node"}}}) is None
+    assert emulated.named(ids, {"name": "no-attributes"}) is None
+    only_gpus = emulated.identities(SimpleNamespace(cfg=CFG), "node-1", ("gpu",))  # type: ignore[arg-type]
+    assert set(only_gpus.values()) == {n for n, f in functions.items() if f.kind == "gpu"}
