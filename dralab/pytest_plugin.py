@@ -213,8 +213,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda i: not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
+def _skip_where_gates_lack(item: pytest.Item) -> None:
     """A requirement whose feature gates the labs' Kubernetes version lacks does not apply: SKIP
     before any lab starts for it. (A kubeconfig cluster's gates are unknown: its tests decide.)"""
     config = item.config
@@ -450,8 +449,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test on a lab that has had a fault ends at once, an ERROR: whatever it found there could
-    not be laid on the driver, and waiting on the broken lab would only make the run longer."""
+    """A requirement whose gates the labs' Kubernetes version lacks SKIPs. A test on a lab that has had
+    a fault ends at once, an ERROR: whatever it found there could not be laid on the driver, and
+    waiting on the broken lab would only make the run longer."""
+    _skip_where_gates_lack(item)
     faults = item.config.stash.get(_lab_faults, {})
     for lab in _labs_set_up(item):
         if lab.log_dir in faults:

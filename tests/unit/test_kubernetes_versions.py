@@ -46,3 +46,31 @@ def test_requirements_name_the_gates_a_version_lacks() -> None:
     assert catalogue.missing_gates(["ST-04", "ST-06"], set()) == [
         ("ST-04", "DRAResourceClaimGranularStatusAuthorization"), ("ST-06", "DRAResourceClaimGranularStatusAuthorization")]
     assert catalogue.missing_gates(["DA-01", "unknown-id"], {"DRADerivedAttributes"}) == []
+
+
+GATED = '''
+import pytest
+
+import dralab.pytest_plugin as plugin
+
+plugin.known_gates = lambda config: {"DRAListTypeAttributes"}  # what an older version's components list
+
+
+@pytest.mark.e2e
+@pytest.mark.requirement("DA-04")
+def test_needs_derived_attributes(request):
+    request.getfixturevalue("lab")  # never reached: no lab starts for a requirement that does not apply
+
+
+@pytest.mark.e2e
+@pytest.mark.requirement("KP-01")
+def test_needs_no_gate():
+    pass
+'''
+
+
+def test_a_test_whose_requirement_needs_a_gate_the_version_lacks_skips_before_its_lab(pytester) -> None:
+    pytester.makepyfile(GATED)
+    result = pytester.runpytest("-p", "dralab.pytest_plugin", "--kubernetes-version", "v1.36.3", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*DA-04 needs the feature gate DRADerivedAttributes, which Kubernetes v1.36.3 does not have*"])
