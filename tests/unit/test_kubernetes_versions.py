@@ -74,3 +74,11 @@ def test_a_test_whose_requirement_needs_a_gate_the_version_lacks_skips_before_it
     result = pytester.runpytest("-p", "dralab.pytest_plugin", "--kubernetes-version", "v1.36.3", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*DA-04 needs the feature gate DRADerivedAttributes, which Kubernetes v1.36.3 does not have*"])
+
+
+def test_a_kind_lab_on_another_version_is_refused_before_anything_starts() -> None:
+    from clusters.errors import BadInput
+    from clusters.kind.cluster import KindCluster
+
+    with pytest.raises(BadInput, match=r"kind labs run Kubernetes v1\.37\.1 only .* not v1\.36\.3: use --cluster local"):
+        KindCluster(ClusterConfig(name="k", kubernetes_version="v1.36.3"), tools=None)  # type: ignore[arg-type]
