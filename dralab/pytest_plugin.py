@@ -213,18 +213,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda i: not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")))
 
 
-def _skip_where_gates_lack(item: pytest.Item) -> None:
-    """A requirement whose feature gates the labs' Kubernetes version lacks does not apply: SKIP
-    before any lab starts for it. (A kubeconfig cluster's gates are unknown: its tests decide.)"""
+def _skip_where_not_applicable(item: pytest.Item) -> None:
+    """A requirement that shipped after the labs' Kubernetes version, or whose gates that version
+    lacks, does not apply: SKIP before any lab starts for it. (A kubeconfig cluster's version and
+    gates are its own: its tests decide.)"""
     config = item.config
     if item.get_closest_marker("e2e") is None or config.getoption("--cluster") == "kubeconfig":
         return
-    gated = [m.args[0] for m in item.iter_markers("requirement") if (req := catalogue.get(m.args[0])) and req.gates]
-    if gated:
-        missing = catalogue.missing_gates(gated, known_gates(config))
-        if missing:
-            pytest.skip("; ".join(f"{rid} needs the feature gate {gate}, which Kubernetes "
-                                  f"{config.getoption('--kubernetes-version')} does not have" for rid, gate in missing))
+    reasons = catalogue.not_applicable([m.args[0] for m in item.iter_markers("requirement")],
+                                       config.getoption("--kubernetes-version"), lambda: known_gates(config))
+    if reasons:
+        pytest.skip("; ".join(reasons))
 
 
 @pytest.fixture(scope="session")
@@ -449,10 +448,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A requirement whose gates the labs' Kubernetes version lacks SKIPs. A test on a lab that has had
+    """A requirement that does not apply on the labs' Kubernetes version SKIPs. A test on a lab that has had
     a fault ends at once, an ERROR: whatever it found there could not be laid on the driver, and
     waiting on the broken lab would only make the run longer."""
-    _skip_where_gates_lack(item)
+    _skip_where_not_applicable(item)
     faults = item.config.stash.get(_lab_faults, {})
     for lab in _labs_set_up(item):
         if lab.log_dir in faults:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Callable
 from enum import Enum
 from pathlib import Path
 
@@ -52,8 +53,10 @@ class Requirement(BaseModel):
     remedy: str | None = None
     # The upstream issue about the ID's behaviour, where the source names one.
     upstream_issue: str | None = None
-    # Kubernetes feature gates the ID's behaviour exists under: on a version whose components lack
-    # one (a feature that came later), the ID does not apply and its tests SKIP saying so.
+    # The Kubernetes minor version the ID's behaviour shipped in (v1.37), and the feature gates it
+    # exists under: on an older version, or one whose components lack a gate, the ID does not apply
+    # and its tests SKIP saying so.
+    since: str | None = None
     gates: tuple[str, ...] = ()
 
     @field_validator("applies")
@@ -61,6 +64,13 @@ class Requirement(BaseModel):
     def _known_capability(cls, value: str | None) -> str | None:
         if value is not None and value not in APPLIES:
             raise ValueError(f"{value!r} is none of {', '.join(sorted(APPLIES))}")
+        return value
+
+    @field_validator("since")
+    @classmethod
+    def _minor_version(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"v1\.\d+", value):
+            raise ValueError(f"{value!r} is not a Kubernetes minor version (v1.37)")
         return value
 
     @field_validator("upstream_issue")
@@ -99,9 +109,22 @@ def issue_url(upstream_issue: str) -> str:
     return f"https://github.com/{repo}/issues/{number}"
 
 
-def missing_gates(ids: list[str], known_gates: set[str]) -> list[tuple[str, str]]:
-    """(ID, gate) for each gate one of `ids` needs that a Kubernetes version's components lack."""
-    return [(rid, gate) for rid in ids if (req := get(rid)) is not None for gate in req.gates if gate not in known_gates]
+def _minor(version: str) -> int:
+    return int(version.split(".")[1])
+
+
+def not_applicable(ids: list[str], version: str, known_gates: Callable[[], set[str]]) -> list[str]:
+    """Why each of `ids` that does not apply on Kubernetes `version` does not: it shipped later, or
+    the version's components lack a gate it needs (`known_gates`, asked only when a gate is)."""
+    reasons = []
+    for req in (r for rid in ids if (r := get(rid)) is not None):
+        if req.since is not None and _minor(version) < _minor(req.since):
+            gates = f" (feature gate {', '.join(req.gates)})" if req.gates else ""
+            reasons.append(f"{req.id} applies from Kubernetes {req.since}{gates}; this lab runs {version}")
+            continue
+        reasons += [f"{req.id} needs the feature gate {gate}, which Kubernetes {version} does not have"
+                    for gate in req.gates if gate not in known_gates()]
+    return reasons
 
 
 def certifiable(capabilities: list[str], dra: bool) -> list[str]:
