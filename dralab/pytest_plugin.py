@@ -213,15 +213,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda i: not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")))
 
 
+_server_version = pytest.StashKey[str]()
+
+
+def _kubeconfig_server_version(config: pytest.Config) -> str:
+    """The --kubeconfig cluster's Kubernetes version, as its API server reports it."""
+    if _server_version not in config.stash:
+        from kubernetes import client, config as kube_config
+
+        api = kube_config.new_client_from_config(config_file=config.getoption("--kubeconfig"))
+        config.stash[_server_version] = client.VersionApi(api).get_code().git_version
+    return config.stash[_server_version]
+
+
 def _skip_where_not_applicable(item: pytest.Item) -> None:
     """A requirement that shipped after the labs' Kubernetes version, or whose gates that version
-    lacks, does not apply: SKIP before any lab starts for it. (A kubeconfig cluster's version and
-    gates are its own: its tests decide.)"""
+    lacks, does not apply: SKIP before any lab starts for it. On a kubeconfig cluster only its
+    version decides (whether its gates are on is the cluster's own: its tests find out)."""
     config = item.config
-    if item.get_closest_marker("e2e") is None or config.getoption("--cluster") == "kubeconfig":
+    if item.get_closest_marker("e2e") is None:
         return
-    reasons = catalogue.not_applicable([m.args[0] for m in item.iter_markers("requirement")],
-                                       config.getoption("--kubernetes-version"), lambda: known_gates(config))
+    ids = [m.args[0] for m in item.iter_markers("requirement")]
+    if config.getoption("--cluster") == "kubeconfig":
+        kubeconfig = config.getoption("--kubeconfig")
+        if not (kubeconfig and Path(kubeconfig).exists()) or not any(r.since for i in ids if (r := catalogue.get(i))):
+            return  # (a missing kubeconfig is the lab fixture's usage error)
+        reasons = catalogue.not_applicable(ids, _kubeconfig_server_version(config),
+                                           lambda: {g for i in ids if (r := catalogue.get(i)) for g in r.gates})
+    else:
+        reasons = catalogue.not_applicable(ids, config.getoption("--kubernetes-version"), lambda: known_gates(config))
     if reasons:
         pytest.skip("; ".join(reasons))
 
