@@ -62,8 +62,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          f"kubelet nodes, or {NO_HARDWARE} for none; default: "
                          f"{', '.join(sorted(set(SESSION_LAB.hardware.values())))}")
     group.addoption("--kubernetes-version", default=versions.KUBERNETES, choices=versions.KUBERNETES_VERSIONS,
-                    help="Kubernetes version of the labs this run starts; requirements whose feature gates that "
-                         "version lacks SKIP (the catalogue's `gates`)")
+                    help="Kubernetes version of the labs this run starts; requirements that shipped later, or whose "
+                         "feature gates that version lacks, SKIP (the catalogue's `since` and `gates`)")
     group.addoption("--lab-prefix", default=PREFIX,
                     help="name prefix of the local labs this run starts; runs side by side need different ones")
     group.addoption("--reuse-labs", action="store_true",

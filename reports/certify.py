@@ -249,7 +249,8 @@ class SuiteRun:
               "(needs sh, busybox-like coreutils, ip and incluster-whoami); default: the lab's dralab.dev/workload:lab.")
 @click.option("--only", default=None, help=f"Comma-separated suites by requirement prefix ({', '.join(SUITES)}) "
               "or requirement IDs (MD-01).")
-@kubernetes_version_option("Kubernetes version of the labs (local); IDs whose feature gates it lacks SKIP.")
+@kubernetes_version_option("Kubernetes version of the labs (local); IDs that shipped later or whose feature gates "
+                           "it lacks SKIP.")
 def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
             variant: str | None, hardware: str | None, only: str | None, workload_image: str | None,
             kubernetes_version: str) -> None:
