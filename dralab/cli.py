@@ -64,9 +64,10 @@ def _register_commands() -> None:
     from reports.certify import certify
     from reports.matrix import matrix
     from reports.perf.command import perf
+    from reports.qualify import qualify
     from reports.selfcheck import selfcheck
 
-    for command in [*lab_cli.COMMANDS, hw, driver, image, certify, matrix, perf, selfcheck]:
+    for command in [*lab_cli.COMMANDS, hw, driver, image, certify, matrix, perf, qualify, selfcheck]:
         main.add_command(command)
 
 

@@ -165,7 +165,7 @@ def _prune(paths: Iterable[Path], keep: Path) -> None:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
-def _pause_binary(offline: bool) -> Path:
+def pause_binary(offline: bool) -> Path:
     source = RECIPES / "images" / "pause.c"
     key = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
     out = cache_root() / "components" / f"pause-{key}" / "pause"
@@ -195,25 +195,22 @@ def c_library_files(binaries: Iterable[Path]) -> dict[str, Path]:
     return files
 
 
+def busybox_image(ref: str, files: dict[str, Path] | None = None, entrypoint: list[str] | None = None) -> images.ImageSpec:
+    """An image with Debian's static busybox as its shell and tools, and `files` beside it."""
+    return images.ImageSpec(ref=ref, files={"/bin/busybox": Path("/bin/busybox"), **(files or {})},
+                            symlinks={f"/bin/{a}": "busybox" for a in _busybox_applets()}, dirs=images.BASE_DIRS,
+                            entrypoint=entrypoint or [], cmd=[] if entrypoint else ["/bin/sh"])
+
+
 def image_specs(pause: Path, built: Path, built_cgo: Path) -> list[images.ImageSpec]:
     """The pause image, the workload image and the reference drivers' image (busybox for a shell)."""
-    applets = {f"/bin/{a}": "busybox" for a in _busybox_applets()}
     cgo_binaries = {f"/usr/local/bin/{name}": built_cgo / name for name in CGO_DRIVER_BINARIES}
     return [
         images.ImageSpec(ref=versions.PAUSE_IMAGE, files={"/pause": pause}, entrypoint=["/pause"]),
-        images.ImageSpec(
-            ref=versions.WORKLOAD_IMAGE,
-            files={"/bin/busybox": Path("/bin/busybox"),
-                   "/usr/local/bin/incluster-whoami": built / "incluster-whoami"},
-            symlinks=applets, dirs=images.BASE_DIRS, cmd=["/bin/sh"],
-        ),
-        images.ImageSpec(
-            ref=f"{versions.DRIVERS_IMAGE_REPO}:{built.name.rsplit('-', 1)[1]}",
-            files={"/bin/busybox": Path("/bin/busybox"),
-                   **{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES},
-                   **cgo_binaries, **c_library_files(cgo_binaries.values())},
-            symlinks=applets, dirs=images.BASE_DIRS, cmd=["/bin/sh"],
-        ),
+        busybox_image(versions.WORKLOAD_IMAGE, {"/usr/local/bin/incluster-whoami": built / "incluster-whoami"}),
+        busybox_image(f"{versions.DRIVERS_IMAGE_REPO}:{built.name.rsplit('-', 1)[1]}",
+                      {**{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES},
+                       **cgo_binaries, **c_library_files(cgo_binaries.values())}),
     ]
 
 
@@ -246,7 +243,7 @@ def provision(offline: bool = False, kubernetes_version: str = versions.KUBERNET
     _ensure_debian_packages(offline)
     recipes = [kubernetes_recipe(kubernetes_version) if r is KUBERNETES else r for r in GO_RECIPES]
     dirs = {r.name: ensure_go(r, offline) for r in recipes}
-    pause = _pause_binary(offline)
+    pause = pause_binary(offline)
     imgs = _ensure_images(pause, dirs[DRIVERS_UNDER_TEST.name], dirs[DRIVERS_WITH_CGO.name])
     return Toolchain(
         kubernetes=dirs[KUBERNETES.name], etcd_dir=dirs[ETCD.name], containerd=dirs[CONTAINERD.name],

@@ -67,13 +67,14 @@ RUNC = GoRecipe(
 )
 
 # Our own Go module under drivers_under_test/: the reference drivers, the workload image's
-# helpers and the probes the lab's e2e tests attach to a node.
+# helpers, the probes the lab's e2e tests attach to a node, and the socket proxy `dralab qualify`'s
+# upstream suite runs on each node (the hostpathplugin image's proxy mode).
 DRIVER_BINARIES = ("vf-dra-driver", "fake-gpu-plugin", "dp-probe", "dra-probe")
 DRIVERS_UNDER_TEST = GoRecipe(
     name="drivers-under-test",
     version="local",
     local_module=REPO / "drivers_under_test",
-    binaries={name: f"./cmd/{name}" for name in ("incluster-whoami", "nri-probe", *DRIVER_BINARIES)},
+    binaries={name: f"./cmd/{name}" for name in ("incluster-whoami", "nri-probe", "socket-proxy", *DRIVER_BINARIES)},
 )
 
 # From the same module, with cgo: the lab's NVML, libnvidia-ml.so.1 (HW-10), a C shared library,
@@ -128,3 +129,20 @@ DEBIAN_PACKAGES = {
     "pci.ids": Path("/usr/share/misc/pci.ids"),
 }
 CNI_BIN_DIR = Path("/usr/lib/cni")
+
+
+def e2e_dra_recipe(version: str) -> GoRecipe:
+    """Kubernetes' own DRA e2e suite at `version` (`dralab qualify`): the test/e2e/dra package and
+    the e2e framework as one test binary (recipes/e2e-dra), ginkgo at the version Kubernetes
+    pins, and upstream's sample device plugin, which some specs deploy."""
+    kubernetes = kubernetes_recipe(version)
+    return GoRecipe(
+        name="e2e-dra",
+        version=version,
+        requires=kubernetes.requires,
+        pin_unversioned_requires_of=kubernetes.pin_unversioned_requires_of,
+        recipe_dir=RECIPES / "e2e-dra",
+        binaries={"ginkgo": "github.com/onsi/ginkgo/v2/ginkgo",
+                  "sampledeviceplugin": "k8s.io/kubernetes/test/images/sample-device-plugin"},
+        tests={"e2e-dra.test": "."},
+    )

@@ -39,6 +39,8 @@ class GoRecipe:
     pin_unversioned_requires_of: tuple[str, str] | None = None
     # Output name -> package path; "." is the wrapper's own main package from `recipe_dir`.
     binaries: dict[str, str] = field(default_factory=dict)
+    # Output name -> package whose tests are compiled into it (`go test -c`): a ginkgo suite.
+    tests: dict[str, str] = field(default_factory=dict)
     # Extra names under which a multi-call binary is linked: alias -> binary.
     links: dict[str, str] = field(default_factory=dict)
     recipe_dir: Path | None = None
@@ -53,12 +55,15 @@ class GoRecipe:
         files: list[Path] = []
         for root in roots:
             files += sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".go", ".mod", ".sum", ".c"}
-                           and not p.name.endswith("_test.go"))  # tests do not change the binaries
+                           # a local module's tests do not change its binaries; a recipe's tests are one
+                           and not (root == self.local_module and p.name.endswith("_test.go")))
         return files
 
     def key(self) -> str:
         h = hashlib.sha256()
-        desc = {k: v for k, v in self.__dict__.items() if k not in ("recipe_dir", "local_module")}
+        # `tests` only when set: recipes without it keep the keys (and the cached builds) they had.
+        desc = {k: v for k, v in self.__dict__.items()
+                if k not in ("recipe_dir", "local_module") and not (k == "tests" and not v)}
         h.update(json.dumps(desc, sort_keys=True, default=str).encode())
         h.update(go_version().encode())
         for f in self.source_files():
@@ -122,7 +127,7 @@ def build(recipe: GoRecipe, out_dir: Path, work_dir: Path, log: Path) -> None:
             shutil.rmtree(src)
         src.mkdir(parents=True)
         if recipe.recipe_dir is not None:
-            for f in recipe.recipe_dir.glob("*.go"):
+            for f in recipe.recipe_dir.glob("*.go"):  # _test.go too: a recipe's suite
                 shutil.copy(f, src / f.name)
         (src / "go.mod").write_text(recipe.go_mod(go_version().removeprefix("go")))
         run_logged(["go", "mod", "tidy"], log, cwd=src, env=env, what=f"resolving modules for {recipe.name}")
@@ -138,6 +143,9 @@ def build(recipe: GoRecipe, out_dir: Path, work_dir: Path, log: Path) -> None:
         if recipe.tags:
             cmd += ["-tags", ",".join(recipe.tags)]
         run_logged(cmd + [package], log, cwd=src, env=env, what=f"building {binary} ({recipe.name} {recipe.version})")
+    for binary, package in recipe.tests.items():
+        run_logged(["go", "test", "-c", "-trimpath", "-o", str(staging / binary), "-ldflags", recipe.ldflags, package],
+                   log, cwd=src, env=env, what=f"building {binary} ({recipe.name} {recipe.version})")
     for alias, binary in recipe.links.items():
         (staging / alias).symlink_to(binary)
     staging.rename(out_dir)

@@ -1,0 +1,101 @@
+"""A cluster's qualification: Kubernetes' own DRA e2e suite's outcome per spec on it, written as
+qualification.json and qualification.html beside ginkgo's JUnit report, and recorded per cluster
+so that a later `dralab certify` on the same kind of cluster names it in its environment."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from clusters.config import labs_root
+from suites.upstream_dra.run import FAILED, PASSED, SKIPPED, Outcome
+
+QUALIFIED, NOT_QUALIFIED = "QUALIFIED", "NOT QUALIFIED"
+
+
+def build(outcomes: list[Outcome], cluster: str, kubernetes_version: str, server: str, wall_seconds: float,
+          lab: dict[str, Any], diagnosis: list[str]) -> dict[str, Any]:
+    counts = Counter(o.state for o in outcomes)
+    return {
+        "outcome": NOT_QUALIFIED if counts[FAILED] or not outcomes else QUALIFIED,
+        "cluster": cluster, "kubernetes_version": kubernetes_version, "server": server,
+        "counts": {state: counts[state] for state in (PASSED, FAILED, SKIPPED)},
+        "wall_seconds": round(wall_seconds), "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "lab": lab, "diagnosis": diagnosis,
+        "specs": [dataclasses.asdict(o) for o in sorted(outcomes, key=lambda o: (o.state != FAILED, o.name))],
+    }
+
+
+def summary(q: dict[str, Any]) -> str:
+    c = q["counts"]
+    return (f"{q['outcome']}: {sum(c.values())} upstream DRA specs, {c[PASSED]} passed, {c[FAILED]} failed, "
+            f"{c[SKIPPED]} skipped, on the {q['cluster']} cluster (Kubernetes {q['kubernetes_version']}) in "
+            f"{q['wall_seconds']}s")
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _message(spec: dict[str, Any]) -> str:
+    return f"<pre>{_e(spec['message'])}</pre>" if spec["message"] else ""
+
+
+def render_section(q: dict[str, Any]) -> str:
+    """The qualification as a section of an HTML report: settings, each SKIP's reason, each spec."""
+    rows = "".join(f"<tr class='{'PASS' if s['state'] == PASSED else 'FAIL' if s['state'] == FAILED else 'SKIP'}'>"
+                   f"<td>{_e(s['state'])}</td><td>{s['seconds']:.1f}s</td><td>{_e(s['name'])}<br><small>"
+                   f"{_e(s['location'])}</small>{_message(s)}"
+                   f"</td></tr>" for s in q["specs"])
+    reasons = Counter(s["message"].splitlines()[0] for s in q["specs"] if s["state"] == SKIPPED)
+    skips = "".join(f"<li>{n} × {_e(reason)}</li>" for reason, n in reasons.most_common())
+    lab = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(v))}</td></tr>"
+                  for k, v in q["lab"].items())
+    diagnosis = f"<h3>Lab diagnosis</h3><pre>{_e(chr(10).join(q['diagnosis']))}</pre>" if q["diagnosis"] else ""
+    return (f"<h2>Cluster qualification: Kubernetes' DRA e2e suite</h2><p class='verdict "
+            f"{'PASS' if q['outcome'] == QUALIFIED else 'FAIL'}'>{_e(summary(q))}</p><table>{lab}</table>{diagnosis}"
+            f"<h3>Why specs skipped</h3><ul>{skips or '<li>none skipped</li>'}</ul>"
+            f"<table><tr><th>outcome</th><th>duration</th><th>spec</th></tr>{rows}</table>")
+
+
+STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+         "padding:4px;text-align:left;vertical-align:top}.PASS{background:#e8f5e9}.FAIL{background:#ffebee}"
+         ".SKIP{background:#f5f5f5}pre{white-space:pre-wrap;max-width:110em}")
+
+
+def write(q: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    as_json, as_html = out_dir / "qualification.json", out_dir / "qualification.html"
+    as_json.write_text(json.dumps(q, indent=2) + "\n")
+    as_html.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>dralab qualify: {_e(q['outcome'])}"
+                       f"</title><style>{STYLE}</style></head><body><h1>dralab qualify</h1>{render_section(q)}"
+                       f"</body></html>\n")
+    return as_json, as_html
+
+
+def _record_path(cluster: str, kubernetes_version: str, server: str) -> Path:
+    # Labs dralab starts are new clusters each time: their kind and version is what is qualified.
+    key = f"{cluster}-{kubernetes_version}" if cluster != "kubeconfig" else \
+        "kubeconfig-" + "".join(c if c.isalnum() else "_" for c in server)
+    return labs_root() / "qualifications" / f"{key}.json"
+
+
+def record(q: dict[str, Any], report_dir: Path) -> Path:
+    path = _record_path(q["cluster"], q["kubernetes_version"], q["server"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"summary": summary(q), "finished": q["finished"],
+                                "report": str(report_dir / "qualification.html")}) + "\n")
+    return path
+
+
+def recorded(cluster: str, kubernetes_version: str, server: str = "") -> str:
+    """The last qualification of such a cluster, as certify's environment names it."""
+    path = _record_path(cluster, kubernetes_version, server)
+    if not path.exists():
+        return f"not run (`dralab qualify --cluster {cluster}` runs Kubernetes' DRA e2e suite on it)"
+    r = json.loads(path.read_text())
+    return f"{r['summary']}; finished {r['finished']}; {r['report']}"

@@ -1,0 +1,170 @@
+"""`dralab qualify`: is this cluster DRA-ready? Kubernetes' own DRA e2e suite (test/e2e/dra, built
+from the k8s.io/kubernetes module at the lab's version) run on a lab dralab starts (local or kind)
+or on any cluster by kubeconfig, with a verdict per spec (PASS, FAIL with the lab's diagnosis, or
+SKIP with its reason) in qualification.html/json and ginkgo's junit.xml."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import click
+
+from clusters import residue
+from clusters.config import ClusterConfig
+from clusters.errors import BadInput
+from clusters.lab_cli import exit_if_left_behind, kubernetes_version_option
+from clusters.lab_configurations import on_kind
+from clusters.progress import console
+from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
+from clusters.provision import Toolchain, provision
+from clusters.provision.e2e_suite import E2ESuite, ensure_e2e_suite
+from clusters.provision.gobuild import download
+from reports import qualification
+from suites.upstream_dra.plan import Plan, plan_foreign, plan_owned, upstream_runtime_config
+from suites.upstream_dra.run import FAILED, SKIPPED, run
+from suites.upstream_dra.specs import list_specs
+
+# Two kubelet nodes, as the suite's specs ask for one to four; no emulated hardware: the suite
+# brings its own test driver.
+LAB = ClusterConfig(name="qualify", nodes=2)
+
+
+def lab_config(plan: Plan, kubernetes_version: str, cluster: str) -> ClusterConfig:
+    cfg = ClusterConfig.model_validate(LAB.model_dump() | {
+        "kubernetes_version": kubernetes_version, "feature_gates": plan.feature_gates,
+        "runtime_config": plan.runtime_config})
+    return on_kind(cfg) if cluster == "kind" else cfg
+
+
+@contextlib.contextmanager
+def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESuite, out_dir: Path) -> Iterator[Lab]:
+    """A lab up for the run with the suite's images in its nodes; down afterwards whatever happens,
+    its component logs kept under out_dir/logs."""
+    from clusters.kind.cluster import KindCluster
+    from clusters.local.cluster import LocalCluster
+
+    console.print(f"starting {cluster} lab {cfg.name}: {cfg.nodes} nodes, Kubernetes {cfg.kubernetes_version}, "
+                  f"feature gates on: {', '.join(cfg.feature_gates) or 'none'}; API versions served beyond the "
+                  f"defaults: {', '.join(api for api, on in cfg.runtime_config.items() if on) or 'none'}")
+    archives = [image.archive for image in suite.images]
+    if cluster == "kind":
+        owned: LocalCluster | KindCluster = KindCluster(cfg, tools)
+        try:
+            owned.up(images=suite.images)
+        except BaseException:
+            owned.down()
+            raise
+        lab = kind_lab(owned)
+    else:
+        owned = LocalCluster.up(cfg)
+        lab = local_lab(owned)
+    try:
+        if cluster == "local":
+            owned.import_images(archives)
+        yield lab
+    finally:
+        try:
+            shutil.copytree(owned.log_dir, out_dir / "logs" / cfg.name, dirs_exist_ok=True)
+        finally:
+            owned.down()
+
+
+@contextlib.contextmanager
+def foreign_cluster(kubeconfig: Path, tools: Toolchain, suite: E2ESuite, out_dir: Path) -> Iterator[Lab]:
+    console.print(f"using the cluster of {kubeconfig}: dralab cannot load images into its nodes; they must be able "
+                  f"to pull {', '.join(image.ref for image in suite.images)}")
+    yield kubeconfig_lab(kubeconfig, tools.kubectl, out_dir / "logs", "/var/lib/kubelet")
+
+
+def _server(lab: Lab) -> str:
+    from kubernetes import client
+
+    api = lab.api()
+    return f"{api.configuration.host} ({client.VersionApi(api).get_code().git_version})"
+
+
+@click.command()
+@click.option("--out", "out_dir", default="qualify-out", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path))
+@click.option("--cluster", type=click.Choice(["local", "kind", "kubeconfig"]), default="local", show_default=True,
+              help="local: the embedded lab; kind: a kind cluster; kubeconfig: your cluster (--kubeconfig).")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --cluster kubeconfig: the cluster's kubeconfig.")
+@click.option("--procs", default=3, show_default=True, type=click.IntRange(1, 16),
+              help="Specs run at once (ginkgo processes); Serial specs run alone.")
+@click.option("--focus", default=None, help="Only the specs whose full name matches this regular expression.")
+@click.option("--gates-on", default="", help="With --cluster kubeconfig: comma-separated feature gates on in your "
+              "cluster that are off by default (their specs SKIP otherwise).")
+@click.option("--offline", is_flag=True, help="Do not build: fail if the suite or a component is not cached.")
+@kubernetes_version_option("Kubernetes version of the lab and of the suite (built once per version).")
+def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, focus: str | None, gates_on: str,
+            offline: bool, kubernetes_version: str) -> None:
+    """Run Kubernetes' own DRA e2e suite on a cluster: is it DRA-ready? (exit 0 QUALIFIED, 1 NOT
+    QUALIFIED, 2 bad input, 3 the lab broke)."""
+    if cluster == "kubeconfig" and not (kubeconfig and kubeconfig.is_file()):
+        raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig})")
+    if kubeconfig and cluster != "kubeconfig":
+        raise BadInput("--kubeconfig is for --cluster kubeconfig; drop it or add --cluster kubeconfig")
+    if gates_on and cluster != "kubeconfig":
+        raise BadInput("--gates-on describes a kubeconfig cluster; dralab's own labs get every gate the suite needs")
+    if focus is not None:
+        try:
+            re.compile(focus)
+        except re.error as e:
+            raise BadInput(f"--focus {focus!r} is not a regular expression: {e}") from None
+    if cluster != "kubeconfig":
+        from clusters.local.preflight import require_root
+
+        require_root("qualify")
+    out_dir = out_dir.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    tools = provision(offline=offline, kubernetes_version=kubernetes_version)
+    suite = ensure_e2e_suite(tools, offline)
+    specs = list_specs(suite.test_binary)
+    if cluster == "kubeconfig":
+        plan = plan_foreign(specs, suite.gate_defaults, {g.strip() for g in gates_on.split(",") if g.strip()})
+        lab_cm = foreign_cluster(kubeconfig.resolve(), tools, suite, out_dir)  # type: ignore[union-attr]
+    else:
+        source = Path(download("k8s.io/kubernetes", kubernetes_version)["Dir"])
+        plan = plan_owned(specs, suite.gate_defaults, upstream_runtime_config(source))
+        cfg = lab_config(plan, kubernetes_version, cluster)
+        lab_cm = started_lab(cluster, cfg, tools, suite, out_dir)
+    console.print(f"qualify: {len(specs)} upstream DRA specs (Kubernetes {kubernetes_version})"
+                  + (f", {len(plan.skips)} of them SKIP on this cluster" if plan.skips else "")
+                  + (f"; only those matching {focus!r}" if focus else ""))
+    with lab_cm as lab:
+        server = _server(lab)
+        outcomes = run(suite.ginkgo, suite.test_binary, lab.kubeconfig, plan, out_dir, procs=procs, focus=focus)
+        diagnosis = lab.dead_parts() if any(o.state == FAILED for o in outcomes) else []
+    settings = {"feature gates": plan.feature_gates or "the cluster's own", "runtime config": plan.runtime_config
+                or "the cluster's own", "suite": str(suite.test_binary), "ginkgo log": str(out_dir / "ginkgo.log"),
+                "junit": str(out_dir / "junit.xml"), "component logs": str(out_dir / "logs")}
+    q = qualification.build(outcomes, cluster, kubernetes_version, server, time.monotonic() - start, settings, diagnosis)
+    _, as_html = qualification.write(q, out_dir)
+    if not focus:  # a subset does not qualify a cluster
+        qualification.record(q, out_dir)
+    for o in outcomes:
+        if o.state == FAILED:
+            console.print(f"  FAIL {o.name}: {o.message.splitlines()[0][:200] if o.message else ''}", markup=False)
+    for reason, n in sorted(_skip_reasons(outcomes).items(), key=lambda kv: -kv[1]):
+        console.print(f"  SKIP ×{n}: {reason[:200]}", markup=False)
+    if cluster != "kubeconfig":
+        exit_if_left_behind([str(r) for r in residue.find(cfg.name)])
+    console.print(f"{qualification.summary(q)}; {as_html}", markup=False)
+    sys.exit(0 if q["outcome"] == qualification.QUALIFIED else 1)
+
+
+def _skip_reasons(outcomes: list) -> dict[str, int]:
+    reasons: dict[str, int] = {}
+    for o in outcomes:
+        if o.state == SKIPPED:
+            reason = o.message.splitlines()[0] if o.message else "?"
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return reasons

@@ -1,0 +1,66 @@
+"""Running the suite with ginkgo against a cluster, and each spec's outcome from its JSON report."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusters.errors import LabBroken, log_tail
+from clusters.progress import step
+from suites.upstream_dra.plan import Plan
+from suites.upstream_dra.specs import DRA_LABEL, spec_location, spec_name, specs_of
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+@dataclass
+class Outcome:
+    name: str
+    state: str  # PASSED, FAILED or SKIPPED
+    seconds: float
+    location: str
+    message: str = ""  # a failure's message and where it failed; a SKIP's reason
+
+
+def outcome_of(report: dict, planned_skips: dict[str, str]) -> Outcome:
+    name = spec_name(report)
+    state, failure = report.get("State", ""), report.get("Failure") or {}
+    message = failure.get("Message", "").strip()
+    if state == "skipped" and not message:
+        message = planned_skips.get(name, "skipped by the suite")
+    elif state not in (PASSED, SKIPPED):  # failed, panicked, timedout, interrupted, aborted
+        where = failure.get("Location") or {}
+        message = f"[{state}] {message}\nat {where.get('FileName', '?')}:{where.get('LineNumber', '?')}".strip()
+        state = FAILED
+    return Outcome(name, state, report.get("RunTime", 0) / 1e9, spec_location(report), message)
+
+
+def run(ginkgo: Path, test_binary: Path, kubeconfig: Path, plan: Plan, out_dir: Path, *, procs: int,
+        focus: str | None = None, timeout_minutes: int = 90) -> list[Outcome]:
+    """Run every DRA spec but the plan's SKIPs, `procs` at once (Serial specs alone, as ginkgo
+    does), and return each spec's outcome; the run's output goes to out_dir/ginkgo.log."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log, report = out_dir / "ginkgo.log", out_dir / "ginkgo-report.json"
+    report.unlink(missing_ok=True)
+    cmd = [str(ginkgo), f"--procs={procs}", f"--label-filter={DRA_LABEL}", "--no-color", "--timeout",
+           f"{timeout_minutes}m", f"--output-dir={out_dir}", "--json-report=ginkgo-report.json",
+           "--junit-report=junit.xml"]
+    if (skip := plan.skip_regex()) is not None:
+        cmd.append(f"--skip={skip}")
+    if focus:
+        cmd.append(f"--focus={focus}")
+    cmd += [str(test_binary), "--", f"--kubeconfig={kubeconfig}", f"--report-dir={out_dir}"]
+    with open(log, "wb") as out, step(f"Running the upstream DRA suite, {procs} specs at a time (log: {log})"):
+        out.write(f"$ {' '.join(cmd)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=out_dir)
+        try:
+            proc.wait()
+        finally:  # Ctrl-C or SIGTERM: ginkgo passes it on to its processes, which clean up their namespaces
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=120)
+    if not report.exists():
+        raise LabBroken(f"ginkgo ended (exit {proc.returncode}) without a report; log: {log}\n{log_tail(log)}")
+    return [outcome_of(s, plan.skips) for s in specs_of(report)]
