@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify certify-nvml selfcheck matrix test test-faults test-kind test-ci-templates perf-check perf-allocator
+.PHONY: packages setup certify certify-nvml selfcheck matrix qualify test test-faults test-kind test-ci-templates perf-check perf-allocator
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -32,11 +32,21 @@ SELFCHECK ?= selfcheck
 selfcheck: setup
 	$(DRALAB) selfcheck --out $(SELFCHECK)
 
-# The nightly job, not part of test: every shipped driver profile (reference and public) certified on
-# each Kubernetes version dralab provisions; matrix.json and .html in $(MATRIX), its history kept there.
+# The nightly job, not part of test: each Kubernetes version's cluster qualified by Kubernetes' own DRA
+# e2e suite, then every shipped driver profile (reference and public) certified on each version dralab
+# provisions; matrix.json and .html in $(MATRIX), its history kept there.
 MATRIX ?= matrix
 matrix: setup
-	$(DRALAB) matrix --out $(MATRIX)
+	$(DRALAB) matrix --qualify --out $(MATRIX)
+
+# Is the cluster DRA-ready? Kubernetes' own DRA e2e suite (test/e2e/dra, built from the k8s.io/kubernetes
+# module) on a local lab and on a kind lab, each judged in full; qualification.html and .json, junit.xml and
+# ginkgo.log in $(QUALIFY)-local and $(QUALIFY)-kind. Not part of test (make test runs five of its specs).
+QUALIFY ?= qualify
+qualify: setup
+	$(DRALAB) qualify --out $(QUALIFY)-local; local=$$?; \
+	$(DRALAB) qualify --cluster kind --out $(QUALIFY)-kind; kind=$$?; \
+	$(DRALAB) residue && [ $$local -eq 0 ] && [ $$kind -eq 0 ]
 
 # Whole performance runs (minutes each): `make perf-check`, not part of test.
 PERF_RUNS = tests/e2e/test_perf.py suites/derived_attributes/test_scale.py

@@ -29,6 +29,7 @@ from clusters.progress import console, run_logged
 from drivers_under_test.profile import NO_HARDWARE, Capability, DriverProfile
 from drivers_under_test.deploy import image_archives
 from drivers_under_test.validate import validate_or_raise
+from reports import qualification
 from reports.report import EXIT_CODES, INCOMPLETE, NOTHING, build, first_message, last_line, read_junit, write
 from suites import catalogue
 
@@ -134,9 +135,11 @@ def _sha256(path: Path) -> str:
 
 
 def environment(cluster: str, drivers: list[DriverProfile], variant: str | None, hardware: dict[str, str],
-                selected: list[str], kubernetes_version: str = versions.KUBERNETES) -> dict[str, object]:
+                selected: list[str], kubernetes_version: str = versions.KUBERNETES,
+                kubeconfig: str | None = None) -> dict[str, object]:
     """What the verdicts were reached on: what was selected, component versions, the drivers'
-    images with their digests, and for the embedded lab its gates and hardware."""
+    images with their digests, for the embedded lab its gates and hardware, and the cluster's
+    last qualification by Kubernetes' own DRA e2e suite (`dralab qualify`)."""
     from clusters.local.preflight import known_feature_gates
     from clusters.provision import provision
 
@@ -150,6 +153,7 @@ def environment(cluster: str, drivers: list[DriverProfile], variant: str | None,
                               or [f"{reference.ref} {reference.digest}"]}
     if variant:
         env["driver variant"] = variant
+    env["cluster qualification"] = qualification.recorded(cluster, kubernetes_version, kubeconfig)
     if cluster in ("local", "kind"):
         gates = at_version(SESSION_LAB, kubernetes_version, known_feature_gates(tools))[0].feature_gates
         env.update({"feature gates": gates, "hardware": hardware})
@@ -227,7 +231,7 @@ class SuiteRun:
             raise NoResults(f"{INCOMPLETE}: the suites produced no results (pytest exit {rc}); logs under "
                             f"{self.out_dir / 'logs'}")
         env = {**environment(self.cluster, self.drivers, self.variant, nodes_hardware, self.paths + self.ids,
-                             self.kubernetes_version), **more}
+                             self.kubernetes_version, self.kubeconfig), **more}
         report = build(read_junit(self.junit, self.out_dir), env, time.monotonic() - self.started)
         write(report, self.out_dir)
         return report

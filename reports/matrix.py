@@ -5,7 +5,9 @@ Each cell is one certification run (reports.certify.SuiteRun) with its own repor
 keeps its history (history.json beside it): a cell whose verdicts changed since the previous
 run is flagged with both reports linked. Every FAIL of a public driver (a profile built from its
 Go module) is listed as a finding, with the first lines of its evidence, as a vendor could file
-it upstream. Written as matrix.json and matrix.html.
+it upstream. With --qualify, each version's cluster is first qualified by Kubernetes' own DRA e2e
+suite (`dralab qualify`), which the cells' reports and the matrix name. Written as matrix.json and
+matrix.html.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import click
 
 from clusters import versions
+from clusters.children import run_to_completion
 from clusters.errors import BadInput
 from clusters.progress import console
 from drivers_under_test.profile import DriverProfile, load_profile, shipped_profiles
@@ -99,14 +102,16 @@ def compared(cells: list[Cell], previous: dict[str, Any] | None) -> list[Cell]:
     return out
 
 
-def write(out_dir: Path, cells: list[Cell], found: list[Finding], started: str, wall_seconds: float) -> dict[str, Any]:
+def write(out_dir: Path, cells: list[Cell], found: list[Finding], started: str, wall_seconds: float,
+          qualifications: dict[str, str] | None = None) -> dict[str, Any]:
     """matrix.json, matrix.html and the run appended to history.json."""
     history_path = out_dir / HISTORY
     history = json.loads(history_path.read_text()) if history_path.exists() else []
     cells = compared(cells, history[-1] if history else None)
     data = {"started": started, "wall_seconds": round(wall_seconds, 1),
             "versions": sorted({c.version for c in cells}), "drivers": sorted({c.driver for c in cells}),
-            "cells": [asdict(c) for c in cells], "findings": [asdict(f) for f in found]}
+            "cells": [asdict(c) for c in cells], "findings": [asdict(f) for f in found],
+            "qualifications": qualifications or {}}
     history.append({k: data[k] for k in ("started", "cells")})
     history_path.write_text(json.dumps(history, indent=2))
     (out_dir / "matrix.json").write_text(json.dumps(data, indent=2))
@@ -137,6 +142,8 @@ def render_html(data: dict[str, Any]) -> str:
     found = "".join(f"<li><b>{e(f['driver'])} @ {e(f['version'])}: FAIL {e(f['id'])}</b> "
                     f"(<a href='{e(f['report'])}#{e(f['id'])}'>report</a>)<pre>{e(f['message'])}</pre></li>"
                     for f in data["findings"]) or "<li>none</li>"
+    qualified = "".join(f"<li><b>{e(v)}</b>: {e(q)}</li>" for v, q in data.get("qualifications", {}).items()) \
+        or "<li>not run (dralab matrix --qualify)</li>"
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab matrix</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:.3em;text-align:left}}.CERTIFIED,.PASS{{background:#dfd}}
@@ -147,16 +154,31 @@ td,th{{border:1px solid #ccc;padding:.3em;text-align:left}}.CERTIFIED,.PASS{{bac
 <table><tr><th>driver</th>{''.join(f'<th>{e(v)}</th>' for v in data['versions'])}</tr>{summary}</table>
 <h2>Requirements</h2>
 <table><tr><th></th>{''.join(f'<th>{e(i)}</th>' for i in ids)}</tr>{grid}</table>
+<h2>The clusters, qualified by Kubernetes' own DRA e2e suite</h2><ul>{qualified}</ul>
 <h2>Findings in public drivers</h2><ul>{found}</ul></body></html>
 """
 
 
+def qualify(version: str, out_dir: Path) -> str:
+    """`dralab qualify` on a local lab of `version` (its own process, as a user runs it): the summary
+    it records, which the cells' certifications then name in their environment."""
+    from reports import qualification
+
+    rc = run_to_completion([sys.executable, "-m", "dralab.cli", "qualify", "--kubernetes-version", version,
+                            "--out", str(out_dir)])
+    return qualification.recorded("local", version) if rc in (0, 1) else f"ERROR: dralab qualify exited {rc}; {out_dir}"
+
+
 def run(profiles: list[DriverProfile], kubernetes_versions: list[str], out_dir: Path, stamp: str,
-        only: str | None) -> tuple[list[Cell], list[Finding]]:
-    """Certify each profile on each version, one after another; each run's labs go at its end."""
+        only: str | None, qualifications: dict[str, str] | None = None) -> tuple[list[Cell], list[Finding]]:
+    """Certify each profile on each version, one after another; each run's labs go at its end. With
+    `qualifications` (a dict to fill), each version's cluster is qualified before its cells."""
     cells, found = [], []
     todo = [(profile, version) for version in kubernetes_versions for profile in profiles]
     for n, (profile, version) in enumerate(todo, 1):
+        if qualifications is not None and version not in qualifications:
+            console.print(f"[bold]matrix: qualifying a Kubernetes {version} cluster[/bold]")
+            qualifications[version] = qualify(version, out_dir / "runs" / stamp / f"qualify-{version}")
         console.print(f"[bold]matrix {n}/{len(todo)}: {profile.name} on Kubernetes {version}[/bold]")
         suite_run = SuiteRun(out_dir / "runs" / stamp / f"{profile.name}-{version}", *selection(only),
                              drivers=[profile], lab_prefix=LAB_PREFIX, kubernetes_version=version)
@@ -180,7 +202,10 @@ def run(profiles: list[DriverProfile], kubernetes_versions: list[str], out_dir: 
 @click.option("--only", default=None, help="Comma-separated suites or requirement IDs, as for certify.")
 @click.option("--kubernetes-version", "kubernetes_versions", multiple=True, type=click.Choice(versions.KUBERNETES_VERSIONS),
               help=f"Only this version (repeatable); default: every one dralab builds ({', '.join(versions.KUBERNETES_VERSIONS)}).")
-def matrix(out_dir: Path, driver_names: tuple[str, ...], only: str | None, kubernetes_versions: tuple[str, ...]) -> None:
+@click.option("--qualify", "with_qualify", is_flag=True, help="First qualify each version's cluster with Kubernetes' "
+              "own DRA e2e suite (dralab qualify; about 30 minutes each).")
+def matrix(out_dir: Path, driver_names: tuple[str, ...], only: str | None, kubernetes_versions: tuple[str, ...],
+           with_qualify: bool) -> None:
     """Certify every shipped driver profile on each Kubernetes version dralab provisions and write
     matrix.json and matrix.html (cells changed since the previous run flagged, public drivers'
     FAILs listed as findings). Exit 0 when every cell has a verdict, 3 when one is INCOMPLETE."""
@@ -194,8 +219,10 @@ def matrix(out_dir: Path, driver_names: tuple[str, ...], only: str | None, kuber
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     started = time.monotonic()
-    cells, found = run(profiles, list(kubernetes_versions or versions.KUBERNETES_VERSIONS), out_dir, stamp, only)
-    data = write(out_dir, cells, found, stamp, time.monotonic() - started)
+    qualifications: dict[str, str] | None = {} if with_qualify else None
+    cells, found = run(profiles, list(kubernetes_versions or versions.KUBERNETES_VERSIONS), out_dir, stamp, only,
+                       qualifications)
+    data = write(out_dir, cells, found, stamp, time.monotonic() - started, qualifications)
     changed = [c["driver"] + "@" + c["version"] for c in data["cells"] if c["changed"]]
     console.print(f"matrix: {len(cells)} cell(s), {sum(c.outcome == CERTIFIED for c in cells)} CERTIFIED, "
                   f"{len(found)} finding(s) in public drivers, changed since the last run: {', '.join(changed) or 'none'}; "

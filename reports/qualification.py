@@ -77,25 +77,31 @@ def write(q: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     return as_json, as_html
 
 
-def _record_path(cluster: str, kubernetes_version: str, server: str) -> Path:
-    # Labs dralab starts are new clusters each time: their kind and version is what is qualified.
+def _record_path(cluster: str, kubernetes_version: str, host: str) -> Path:
+    # Labs dralab starts are new clusters each time: what is qualified is their kind and version.
     key = f"{cluster}-{kubernetes_version}" if cluster != "kubeconfig" else \
-        "kubeconfig-" + "".join(c if c.isalnum() else "_" for c in server)
+        "kubeconfig-" + "".join(c if c.isalnum() else "_" for c in host)
     return labs_root() / "qualifications" / f"{key}.json"
 
 
 def record(q: dict[str, Any], report_dir: Path) -> Path:
-    path = _record_path(q["cluster"], q["kubernetes_version"], q["server"])
+    path = _record_path(q["cluster"], q["kubernetes_version"], q["server"].split(" ")[0])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"summary": summary(q), "finished": q["finished"],
                                 "report": str(report_dir / "qualification.html")}) + "\n")
     return path
 
 
-def recorded(cluster: str, kubernetes_version: str, server: str = "") -> str:
-    """The last qualification of such a cluster, as certify's environment names it."""
-    path = _record_path(cluster, kubernetes_version, server)
+def recorded(cluster: str, kubernetes_version: str, kubeconfig: str | None = None) -> str:
+    """The last qualification of such a cluster (of this kubeconfig's API server), as certify's
+    environment names it."""
+    host = ""
+    if kubeconfig:
+        from kubernetes import config
+
+        host = config.new_client_from_config(config_file=kubeconfig).configuration.host
+    path = _record_path(cluster, kubernetes_version, host)
     if not path.exists():
-        return f"not run (`dralab qualify --cluster {cluster}` runs Kubernetes' DRA e2e suite on it)"
+        return f"not run (`dralab qualify --cluster {cluster}` runs Kubernetes' own DRA e2e suite on such a cluster)"
     r = json.loads(path.read_text())
     return f"{r['summary']}; finished {r['finished']}; {r['report']}"

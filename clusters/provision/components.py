@@ -133,7 +133,7 @@ CNI_BIN_DIR = Path("/usr/lib/cni")
 
 def e2e_dra_recipe(version: str) -> GoRecipe:
     """Kubernetes' own DRA e2e suite at `version` (`dralab qualify`): the test/e2e/dra package and
-    the e2e framework as one test binary (recipes/e2e-dra), ginkgo at the version Kubernetes
+    the e2e framework as one test binary (recipes/e2e_dra), ginkgo at the version Kubernetes
     pins, and upstream's sample device plugin, which some specs deploy."""
     kubernetes = kubernetes_recipe(version)
     return GoRecipe(
@@ -141,7 +141,7 @@ def e2e_dra_recipe(version: str) -> GoRecipe:
         version=version,
         requires=kubernetes.requires,
         pin_unversioned_requires_of=kubernetes.pin_unversioned_requires_of,
-        recipe_dir=RECIPES / "e2e-dra",
+        recipe_dir=RECIPES / "e2e_dra",
         binaries={"ginkgo": "github.com/onsi/ginkgo/v2/ginkgo",
                   "sampledeviceplugin": "k8s.io/kubernetes/test/images/sample-device-plugin"},
         tests={"e2e-dra.test": "."},

@@ -23,12 +23,12 @@ class Outcome:
     message: str = ""  # a failure's message and where it failed; a SKIP's reason
 
 
-def outcome_of(report: dict, planned_skips: dict[str, str]) -> Outcome:
+def outcome_of(report: dict, planned_skips: dict[str, str], unselected: str = "skipped by the suite") -> Outcome:
     name = spec_name(report)
     state, failure = report.get("State", ""), report.get("Failure") or {}
     message = failure.get("Message", "").strip()
     if state == "skipped" and not message:
-        message = planned_skips.get(name, "skipped by the suite")
+        message = planned_skips.get(name, unselected)
     elif state not in (PASSED, SKIPPED):  # failed, panicked, timedout, interrupted, aborted
         where = failure.get("Location") or {}
         message = f"[{state}] {message}\nat {where.get('FileName', '?')}:{where.get('LineNumber', '?')}".strip()
@@ -63,4 +63,5 @@ def run(ginkgo: Path, test_binary: Path, kubeconfig: Path, plan: Plan, out_dir: 
                 proc.wait(timeout=120)
     if not report.exists():
         raise LabBroken(f"ginkgo ended (exit {proc.returncode}) without a report; log: {log}\n{log_tail(log)}")
-    return [outcome_of(s, plan.skips) for s in specs_of(report)]
+    unselected = f"not selected: its name does not match --focus {focus!r}" if focus else "skipped by the suite"
+    return [outcome_of(s, plan.skips, unselected) for s in specs_of(report)]

@@ -22,3 +22,16 @@ def test_malformed_feature_gates_exit_2_naming_the_flag() -> None:
 def test_invalid_lab_name_exits_2_naming_the_field() -> None:
     result = CliRunner().invoke(main, ["up", "--name", "Not_A_Label"])
     assert result.exit_code == 2 and "name:" in result.output and "DNS label" in result.output
+
+
+def test_qualify_refuses_bad_input_before_building_or_starting_anything(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("DRALAB_LABS", str(tmp_path))
+    cases = {("--cluster", "kubeconfig"): "--cluster kubeconfig needs --kubeconfig PATH of an existing file",
+             ("--kubeconfig", __file__): "--kubeconfig is for --cluster kubeconfig",
+             ("--gates-on", "DRAResourcePoolStatus"): "--gates-on describes a kubeconfig cluster",
+             ("--focus", "([unclosed"): "--focus '([unclosed' is not a regular expression",
+             ("--procs", "0"): "0 is not in the range 1<=x<=16"}
+    for args, said in cases.items():
+        result = CliRunner().invoke(main, ["qualify", "--out", str(tmp_path / "out"), *args])
+        assert result.exit_code == 2 and said in result.output, (args, result.output)
+    assert not (tmp_path / "labs").exists() and not (tmp_path / "out").exists()

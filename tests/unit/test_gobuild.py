@@ -51,3 +51,12 @@ def test_a_binary_named_as_a_shared_library_is_built_as_one_with_cgo(tmp_path: P
     assert "-buildmode=c-shared" not in smi and smi[-1] == "./cmd/nvidia-smi" and smi_cgo == "1"
     assert "-buildmode=c-shared" not in gpu_driver and gpu_driver[-1] == "./cmd/gpu-dra-driver" and gpu_cgo == "1"
     assert all("-buildmode=c-shared" not in cmd and cgo == "0" for cmd, cgo in drivers)
+
+
+def test_a_recipes_test_suite_is_part_of_its_key(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(gobuild, "go_version", lambda: "go1.26.8")
+    (tmp_path / "suite_test.go").write_text("package suite\n")
+    suite = GoRecipe(name="s", version="v1", recipe_dir=tmp_path, tests={"s.test": "."})
+    key = suite.key()
+    (tmp_path / "suite_test.go").write_text("package suite // changed\n")
+    assert suite.key() != key

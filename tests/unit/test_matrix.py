@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from drivers_under_test.profile import load_profile
 from reports import matrix
+from reports.report import CERTIFIED
 
 KP07 = ("after the node reboot the claim of pod t/restart was prepared again, but its CDI devices resolve to no "
         "spec, so container main cannot start: failed to create containerd container: CDI device injection failed: "
@@ -50,3 +52,28 @@ def test_a_changed_cell_is_flagged_with_both_reports_and_the_history_grows(tmp_p
     page = (tmp_path / "matrix.html").read_text()
     assert "href='runs/1/report.html'>before" in page and "href='runs/2/report.html'>NOT CERTIFIED" in page
     assert "FAIL KP-07" in page and "unresolvable CDI devices gpu.example.com/gpu=gpu-0" in page
+
+
+def test_with_qualify_each_version_is_qualified_once_before_its_cells_and_the_page_names_it(tmp_path: Path,
+                                                                                          monkeypatch) -> None:
+    qualified: list[str] = []
+    monkeypatch.setattr(matrix, "qualify", lambda version, out: qualified.append(version) or f"QUALIFIED {version}")
+
+    class Run:
+        def __init__(self, out_dir: Path, *args: object, **kw: object) -> None:
+            self.out_dir = out_dir
+
+        def pytest(self) -> int:
+            assert qualified, "a cell certified before its version was qualified"
+            return 0
+
+        def report(self, *args: object) -> dict:
+            return report(CERTIFIED, **{"KP-01": "PASS"})
+
+    monkeypatch.setattr(matrix, "SuiteRun", Run)
+    profiles = [load_profile("gpu"), load_profile("net")]
+    qualifications: dict[str, str] = {}
+    cells, _ = matrix.run(profiles, ["v1.36.3", "v1.37.1"], tmp_path, "s", None, qualifications)
+    assert qualified == ["v1.36.3", "v1.37.1"] and len(cells) == 4
+    page = matrix.write(tmp_path, cells, [], "s", 1.0, qualifications) and (tmp_path / "matrix.html").read_text()
+    assert "<b>v1.36.3</b>: QUALIFIED v1.36.3" in page

@@ -1,0 +1,104 @@
+"""`dralab qualify`'s pieces without a cluster: reading the suite's specs and labels, planning
+gates and SKIPs, each spec's outcome from ginkgo's report, and the qualification report."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from reports import qualification
+from suites.upstream_dra.plan import plan_foreign, plan_owned, upstream_runtime_config
+from suites.upstream_dra.run import FAILED, PASSED, SKIPPED, Outcome, outcome_of
+from suites.upstream_dra.specs import Spec, specs_of, spec_labels, spec_name
+
+DEFAULTS = {"DynamicResourceAllocation": True, "DRADeviceTaints": True, "DRAResourcePoolStatus": False,
+            "DRAOptionalNodeOperations": False}
+
+
+def _report(texts: list[str], leaf: str, labels: list[list[str]], leaf_labels: list[str], **extra: object) -> dict:
+    return {"ContainerHierarchyTexts": texts, "ContainerHierarchyLabels": labels, "LeafNodeText": leaf,
+            "LeafNodeLabels": leaf_labels, "LeafNodeType": "It",
+            "LeafNodeLocation": {"FileName": "k8s.io/kubernetes@v1.37.1/test/e2e/dra/dra.go", "LineNumber": 42},
+            **extra}
+
+
+def _spec(name: str, *gates: str) -> Spec:
+    return Spec(name, frozenset(f"FeatureGate:{g}" for g in gates), "dra.go:1")
+
+
+def test_a_spec_is_named_and_labelled_by_its_containers_and_its_leaf(tmp_path: Path) -> None:
+    report = _report(["[sig-node] [DRA]", "kubelet [Feature:DynamicResourceAllocation]"], "runs a pod [Slow]",
+                     [["sig-node", "DRA"], ["FeatureGate:DynamicResourceAllocation"]], ["Slow"])
+    assert spec_name(report) == "[sig-node] [DRA] kubelet [Feature:DynamicResourceAllocation] runs a pod [Slow]"
+    assert spec_labels(report) == {"sig-node", "DRA", "FeatureGate:DynamicResourceAllocation", "Slow"}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps([{"SpecReports": [report, {"LeafNodeType": "SynchronizedBeforeSuite"}]}]))
+    assert [spec_name(s) for s in specs_of(path)] == [spec_name(report)]
+
+
+def test_a_lab_dralab_starts_turns_on_exactly_the_gates_off_by_default_that_specs_need() -> None:
+    specs = [_spec("a", "DynamicResourceAllocation"), _spec("b", "DynamicResourceAllocation", "DRAResourcePoolStatus"),
+             _spec("c", "DRADeviceTaints")]
+    plan = plan_owned(specs, DEFAULTS, {"resource.k8s.io/v1beta1": True})
+    assert plan.feature_gates == {"DRAResourcePoolStatus": True}
+    assert plan.runtime_config == {"resource.k8s.io/v1beta1": True} and not plan.skips and plan.skip_regex() is None
+
+
+def test_on_a_kubeconfig_cluster_specs_needing_a_gate_off_by_default_skip_naming_it_unless_said_on() -> None:
+    specs = [_spec("[DRA] a [x]", "DynamicResourceAllocation"), _spec("[DRA] b (pool status)", "DRAResourcePoolStatus"),
+             _spec("[DRA] c", "DRAOptionalNodeOperations", "DRAResourcePoolStatus")]
+    plan = plan_foreign(specs, DEFAULTS, set())
+    assert set(plan.skips) == {"[DRA] b (pool status)", "[DRA] c"} and not plan.feature_gates
+    assert "DRAOptionalNodeOperations, DRAResourcePoolStatus" in plan.skips["[DRA] c"]
+    assert "--gates-on" in plan.skips["[DRA] c"]
+    # ginkgo's --skip matches each whole name, brackets and parentheses as text (RE2 reads these escapes alike).
+    skip = re.compile(plan.skip_regex() or "")
+    assert [s.name for s in specs if skip.search(s.name)] == ["[DRA] b (pool status)", "[DRA] c"]
+    assert set(plan_foreign(specs, DEFAULTS, {"DRAResourcePoolStatus"}).skips) == {"[DRA] c"}
+
+
+def test_upstream_kind_configs_runtime_config_is_what_labs_serve(tmp_path: Path) -> None:
+    kind = tmp_path / "test" / "e2e" / "dra" / "kind.yaml"
+    kind.parent.mkdir(parents=True)
+    kind.write_text('kind: Cluster\nruntimeConfig:\n  "resource.k8s.io/v1beta1": "true"\n  "x.k8s.io/v1": "false"\n')
+    assert upstream_runtime_config(tmp_path) == {"resource.k8s.io/v1beta1": True, "x.k8s.io/v1": False}
+
+
+@pytest.mark.parametrize("state", ["failed", "timedout", "panicked", "interrupted"])
+def test_every_unsuccessful_ginkgo_state_is_a_fail_with_the_message_and_where(state: str) -> None:
+    report = _report(["[DRA]"], "prepares", [], [], State=state, RunTime=3e9, Failure={
+        "Message": "Timed out after 60s: pod not running", "Location": {"FileName": "dra.go", "LineNumber": 77}})
+    outcome = outcome_of(report, {})
+    assert outcome.state == FAILED and outcome.seconds == 3.0
+    assert f"[{state}] Timed out after 60s: pod not running" in outcome.message and "dra.go:77" in outcome.message
+
+
+def test_a_skip_says_why_its_own_reason_or_the_plans() -> None:
+    own = _report(["[DRA]"], "a", [], [], State="skipped", Failure={"Message": "Only supported for 2 nodes"})
+    assert outcome_of(own, {}).message == "Only supported for 2 nodes"
+    planned = _report(["[DRA]"], "b", [], [], State="skipped")
+    assert outcome_of(planned, {"[DRA] b": "needs feature gate(s) X"}).message == "needs feature gate(s) X"
+    assert outcome_of(_report(["[DRA]"], "c", [], [], State="passed"), {}).state == PASSED
+
+
+def test_the_qualification_counts_lists_and_is_recorded_for_certify(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("DRALAB_LABS", str(tmp_path / "labs"))
+    outcomes = [Outcome("[DRA] a", PASSED, 1.0, "dra.go:1"), Outcome("[DRA] b", SKIPPED, 0, "dra.go:2", "needs X"),
+                Outcome("[DRA] c", FAILED, 9.0, "dra.go:3", "[failed] boom\nat dra.go:9")]
+    q = qualification.build(outcomes, "local", "v1.37.1", "https://10.99.1.1:6443 (v1.37.1)", 61.4, {"gates": "x"},
+                            ["node-1-kubelet: exited 1"])
+    assert q["outcome"] == qualification.NOT_QUALIFIED and q["counts"] == {PASSED: 1, FAILED: 1, SKIPPED: 1}
+    assert [s["name"] for s in q["specs"]][0] == "[DRA] c"  # failures first
+    _, page = qualification.write(q, tmp_path)
+    text = page.read_text()
+    assert "1 × needs X" in text and "[failed] boom" in text and "node-1-kubelet: exited 1" in text
+    assert "not run" in qualification.recorded("local", "v1.37.1")
+    qualification.record(q, tmp_path)
+    said = qualification.recorded("local", "v1.37.1")
+    assert said.startswith("NOT QUALIFIED: 3 upstream DRA specs, 1 passed, 1 failed, 1 skipped") and str(page) in said
+    assert "not run" in qualification.recorded("kind", "v1.37.1")
+    empty = qualification.build([], "local", "v1.37.1", "s", 1, {}, [])
+    assert empty["outcome"] == qualification.NOT_QUALIFIED  # nothing observed is not qualified
