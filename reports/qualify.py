@@ -76,10 +76,11 @@ def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESu
 
 
 @contextlib.contextmanager
-def foreign_cluster(kubeconfig: Path, tools: Toolchain, suite: E2ESuite, out_dir: Path) -> Iterator[Lab]:
+def foreign_cluster(kubeconfig: Path, kubelet_root_dir: str, tools: Toolchain, suite: E2ESuite,
+                    out_dir: Path) -> Iterator[Lab]:
     console.print(f"using the cluster of {kubeconfig}: dralab cannot load images into its nodes; they must be able "
                   f"to pull {', '.join(image.ref for image in suite.images)}")
-    yield kubeconfig_lab(kubeconfig, tools.kubectl, out_dir / "logs", "/var/lib/kubelet")
+    yield kubeconfig_lab(kubeconfig, tools.kubectl, out_dir / "logs", kubelet_root_dir)
 
 
 def _server(lab: Lab) -> str:
@@ -101,10 +102,12 @@ def _server(lab: Lab) -> str:
 @click.option("--focus", default=None, help="Only the specs whose full name matches this regular expression.")
 @click.option("--gates-on", default="", help="With --cluster kubeconfig: comma-separated feature gates on in your "
               "cluster that are off by default (their specs SKIP otherwise).")
+@click.option("--kubelet-root-dir", default="/var/lib/kubelet", show_default=True,
+              help="With --cluster kubeconfig: the kubelets' root dir on your nodes (the same on all).")
 @click.option("--offline", is_flag=True, help="Do not build: fail if the suite or a component is not cached.")
 @kubernetes_version_option("Kubernetes version of the lab and of the suite (built once per version).")
 def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, focus: str | None, gates_on: str,
-            offline: bool, kubernetes_version: str) -> None:
+            kubelet_root_dir: str, offline: bool, kubernetes_version: str) -> None:
     """Run Kubernetes' own DRA e2e suite on a cluster: is it DRA-ready? (exit 0 QUALIFIED, 1 NOT
     QUALIFIED, 2 bad input, 3 the lab broke)."""
     if cluster == "kubeconfig" and not (kubeconfig and kubeconfig.is_file()):
@@ -113,6 +116,8 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
         raise BadInput("--kubeconfig is for --cluster kubeconfig; drop it or add --cluster kubeconfig")
     if gates_on and cluster != "kubeconfig":
         raise BadInput("--gates-on describes a kubeconfig cluster; dralab's own labs get every gate the suite needs")
+    if kubelet_root_dir != "/var/lib/kubelet" and cluster != "kubeconfig":
+        raise BadInput("--kubelet-root-dir describes a kubeconfig cluster's nodes; dralab's labs use /var/lib/kubelet")
     if focus is not None:
         try:
             re.compile(focus)
@@ -130,7 +135,7 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
     specs = list_specs(suite.test_binary)
     if cluster == "kubeconfig":
         plan = plan_foreign(specs, suite.gate_defaults, {g.strip() for g in gates_on.split(",") if g.strip()})
-        lab_cm = foreign_cluster(kubeconfig.resolve(), tools, suite, out_dir)  # type: ignore[union-attr]
+        lab_cm = foreign_cluster(kubeconfig.resolve(), kubelet_root_dir, tools, suite, out_dir)  # type: ignore[union-attr]
     else:
         source = Path(download("k8s.io/kubernetes", kubernetes_version)["Dir"])
         plan = plan_owned(specs, suite.gate_defaults, upstream_runtime_config(source))
@@ -141,7 +146,8 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
                   + (f"; only those matching {focus!r}" if focus else ""))
     with lab_cm as lab:
         server = _server(lab)
-        outcomes = run(suite.ginkgo, suite.test_binary, lab.kubeconfig, plan, out_dir, procs=procs, focus=focus)
+        outcomes = run(suite.ginkgo, suite.test_binary, lab.kubeconfig, plan, out_dir, procs=procs, focus=focus,
+                       kubelet_root_dir=lab.nodes[0].kubelet_root_dir)
         diagnosis = lab.dead_parts() if any(o.state == FAILED for o in outcomes) else []
     settings = {"feature gates": plan.feature_gates or "the cluster's own", "runtime config": plan.runtime_config
                 or "the cluster's own", "suite": str(suite.test_binary), "ginkgo log": str(out_dir / "ginkgo.log"),

@@ -37,7 +37,7 @@ def outcome_of(report: dict, planned_skips: dict[str, str], unselected: str = "s
 
 
 def run(ginkgo: Path, test_binary: Path, kubeconfig: Path, plan: Plan, out_dir: Path, *, procs: int,
-        focus: str | None = None, timeout_minutes: int = 90) -> list[Outcome]:
+        kubelet_root_dir: str, focus: str | None = None, timeout_minutes: int = 90) -> list[Outcome]:
     """Run every DRA spec but the plan's SKIPs, `procs` at once (Serial specs alone, as ginkgo
     does), and return each spec's outcome; the run's output goes to out_dir/ginkgo.log."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -50,7 +50,9 @@ def run(ginkgo: Path, test_binary: Path, kubeconfig: Path, plan: Plan, out_dir: 
         cmd.append(f"--skip={skip}")
     if focus:
         cmd.append(f"--focus={focus}")
-    cmd += [str(test_binary), "--", f"--kubeconfig={kubeconfig}", f"--report-dir={out_dir}"]
+    # The test driver's pods mount the kubelet's plugin dirs from the node by this path.
+    cmd += [str(test_binary), "--", f"--kubeconfig={kubeconfig}", f"--report-dir={out_dir}",
+            f"--kubelet-root-dir={kubelet_root_dir}"]
     with open(log, "wb") as out, step(f"Running the upstream DRA suite, {procs} specs at a time (log: {log})"):
         out.write(f"$ {' '.join(cmd)}\n".encode())
         out.flush()
