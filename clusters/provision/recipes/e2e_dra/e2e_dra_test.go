@@ -30,7 +30,6 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/feature"
 	_ "k8s.io/kubernetes/test/e2e/framework/debug/init"
 	_ "k8s.io/kubernetes/test/e2e/framework/node/init"
-	_ "k8s.io/kubernetes/test/utils/ktesting/format"
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	_ "k8s.io/component-base/logs/testinit"
@@ -58,6 +57,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// The manifest test/e2e/dra's device plugin specs deploy (e2enode.SampleDevicePluginDSYAML from
+// v1.36; a literal before): the one file this suite reads at every version it is built at.
+const sampleDevicePluginYAML = "test/e2e/testing-manifests/sample-device-plugin/sample-device-plugin.yaml"
+
 func printDescription() error {
 	images := map[string]string{
 		"busybox": imageutils.GetE2EImage(imageutils.BusyBox),
@@ -71,7 +74,7 @@ func printDescription() error {
 			images["hostpathplugin"] = name + ":" + version
 		}
 	}
-	data, err := testfiles.Read(e2enode.SampleDevicePluginDSYAML)
+	data, err := testfiles.Read(sampleDevicePluginYAML)
 	if err != nil {
 		return err
 	}
@@ -85,7 +88,7 @@ func printDescription() error {
 		} `json:"spec"`
 	}
 	if err := yaml.Unmarshal(data, &ds); err != nil || len(ds.Spec.Template.Spec.Containers) == 0 {
-		return fmt.Errorf("%s: no container image found (%v)", e2enode.SampleDevicePluginDSYAML, err)
+		return fmt.Errorf("%s: no container image found (%v)", sampleDevicePluginYAML, err)
 	}
 	images["sample-device-plugin"] = ds.Spec.Template.Spec.Containers[0].Image
 	defaults := map[string]bool{}
