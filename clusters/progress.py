@@ -7,7 +7,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -19,21 +19,31 @@ HEARTBEAT_SECONDS = 60
 
 
 @contextlib.contextmanager
-def _live(title: str) -> Iterator[None]:
+def _live(title: str, status: Callable[[], str] | None = None) -> Iterator[None]:
+    done = threading.Event()
+    start = time.monotonic()
     if console.is_terminal:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=console, transient=True) as progress:
-            progress.add_task(title, total=None)
-            yield
+            task = progress.add_task(title, total=None)
+
+            def refresh() -> None:
+                while status is not None and not done.wait(2):
+                    progress.update(task, description=f"{title}: {status()}")
+
+            threading.Thread(target=refresh, daemon=True).start()
+            try:
+                yield
+            finally:
+                done.set()
         return
     # Not a terminal (CI logs): a line now and then so a 30-minute build shows it is alive.
     console.print(f"… {title}")
-    done = threading.Event()
-    start = time.monotonic()
 
     def heartbeat() -> None:
         while not done.wait(HEARTBEAT_SECONDS):
-            console.print(f"  … {title}: still running after {time.monotonic() - start:.0f}s")
+            said = f"{status()}, " if status is not None else ""
+            console.print(f"  … {title}: {said}still running after {time.monotonic() - start:.0f}s")
 
     threading.Thread(target=heartbeat, daemon=True).start()
     try:
@@ -43,11 +53,12 @@ def _live(title: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def step(title: str) -> Iterator[None]:
-    """Show `title` with elapsed time while it runs; print ok/failed with its seconds at the end."""
+def step(title: str, status: Callable[[], str] | None = None) -> Iterator[None]:
+    """Show `title` with elapsed time (and what `status` says) while it runs; print ok/failed with
+    its seconds at the end."""
     start = time.monotonic()
     try:
-        with _live(title):
+        with _live(title, status):
             yield
     except BaseException:
         console.print(f"[red]✗[/red] {title} [dim]({time.monotonic() - start:.1f}s)[/dim]")

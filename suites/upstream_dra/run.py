@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,16 @@ def outcome_of(report: dict, planned_skips: dict[str, str], unselected: str = "s
     return Outcome(name, state, report.get("RunTime", 0) / 1e9, spec_location(report), message)
 
 
+def progress(log: Path) -> str:
+    """How far ginkgo's succinct output says the run is: a • or S per finished spec on its progress
+    lines, a "• [SLOW TEST]" block per slow one, a "• [FAILED]" (PANICKED, TIMEDOUT...) per failed one."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    marks = "".join(line for line in text.splitlines() if line and set(line) <= {"•", "S"})
+    blocks = re.findall(r"^• \[([A-Z ]+)\]", text, re.MULTILINE)
+    failed = sum(b != "SLOW TEST" for b in blocks)
+    return f"{marks.count('•') + len(blocks)} specs ran ({failed} failed), {marks.count('S')} skipped"
+
+
 def run(ginkgo: Path, test_binary: Path, kubeconfig: Path, plan: Plan, out_dir: Path, *, procs: int,
         kubelet_root_dir: str, focus: str | None = None, timeout_minutes: int = 90) -> list[Outcome]:
     """Run every DRA spec but the plan's SKIPs, `procs` at once (Serial specs alone, as ginkgo
@@ -53,7 +64,8 @@ def run(ginkgo: Path, test_binary: Path, kubeconfig: Path, plan: Plan, out_dir: 
     # The test driver's pods mount the kubelet's plugin dirs from the node by this path.
     cmd += [str(test_binary), "--", f"--kubeconfig={kubeconfig}", f"--report-dir={out_dir}",
             f"--kubelet-root-dir={kubelet_root_dir}"]
-    with open(log, "wb") as out, step(f"Running the upstream DRA suite, {procs} specs at a time (log: {log})"):
+    with open(log, "wb") as out, step(f"Running the upstream DRA suite, {procs} specs at a time (log: {log})",
+                                      lambda: progress(log)):
         out.write(f"$ {' '.join(cmd)}\n".encode())
         out.flush()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=out_dir)

@@ -102,3 +102,14 @@ def test_the_qualification_counts_lists_and_is_recorded_for_certify(tmp_path: Pa
     assert "not run" in qualification.recorded("kind", "v1.37.1")
     empty = qualification.build([], "local", "v1.37.1", "s", 1, {}, [])
     assert empty["outcome"] == qualification.NOT_QUALIFIED  # nothing observed is not qualified
+
+
+def test_progress_counts_finished_specs_from_ginkgos_succinct_output(tmp_path: Path) -> None:
+    from suites.upstream_dra.run import progress
+
+    log = tmp_path / "ginkgo.log"
+    assert progress(log) == "0 specs ran (0 failed), 0 skipped"
+    log.write_text("Running in parallel across 3 processes\n••S•\n------------------------------\n"
+                   "• [FAILED] [12.3 seconds]\n[sig-node] [DRA] x\n------------------------------\n"
+                   "• [SLOW TEST] [301.2 seconds]\n[sig-node] [DRA] y\n•S\nSUCCESS! -- 3 Passed\n")
+    assert progress(log) == "6 specs ran (1 failed), 2 skipped"
