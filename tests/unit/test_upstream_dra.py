@@ -113,3 +113,26 @@ def test_progress_counts_finished_specs_from_ginkgos_succinct_output(tmp_path: P
                    "• [FAILED] [12.3 seconds]\n[sig-node] [DRA] x\n------------------------------\n"
                    "• [SLOW TEST] [301.2 seconds]\n[sig-node] [DRA] y\n•S\nSUCCESS! -- 3 Passed\n")
     assert progress(log) == "6 specs ran (1 failed), 2 skipped"
+
+
+def test_the_suites_images_are_made_under_the_names_its_own_code_asks_for(tmp_path: Path, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from clusters import versions
+    from clusters.provision import e2e_suite
+
+    tools = SimpleNamespace(drivers_under_test=tmp_path / "dut")
+    names = {"busybox": "registry.k8s.io/e2e-test-images/busybox:1.37.0-1",
+             "hostpathplugin": "registry.k8s.io/sig-storage/hostpathplugin:v1.17.0",
+             "sample-device-plugin": "registry.k8s.io/e2e-test-images/sample-device-plugin:1.7",
+             "pause": versions.PAUSE_IMAGE}
+    specs = {s.ref: s for s in e2e_suite.image_specs(names, tmp_path / "suite", tools)}  # type: ignore[arg-type]
+    assert set(specs) == {names["busybox"], names["hostpathplugin"], names["sample-device-plugin"]}
+    assert specs[names["hostpathplugin"]].files["/hostpathplugin"] == tmp_path / "dut" / "socket-proxy"
+    assert "/bin/sh" in specs[names["hostpathplugin"]].symlinks  # the test driver's pods run sh
+    assert specs[names["sample-device-plugin"]].entrypoint == ["/sampledeviceplugin", "-alsologtostderr"]
+    # v1.35's suite asks for another pause than the lab's: it is made too.
+    monkeypatch.setattr(e2e_suite, "pause_binary", lambda offline: tmp_path / "pause")
+    older = {**names, "pause": "registry.k8s.io/pause:3.10.1"}
+    refs = [s.ref for s in e2e_suite.image_specs(older, tmp_path / "suite", tools)]  # type: ignore[arg-type]
+    assert "registry.k8s.io/pause:3.10.1" in refs
