@@ -83,6 +83,14 @@ def foreign_cluster(kubeconfig: Path, kubelet_root_dir: str, tools: Toolchain, s
     yield kubeconfig_lab(kubeconfig, tools.kubectl, out_dir / "logs", kubelet_root_dir)
 
 
+def served_apis(kubeconfig: Path) -> set[str]:
+    """Every group/version the cluster's API server serves, by discovery."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    return {v.group_version for g in client.ApisApi(api).get_api_versions().groups for v in g.versions}
+
+
 def _server(lab: Lab) -> str:
     from kubernetes import client
 
@@ -134,7 +142,8 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
     suite = ensure_e2e_suite(tools, offline)
     specs = list_specs(suite.test_binary)
     if cluster == "kubeconfig":
-        plan = plan_foreign(specs, suite.gate_defaults, {g.strip() for g in gates_on.split(",") if g.strip()})
+        plan = plan_foreign(specs, suite.gate_defaults, {g.strip() for g in gates_on.split(",") if g.strip()},
+                            served_apis(kubeconfig))  # type: ignore[arg-type]
         lab_cm = foreign_cluster(kubeconfig.resolve(), kubelet_root_dir, tools, suite, out_dir)  # type: ignore[union-attr]
     else:
         source = Path(download("k8s.io/kubernetes", kubernetes_version)["Dir"])

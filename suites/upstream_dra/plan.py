@@ -46,11 +46,24 @@ def plan_owned(specs: list[Spec], gate_defaults: dict[str, bool], runtime_config
     return Plan(feature_gates=dict.fromkeys(sorted(gates), True), runtime_config=runtime_config)
 
 
-def plan_foreign(specs: list[Spec], gate_defaults: dict[str, bool], gates_on: set[str]) -> Plan:
-    """For a cluster dralab does not own: specs needing a gate off by default SKIP unless it is said on."""
+# No label says which API version a spec uses; upstream names it: "with v1beta1 API ...",
+# "CRUD Tests resource.k8s.io/v1alpha3 ...".
+API_IN_NAME = re.compile(r"\bwith (v\d+(?:alpha|beta)\d+) API\b|\bresource\.k8s\.io/(v\d+(?:(?:alpha|beta)\d+)?)\b")
+
+
+def apis_used(spec: Spec) -> set[str]:
+    return {f"resource.k8s.io/{a or b}" for a, b in API_IN_NAME.findall(spec.name)}
+
+
+def plan_foreign(specs: list[Spec], gate_defaults: dict[str, bool], gates_on: set[str], served: set[str]) -> Plan:
+    """For a cluster dralab does not own: specs needing a gate off by default SKIP unless it is said
+    on, and those using an API version its API server does not serve (`served`, from discovery) SKIP."""
     skips = {}
     for s in specs:
         if missing := sorted(off_gates(s, gate_defaults) - gates_on):
             skips[s.name] = (f"needs feature gate(s) {', '.join(missing)}, off by default: dralab cannot set the gates "
                              f"of a kubeconfig cluster; if they are on there, pass --gates-on {','.join(missing)}")
+        elif unserved := sorted(apis_used(s) - served):
+            skips[s.name] = (f"uses {', '.join(unserved)}, which this cluster's API server does not serve "
+                             f"(kube-apiserver --runtime-config={','.join(f'{a}=true' for a in unserved)} serves it)")
     return Plan(skips=skips)

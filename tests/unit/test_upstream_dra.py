@@ -50,14 +50,25 @@ def test_a_lab_dralab_starts_turns_on_exactly_the_gates_off_by_default_that_spec
 def test_on_a_kubeconfig_cluster_specs_needing_a_gate_off_by_default_skip_naming_it_unless_said_on() -> None:
     specs = [_spec("[DRA] a [x]", "DynamicResourceAllocation"), _spec("[DRA] b (pool status)", "DRAResourcePoolStatus"),
              _spec("[DRA] c", "DRAOptionalNodeOperations", "DRAResourcePoolStatus")]
-    plan = plan_foreign(specs, DEFAULTS, set())
+    plan = plan_foreign(specs, DEFAULTS, set(), set())
     assert set(plan.skips) == {"[DRA] b (pool status)", "[DRA] c"} and not plan.feature_gates
     assert "DRAOptionalNodeOperations, DRAResourcePoolStatus" in plan.skips["[DRA] c"]
     assert "--gates-on" in plan.skips["[DRA] c"]
     # ginkgo's --skip matches each whole name, brackets and parentheses as text (RE2 reads these escapes alike).
     skip = re.compile(plan.skip_regex() or "")
     assert [s.name for s in specs if skip.search(s.name)] == ["[DRA] b (pool status)", "[DRA] c"]
-    assert set(plan_foreign(specs, DEFAULTS, {"DRAResourcePoolStatus"}).skips) == {"[DRA] c"}
+    assert set(plan_foreign(specs, DEFAULTS, {"DRAResourcePoolStatus"}, set()).skips) == {"[DRA] c"}
+
+
+def test_on_a_kubeconfig_cluster_specs_using_an_api_version_it_does_not_serve_skip_naming_it() -> None:
+    specs = [_spec("[DRA] kubelet with v1beta1 API supports simple ResourceClaim"),
+             _spec("[DRA] CRUD Tests resource.k8s.io/v1 ResourceClaim [Conformance]"),
+             _spec("[DRA] metadata v1beta1 must mount device metadata for resource claims"),  # metadata's version
+             _spec("[DRA] kubelet with v1beta2 API supports requests with alternatives")]
+    plan = plan_foreign(specs, DEFAULTS, set(), {"resource.k8s.io/v1", "resource.k8s.io/v1beta2"})
+    assert plan.skips == {"[DRA] kubelet with v1beta1 API supports simple ResourceClaim": (
+        "uses resource.k8s.io/v1beta1, which this cluster's API server does not serve "
+        "(kube-apiserver --runtime-config=resource.k8s.io/v1beta1=true serves it)")}
 
 
 def test_upstream_kind_configs_runtime_config_is_what_labs_serve(tmp_path: Path) -> None:
