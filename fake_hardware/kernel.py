@@ -108,7 +108,9 @@ class NodeKernel:
         elif name == "sriov_numvfs":
             self._set_num_vfs(self._function_at(parent), value)
         elif name == "driver_override":
-            override = value.strip() or sysfs.NO_DRIVER_OVERRIDE
+            # As driver_set_override: the value ends at the first newline or NUL; empty clears it
+            # (the SR-IOV DRA driver clears it with a NUL write).
+            override = re.split(r"[\n\x00]", value, maxsplit=1)[0] or sysfs.NO_DRIVER_OVERRIDE
             if value != f"{override}\n":
                 sysfs.write_atomic(path, f"{override}\n")
 

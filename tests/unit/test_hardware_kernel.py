@@ -176,3 +176,10 @@ def test_rdma_device_nodes_come_and_go_with_their_devices(kernel: NodeKernel) ->
     assert [p.name for p in (kernel.root / "class" / "infiniband_mad").iterdir()] == ["abi_version"]
     hw.plug([nic] + [vf for vf in map(hw.plan.by_bdf, nic.virtfns) if vf.at_boot])  # and its restore
     assert rdma_nodes(kernel) == nodes and not list((hw.dev_dir / "infiniband").glob(".*"))
+
+
+@pytest.mark.parametrize("cleared_by", ["\x00", "", "\n"])
+def test_a_nul_or_empty_write_clears_driver_override_as_the_kernel_does(kernel: NodeKernel, cleared_by: str) -> None:
+    vf = dev(kernel, "nic0-vf1")
+    assert write(kernel, f"{vf}/driver_override", "vfio-pci\x00garbage").read_text() == "vfio-pci\n"
+    assert write(kernel, f"{vf}/driver_override", cleared_by).read_text() == "(null)\n"
