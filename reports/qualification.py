@@ -15,14 +15,18 @@ from typing import Any
 from clusters.config import labs_root
 from suites.upstream_dra.run import FAILED, PASSED, SKIPPED, Outcome
 
-QUALIFIED, NOT_QUALIFIED = "QUALIFIED", "NOT QUALIFIED"
+QUALIFIED, NOT_QUALIFIED, INCOMPLETE = "QUALIFIED", "NOT QUALIFIED", "INCOMPLETE"
+EXIT_CODES = {QUALIFIED: 0, NOT_QUALIFIED: 1, INCOMPLETE: 3}
 
 
 def build(outcomes: list[Outcome], cluster: str, kubernetes_version: str, server: str, wall_seconds: float,
-          lab: dict[str, Any], diagnosis: list[str]) -> dict[str, Any]:
+          lab: dict[str, Any], diagnosis: list[str], owned: bool = True) -> dict[str, Any]:
+    """The qualification; INCOMPLETE when a lab dralab started broke under the run (`diagnosis`
+    names its dead parts): its failures are the lab's, not the cluster's kind's."""
     counts = Counter(o.state for o in outcomes)
+    outcome = INCOMPLETE if owned and diagnosis else NOT_QUALIFIED if counts[FAILED] or not outcomes else QUALIFIED
     return {
-        "outcome": NOT_QUALIFIED if counts[FAILED] or not outcomes else QUALIFIED,
+        "outcome": outcome,
         "cluster": cluster, "kubernetes_version": kubernetes_version, "server": server,
         "counts": {state: counts[state] for state in (PASSED, FAILED, SKIPPED)},
         "wall_seconds": round(wall_seconds), "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -117,7 +117,7 @@ def _server(lab: Lab) -> str:
 def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, focus: str | None, gates_on: str,
             kubelet_root_dir: str, offline: bool, kubernetes_version: str) -> None:
     """Run Kubernetes' own DRA e2e suite on a cluster: is it DRA-ready? (exit 0 QUALIFIED, 1 NOT
-    QUALIFIED, 2 bad input, 3 the lab broke)."""
+    QUALIFIED, 2 bad input, 3 INCOMPLETE: the lab dralab started broke under the run)."""
     if cluster == "kubeconfig" and not (kubeconfig and kubeconfig.is_file()):
         raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig})")
     if kubeconfig and cluster != "kubeconfig":
@@ -131,6 +131,10 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
             re.compile(focus)
         except re.error as e:
             raise BadInput(f"--focus {focus!r} is not a regular expression: {e}") from None
+    if cluster == "kind":
+        from clusters.kind.cluster import require_kind_version
+
+        require_kind_version(kubernetes_version)
     if cluster != "kubeconfig":
         from clusters.local.preflight import require_root
 
@@ -157,11 +161,12 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
         server = _server(lab)
         outcomes = run(suite.ginkgo, suite.test_binary, lab.kubeconfig, plan, out_dir, procs=procs, focus=focus,
                        kubelet_root_dir=lab.nodes[0].kubelet_root_dir)
-        diagnosis = lab.dead_parts() if any(o.state == FAILED for o in outcomes) else []
+        diagnosis = lab.dead_parts()
     settings = {"feature gates": plan.feature_gates or "the cluster's own", "runtime config": plan.runtime_config
                 or "the cluster's own", "suite": str(suite.test_binary), "ginkgo log": str(out_dir / "ginkgo.log"),
                 "junit": str(out_dir / "junit.xml"), "component logs": str(out_dir / "logs")}
-    q = qualification.build(outcomes, cluster, kubernetes_version, server, time.monotonic() - start, settings, diagnosis)
+    q = qualification.build(outcomes, cluster, kubernetes_version, server, time.monotonic() - start, settings, diagnosis,
+                            owned=cluster != "kubeconfig")
     _, as_html = qualification.write(q, out_dir)
     if not focus:  # a subset does not qualify a cluster
         qualification.record(q, out_dir)
@@ -173,7 +178,7 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
     if cluster != "kubeconfig":
         exit_if_left_behind([str(r) for r in residue.find(cfg.name)])
     console.print(f"{qualification.summary(q)}; {as_html}", markup=False)
-    sys.exit(0 if q["outcome"] == qualification.QUALIFIED else 1)
+    sys.exit(qualification.EXIT_CODES[q["outcome"]])
 
 
 def _skip_reasons(outcomes: list) -> dict[str, int]:

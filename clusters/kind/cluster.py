@@ -72,10 +72,7 @@ class KindCluster:
     timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.cfg.kubernetes_version != versions.KUBERNETES:
-            raise BadInput(f"kind labs run Kubernetes {versions.KUBERNETES} only (their offline node image pins "
-                           f"kubeadm and CoreDNS to it), not {self.cfg.kubernetes_version}: use --cluster local "
-                           "for other versions")
+        require_kind_version(self.cfg.kubernetes_version)
 
     @property
     def name(self) -> str:
@@ -264,6 +261,12 @@ class KindCluster:
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(self.log_dir), str(kept))
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def require_kind_version(kubernetes_version: str) -> None:
+    if kubernetes_version != versions.KUBERNETES:
+        raise BadInput(f"kind labs run Kubernetes {versions.KUBERNETES} only (their offline node image pins "
+                       f"kubeadm and CoreDNS to it), not {kubernetes_version}: use --cluster local for other versions")
 
 
 def up_kind(cfg: ClusterConfig, offline: bool) -> KindCluster:

@@ -95,24 +95,43 @@ def test_a_skip_says_why_its_own_reason_or_the_plans() -> None:
     assert outcome_of(_report(["[DRA]"], "c", [], [], State="passed"), {}).state == PASSED
 
 
+def kubeconfig(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / f"kubeconfig-{abs(hash(server))}"
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "{server}"}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+current-context: x
+""")
+    return path
+
+
 def test_the_qualification_counts_lists_and_is_recorded_for_certify(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("DRALAB_LABS", str(tmp_path / "labs"))
     outcomes = [Outcome("[DRA] a", PASSED, 1.0, "dra.go:1"), Outcome("[DRA] b", SKIPPED, 0, "dra.go:2", "needs X"),
                 Outcome("[DRA] c", FAILED, 9.0, "dra.go:3", "[failed] boom\nat dra.go:9")]
-    q = qualification.build(outcomes, "local", "v1.37.1", "https://10.99.1.1:6443 (v1.37.1)", 61.4, {"gates": "x"},
-                            ["node-1-kubelet: exited 1"])
+    q = qualification.build(outcomes, "kubeconfig", "v1.37.1", "https://10.99.1.1:6443 (v1.37.1)", 61.4,
+                            {"gates": "x"}, ["node-1-kubelet: exited 1"], owned=False)
     assert q["outcome"] == qualification.NOT_QUALIFIED and q["counts"] == {PASSED: 1, FAILED: 1, SKIPPED: 1}
     assert [s["name"] for s in q["specs"]][0] == "[DRA] c"  # failures first
     _, page = qualification.write(q, tmp_path)
     text = page.read_text()
     assert "1 × needs X" in text and "[failed] boom" in text and "node-1-kubelet: exited 1" in text
-    assert "not run" in qualification.recorded("local", "v1.37.1")
+    assert "not run" in qualification.recorded("kubeconfig", "v1.37.1")
     qualification.record(q, tmp_path)
-    said = qualification.recorded("local", "v1.37.1")
+    said = qualification.recorded("kubeconfig", "v1.37.1", str(kubeconfig(tmp_path, "https://10.99.1.1:6443")))
     assert said.startswith("NOT QUALIFIED: 3 upstream DRA specs, 1 passed, 1 failed, 1 skipped") and str(page) in said
-    assert "not run" in qualification.recorded("kind", "v1.37.1")
+    assert "not run" in qualification.recorded("kubeconfig", "v1.37.1", str(kubeconfig(tmp_path, "https://other:6443")))
+    assert "not run" in qualification.recorded("local", "v1.37.1")
     empty = qualification.build([], "local", "v1.37.1", "s", 1, {}, [])
     assert empty["outcome"] == qualification.NOT_QUALIFIED  # nothing observed is not qualified
+    # A lab dralab started that broke under the run makes it INCOMPLETE (exit 3), never NOT QUALIFIED;
+    # a kubeconfig cluster's broken parts are its own.
+    broke = qualification.build(outcomes, "local", "v1.37.1", "s", 1, {}, ["node-2 kubelet: exited 2"])
+    assert broke["outcome"] == qualification.INCOMPLETE and qualification.EXIT_CODES[broke["outcome"]] == 3
+    theirs = qualification.build(outcomes, "kubeconfig", "v1.37.1", "s", 1, {}, ["x"], owned=False)
+    assert theirs["outcome"] == qualification.NOT_QUALIFIED
 
 
 def test_progress_counts_finished_specs_from_ginkgos_succinct_output(tmp_path: Path) -> None:
