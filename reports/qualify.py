@@ -43,7 +43,8 @@ def lab_config(plan: Plan, kubernetes_version: str, cluster: str) -> ClusterConf
 
 
 @contextlib.contextmanager
-def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESuite, out_dir: Path) -> Iterator[Lab]:
+def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESuite, out_dir: Path,
+                offline: bool) -> Iterator[Lab]:
     """A lab up for the run with the suite's images in its nodes; down afterwards whatever happens,
     its component logs kept under out_dir/logs."""
     from clusters.kind.cluster import KindCluster
@@ -54,7 +55,7 @@ def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESu
                   f"defaults: {', '.join(api for api, on in cfg.runtime_config.items() if on) or 'none'}")
     archives = [image.archive for image in suite.images]
     if cluster == "kind":
-        owned: LocalCluster | KindCluster = KindCluster(cfg, tools)
+        owned: LocalCluster | KindCluster = KindCluster(cfg, tools, offline)
         try:
             owned.up(images=suite.images)
         except BaseException:
@@ -62,7 +63,7 @@ def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESu
             raise
         lab = kind_lab(owned)
     else:
-        owned = LocalCluster.up(cfg)
+        owned = LocalCluster.up(cfg, offline=offline)
         lab = local_lab(owned)
     try:
         if cluster == "local":
@@ -153,7 +154,7 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
         source = Path(download("k8s.io/kubernetes", kubernetes_version)["Dir"])
         plan = plan_owned(specs, suite.gate_defaults, upstream_runtime_config(source))
         cfg = lab_config(plan, kubernetes_version, cluster)
-        lab_cm = started_lab(cluster, cfg, tools, suite, out_dir)
+        lab_cm = started_lab(cluster, cfg, tools, suite, out_dir, offline)
     console.print(f"qualify: {len(specs)} upstream DRA specs (Kubernetes {kubernetes_version})"
                   + (f", {len(plan.skips)} of them SKIP on this cluster" if plan.skips else "")
                   + (f"; only those matching {focus!r}" if focus else ""))
