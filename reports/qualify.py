@@ -15,7 +15,7 @@ from typing import Iterator
 
 import click
 
-from clusters import residue
+from clusters import residue, versions
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
 from clusters.lab_cli import exit_if_left_behind, kubernetes_version_option
@@ -84,6 +84,22 @@ def foreign_cluster(kubeconfig: Path, kubelet_root_dir: str, tools: Toolchain, s
     yield kubeconfig_lab(kubeconfig, tools.kubectl, out_dir / "logs", kubelet_root_dir)
 
 
+def suite_version_for(kubeconfig: Path) -> str:
+    """The suite's version for a cluster: the one dralab builds of the API server's minor version,
+    else the default, said (specs of behaviour newer than the cluster then fail there)."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    server = client.VersionApi(api).get_code().git_version
+    same_minor = [v for v in versions.KUBERNETES_VERSIONS if v.split(".")[:2] == server.split("-")[0].split(".")[:2]]
+    if same_minor:
+        return same_minor[-1]
+    console.print(f"[yellow]the cluster's API server is {server}; dralab builds the suite at "
+                  f"{', '.join(versions.KUBERNETES_VERSIONS)}: running {versions.KUBERNETES}'s (--kubernetes-version "
+                  "picks another)[/yellow]")
+    return versions.KUBERNETES
+
+
 def served_apis(kubeconfig: Path) -> set[str]:
     """Every group/version the cluster's API server serves, by discovery."""
     from kubernetes import client, config
@@ -114,7 +130,8 @@ def _server(lab: Lab) -> str:
 @click.option("--kubelet-root-dir", default="/var/lib/kubelet", show_default=True,
               help="With --cluster kubeconfig: the kubelets' root dir on your nodes (the same on all).")
 @click.option("--offline", is_flag=True, help="Do not build: fail if the suite or a component is not cached.")
-@kubernetes_version_option("Kubernetes version of the lab and of the suite (built once per version).")
+@kubernetes_version_option("Kubernetes version of the lab and of the suite (built once per version); on a kubeconfig "
+                           "cluster, default: its API server's minor version.")
 def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, focus: str | None, gates_on: str,
             kubelet_root_dir: str, offline: bool, kubernetes_version: str) -> None:
     """Run Kubernetes' own DRA e2e suite on a cluster: is it DRA-ready? (exit 0 QUALIFIED, 1 NOT
@@ -140,6 +157,9 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
         from clusters.local.preflight import require_root
 
         require_root("qualify")
+    if cluster == "kubeconfig" and click.get_current_context().get_parameter_source(
+            "kubernetes_version") == click.core.ParameterSource.DEFAULT:
+        kubernetes_version = suite_version_for(kubeconfig)  # type: ignore[arg-type]
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
