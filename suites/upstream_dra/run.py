@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +50,17 @@ def progress(log: Path) -> str:
     return f"{marks.count('•') + len(blocks)} specs ran ({failed} failed), {marks.count('S')} skipped"
 
 
+def _stop(proc: subprocess.Popen, grace_seconds: float) -> None:
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):  # the group, also what outlived ginkgo
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def run(ginkgo: Path, test_binary: Path, kubeconfig: Path, plan: Plan, out_dir: Path, *, procs: int,
         kubelet_root_dir: str, focus: str | None = None, timeout_minutes: int = 90) -> list[Outcome]:
     """Run every DRA spec but the plan's SKIPs, `procs` at once (Serial specs alone, as ginkgo
@@ -68,13 +82,14 @@ def run(ginkgo: Path, test_binary: Path, kubeconfig: Path, plan: Plan, out_dir: 
                                       lambda: progress(log)):
         out.write(f"$ {' '.join(cmd)}\n".encode())
         out.flush()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=out_dir)
+        # Its own process group: an interrupt of ours reaches ginkgo and every e2e.test process it started.
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=out_dir,
+                                start_new_session=True)
         try:
             proc.wait()
-        finally:  # Ctrl-C or SIGTERM: ginkgo passes it on to its processes, which clean up their namespaces
+        finally:  # Ctrl-C or SIGTERM: ginkgo's interrupt lets specs clean up their namespaces, then it must end
             if proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=120)
+                _stop(proc, grace_seconds=60)
     if not report.exists():
         raise LabBroken(f"ginkgo ended (exit {proc.returncode}) without a report; log: {log}\n{log_tail(log)}")
     unselected = f"not selected: its name does not match --focus {focus!r}" if focus else "skipped by the suite"

@@ -166,3 +166,28 @@ def test_the_suites_images_are_made_under_the_names_its_own_code_asks_for(tmp_pa
     older = {**names, "pause": "registry.k8s.io/pause:3.10.1"}
     refs = [s.ref for s in e2e_suite.image_specs(older, tmp_path / "suite", tools)]  # type: ignore[arg-type]
     assert "registry.k8s.io/pause:3.10.1" in refs
+
+
+def test_stopping_the_suite_ends_ginkgo_and_every_process_it_started_even_when_they_ignore_the_interrupt(
+        tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import time
+
+    from suites.upstream_dra.run import _stop
+
+    pids = tmp_path / "pids"
+    # A ginkgo that ignores SIGINT, with a child (an e2e.test process) that ignores it too.
+    proc = subprocess.Popen(["sh", "-c", f"trap '' INT; sleep 300 & echo $! > {pids}; wait"], start_new_session=True)
+    while not pids.exists() or not pids.read_text().strip():
+        time.sleep(0.05)
+    child = int(pids.read_text())
+    started = time.monotonic()
+    _stop(proc, grace_seconds=0.5)
+    assert proc.returncode is not None and time.monotonic() - started < 10
+    for _ in range(100):  # the child is reaped by init once killed
+        if not os.path.exists(f"/proc/{child}") or "Z" in open(f"/proc/{child}/stat").read().split()[2]:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"process {child} outlived the stop")
