@@ -42,6 +42,12 @@ def summary(q: dict[str, Any]) -> str:
             f"{q['wall_seconds']}s")
 
 
+def skip_reasons(q: dict[str, Any]) -> list[tuple[str, int]]:
+    """Each SKIP reason (its first line) with how many specs gave it, most frequent first."""
+    return Counter(s["message"].splitlines()[0] if s["message"] else "?"
+                   for s in q["specs"] if s["state"] == SKIPPED).most_common()
+
+
 def _e(value: object) -> str:
     return html.escape(str(value))
 
@@ -56,8 +62,7 @@ def render_section(q: dict[str, Any]) -> str:
                    f"<td>{_e(s['state'])}</td><td>{s['seconds']:.1f}s</td><td>{_e(s['name'])}<br><small>"
                    f"{_e(s['location'])}</small>{_message(s)}"
                    f"</td></tr>" for s in q["specs"])
-    reasons = Counter(s["message"].splitlines()[0] for s in q["specs"] if s["state"] == SKIPPED)
-    skips = "".join(f"<li>{n} × {_e(reason)}</li>" for reason, n in reasons.most_common())
+    skips = "".join(f"<li>{n} × {_e(reason)}</li>" for reason, n in skip_reasons(q))
     lab = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(v))}</td></tr>"
                   for k, v in q["lab"].items())
     diagnosis = f"<h3>Lab diagnosis</h3><pre>{_e(chr(10).join(q['diagnosis']))}</pre>" if q["diagnosis"] else ""

@@ -27,7 +27,7 @@ from clusters.provision.e2e_suite import E2ESuite, ensure_e2e_suite
 from clusters.provision.gobuild import download
 from reports import qualification
 from suites.upstream_dra.plan import Plan, plan_foreign, plan_owned, upstream_runtime_config
-from suites.upstream_dra.run import FAILED, SKIPPED, run
+from suites.upstream_dra.run import FAILED, run
 from suites.upstream_dra.specs import list_specs
 
 # Two kubelet nodes, as the suite's specs ask for one to four; no emulated hardware: the suite
@@ -53,7 +53,6 @@ def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESu
     console.print(f"starting {cluster} lab {cfg.name}: {cfg.nodes} nodes, Kubernetes {cfg.kubernetes_version}, "
                   f"feature gates on: {', '.join(cfg.feature_gates) or 'none'}; API versions served beyond the "
                   f"defaults: {', '.join(api for api, on in cfg.runtime_config.items() if on) or 'none'}")
-    archives = [image.archive for image in suite.images]
     if cluster == "kind":
         owned: LocalCluster | KindCluster = KindCluster(cfg, tools, offline)
         try:
@@ -67,7 +66,7 @@ def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESu
         lab = local_lab(owned)
     try:
         if cluster == "local":
-            owned.import_images(archives)
+            owned.import_images([image.archive for image in suite.images])
         yield lab
     finally:
         try:
@@ -194,18 +193,10 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
     for o in outcomes:
         if o.state == FAILED:
             console.print(f"  FAIL {o.name}: {o.message.splitlines()[0][:200] if o.message else ''}", markup=False)
-    for reason, n in sorted(_skip_reasons(outcomes).items(), key=lambda kv: -kv[1]):
+    for reason, n in qualification.skip_reasons(q):
         console.print(f"  SKIP ×{n}: {reason[:200]}", markup=False)
     if cluster != "kubeconfig":
         exit_if_left_behind([str(r) for r in residue.find(cfg.name)])
     console.print(f"{qualification.summary(q)}; {as_html}", markup=False)
     sys.exit(qualification.EXIT_CODES[q["outcome"]])
 
-
-def _skip_reasons(outcomes: list) -> dict[str, int]:
-    reasons: dict[str, int] = {}
-    for o in outcomes:
-        if o.state == SKIPPED:
-            reason = o.message.splitlines()[0] if o.message else "?"
-            reasons[reason] = reasons.get(reason, 0) + 1
-    return reasons
