@@ -28,6 +28,8 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
     """Build the hardware of NODES nodes, each in its own network namespace, without Kubernetes."""
     from clusters.local import hardware, network, preflight
     from clusters.local.cluster import LocalCluster, require_no_live_lab, teardown
+    from clusters.provision import ensure_go
+    from clusters.provision.components import DRIVERS_UNDER_TEST
     from fake_hardware.lab import HardwareLab
 
     preflight.require_root("hw up")
@@ -36,6 +38,7 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
     cfg = cfg.model_copy(update={"hardware": assignment, "hardware_seed": seed})
     require_no_live_lab(cfg)
     HardwareLab(cfg)  # validates profiles and node names before anything is created
+    binaries = ensure_go(DRIVERS_UNDER_TEST, offline=False)  # sysfs-fuse and modprobe, for the nodes
     cfg = preflight.allocate_slot(cfg)
     start = time.monotonic()
     try:
@@ -45,7 +48,8 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
             network.sh("ip", "netns", "add", cfg.netns(node))
         # No NVML driver root: its paths hold in a node's mount namespace, which only a cluster's nodes
         # have (`python -m fake_hardware.nvml` renders one to try without a lab).
-        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs", nvidia=None)
+        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs", nvidia=None,
+                                binaries=binaries, node_mount_ns={})
     except BaseException:
         teardown(cfg)
         raise

@@ -30,7 +30,7 @@ from drivers_under_test.evidence import PROFILE_LABEL
 from drivers_under_test.from_module import image_archive
 from drivers_under_test.profile import WORKLOAD_KINDS, ContainerSettings, DriverProfile, SysfsExposure
 from drivers_under_test.publication import Settling
-from fake_hardware.exposure import driver_root_mounts, standard_sysfs_mounts, sysfs_root_mount
+from fake_hardware.exposure import driver_root_mounts, host_root_mounts, standard_sysfs_mounts, sysfs_root_mount
 from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_SYSFS_ROOT
 
 if TYPE_CHECKING:
@@ -96,8 +96,8 @@ def _append_args(container: dict[str, Any], args: list[str]) -> None:
 
 
 def _expose_hardware(spec: dict[str, Any], profile: DriverProfile) -> None:
-    """HW-05: the emulated sysfs and, if the profile asks, the NVIDIA driver root (HW-10), in
-    every container: an init container that checks the devices must see the driver's."""
+    """HW-05: the emulated sysfs and, if the profile asks, the NVIDIA driver root (HW-10) and the
+    node's root, in every container: an init container that checks the devices must see the driver's."""
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
     args: list[str] = []
@@ -108,6 +108,9 @@ def _expose_hardware(spec: dict[str, Any], profile: DriverProfile) -> None:
         volumes, mounts, args = [volume], [mount], [flag]
     if profile.driver_root:
         more_volumes, more_mounts = driver_root_mounts(profile.driver_root)
+        volumes, mounts = volumes + more_volumes, mounts + more_mounts
+    if profile.host_root:
+        more_volumes, more_mounts = host_root_mounts(profile.host_root)
         volumes, mounts = volumes + more_volumes, mounts + more_mounts
     spec.setdefault("volumes", []).extend(volumes)
     for c in _all_containers(spec):

@@ -218,6 +218,10 @@ class DriverProfile(Model):
     driver_root: str | None = Field(default=None, alias="driverRoot", pattern=r"^/",
                                     description="mount the node's NVIDIA driver root (libnvidia-ml.so.1, dev/nvidia*, "
                                                 "proc/driver/nvidia) at this path in the driver's containers")
+    host_root: str | None = Field(default=None, alias="hostRoot", pattern=r"^/.",
+                                  description="mount the node's root (its tree at sys, /dev, /proc, the driver root, "
+                                              "a modprobe) at this path in the driver's containers, where a chart "
+                                              "expects the host's / (NVIDIA's /host-root)")
     namespace: str = Field(pattern=DNS_LABEL.pattern)
     images: list[Image] = Field(min_length=1)
     manifests: list[Path] = Field(default_factory=list, description="manifest templates, relative to the profile "
@@ -261,6 +265,9 @@ class DriverProfile(Model):
         if not self.needs_hardware and self.driver_root:
             raise ValueError("driverRoot mounts the emulated GPUs' NVIDIA driver root, and hardware is none: "
                              "drop driverRoot, or name a hardware profile with GPUs")
+        if not self.needs_hardware and self.host_root:
+            raise ValueError("hostRoot mounts the emulated node's root, and hardware is none: drop hostRoot, or "
+                             "name a hardware profile")
         built = [i for i in self.images if i.build is not None]
         if (built or (self.chart and self.chart.in_module)) and self.module is None:
             raise ValueError("build images and a chart inModule come from the profile's module: give module "

@@ -1,82 +1,64 @@
 """The hardware agent: one process per node with emulated hardware, playing the kernel's part (HW-08).
 
-It watches the node's tree with inotify and hands every completed write to an attribute the
-kernel acts on (sriov_numvfs, driver_override, a driver's bind/unbind/new_id/remove_id, the bus's
-drivers_probe) to fake_hardware.kernel. Directories come and go as functions are plugged and
-replaced, so the watches are renewed after each write and every half second. At the same pace
-it returns to the node the netdevs whose namespace was destroyed, as the kernel does for a real
-NIC's (a veth would die with it).
+It starts the node's FUSE server (drivers_under_test/cmd/sysfs-fuse) over the tree's state, which
+mounts the tree where the node and the host see it, and answers the server's questions: each
+write to an attribute the kernel acts on (sriov_numvfs, driver_override, a driver's bind/unbind/
+new_id/remove_id, the bus's drivers_probe) goes to fake_hardware.kernel while the writer waits, and
+its errno is what write(2) returns. Every half second it also returns to the node the netdevs whose
+namespace was destroyed, as the kernel does for a real NIC's (a veth would die with it). When the
+agent dies, the server unmounts the tree and exits (its parent-death signal).
 
-    python -m fake_hardware.agent --lab-config LAB_DIR/cluster.json --node node-1
+    python -m fake_hardware.agent --lab-config LAB_DIR/cluster.json --node node-1 \\
+        --sysfs-fuse BINARY [--node-mount-ns FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
+import errno
+import json
 import logging
 import os
 import select
-import struct
+import subprocess
 import time
 from pathlib import Path
 
-from fake_hardware.kernel import BUS_ATTRIBUTES, DRIVER_ATTRIBUTES, NodeKernel
-from fake_hardware.lab import HardwareLab
+from fake_hardware.kernel import ACTED_ATTRIBUTES, NodeKernel
+from fake_hardware.lab import NODE_SYSFS_ROOT, HardwareLab, NodeHardware
 
-IN_CLOSE_WRITE = 0x00000008
-IN_NONBLOCK = os.O_NONBLOCK
-IN_CLOEXEC = os.O_CLOEXEC
-EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len, then the name
-ATTRIBUTES = {*DRIVER_ATTRIBUTES, *BUS_ATTRIBUTES, "sriov_numvfs", "driver_override"}
 RENEW_SECONDS = 0.5
 
 
-class Inotify:
-    """Close-after-write events of the files in a set of directories."""
-
-    def __init__(self) -> None:
-        self._libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        self.fd = self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-        if self.fd < 0:
-            raise OSError(ctypes.get_errno(), "inotify_init1")
-        self.dirs: dict[int, Path] = {}
-
-    def watch(self, directories: list[Path]) -> None:
-        for d in directories:
-            wd = self._libc.inotify_add_watch(self.fd, str(d).encode(), IN_CLOSE_WRITE)
-            if wd >= 0:  # a directory removed meanwhile is simply not watched
-                self.dirs[wd] = d
-
-    def written(self, timeout: float) -> list[Path]:
-        if not select.select([self.fd], [], [], timeout)[0]:
-            return []
-        data, out = os.read(self.fd, 65536), []
-        offset = 0
-        while offset < len(data):
-            wd, _mask, _cookie, size = EVENT.unpack_from(data, offset)
-            name = data[offset + EVENT.size: offset + EVENT.size + size].rstrip(b"\0").decode()
-            offset += EVENT.size + size
-            if wd in self.dirs and name:
-                out.append(self.dirs[wd] / name)
-        return out
+def fuse_command(binary: Path, hw: NodeHardware, node_mount_ns: Path | None) -> list[str]:
+    """The server's command line: the tree at its host path, and at the node's path in the node's
+    mount namespace when it has one (a cluster's node; `dralab hw up` nodes have only a netns)."""
+    mounts = [str(hw.sys_root), *([f"{node_mount_ns}:{NODE_SYSFS_ROOT}"] if node_mount_ns else [])]
+    return [str(binary), "--backing", str(hw.tree), "--acted", ",".join(ACTED_ATTRIBUTES),
+            *(arg for m in mounts for arg in ("--mount", m))]
 
 
-def serve(kernel: NodeKernel, ready_file: Path) -> None:
+def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
     kernel.install()
-    inotify = Inotify()
-    inotify.watch(kernel.watched_dirs())
+    server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    assert server.stdin and server.stdout
+    if json.loads(server.stdout.readline() or "{}").get("ready") is not True:
+        raise SystemExit(f"the FUSE server did not mount the tree (exit {server.wait()}); its errors are above")
     ready_file.write_text(f"{os.getpid()}\n")
-    logging.info("watching %d directories of %s", len(inotify.dirs), kernel.root)
+    logging.info("serving %s at %s", kernel.root, ", ".join(command[command.index("--mount") + 1::2]))
     while True:
-        for path in inotify.written(RENEW_SECONDS):
-            if path.name not in ATTRIBUTES:
-                continue
+        # The server asks one write at a time and waits for its answer: a line is never left buffered.
+        if select.select([server.stdout], [], [], RENEW_SECONDS)[0]:
+            line = server.stdout.readline()
+            if not line:
+                raise SystemExit(f"the FUSE server exited ({server.wait()}): the tree is no longer served")
+            asked = json.loads(line)
             try:
-                kernel.written(path)
-            except OSError:  # the function went away meanwhile (a fault, another write): the node lives on
-                logging.exception("write to %s", path)
-        inotify.watch(kernel.watched_dirs())
+                code = kernel.written(asked["path"], asked["value"])
+            except OSError as e:  # the function went away meanwhile (a fault, another write): the node lives on
+                logging.exception("write to %s", asked["path"])
+                code = e.errno or errno.EIO
+            server.stdin.write(json.dumps({"errno": code}) + "\n")
         kernel.return_lost_netdevs(set(os.listdir("/sys/class/net")), time.monotonic())  # fabric ends are host links
 
 
@@ -86,10 +68,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lab-config", type=Path, required=True, help="the lab's cluster.json")
     parser.add_argument("--node", required=True)
+    parser.add_argument("--sysfs-fuse", type=Path, required=True, help="the FUSE server's binary")
+    parser.add_argument("--node-mount-ns", type=Path, help="the node's mount namespace file, to mount the tree there")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     hw = HardwareLab(ClusterConfig.model_validate_json(args.lab_config.read_text())).node(args.node)
-    serve(NodeKernel(hw, hw.dev_dir), hw.agent_ready_file())
+    serve(NodeKernel(hw, hw.dev_dir), fuse_command(args.sysfs_fuse, hw, args.node_mount_ns), hw.agent_ready_file())
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """How a driver container sees the emulated hardware (HW-05).
 
-Unmodified drivers read /sys/bus/pci, /sys/devices, /sys/class/net and /sys/kernel/iommu_groups:
+Unmodified drivers read /sys/bus/pci, /sys/devices, /sys/class (net, and infiniband* where rdmamap
+looks RDMA devices up), /sys/kernel/iommu_groups and /sys/module (is vfio_pci loaded?):
 `standard_sysfs_mounts` bind-mounts the node's tree over exactly those paths. Drivers that take
 a root prefix (`--sysfs-root`) get the whole tree at one path instead (`sysfs_root_mount`).
-Drivers that find GPUs through NVML get the node's NVIDIA driver root (`driver_root_mounts`).
+Drivers that find GPUs through NVML get the node's NVIDIA driver root (`driver_root_mounts`); drivers
+that look at the host's own paths get the node's root (`host_root_mounts`).
 Host paths are as the node sees them; each node's private /var/lib makes them the same on every
 node, so one DaemonSet serves all.
 """
@@ -12,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_SYSFS_ROOT
+from fake_hardware.host_root import MOUNTED
+from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_HOST_ROOT, NODE_SYSFS_ROOT
 
-# Not class/infiniband: a container's /sys is the host kernel's, read-only, and a host without RDMA
-# has no class/infiniband to mount over (runc cannot create the mount point). Drivers that read it
-# take the tree under a root prefix.
-STANDARD_PATHS = ("bus/pci", "devices", "class/net", "kernel/iommu_groups")
+# All of /sys/class, not class/net and class/infiniband: a container's /sys is the host kernel's,
+# read-only, and a host without RDMA has no class/infiniband to mount over (runc cannot create the
+# mount point). The tree has every class a driver of its devices reads.
+STANDARD_PATHS = ("bus/pci", "devices", "class", "kernel/iommu_groups", "module")
 SYSFS_ROOT_IN_CONTAINER = "/var/run/dralab/sys"
 
 
@@ -46,4 +49,19 @@ def driver_root_mounts(mount_path: str) -> tuple[list[dict[str, Any]], list[dict
                {"name": "nvml-sysfs", "hostPath": {"path": NODE_SYSFS_ROOT, "type": "Directory"}}]
     mounts = [{"name": "nvidia-driver-root", "mountPath": mount_path, "readOnly": True},
               {"name": "nvml-sysfs", "mountPath": NODE_SYSFS_ROOT, "readOnly": True}]
+    return volumes, mounts
+
+
+def host_root_mounts(mount_path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, volumeMounts) for the node's root at `mount_path` (fake_hardware/host_root.py): its
+    own directory, with the tree at sys, the node's /dev, /proc and driver root over it."""
+    sources = dict(zip(MOUNTED, (NODE_SYSFS_ROOT, "/dev", "/proc", NODE_DRIVER_ROOT)))
+    volumes = [{"name": "host-root", "hostPath": {"path": NODE_HOST_ROOT, "type": "Directory"}}]
+    mounts = [{"name": "host-root", "mountPath": mount_path, "readOnly": True}]
+    for sub, source in sources.items():
+        name = "host-root-" + sub.replace("/", "-").replace("_", "-")
+        # A node without GPUs has no driver root: its place stays an empty directory of the node's.
+        volumes.append({"name": name, "hostPath": {"path": source, "type": "DirectoryOrCreate"
+                                                   if source == NODE_DRIVER_ROOT else "Directory"}})
+        mounts.append({"name": name, "mountPath": f"{mount_path}/{sub}"})
     return volumes, mounts

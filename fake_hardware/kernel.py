@@ -3,13 +3,11 @@
 Real drivers configure hardware through sysfs attributes: `sriov_numvfs` enables VFs,
 `driver_override` plus `bind`/`unbind`/`drivers_probe` move a function to another driver
 (typically vfio-pci, which gives it a /dev/vfio/<iommu group> node), `new_id` teaches a driver
-more IDs. In the emulated tree those attributes are regular files; the hardware agent
-(fake_hardware/agent.py) sees each write and calls `NodeKernel.written`, which changes the tree,
-the netdevs and the node's /dev as the kernel would.
-
-A real kernel refuses a bad write with an errno returned by write(2). A regular file cannot
-fail a write, so a refused write is undone (the attribute shows its previous value again) and
-the refusal, with the errno the kernel would give, goes to the agent's log.
+more IDs. The tree is served through FUSE (drivers_under_test/cmd/sysfs-fuse), which hands each
+write to one of those attributes to the hardware agent (fake_hardware/agent.py) before write(2)
+returns; the agent calls `NodeKernel.written`, which changes the tree's state, the netdevs and the
+node's /dev as the kernel would, or refuses the write with the errno the kernel gives, which is
+what the writer gets. Each refusal is also logged, with why.
 """
 
 from __future__ import annotations
@@ -36,6 +34,8 @@ VFIO_GROUP_MAJOR = 240
 # Attributes of a driver directory and of the bus that take a write (all write-only in a real kernel).
 DRIVER_ATTRIBUTES = ("bind", "unbind", "new_id", "remove_id")
 BUS_ATTRIBUTES = ("drivers_probe",)
+# Every attribute whose writes the kernel acts on: these the FUSE server hands to `written`.
+ACTED_ATTRIBUTES = (*DRIVER_ATTRIBUTES, *BUS_ATTRIBUTES, "sriov_numvfs", "driver_override")
 LOST_SECONDS = 0.3
 
 
@@ -44,6 +44,7 @@ class Refused(Exception):
 
     def __init__(self, code: int, why: str) -> None:
         super().__init__(f"{errno.errorcode[code]}: {why}")
+        self.code = code
 
 
 def _bdf_in(value: str) -> str:
@@ -62,48 +63,40 @@ class NodeKernel:
 
     @property
     def root(self) -> Path:
-        return self.hw.sys_root
+        return self.hw.tree
 
     # The attributes ------------------------------------------------------------------
 
     def install(self) -> None:
-        """The write-only attributes the kernel offers, for every driver a function may be bound to."""
+        """Every driver a function may be bound to loaded, with the write-only attributes it offers."""
         drivers = {fn.driver for fn in self.hw.plan.functions if fn.driver} | {VFIO_PCI}
         for driver in sorted(drivers):
-            self.driver_dir(driver).mkdir(parents=True, exist_ok=True)
-            for name in DRIVER_ATTRIBUTES:
-                sysfs.write_atomic(self.driver_dir(driver) / name, "")
+            sysfs.write_driver(self.root, driver, DRIVER_ATTRIBUTES)
         for name in BUS_ATTRIBUTES:
             sysfs.write_atomic(self.root / "bus" / "pci" / name, "")
 
     def driver_dir(self, driver: str) -> Path:
         return self.root / "bus" / "pci" / "drivers" / driver
 
-    def watched_dirs(self) -> list[Path]:
-        """Where writes land: the bus, each driver and each function present."""
-        present = [sysfs.device_dir(self.root, fn) for fn in self.hw.plan.functions]
-        drivers = self.root / "bus" / "pci" / "drivers"
-        return [self.root / "bus" / "pci", *sorted(p for p in drivers.iterdir() if p.is_dir()),
-                *(d for d in present if d.is_dir())]
-
-    def written(self, path: Path) -> None:
-        """Act on a write to `path`; undo it and log the errno when the kernel would refuse it."""
-        value = path.read_text() if path.exists() else ""
+    def written(self, relative: str, value: str) -> int:
+        """Act on a write of `value` to the attribute at `relative` (to the tree's root), as the
+        kernel's store method: 0 when done, else the errno the writer gets."""
+        path = self.root / relative
         try:
+            if not path.is_file():
+                raise Refused(errno.ENOENT, "no such attribute (its device went away)")
             self._dispatch(path, value)
         except Refused as e:
-            self._undo(path)  # first: whoever reads the log line must see the old value back
-            log.warning("write of %r to %s refused: %s", value.strip(), path.relative_to(self.root), e)
-        else:
-            log.info("write of %r to %s done", value.strip(), path.relative_to(self.root))
+            log.warning("write of %r to %s refused: %s", value.strip(), relative, e)
+            return e.code
+        log.info("write of %r to %s done", value.strip(), relative)
+        return 0
 
     def _dispatch(self, path: Path, value: str) -> None:
         name, parent = path.name, path.parent
         if parent.parent == self.root / "bus" / "pci" / "drivers" and name in DRIVER_ATTRIBUTES:
-            sysfs.write_atomic(path, "")  # write-only: nothing to read back
             getattr(self, f"_{name}")(parent.name, value)
         elif parent == self.root / "bus" / "pci" and name == "drivers_probe":
-            sysfs.write_atomic(path, "")
             self._probe(self._function(_bdf_in(value)))
         elif name == "sriov_numvfs":
             self._set_num_vfs(self._function_at(parent), value)
@@ -111,12 +104,9 @@ class NodeKernel:
             # As driver_set_override: the value ends at the first newline or NUL; empty clears it
             # (the SR-IOV DRA driver clears it with a NUL write).
             override = re.split(r"[\n\x00]", value, maxsplit=1)[0] or sysfs.NO_DRIVER_OVERRIDE
-            if value != f"{override}\n":
-                sysfs.write_atomic(path, f"{override}\n")
-
-    def _undo(self, path: Path) -> None:
-        if path.name == "sriov_numvfs" and path.parent.is_dir():
-            self.hw.sync_num_vfs(self.hw.plan.by_bdf(path.parent.name))
+            sysfs.write_atomic(path, f"{override}\n")
+        else:  # an attribute of that name elsewhere is a plain one: it keeps what was written
+            sysfs.write_atomic(path, value)
 
     # Lookups ---------------------------------------------------------------------------
 

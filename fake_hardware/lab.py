@@ -1,11 +1,14 @@
 """The emulated hardware of a lab's nodes: build it, inject faults (HW-04), show it.
 
-Each node's tree lives in the node's private /var/lib (see clusters/local/network.py), so on
-every node it is at the same path as the node sees it, NODE_SYSFS_ROOT, which is what a driver
-DaemonSet mounts. A node's device nodes (/dev/vfio, /dev/infiniband) live in its own dev dir in
-the lab dir, which the node mounts at /dev/vfio and /dev/infiniband. Teardown is the lab's: deleting
-the node network namespaces and the slot's links removes the netdevs and the fabric, removing the
-lab dir removes the trees and the device nodes.
+Each node's tree is kept in plain files (`NodeHardware.tree`), which the lab writes as the hardware
+changes. Everyone else sees it served through FUSE by the node's hardware agent (fake_hardware/agent.py),
+which gives writes the kernel's semantics: at NODE_SYSFS_ROOT in the node's private /var/lib (see
+clusters/local/network.py), the same path on every node, which is what a driver DaemonSet mounts,
+and at that directory's host path (`sys_root`) for dralab and its user. A node's device nodes
+(/dev/vfio, /dev/infiniband) live in its own dev dir in the lab dir, which the node mounts at
+/dev/vfio and /dev/infiniband. Teardown is the lab's: deleting the node network namespaces and the
+slot's links removes the netdevs and the fabric, unmounting and removing the lab dir removes the
+trees and the device nodes.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from fake_hardware.topology import NodePlan, PciFunction, plan_node
 NODE_SYSFS_ROOT = "/var/lib/dralab-hardware/sys"
 # The NVIDIA driver root of a node with GPUs (fake_hardware/nvml.py), beside its tree.
 NODE_DRIVER_ROOT = "/var/lib/dralab-hardware/driver-root"
+# The node's root as charts mount it (fake_hardware/host_root.py), beside them.
+NODE_HOST_ROOT = "/var/lib/dralab-hardware/host-root"
 # /dev/infiniband/rdma_cm is rdma_ucm's misc device: major 10 and a minor the kernel hands out as the
 # module loads, so it depends on load order (recent kernels count up from 256, where a 6.18 host has
 # vga_arbiter, userfaultfd, vsock and cpu_dma_latency at 256-259; older ones count down from 127).
@@ -58,12 +63,22 @@ class NodeHardware:
 
     @property
     def sys_root(self) -> Path:
-        """The tree's host path: NODE_SYSFS_ROOT inside the node's private /var/lib."""
+        """The tree as the kernel serves it (once the agent runs), at the host path of NODE_SYSFS_ROOT
+        inside the node's private /var/lib."""
         return self._host_path(NODE_SYSFS_ROOT)
+
+    @property
+    def tree(self) -> Path:
+        """The tree's state, plain files: what the lab and the kernel stand-in change."""
+        return self.cfg.lab_dir / "nodes" / self.name / "sysfs-state"
 
     @property
     def driver_root(self) -> Path:
         return self._host_path(NODE_DRIVER_ROOT)
+
+    @property
+    def host_root(self) -> Path:
+        return self._host_path(NODE_HOST_ROOT)
 
     def _host_path(self, node_var_lib_path: str) -> Path:
         return self.cfg.lab_dir / "nodes" / self.name / "var-lib" / Path(node_var_lib_path).relative_to("/var/lib")
@@ -82,11 +97,11 @@ class NodeHardware:
     def present_vfs(self, pf: PciFunction) -> list[PciFunction]:
         """The PF's VFs in the tree now: they come and go with sriov_numvfs and faults."""
         vfs = [self.plan.by_bdf(b) for b in pf.virtfns]
-        return [vf for vf in vfs if sysfs.device_dir(self.sys_root, vf).is_dir()]
+        return [vf for vf in vfs if sysfs.device_dir(self.tree, vf).is_dir()]
 
     def sync_num_vfs(self, pf: PciFunction) -> None:
         """sriov_numvfs shows how many VFs are present."""
-        sysfs.set_num_vfs(self.sys_root, pf, len(self.present_vfs(pf)))
+        sysfs.set_num_vfs(self.tree, pf, len(self.present_vfs(pf)))
 
     def plug(self, fns: list[PciFunction], bound: bool = True) -> None:
         """Functions appear in the tree; bound to their driver, those with a netdev get it and those
@@ -94,16 +109,16 @@ class NodeHardware:
         for fn in fns:
             if bound:
                 self._rdma_nodes(fn, present=True)
-            sysfs.write_function(self.sys_root, self.plan, fn)
+            sysfs.write_function(self.tree, self.plan, fn)
             if not bound:
-                sysfs.set_driver(self.sys_root, fn, None)
-                sysfs.unregister_devices(self.sys_root, self.plan, fn)
+                sysfs.set_driver(self.tree, fn, None)
+                sysfs.unregister_devices(self.tree, self.plan, fn)
         if bound:
             netdevs.create([(f, self.peer(f)) for f in fns if f.netdev], self.netns, self.cfg.fabric_bridge)
 
     def unplug(self, fns: list[PciFunction]) -> None:
         for fn in reversed(fns):
-            sysfs.remove_function(self.sys_root, self.plan, fn)
+            sysfs.remove_function(self.tree, self.plan, fn)
             self._rdma_nodes(fn, present=False)
         netdevs.delete([self.peer(f) for f in fns if f.netdev])
 
@@ -129,7 +144,7 @@ class NodeHardware:
         """Functions whose driver has a netdev registered (it is in the tree) that no longer
         exists: a veth dies with the namespace it was moved into, a real NIC's netdev does not."""
         return [fn for fn in self.plan.netdevs() if self.peer(fn) not in host_links
-                and (sysfs.device_dir(self.sys_root, fn) / "net" / fn.netdev).is_dir()]
+                and (sysfs.device_dir(self.tree, fn) / "net" / fn.netdev).is_dir()]
 
     def return_netdevs(self, fns: list[PciFunction]) -> None:
         """Back in the node's namespace, as the kernel returns a physical netdev whose namespace is
@@ -140,12 +155,12 @@ class NodeHardware:
         """What the function's own driver registers when bound: its netdev (tree and veth), its RDMA
         device (tree and /dev/infiniband nodes)."""
         self._rdma_nodes(fn, present=True)
-        sysfs.register_devices(self.sys_root, self.plan, fn)
+        sysfs.register_devices(self.tree, self.plan, fn)
         if fn.netdev:
             netdevs.create([(fn, self.peer(fn))], self.netns, self.cfg.fabric_bridge)
 
     def unregister_devices(self, fn: PciFunction) -> None:
-        sysfs.unregister_devices(self.sys_root, self.plan, fn)
+        sysfs.unregister_devices(self.tree, self.plan, fn)
         self._rdma_nodes(fn, present=False)
         if fn.netdev:
             netdevs.delete([self.peer(fn)])
@@ -178,7 +193,8 @@ class HardwareLab:
         netdevs.create_fabric(self.cfg.fabric_bridge)
         for hw in self.nodes.values():
             hw.make_device_nodes()
-            sysfs.write_tree(hw.sys_root, hw.plan)
+            sysfs.write_tree(hw.tree, hw.plan)
+            hw.sys_root.mkdir(parents=True, exist_ok=True)  # where the agent mounts the tree
             if nvidia is not None and nvml.device_nodes(hw.plan):
                 nvml.install(hw.plan, hw.driver_root, NODE_SYSFS_ROOT, nvidia)
             netdevs.create([(fn, hw.peer(fn)) for fn in hw.plan.at_boot() if fn.netdev], hw.netns, self.cfg.fabric_bridge)
@@ -225,7 +241,7 @@ class HardwareLab:
 
     def set_gpu_health(self, node: str, device: str, healthy: bool) -> None:
         hw = self.node(node)
-        sysfs.set_gpu_health(hw.sys_root, self._device(hw, device, ("gpu",)), healthy)
+        sysfs.set_gpu_health(hw.tree, self._device(hw, device, ("gpu",)), healthy)
         self._record(node, "unhealthy", device, not healthy)
 
     def _device(self, hw: NodeHardware, device: str, kinds: tuple[str, ...]) -> PciFunction:
@@ -248,7 +264,7 @@ class HardwareLab:
             for fn in hw.plan.functions:
                 if fn.kind in ("gpu", "nic", "vf"):
                     state = "removed" if fn.name in removed or (fn.physfn and hw.plan.by_bdf(fn.physfn).name in removed) \
-                        else "not enabled" if not sysfs.device_dir(hw.sys_root, fn).exists() \
+                        else "not enabled" if not sysfs.device_dir(hw.tree, fn).exists() \
                         else "unhealthy" if fn.name in unhealthy else "present"
                     rows.append({"node": hw.name, "device": fn.name, "kind": fn.kind, "bdf": fn.bdf, "numa": fn.numa,
                                  "netdev": fn.netdev, "mac": fn.mac, "uuid": (fn.gpu or {}).get("uuid"), "state": state})

@@ -301,13 +301,38 @@ def write_tree(root: Path, plan: NodePlan) -> None:
     # has /sys/class/net): drivers and their hostPath mounts rely on that.
     for index in (*(f"devices/{bridge}" for bridge in plan.host_bridges()), "bus/pci/devices", "bus/pci/drivers",
                   "class/net", "class/infiniband", f"class/{UVERBS_CLASS}", f"class/{UMAD_CLASS}",
-                  "kernel/iommu_groups"):
+                  "kernel/iommu_groups", "module"):
         (root / index).mkdir(parents=True, exist_ok=True)
     for cls, version in CLASS_ABI_VERSIONS.items():
         write_atomic(root / "class" / cls / "abi_version", f"{version}\n")
     for fn in plan.at_boot():
         write_function(root, plan, fn)
     system_tree.write_system(root, plan.profile)
+
+
+# Modules a driver's module depends on, loaded with it (what `lsmod` shows as users).
+MODULE_DEPENDENCIES = {"vfio_pci": ("vfio_pci_core", "vfio", "vfio_iommu_type1")}
+
+
+def module_name(driver: str) -> str:
+    """The kernel module a PCI driver is in: its name with dashes as underscores (vfio-pci: vfio_pci)."""
+    return driver.replace("-", "_")
+
+
+def write_driver(root: Path, driver: str, attributes: tuple[str, ...]) -> None:
+    """A loaded PCI driver: bus/pci/drivers/<driver> with its write-only attributes, and its module
+    in /sys/module (with the modules it needs), linked both ways, as drivers and `modprobe` check it."""
+    directory = root / "bus" / "pci" / "drivers" / driver
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in attributes:
+        write_atomic(directory / name, "")
+    module = module_name(driver)
+    for name in (module, *MODULE_DEPENDENCIES.get(module, ())):
+        (root / "module" / name / "parameters").mkdir(parents=True, exist_ok=True)
+        write_atomic(root / "module" / name / "initstate", "live\n")
+        write_atomic(root / "module" / name / "refcnt", "0\n")
+    link_atomic(root / "module" / module / "drivers" / f"pci:{driver}", directory)
+    link_atomic(directory / "module", root / "module" / module)
 
 
 def _rename_in(final: Path, assemble: Callable[[Path], None]) -> None:

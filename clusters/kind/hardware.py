@@ -32,10 +32,14 @@ def mounts(cfg: ClusterConfig) -> dict[str, dict[str, Path]]:
 
 
 def bring_up(cfg: ClusterConfig, tools: Toolchain, containers: dict[str, str], docker: str, log_dir: Path) -> None:
-    """Attach each worker's network namespace by the lab's name for it, then build the hardware."""
+    """Attach each worker's network namespace by the lab's name for it, then build the hardware, its
+    tree mounted in the worker's mount namespace."""
     Path("/run/netns").mkdir(parents=True, exist_ok=True)
+    mount_ns = {}
     for node in cfg.hardware:
         pid = subprocess.run([docker, "inspect", "-f", "{{.State.Pid}}", containers[node]], capture_output=True,
                              text=True, check=True).stdout.strip()
         sh("ip", "netns", "attach", cfg.netns(node), pid)
-    hardware.bring_up(cfg, state_file(cfg.name), log_dir, Userspace(tools.nvml_library, tools.nvidia_smi))
+        mount_ns[node] = Path(f"/proc/{pid}/ns/mnt")
+    hardware.bring_up(cfg, state_file(cfg.name), log_dir, Userspace(tools.nvml_library, tools.nvidia_smi),
+                      tools.drivers_under_test, mount_ns)

@@ -134,7 +134,8 @@ class LocalCluster:
             _parallel(lambda n: n.create(self._pki, self.server), self.nodes)
             if cfg.hardware:  # before the kubelets, so drivers find their devices from the start
                 hardware.bring_up(cfg, self.state_file(cfg.name), self.log_dir,
-                                  Userspace(self.tools.nvml_library, self.tools.nvidia_smi))
+                                  Userspace(self.tools.nvml_library, self.tools.nvidia_smi), self.tools.drivers_under_test,
+                                  {n: network.mount_ns_file(cfg, n) for n in cfg.hardware})
             for node in self.nodes:
                 node.start_containerd()
             _parallel(lambda n: (n.wait_containerd(), n.import_images([i.archive for i in self.tools.node_images])), self.nodes)

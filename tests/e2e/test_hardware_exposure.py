@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clusters.providers import Lab
-from fake_hardware.exposure import standard_sysfs_mounts, sysfs_root_mount
+from fake_hardware.exposure import host_root_mounts, standard_sysfs_mounts, sysfs_root_mount
 from fake_hardware.lab import HardwareLab
 from suites.framework import pods
 from suites.framework.pods import PodBuilder
@@ -17,7 +17,11 @@ pytestmark = pytest.mark.e2e
 
 READ_GPU0 = ("ls /sys/bus/pci/devices | wc -l; cat /sys/bus/pci/devices/0000:03:00.0/vendor; "
              "cat /sys/bus/pci/devices/0000:03:00.0/dralab-gpu.json; readlink /sys/class/net/ens1f0v0; "
-             "cat /sys/class/net/ens1f0v0/address; cat $ROOT/bus/pci/devices/0000:03:00.0/numa_node")
+             "cat /sys/class/net/ens1f0v0/address; cat $ROOT/bus/pci/devices/0000:03:00.0/numa_node; "
+             # HW-08 in a container: /sys/module as drivers check it, a write the kernel refuses fails for the writer
+             "readlink /sys/module/vfio_pci/drivers/pci:vfio-pci; "
+             "(echo 99 > /sys/bus/pci/devices/$PF/sriov_numvfs) 2>/dev/null && echo accepted || echo refused; "
+             "cat /sys/bus/pci/devices/$PF/sriov_numvfs")
 
 
 @pytest.mark.requirement("HW-05")
@@ -30,7 +34,8 @@ def test_driver_pod_reads_the_tree_at_standard_paths_and_under_a_root_prefix(loc
     for node in local_only.nodes:
         pod = PodBuilder(f"driver-view-{node.name}").on_node(node.name).once()
         pod.running("sh", "-c", READ_GPU0)
-        pod.env.append({"name": "ROOT", "value": flag.split("=", 1)[1]})
+        pod.env += [{"name": "ROOT", "value": flag.split("=", 1)[1]},
+                    {"name": "PF", "value": hardware.node(node.name).plan.by_name("nic0").bdf}]
         pod.volumes += [*volumes, root_volume]
         pod.mounts += [*mounts, root_mount]
         pods.create(api, namespace, pod)
@@ -47,3 +52,42 @@ def test_driver_pod_reads_the_tree_at_standard_paths_and_under_a_root_prefix(loc
         assert info["uuid"] == gpu.gpu["uuid"] and info["health"] == "healthy"
         assert out[9].endswith(f"{vf.bdf}/net/ens1f0v0")
         assert out[10] == vf.mac and out[11] == str(gpu.numa)
+        pf = plan.by_name("nic0")
+        assert out[12].endswith("bus/pci/drivers/vfio-pci")
+        assert out[13:] == ["refused", str(len([v for v in pf.virtfns if plan.by_bdf(v).at_boot]))], out[12:]
+
+
+HOST_ROOT_CHECKS = ("chroot /host-root modprobe vfio_pci && echo vfio_pci loaded; "
+                    "chroot /host-root modprobe nouveau 2>&1; "
+                    "ls /host-root/sys/kernel/iommu_groups | wc -l; "
+                    "readlink /host-root/sys/bus/pci/devices/$GPU/iommu_group; "
+                    "test -c /host-root/dev/null && test -d /host-root/proc/1 && echo dev and proc; "
+                    "ls /host-root/var/lib/dralab-hardware/driver-root/dev | grep -c '^nvidia[0-9]'")
+
+
+@pytest.mark.requirement("HW-05")
+def test_a_chart_sees_the_node_root_where_it_expects_the_hosts(local_only: Lab, api, namespace: str) -> None:
+    """hostRoot (fake_hardware/host_root.py): what NVIDIA's passthrough support does at start, from a pod."""
+    if not local_only.local.cfg.hardware:
+        pytest.skip("the lab has no emulated hardware")
+    hardware = HardwareLab(local_only.local.cfg)
+    volumes, mounts = host_root_mounts("/host-root")
+    for node in local_only.nodes:
+        pod = PodBuilder(f"host-root-{node.name}").on_node(node.name).once()
+        pod.running("sh", "-c", HOST_ROOT_CHECKS)
+        pod.env.append({"name": "GPU", "value": hardware.node(node.name).plan.by_name("gpu0").bdf})
+        pod.volumes += volumes
+        pod.mounts += mounts
+        pods.create(api, namespace, pod)
+    for node in local_only.nodes:
+        name = f"host-root-{node.name}"
+        finished = pods.wait_phase(api, namespace, name, ("Succeeded", "Failed"))
+        out = pods.logs(api, namespace, name).splitlines()
+        assert finished.status.phase == "Succeeded", out
+        plan = hardware.node(node.name).plan
+        gpu = plan.by_name("gpu0")
+        assert out[0] == "vfio_pci loaded", out
+        assert out[1].startswith("modprobe: FATAL: Module nouveau not found in directory /lib/modules/"), out
+        assert int(out[2]) == len({fn.iommu_group for fn in plan.at_boot() if fn.iommu_group is not None})
+        assert out[3].endswith(f"kernel/iommu_groups/{gpu.iommu_group}") and out[4] == "dev and proc"
+        assert int(out[5]) == len([fn for fn in plan.at_boot() if fn.kind == "gpu"]), out

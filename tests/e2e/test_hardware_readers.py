@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -111,3 +113,45 @@ def test_rdma_devices_belong_to_their_functions(hw: NodeHardware) -> None:
         assert (device / "device").resolve() == (hw.sys_root / "bus" / "pci" / "devices" / fn.bdf).resolve()
         assert [p.name for p in (device / "device" / "net").iterdir()] == [fn.netdev]
         assert (device / "ports" / "1" / "gid_attrs" / "ndevs" / "0").read_text() == f"{fn.netdev}\n"
+
+
+def _per_op_us(op: Callable[[], object], times: int = 500) -> float:
+    start = time.perf_counter()
+    for _ in range(times):
+        op()
+    return (time.perf_counter() - start) / times * 1e6
+
+
+def _ghw_ms(readers: Path, root: Path) -> float:
+    """ms per full ghw read (PCI, topology, net) of the node tree under `root`."""
+    run = subprocess.run([str(readers), "-test.run", "^$", "-test.bench", "GhwReadsTheWholeTree", "-test.benchtime",
+                          "10x"], env=dict(os.environ, DRALAB_HW_ROOT=str(root)), capture_output=True, text=True,
+                         timeout=300)
+    found = re.search(r"BenchmarkGhwReadsTheWholeTree\S*\s+\d+\s+(\d+) ns/op", run.stdout)
+    assert run.returncode == 0 and found, run.stdout + run.stderr
+    return int(found.group(1)) / 1e6
+
+
+def test_benchmark_the_kernel_served_tree_against_its_plain_files(hw: NodeHardware, readers: Path, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a timed test: what serving the tree through FUSE costs a reader and a writer, against the
+    plain files it serves (what drivers read before the FUSE server existed). Printed with -s."""
+    fn = hw.plan.at_boot()[-1]
+    rel = sysfs.device_dir(hw.tree, fn).relative_to(hw.tree)
+    served, plain = hw.sys_root / rel, hw.tree / rel
+    rows = {"read an attribute (vendor)": [_per_op_us(lambda: (root / "vendor").read_bytes()) for root in (served, plain)]}
+    numa = (plain / "numa_node").read_text()
+    rows["write a stored attribute (numa_node)"] = [
+        _per_op_us(lambda: (root / "numa_node").write_text(numa)) for root in (served, plain)]
+    # An acted write: through FUSE it is the kernel's (the agent's) round trip; plain, just a file.
+    rows["write driver_override (acted)"] = [
+        _per_op_us(lambda: (root / "driver_override").write_text("\n"), times=200) for root in (served, plain)]
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "sys").symlink_to(hw.tree)
+    rows["ghw full read (PCI, topology, net), ms"] = [_ghw_ms(readers, hw.sys_root.parent),
+                                                      _ghw_ms(readers, tmp_path / "plain")]
+    with capsys.disabled():
+        print(f"\nBENCHMARK {hw.plan.profile.name} tree ({len(hw.plan.at_boot())} PCI functions), FUSE vs plain files:")
+        for what, (fuse, files) in rows.items():
+            unit = "" if what.endswith("ms") else " us"
+            print(f"  {what}: {fuse:.1f}{unit} vs {files:.1f}{unit} (x{fuse / files:.1f})")

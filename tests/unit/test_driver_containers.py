@@ -115,8 +115,18 @@ def mounts(container: dict[str, Any]) -> set[str]:
 def test_init_containers_see_the_emulated_hardware_as_the_others_do(tmp_path: Path) -> None:
     text = PROFILE.replace("hardware: gpu-small", "hardware: gpu-small\ndriverRoot: /driver-root")
     found = containers(render(load_profile(write_profile(tmp_path, text)), None, LAB).objects)
-    expected = {"/sys/bus/pci", "/sys/devices", "/sys/class/net", "/sys/kernel/iommu_groups", "/driver-root"}
+    expected = {"/sys/bus/pci", "/sys/devices", "/sys/class", "/sys/kernel/iommu_groups", "/sys/module", "/driver-root"}
     assert expected <= mounts(found["wait-for-sysfs"]) and mounts(found["wait-for-sysfs"]) == mounts(found["plugin"])
+
+
+def test_host_root_puts_the_node_root_where_the_chart_expects_the_hosts(tmp_path: Path) -> None:
+    text = PROFILE.replace("hardware: gpu-small", "hardware: gpu-small\nhostRoot: /host-root")
+    found = containers(render(load_profile(write_profile(tmp_path, text)), None, LAB).objects)
+    expected = {"/host-root", "/host-root/sys", "/host-root/dev", "/host-root/proc",
+                "/host-root/var/lib/dralab-hardware/driver-root"}
+    assert expected <= mounts(found["plugin"]) and mounts(found["wait-for-sysfs"]) == mounts(found["plugin"])
+    read_only = {m["mountPath"] for m in found["plugin"]["volumeMounts"] if m.get("readOnly")}
+    assert "/host-root" in read_only and "/host-root/sys" not in read_only  # drivers write sysfs (HW-08)
 
 
 def test_sysfs_root_reaches_init_containers_with_its_flag(tmp_path: Path) -> None:

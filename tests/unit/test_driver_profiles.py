@@ -78,7 +78,7 @@ def test_vendor_profile_renders_for_the_lab(tmp_path: Path) -> None:
     # sysfs: standard (the default) puts the node's emulated tree at the standard paths, writable
     # as a privileged container's /sys (drivers write sriov_numvfs and bind, HW-08).
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
-    assert set(mounts) == {"/sys/bus/pci", "/sys/devices", "/sys/class/net", "/sys/kernel/iommu_groups"}
+    assert set(mounts) == {"/sys/bus/pci", "/sys/devices", "/sys/class", "/sys/kernel/iommu_groups", "/sys/module"}
     assert not any(m.get("readOnly") for m in mounts.values())
     hostpaths = {v["hostPath"]["path"] for v in spec["volumes"]}
     assert "/var/lib/dralab-hardware/sys/bus/pci" in hostpaths

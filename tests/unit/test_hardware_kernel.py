@@ -3,6 +3,7 @@ Netdevs are recorded instead of created (the e2e tests create real ones)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -31,7 +32,7 @@ def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NodeKernel:
     profile = NodeProfile.model_validate(yaml.safe_load(VALID.replace("sriov:", "rdma: true, sriov:")))
     hw = NodeHardware(cfg, 1, plan_node(profile, "node-1", seed=1))
     hw.make_device_nodes()  # as HardwareLab.build does
-    lab_module.sysfs.write_tree(hw.sys_root, hw.plan)
+    lab_module.sysfs.write_tree(hw.tree, hw.plan)
     netdevs.update(f.netdev for f in hw.plan.at_boot() if f.netdev)
     k = NodeKernel(hw, hw.dev_dir)  # as the agent does
     k.install()
@@ -40,10 +41,16 @@ def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NodeKernel:
 
 
 def write(k: NodeKernel, rel: str, value: str) -> Path:
-    path = k.root / rel
-    path.write_text(value)
-    k.written(path)
-    return path
+    """A write the kernel does: the attribute's path, to read back."""
+    assert k.written(rel, value) == 0, f"write of {value!r} to {rel} refused"
+    return k.root / rel
+
+
+def refused(k: NodeKernel, rel: str, value: str) -> str:
+    """A write the kernel refuses: the errno's name, which write(2) returns to the writer."""
+    code = k.written(rel, value)
+    assert code, f"write of {value!r} to {rel} done"
+    return errno.errorcode[code]
 
 
 def dev(k: NodeKernel, name: str) -> str:
@@ -63,7 +70,8 @@ def test_sriov_numvfs_enables_and_disables_vfs_with_their_netdevs(kernel: NodeKe
 @pytest.mark.parametrize("value,why", [("5", "ERANGE"), ("3", "EBUSY"), ("three", "EINVAL")])
 def test_refused_sriov_numvfs_keeps_the_old_value(kernel: NodeKernel, value: str, why: str,
                                                    caplog: pytest.LogCaptureFixture) -> None:
-    assert write(kernel, f"{dev(kernel, 'nic0')}/sriov_numvfs", value).read_text() == "2\n"
+    numvfs = f"{dev(kernel, 'nic0')}/sriov_numvfs"
+    assert refused(kernel, numvfs, value) == why and (kernel.root / numvfs).read_text() == "2\n"
     assert why in caplog.text and len(list((kernel.root / dev(kernel, "nic0")).glob("virtfn*"))) == 2
 
 
@@ -92,10 +100,9 @@ def test_override_unbind_and_probe_move_a_vf_to_vfio_pci_with_its_group_node(ker
 
 def test_binds_the_kernel_would_refuse(kernel: NodeKernel, caplog: pytest.LogCaptureFixture) -> None:
     fn = kernel.hw.plan.by_name("nic0-vf0")
-    write(kernel, "bus/pci/drivers/vfio-pci/bind", fn.bdf)
-    assert "EBUSY" in caplog.text  # still bound to mlx5_core
+    assert refused(kernel, "bus/pci/drivers/vfio-pci/bind", fn.bdf) == "EBUSY"  # still bound to mlx5_core
     write(kernel, "bus/pci/drivers/mlx5_core/unbind", fn.bdf)
-    write(kernel, "bus/pci/drivers/vfio-pci/bind", fn.bdf)
+    assert refused(kernel, "bus/pci/drivers/vfio-pci/bind", fn.bdf) == "ENODEV"
     assert "ENODEV: vfio-pci does not match" in caplog.text  # neither override nor ID table names it
     write(kernel, "bus/pci/drivers/vfio-pci/new_id", "15b3 101e")  # binds the unbound VF of that ID
     assert os.readlink(kernel.root / dev(kernel, "nic0-vf0") / "driver").endswith("/drivers/vfio-pci")
@@ -183,3 +190,14 @@ def test_a_nul_or_empty_write_clears_driver_override_as_the_kernel_does(kernel: 
     vf = dev(kernel, "nic0-vf1")
     assert write(kernel, f"{vf}/driver_override", "vfio-pci\x00garbage").read_text() == "vfio-pci\n"
     assert write(kernel, f"{vf}/driver_override", cleared_by).read_text() == "(null)\n"
+
+
+def test_every_driver_a_function_may_bind_to_is_a_loaded_module(kernel: NodeKernel) -> None:
+    """/sys/module/<module> with its driver linked both ways: NVIDIA's passthrough checks
+    /sys/module/vfio_pci before it binds a GPU to vfio-pci."""
+    for driver, module in (("vfio-pci", "vfio_pci"), ("mlx5_core", "mlx5_core")):
+        here = kernel.root / "module" / module
+        assert (here / "initstate").read_text() == "live\n" and (here / "parameters").is_dir()
+        assert (here / "drivers" / f"pci:{driver}").resolve() == kernel.driver_dir(driver).resolve()
+        assert (kernel.driver_dir(driver) / "module").resolve() == here.resolve()
+    assert all((kernel.root / "module" / m).is_dir() for m in ("vfio", "vfio_iommu_type1"))
