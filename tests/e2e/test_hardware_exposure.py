@@ -57,8 +57,9 @@ def test_driver_pod_reads_the_tree_at_standard_paths_and_under_a_root_prefix(loc
         assert out[13:] == ["refused", str(len([v for v in pf.virtfns if plan.by_bdf(v).at_boot]))], out[12:]
 
 
-HOST_ROOT_CHECKS = ("chroot /host-root modprobe vfio_pci && echo vfio_pci loaded; "
-                    "chroot /host-root modprobe nouveau 2>&1; "
+# modprobe by its path: busybox's chroot would run its own modprobe applet (coreutils' finds the root's by PATH).
+HOST_ROOT_CHECKS = ("chroot /host-root /usr/sbin/modprobe vfio_pci && echo vfio_pci loaded; "
+                    "chroot /host-root /sbin/modprobe nouveau 2>&1; "
                     "ls /host-root/sys/kernel/iommu_groups | wc -l; "
                     "readlink /host-root/sys/bus/pci/devices/$GPU/iommu_group; "
                     "test -c /host-root/dev/null && test -d /host-root/proc/1 && echo dev and proc; "

@@ -216,7 +216,7 @@ def test_sriov_numvfs_writes_create_and_remove_vfs_within_the_write_and_bad_valu
     for value, errno_name in (("9", "ERANGE"), ("3", "EBUSY"), ("three", "EINVAL")):
         assert refused(numvfs, value) == errno_name and numvfs.read_text() == "8\n"
         assert errno_name in agent_log.read_text().splitlines()[-1]
-    shell = subprocess.run(["sh", "-c", f"echo 99 > {numvfs}"], capture_output=True, text=True)
+    shell = subprocess.run(["bash", "-c", f"echo 99 > {numvfs}"], capture_output=True, text=True)
     assert shell.returncode != 0 and "out of range" in shell.stderr.lower(), shell.stderr
     assert len(list(pf_dir.glob("virtfn*"))) == 8
 
