@@ -110,12 +110,21 @@ def _expose_hardware(spec: dict[str, Any], profile: DriverProfile) -> None:
         more_volumes, more_mounts = driver_root_mounts(profile.driver_root)
         volumes, mounts = volumes + more_volumes, mounts + more_mounts
     if profile.host_root:
+        _drop_mounts_at(spec, profile.host_root)  # the chart's own (the machine's /): ours take its place
         more_volumes, more_mounts = host_root_mounts(profile.host_root)
         volumes, mounts = volumes + more_volumes, mounts + more_mounts
     spec.setdefault("volumes", []).extend(volumes)
     for c in _all_containers(spec):
         c.setdefault("volumeMounts", []).extend(mounts)
         _append_args(c, args)
+
+
+def _drop_mounts_at(spec: dict[str, Any], path: str) -> None:
+    """Remove every container's mount at `path` and the volumes no container mounts any more."""
+    for c in _all_containers(spec):
+        c["volumeMounts"] = [m for m in c.get("volumeMounts") or [] if m["mountPath"].rstrip("/") != path.rstrip("/")]
+    used = {m["name"] for c in _all_containers(spec) for m in c["volumeMounts"]}
+    spec["volumes"] = [v for v in spec.get("volumes") or [] if v["name"] in used]
 
 
 def _keep_off_slice_only_nodes(spec: dict[str, Any]) -> None:

@@ -82,6 +82,12 @@ def test_kind_cluster_comes_up_with_cdi_nri_hardware_and_pod_network_and_goes_wi
                                check=True).stdout
         missing = [fn.netdev for fn in plan.at_boot() if fn.netdev and f" {fn.netdev}@" not in links]
         assert not missing, f"netdevs of node-1's profile missing in its container's netns: {missing}"
+        # HW-08 inside the worker: the tree is served there with the kernel's write semantics.
+        numvfs = f"{NODE_SYSFS_ROOT}/bus/pci/devices/{plan.by_name('nic0').bdf}/sriov_numvfs"
+        writes = subprocess.run([engine.docker(), "exec", container, "bash", "-c",
+                                 f"echo 0 > {numvfs}; echo 2 > {numvfs}; cat {numvfs}; echo 99 > {numvfs}"],
+                                capture_output=True, text=True)
+        assert writes.stdout == "2\n" and writes.returncode != 0 and "out of range" in writes.stderr, writes
         # The node handle the suites use: its files from the host (/var/run is a link to /run in the
         # node, not the host's), its kubelet restarted.
         handle = cluster.nodes()[0]

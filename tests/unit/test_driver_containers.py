@@ -67,8 +67,8 @@ variants:
 """
 
 
-def write_profile(tmp_path: Path, text: str = PROFILE) -> str:
-    (tmp_path / "driver.yaml").write_text(MANIFEST)
+def write_profile(tmp_path: Path, text: str = PROFILE, manifest: str = MANIFEST) -> str:
+    (tmp_path / "driver.yaml").write_text(manifest)
     oci_tar(tmp_path / "driver.tar", PLATFORM)
     (tmp_path / "vendor.yaml").write_text(text)
     return str(tmp_path / "vendor.yaml")
@@ -127,6 +127,25 @@ def test_host_root_puts_the_node_root_where_the_chart_expects_the_hosts(tmp_path
     assert expected <= mounts(found["plugin"]) and mounts(found["wait-for-sysfs"]) == mounts(found["plugin"])
     read_only = {m["mountPath"] for m in found["plugin"]["volumeMounts"] if m.get("readOnly")}
     assert "/host-root" in read_only and "/host-root/sys" not in read_only  # drivers write sysfs (HW-08)
+
+
+def test_host_root_takes_the_place_of_the_charts_own(tmp_path: Path) -> None:
+    """NVIDIA's chart mounts the machine's / at /host-root: the node's root replaces it."""
+    text = PROFILE.replace("hardware: gpu-small", "hardware: gpu-small\nhostRoot: /host-root")
+    manifest = MANIFEST.replace("      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n", """\
+      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}
+      - name: machine-root-user
+        image: vendor/driver:1.0
+        volumeMounts: [{name: machine-root, mountPath: /host-root/, readOnly: true}]
+      volumes: [{name: machine-root, hostPath: {path: /}}]
+""")
+    assert manifest != MANIFEST
+    rendered = render(load_profile(write_profile(tmp_path, text, manifest)), None, LAB).objects
+    found = containers(rendered)
+    (ds,) = [o for o in rendered if o["metadata"]["name"] == "vendor-plugin"]
+    assert [m["name"] for m in found["machine-root-user"]["volumeMounts"] if m["mountPath"] == "/host-root"] == \
+        ["host-root"]
+    assert "machine-root" not in {v["name"] for v in ds["spec"]["template"]["spec"]["volumes"]}
 
 
 def test_sysfs_root_reaches_init_containers_with_its_flag(tmp_path: Path) -> None:

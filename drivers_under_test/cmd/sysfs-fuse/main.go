@@ -3,7 +3,8 @@
 // before write(2) returns and a refused one fails with the kernel's errno, as on a real node.
 //
 // The tree's state lives in plain files (--backing) that the hardware lab writes; every other
-// access passes through to them unchanged, uncached, so reads show the state at that moment. A
+// access passes through to them, and what the kernel caches of them is dropped as the lab
+// changes them (invalidate.go), so reads show the state at that moment. A
 // write to an acted attribute is not stored: it is handed to the kernel stand-in, the hardware
 // agent that started this process (fake_hardware/agent.py), as one JSON line on stdout
 // ({"path": relative path, "value": bytes written}), and its answer on stdin ({"errno": N}) is
@@ -36,11 +37,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+const cacheTimeout = 10 * time.Second
+
 // kernel hands acted writes to the hardware agent, one at a time.
 type kernel struct {
 	mu      sync.Mutex
 	answers *bufio.Reader
 	acted   map[string]bool
+	caches  *invalidator
 }
 
 type request struct {
@@ -161,7 +165,9 @@ func (a *attribute) Read(ctx context.Context, dest []byte, off int64) (fuse.Read
 }
 
 func (a *attribute) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	if errno := a.n.k.write(a.n.rel(), data); errno != 0 {
+	errno := a.n.k.write(a.n.rel(), data)
+	a.n.k.caches.drain() // what the write changed is seen by the writer's next read
+	if errno != 0 {
 		return 0, errno
 	}
 	return uint32(len(data)), 0
@@ -216,9 +222,10 @@ mount -t fuse.dralab-sysfs -o fd=3,rootmode=40000,user_id=0,group_id=0,allow_oth
 	if err != nil {
 		return nil, err
 	}
-	none := new(time.Duration) // nothing cached: the lab changes the backing files behind FUSE's back
+	// Cached, as the lab's changes invalidate them (invalidate.go); the timeout is a safety net.
+	cached := cacheTimeout
 	server, err := fuse.NewServer(fs.NewNodeFS(root.RootNode, &fs.Options{
-		EntryTimeout: none, AttrTimeout: none, NegativeTimeout: none,
+		EntryTimeout: &cached, AttrTimeout: &cached, NegativeTimeout: &cached,
 	}), fmt.Sprintf("/dev/fd/%d", fd), &fuse.MountOptions{AllowOther: true, FsName: "dralab-sysfs", Name: "dralab-sysfs"})
 	if err != nil {
 		return nil, err
@@ -227,6 +234,9 @@ mount -t fuse.dralab-sysfs -o fd=3,rootmode=40000,user_id=0,group_id=0,allow_oth
 	if err := server.WaitMount(); err != nil {
 		return nil, err
 	}
+	k.caches.mu.Lock()
+	k.caches.roots = append(k.caches.roots, root.RootNode.EmbeddedInode())
+	k.caches.mu.Unlock()
 	return server, nil
 }
 
@@ -261,7 +271,11 @@ func main() {
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0); err != nil {
 		log.Fatalf("prctl: %v", err)
 	}
-	k := &kernel{answers: bufio.NewReader(os.Stdin), acted: map[string]bool{}}
+	caches, err := newInvalidator(*backing)
+	if err != nil {
+		log.Fatalf("watching %s: %v", *backing, err)
+	}
+	k := &kernel{answers: bufio.NewReader(os.Stdin), acted: map[string]bool{}, caches: caches}
 	for _, name := range strings.Split(*acted, ",") {
 		k.acted[name] = name != ""
 	}
