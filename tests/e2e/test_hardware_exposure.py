@@ -1,9 +1,11 @@
-"""HW-05: a driver container sees the node's emulated hardware at the standard sysfs paths, and
-under a root prefix; one DaemonSet-style pod spec serves every node."""
+"""HW-05: a driver container sees the node's emulated hardware at the standard sysfs paths, under a
+root prefix, and in the node's root where a chart expects the host's; one DaemonSet-style pod spec
+serves every node."""
 
 from __future__ import annotations
 
 import json
+from typing import Any, Callable
 
 import pytest
 
@@ -24,6 +26,25 @@ READ_GPU0 = ("ls /sys/bus/pci/devices | wc -l; cat /sys/bus/pci/devices/0000:03:
              "cat /sys/bus/pci/devices/$PF/sriov_numvfs")
 
 
+def run_on_every_node(lab: Lab, api, namespace: str, prefix: str, script: str, volumes: list[dict[str, Any]],
+                      mounts: list[dict[str, Any]], env: Callable[[str], dict[str, str]]) -> dict[str, list[str]]:
+    """The script's output lines on each node, run in a pod with the volumes mounted (as a driver DaemonSet's)."""
+    for node in lab.nodes:
+        pod = PodBuilder(f"{prefix}-{node.name}").on_node(node.name).once()
+        pod.running("sh", "-c", script)
+        pod.env += [{"name": k, "value": v} for k, v in env(node.name).items()]
+        pod.volumes += volumes
+        pod.mounts += mounts
+        pods.create(api, namespace, pod)
+    out = {}
+    for node in lab.nodes:
+        name = f"{prefix}-{node.name}"
+        finished = pods.wait_phase(api, namespace, name, ("Succeeded", "Failed"))
+        out[node.name] = pods.logs(api, namespace, name).splitlines()
+        assert finished.status.phase == "Succeeded", out[node.name]
+    return out
+
+
 @pytest.mark.requirement("HW-05")
 def test_driver_pod_reads_the_tree_at_standard_paths_and_under_a_root_prefix(local_only: Lab, api, namespace: str) -> None:
     if not local_only.local.cfg.hardware:
@@ -31,20 +52,11 @@ def test_driver_pod_reads_the_tree_at_standard_paths_and_under_a_root_prefix(loc
     hardware = HardwareLab(local_only.local.cfg)
     volumes, mounts = standard_sysfs_mounts()
     root_volume, root_mount, flag = sysfs_root_mount()
-    for node in local_only.nodes:
-        pod = PodBuilder(f"driver-view-{node.name}").on_node(node.name).once()
-        pod.running("sh", "-c", READ_GPU0)
-        pod.env += [{"name": "ROOT", "value": flag.split("=", 1)[1]},
-                    {"name": "PF", "value": hardware.node(node.name).plan.by_name("nic0").bdf}]
-        pod.volumes += [*volumes, root_volume]
-        pod.mounts += [*mounts, root_mount]
-        pods.create(api, namespace, pod)
-    for node in local_only.nodes:
-        name = f"driver-view-{node.name}"
-        finished = pods.wait_phase(api, namespace, name, ("Succeeded", "Failed"))
-        out = pods.logs(api, namespace, name).splitlines()
-        assert finished.status.phase == "Succeeded", out
-        plan = hardware.node(node.name).plan
+    seen = run_on_every_node(local_only, api, namespace, "driver-view", READ_GPU0, [*volumes, root_volume],
+                             [*mounts, root_mount], lambda node: {"ROOT": flag.split("=", 1)[1],
+                                                                  "PF": hardware.node(node).plan.by_name("nic0").bdf})
+    for node, out in seen.items():
+        plan = hardware.node(node).plan
         gpu, vf = plan.by_name("gpu0"), plan.by_name("nic0-vf0")
         assert int(out[0]) == len(plan.at_boot())
         assert out[1] == "0x10de"
@@ -73,19 +85,10 @@ def test_a_chart_sees_the_node_root_where_it_expects_the_hosts(local_only: Lab, 
         pytest.skip("the lab has no emulated hardware")
     hardware = HardwareLab(local_only.local.cfg)
     volumes, mounts = host_root_mounts("/host-root")
-    for node in local_only.nodes:
-        pod = PodBuilder(f"host-root-{node.name}").on_node(node.name).once()
-        pod.running("sh", "-c", HOST_ROOT_CHECKS)
-        pod.env.append({"name": "GPU", "value": hardware.node(node.name).plan.by_name("gpu0").bdf})
-        pod.volumes += volumes
-        pod.mounts += mounts
-        pods.create(api, namespace, pod)
-    for node in local_only.nodes:
-        name = f"host-root-{node.name}"
-        finished = pods.wait_phase(api, namespace, name, ("Succeeded", "Failed"))
-        out = pods.logs(api, namespace, name).splitlines()
-        assert finished.status.phase == "Succeeded", out
-        plan = hardware.node(node.name).plan
+    seen = run_on_every_node(local_only, api, namespace, "host-root", HOST_ROOT_CHECKS, volumes, mounts,
+                             lambda node: {"GPU": hardware.node(node).plan.by_name("gpu0").bdf})
+    for node, out in seen.items():
+        plan = hardware.node(node).plan
         gpu = plan.by_name("gpu0")
         assert out[0] == "vfio_pci loaded", out
         assert out[1].startswith("modprobe: FATAL: Module nouveau not found in directory /lib/modules/"), out
