@@ -46,6 +46,7 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
         raise SystemExit(f"the FUSE server did not mount the tree (exit {server.wait()}); its errors are above")
     ready_file.write_text(f"{os.getpid()}\n")
     logging.info("serving %s at %s", kernel.root, ", ".join(command[command.index("--mount") + 1::2]))
+    checked = time.monotonic()
     while True:
         # The server asks one write at a time and waits for its answer: a line is never left buffered.
         if select.select([server.stdout], [], [], RENEW_SECONDS)[0]:
@@ -59,7 +60,9 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
                 logging.exception("write to %s", asked["path"])
                 code = e.errno or errno.EIO
             server.stdin.write(json.dumps({"errno": code}) + "\n")
-        kernel.return_lost_netdevs(set(os.listdir("/sys/class/net")), time.monotonic())  # fabric ends are host links
+        if time.monotonic() - checked >= RENEW_SECONDS:  # not after every write: writes come in bursts
+            checked = time.monotonic()
+            kernel.return_lost_netdevs(set(os.listdir("/sys/class/net")), checked)  # fabric ends are host links
 
 
 def main(argv: list[str] | None = None) -> None:
