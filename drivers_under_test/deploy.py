@@ -30,7 +30,8 @@ from drivers_under_test.evidence import PROFILE_LABEL
 from drivers_under_test.from_module import image_archive
 from drivers_under_test.profile import WORKLOAD_KINDS, ContainerSettings, DriverProfile, SysfsExposure
 from drivers_under_test.publication import Settling
-from fake_hardware.exposure import driver_root_mounts, host_root_mounts, standard_sysfs_mounts, sysfs_root_mount
+from fake_hardware.exposure import (driver_root_mounts, host_root_mounts, node_modules_mount, standard_sysfs_mounts,
+                                    sysfs_root_mount)
 from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_SYSFS_ROOT
 
 if TYPE_CHECKING:
@@ -110,9 +111,12 @@ def _expose_hardware(spec: dict[str, Any], profile: DriverProfile) -> None:
         more_volumes, more_mounts = driver_root_mounts(profile.driver_root)
         volumes, mounts = volumes + more_volumes, mounts + more_mounts
     if profile.host_root:
-        _drop_mounts_at(spec, profile.host_root)  # the chart's own (the machine's /): ours take its place
+        # The chart's own mounts of the machine's / and /lib/modules: the node's take their place.
+        for path in (profile.host_root, "/lib/modules"):
+            _drop_mounts_at(spec, path)
         more_volumes, more_mounts = host_root_mounts(profile.host_root)
-        volumes, mounts = volumes + more_volumes, mounts + more_mounts
+        modules_volume, modules_mount = node_modules_mount()
+        volumes, mounts = volumes + more_volumes + [modules_volume], mounts + more_mounts + [modules_mount]
     spec.setdefault("volumes", []).extend(volumes)
     for c in _all_containers(spec):
         c.setdefault("volumeMounts", []).extend(mounts)

@@ -65,3 +65,10 @@ def host_root_mounts(mount_path: str) -> tuple[list[dict[str, Any]], list[dict[s
                                                    if source == NODE_DRIVER_ROOT else "Directory"}})
         mounts.append({"name": name, "mountPath": f"{mount_path}/{sub}"})
     return volumes, mounts
+
+
+def node_modules_mount() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(volume, volumeMount) of the node root's /lib/modules at /lib/modules, read-only: where a chart
+    that mounts the machine's finds its modules.alias (go-nvlib reads it there)."""
+    return ({"name": "node-lib-modules", "hostPath": {"path": f"{NODE_HOST_ROOT}/lib/modules", "type": "Directory"}},
+            {"name": "node-lib-modules", "mountPath": "/lib/modules", "readOnly": True})

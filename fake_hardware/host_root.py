@@ -13,7 +13,11 @@ so a node gets a root of its own, at NODE_HOST_ROOT:
     <driver root>       the node's NVIDIA driver root at its node path (mounted)
     usr/sbin/modprobe   drivers_under_test/cmd/modprobe: a module the node has loaded succeeds,
                         any other fails as for a module not installed (sbin links to usr/sbin)
-    lib/modules/<release>   present, as modprobe and drivers expect it
+    lib/modules/<release>/modules.alias
+                        the PCI IDs of the node's devices with their drivers' modules, and vfio_pci's
+                        own alias, as depmod writes them: go-nvlib picks a GPU's vfio driver
+                        variant from it (NVIDIA's chart mounts it at /lib/modules too: `hostRoot`
+                        puts this one there, `node_modules_mount`)
 """
 
 from __future__ import annotations
@@ -22,15 +26,28 @@ import os
 import shutil
 from pathlib import Path
 
+from fake_hardware import sysfs
 from fake_hardware.lab import NODE_DRIVER_ROOT, NodeHardware
+from fake_hardware.topology import NodePlan
 
 MOUNTED = ("sys", "dev", "proc", NODE_DRIVER_ROOT.lstrip("/"))
 
 
+def modules_alias(plan: NodePlan) -> str:
+    """modules.alias of the node: each device ID its driver's module claims, then vfio_pci's catch-all."""
+    claimed = sorted({(fn.vendor, fn.device, sysfs.module_name(fn.driver)) for fn in plan.functions if fn.driver})
+    lines = [f"alias pci:v{vendor:08X}d{device:08X}sv*sd*bc*sc*i* {module}" for vendor, device, module in claimed]
+    return "\n".join(["# Aliases extracted from modules themselves.", *lines,
+                      "alias vfio_pci:v*d*sv*sd*bc*sc*i* vfio_pci"]) + "\n"
+
+
 def build(hw: NodeHardware, modprobe: Path) -> None:
     root = hw.host_root
-    for directory in (*MOUNTED, "usr/sbin", "usr/bin", f"lib/modules/{os.uname().release}", "run", "tmp"):
+    modules = root / "lib" / "modules" / os.uname().release
+    for directory in (*MOUNTED, "usr/sbin", "usr/bin", "run", "tmp"):
         (root / directory).mkdir(parents=True, exist_ok=True)
+    modules.mkdir(parents=True, exist_ok=True)
+    (modules / "modules.alias").write_text(modules_alias(hw.plan))
     shutil.copy(modprobe, root / "usr" / "sbin" / "modprobe")
     os.chmod(root / "usr" / "sbin" / "modprobe", 0o755)
     for link in ("sbin", "bin"):

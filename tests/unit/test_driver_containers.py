@@ -130,14 +130,15 @@ def test_host_root_puts_the_node_root_where_the_chart_expects_the_hosts(tmp_path
 
 
 def test_host_root_takes_the_place_of_the_charts_own(tmp_path: Path) -> None:
-    """NVIDIA's chart mounts the machine's / at /host-root: the node's root replaces it."""
+    """NVIDIA's chart mounts the machine's / at /host-root and its /lib/modules: the node's replace them."""
     text = PROFILE.replace("hardware: gpu-small", "hardware: gpu-small\nhostRoot: /host-root")
     manifest = MANIFEST.replace("      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n", """\
       - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}
       - name: machine-root-user
         image: vendor/driver:1.0
-        volumeMounts: [{name: machine-root, mountPath: /host-root/, readOnly: true}]
-      volumes: [{name: machine-root, hostPath: {path: /}}]
+        volumeMounts: [{name: machine-root, mountPath: /host-root/, readOnly: true},
+                       {name: machine-modules, mountPath: /lib/modules/, readOnly: true}]
+      volumes: [{name: machine-root, hostPath: {path: /}}, {name: machine-modules, hostPath: {path: /lib/modules}}]
 """)
     assert manifest != MANIFEST
     rendered = render(load_profile(write_profile(tmp_path, text, manifest)), None, LAB).objects
@@ -145,7 +146,11 @@ def test_host_root_takes_the_place_of_the_charts_own(tmp_path: Path) -> None:
     (ds,) = [o for o in rendered if o["metadata"]["name"] == "vendor-plugin"]
     assert [m["name"] for m in found["machine-root-user"]["volumeMounts"] if m["mountPath"] == "/host-root"] == \
         ["host-root"]
-    assert "machine-root" not in {v["name"] for v in ds["spec"]["template"]["spec"]["volumes"]}
+    volumes = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    assert "machine-root" not in volumes and "machine-modules" not in volumes
+    # NVIDIA's chart mounts /lib/modules too, where go-nvlib reads modules.alias: the node's.
+    (modules,) = [m for m in found["machine-root-user"]["volumeMounts"] if m["mountPath"].rstrip("/") == "/lib/modules"]
+    assert volumes[modules["name"]]["hostPath"]["path"] == "/var/lib/dralab-hardware/host-root/lib/modules"
 
 
 def test_sysfs_root_reaches_init_containers_with_its_flag(tmp_path: Path) -> None:

@@ -201,3 +201,13 @@ def test_every_driver_a_function_may_bind_to_is_a_loaded_module(kernel: NodeKern
         assert (here / "drivers" / f"pci:{driver}").resolve() == kernel.driver_dir(driver).resolve()
         assert (kernel.driver_dir(driver) / "module").resolve() == here.resolve()
     assert all((kernel.root / "module" / m).is_dir() for m in ("vfio", "vfio_iommu_type1"))
+
+
+def test_the_node_roots_modules_alias_names_each_devices_module_and_vfio_pcis_own(kernel: NodeKernel) -> None:
+    """As depmod writes it: go-nvlib picks a GPU's vfio driver variant from the `vfio_pci:` lines."""
+    from fake_hardware.host_root import modules_alias
+
+    lines = modules_alias(kernel.hw.plan).splitlines()
+    vf = kernel.hw.plan.by_name("nic0-vf0")
+    assert f"alias pci:v{vf.vendor:08X}d{vf.device:08X}sv*sd*bc*sc*i* mlx5_core" in lines
+    assert lines[-1] == "alias vfio_pci:v*d*sv*sd*bc*sc*i* vfio_pci" and len(lines) == len(set(lines))
