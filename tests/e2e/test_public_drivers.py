@@ -15,6 +15,7 @@ from tests.e2e.test_lab_lifecycle import dralab
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.timeout(1800)  # cold, it builds the driver from its module first (it passed 600 s on a fresh VM)
 def test_dra_example_driver_is_built_from_its_module_and_fails_only_kp07_after_a_reboot(tmp_path) -> None:
     out = tmp_path / "out"
     done = dralab("certify", "--driver", "dra-example-driver", "--only", "DEP,KP", "--out", str(out), timeout=1500)

@@ -26,6 +26,7 @@ SUBSET = [
 ]
 
 
+@pytest.mark.timeout(1800)  # cold, it builds the upstream suite first (about 9 minutes from nothing)
 def test_a_subset_of_upstreams_dra_suite_passes_on_the_local_lab_with_a_report_per_spec(tmp_path, monkeypatch) -> None:
     out = tmp_path / "q"
     before = qualification.recorded("local", "v1.37.1")
