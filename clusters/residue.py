@@ -45,11 +45,8 @@ def find(lab: str | None = None) -> list[Residue]:
     lab_dir = labs / lab if lab else None
     found: list[Residue] = []
     for pid in supervisor.lab_processes(lab_dir):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:160]
-        except OSError:
-            continue
-        found.append(Residue("process", f"{pid} {cmd}"))
+        if (cmd := supervisor.command(pid)) is not None:
+            found.append(Residue("process", f"{pid} {cmd[:160]}"))
     for point in network.mounts_under(lab_dir or labs):
         found.append(Residue("mount", point))
     for ns in network.lab_netns(lab):

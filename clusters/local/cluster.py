@@ -209,10 +209,8 @@ def teardown(cfg: ClusterConfig) -> list[str]:
     problems: list[str] = []
     # Processes first: every lab process (marker in its environment), every process in the
     # lab's cgroups (containers) and in its nodes' namespaces (shims), all at once.
-    pids = set(supervisor.lab_processes(lab_dir)) | cgroups.pids(cfg.cgroup_parent)
-    pids |= set(_namespace_members(cfg))
-    supervisor.kill_and_wait(sorted(pids))
-    supervisor.reap_children()
+    problems += [f"process survived SIGKILL: {p}" for p in supervisor.kill_until_gone(
+        lambda: set(supervisor.lab_processes(lab_dir)) | cgroups.pids(cfg.cgroup_parent) | set(_namespace_members(cfg)))]
     network.unmount_all(lab_dir)
     network.delete_netns(network.lab_netns(cfg.name))
     if cfg.slot:

@@ -216,8 +216,9 @@ class LocalNode:
         namespaces to the node, as the kernel does for a real NIC's)."""
         for component in ("kubelet", "kube-proxy", "containerd"):  # on purpose: not a lab fault while down
             supervisor.stop(self.cfg.lab_dir, f"{self.name}-{component}")
-        supervisor.kill_and_wait(sorted(self._processes()))  # shims and containers: nothing stops them gracefully
-        supervisor.reap_children()
+        # Shims and containers: nothing stops them gracefully.
+        if alive := supervisor.kill_until_gone(self._processes):
+            raise LabBroken(f"rebooting {self.name}: processes survived SIGKILL: {'; '.join(alive)}")
         if left := cgroups.remove(self.cgroup):
             raise LabBroken(f"rebooting {self.name}: cgroups not removed: {'; '.join(left)}")
         cgroups.create(self.cgroup)

@@ -14,7 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from clusters.errors import LabBroken, log_tail
 
@@ -139,6 +139,29 @@ def kill_and_wait(pids: Sequence[int], timeout: float = 5.0) -> None:
         if all(s is None or s[0] in ("Z", "X") for s in states):
             return
         time.sleep(0.05)
+
+
+def kill_until_gone(find: Callable[[], set[int]], timeout: float = 30.0) -> list[str]:
+    """SIGKILL what `find` returns, again and again until it finds nothing alive: a process killed
+    from a snapshot may have forked meanwhile (a container's shell loop), and its child is not in
+    the snapshot. Returns the survivors, described (pid, state, command)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = sorted(p for p in find() if (_stat(p) or ("X",))[0] not in ("Z", "X"))
+        if not alive:
+            return []
+        if time.monotonic() > deadline:
+            return [f"{p} ({(_stat(p) or ('gone',))[0]}) {command(p) or ''}" for p in alive]
+        kill_and_wait(alive)
+        reap_children()
+
+
+def command(pid: int) -> str | None:
+    """A process's command line, None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return None
 
 
 def reap_children() -> None:

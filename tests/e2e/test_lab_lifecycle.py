@@ -29,16 +29,26 @@ def up_in_background(lab: str, until_started: str) -> subprocess.Popen[str]:
     """`dralab up` running in the background, returned once it has started component `until_started`."""
     # A shell's background job (`make test &`) ignores SIGINT and children inherit that: give the
     # command a terminal's default disposition, as Ctrl-C would find it.
+    started = time.time()
     up = subprocess.Popen([sys.executable, "-m", "dralab.cli", "up", "--name", lab, "--offline"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pidfile = labs_root() / "labs" / lab / "pids" / f"{until_started}.json"
     deadline = time.monotonic() + 60
-    while not pidfile.exists():
+    # A lab of that name left by an earlier, killed run has the file already: signalled before it set
+    # up its handler, the command dies of the signal with nothing printed.
+    while not written_since(pidfile, started):
         assert up.poll() is None, f"dralab up ended early: {up.communicate()[0]}"
         assert time.monotonic() < deadline, f"timed out waiting for bring-up of {lab} to start {until_started}"
         time.sleep(0.1)
     return up
+
+
+def written_since(path: Path, since: float) -> bool:
+    try:
+        return path.stat().st_mtime >= since
+    except FileNotFoundError:
+        return False
 
 
 def assert_no_residue(lab: str) -> None:
