@@ -31,7 +31,7 @@ type config struct {
 func newConfig(fs *flag.FlagSet) *config {
 	c := &config{opts: dradriver.RegisterFlags(fs, "gpu.dralab.dev", ownVariants)}
 	c.opts.HealthStream = true // WatchHealthStatus
-	fs.DurationVar(&c.poll, "poll", 2*time.Second, "how often GPUs are looked for: ones that vanish, return or change health")
+	fs.DurationVar(&c.poll, "poll", 5*time.Second, "how often GPUs are looked for: ones that vanish, return or change health")
 	fs.StringVar(&c.library, "nvml-library", "", "discover GPUs through this libnvidia-ml.so.1 instead of reading sysfs")
 	fs.BoolVar(&c.keepUnhealthy, "keep-unhealthy", false, "keep unhealthy GPUs in the ResourceSlice: their health reaches the pods using them only through the health stream (KEP-4680)")
 	fs.StringVar(&c.hostDriverRoot, "host-driver-root", "/", "with --nvml-library: the NVIDIA driver root as the node sees it, whose dev/ holds the GPUs' device nodes")

@@ -124,14 +124,17 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 
 var _ = (fs.NodeOpener)((*node)(nil))
 
-// Open: every file uncached (its content changes outside FUSE); an acted attribute is never
-// truncated by O_TRUNC (`echo 5 > sriov_numvfs` opens with it), its writes go to the kernel.
+// Open: a file's content stays in the kernel's page cache from one open to the next (a driver
+// polling its devices reads the same files every few seconds: each read a round trip here cost
+// the lab a third of a core per node); the lab's changes to a file drop it (invalidate.go). An
+// acted attribute is read anew each time and never truncated by O_TRUNC (`echo 5 > sriov_numvfs`
+// opens with it), its writes go to the kernel.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if n.isActed() {
 		return &attribute{n}, fuse.FOPEN_DIRECT_IO, 0
 	}
 	h, fuseFlags, errno := n.LoopbackNode.Open(ctx, flags)
-	return h, fuseFlags | fuse.FOPEN_DIRECT_IO, errno
+	return h, fuseFlags | fuse.FOPEN_KEEP_CACHE, errno
 }
 
 var _ = (fs.NodeSetattrer)((*node)(nil))
