@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from clusters import plugin_calls
 from clusters.config import ClusterConfig
 from clusters.errors import NotSupported
 from clusters.kind.cluster import KindCluster
@@ -89,6 +90,26 @@ class Lab:
         if self.local is None:
             raise NotSupported(f"the {self.provider} provider has no host access to node {name}")
         return self.local.node(name)
+
+    @property
+    def plugin_registries(self) -> tuple[str, str] | None:
+        """The kubelet's plugins_registry and the driver registry the plugins' sockets go to
+        instead, in a lab whose nodes run the plugin recorder (clusters/plugin_calls.py)."""
+        if self.local is None:
+            return None
+        root = self.local.cfg.kubelet_root_dir
+        return plugin_calls.kubelet_registry(root), plugin_calls.driver_registry(root)
+
+    def registration_dir(self, node: NodeHandle) -> str:
+        """Where the drivers' registration sockets are on `node`: the driver registry under the
+        plugin recorder, else the kubelet's plugins_registry."""
+        return self.plugin_registries[1] if self.plugin_registries else plugin_calls.kubelet_registry(node.kubelet_root_dir)
+
+    def plugin_calls(self) -> list[plugin_calls.PluginCall]:
+        """Every recorded call between the kubelets and their plugins so far, node by node."""
+        if self.local is None:
+            raise NotSupported(f"the {self.provider} provider's nodes run no plugin recorder: no kubelet-plugin calls are recorded")
+        return [call for node in self.local.nodes for call in plugin_calls.read(node.plugin_calls_file)]
 
     def check_components(self) -> None:
         if self.local is not None:

@@ -16,7 +16,7 @@ from clusters.config import ClusterConfig
 from clusters.errors import LabBroken, NotSupported
 from clusters.health import dead_components, diagnose
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
-from clusters import versions
+from clusters import plugin_calls, versions
 from clusters.lab_configurations import PREFIX, SESSION_LAB, at_version, on_kind, renamed
 from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
 from dralab import verdicts
@@ -52,6 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--driver-variant", default=None, metavar="VARIANT",
                     help="deploy the --driver profiles in this variant of theirs (a broken one shows what the "
                          "suites catch) wherever a test asks for the driver as it is")
+    group.addoption("--budget", type=int, default=6, metavar="N",
+                    help="generated workloads (MUT-03): pod shapes tried per driver (hypothesis examples)")
+    group.addoption("--seed", type=int, default=None, metavar="S",
+                    help="generated workloads: hypothesis's seed (default: a random one, printed with the verdict)")
     group.addoption("--scale", default="100x8x200", metavar="NODESxDEVICESxPODS",
                     help="size of the DA scale harness (DA-11); upstream scheduler_perf uses 500 nodes x 8 devices")
     group.addoption("--scale-runs", type=int, default=1, help="rounds of the DA scale harness, for its run-to-run spread")
@@ -174,6 +178,9 @@ def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | Ki
     config.stash[_labs_up].remove(cluster)
     try:
         shutil.copytree(cluster.log_dir, logs_dir(config) / cluster.cfg.name, dirs_exist_ok=True)
+        # Every call between the lab's kubelets and plugins, beside the report (MUT-03).
+        plugin_calls.append_to_run_trace(cluster.log_dir, cluster.cfg.name,
+                                         Path(config.getoption("--results-dir")) / "trace.jsonl")
     finally:
         if not config.getoption("--reuse-labs") or config.getoption("--cluster") == "kind":
             cluster.down()

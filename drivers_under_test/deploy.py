@@ -131,6 +131,26 @@ def _drop_mounts_at(spec: dict[str, Any], path: str) -> None:
     spec["volumes"] = [v for v in spec.get("volumes") or [] if v["name"] in used]
 
 
+def _move_plugin_registry(spec: dict[str, Any], registry: str, to: str) -> None:
+    """The driver's registration sockets go to the lab's driver registry instead of the kubelet's
+    plugins_registry (`registry`), where the plugin recorder stands in for them
+    (clusters/plugin_calls.py): a hostPath volume of the registry itself points there; one of a
+    directory above it gets a mount of the driver registry over the registry's place in it."""
+    moved = {"name": "dralab-driver-registry", "hostPath": {"path": to, "type": "DirectoryOrCreate"}}
+    for volume in spec.get("volumes") or []:
+        path = (volume.get("hostPath") or {}).get("path", "").rstrip("/")
+        if path == registry:
+            volume["hostPath"]["path"] = to
+        elif path and registry.startswith(path + "/"):
+            below = registry[len(path) + 1:]
+            for c in _all_containers(spec):
+                for m in list(c.get("volumeMounts") or []):
+                    if m["name"] == volume["name"] and not m.get("subPath"):
+                        c["volumeMounts"].append({"name": moved["name"], "mountPath": f"{m['mountPath'].rstrip('/')}/{below}"})
+    if any(m["name"] == moved["name"] for c in _all_containers(spec) for m in c.get("volumeMounts") or []):
+        spec["volumes"].append(moved)
+
+
 def _keep_off_slice_only_nodes(spec: dict[str, Any]) -> None:
     """Slice-only nodes have no kubelet: a DaemonSet pod there would never start (nor end)."""
     required = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {}).setdefault(
@@ -179,13 +199,16 @@ def target_problems(profile: DriverProfile, variant: str | None, objects: list[d
 
 
 def _patch_pods(obj: dict[str, Any], profile: DriverProfile, args: list[str],
-                settings: list[ContainerSettings]) -> None:
+                settings: list[ContainerSettings], plugin_registries: tuple[str, str] | None) -> None:
     """A workload's pods as dralab runs them: off slice-only nodes, the emulated hardware in
-    every container, a variant's plain `args` after every regular container's, the settings
-    that name a container."""
+    every container, the registration sockets in the driver registry of a lab that records
+    plugin calls (`plugin_registries`: the kubelet's and the driver registry), a variant's plain
+    `args` after every regular container's, the settings that name a container."""
     spec = _pod_spec(obj)
     _keep_off_slice_only_nodes(spec)
     _expose_hardware(spec, profile)
+    if plugin_registries:
+        _move_plugin_registry(spec, *plugin_registries)
     for c in spec["containers"]:
         _append_args(c, args)
     for c in _all_containers(spec):
@@ -197,7 +220,7 @@ def _patch_pods(obj: dict[str, Any], profile: DriverProfile, args: list[str],
 
 
 def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, str],
-           all_variants: bool = False) -> Rendered:
+           all_variants: bool = False, plugin_registries: tuple[str, str] | None = None) -> Rendered:
     """The profile's objects, labelled with the profile; with `all_variants`, every object any
     variant deploys, once (what removal must find whichever variant was deployed)."""
     chosen = profile.variant(variant)
@@ -222,7 +245,7 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
             # The pods carry the labels too: tests find the pods of a profile and variant by them.
             obj["spec"]["template"].setdefault("metadata", {}).setdefault("labels", {}).update(
                 {PROFILE_LABEL: profile.name, VARIANT_LABEL: variant or "none"})
-            _patch_pods(obj, profile, chosen.args if chosen else [], settings)
+            _patch_pods(obj, profile, chosen.args if chosen else [], settings, plugin_registries)
     return Rendered(profile, variant, objects)
 
 
@@ -318,7 +341,7 @@ def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout
     `record_to`, the manifests as applied are kept there."""
     _check_hardware(lab, profile)
     params = lab_parameters(lab)
-    rendered = render(profile, variant, params)
+    rendered = render(profile, variant, params, plugin_registries=lab.plugin_registries)
     stale = _other_variants_objects(rendered, params)
     if record_to is not None:
         record_to.mkdir(parents=True, exist_ok=True)

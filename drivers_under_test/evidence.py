@@ -78,13 +78,13 @@ def of_driver(lab: Lab, api: client.ApiClient, profile: DriverProfile) -> list[t
     registrations = []
     for node in lab.nodes:
         try:
-            registry = node.host_path(f"{node.kubelet_root_dir}/plugins_registry")
+            registry = node.host_path(lab.registration_dir(node))
         except NotSupported:
             break
         sockets = sorted(p.name for p in registry.glob("*")) if registry.is_dir() else []
         registrations.append(f"{node.name}: {', '.join(sockets) or '(none)'}")
     if registrations:
-        found.append(("kubelet plugin registrations (plugins_registry) per node", "\n".join(registrations)))
+        found.append((f"drivers' registration sockets ({lab.registration_dir(lab.nodes[0])}) per node", "\n".join(registrations)))
     return found
 
 

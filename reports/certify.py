@@ -197,6 +197,8 @@ class SuiteRun:
     reuse_labs: bool = False
     workload_image: str | None = None
     kubernetes_version: str = versions.KUBERNETES
+    seed: int | None = None  # generated workloads (MUT-03): hypothesis's seed and examples per driver
+    budget: int | None = None
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -206,6 +208,7 @@ class SuiteRun:
     def pytest(self) -> int:
         """Run the suites; pytest's exit code. BadInput when pytest refused the options."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        (self.out_dir / "trace.jsonl").unlink(missing_ok=True)  # each lab's teardown appends its calls
         cmd = [*pytest_command(self.paths), f"--junitxml={self.junit}",
                f"--alluredir={self.out_dir / 'allure-results'}", "--clean-alluredir", f"--cluster={self.cluster}",
                f"--results-dir={self.out_dir}", f"--lab-prefix={self.lab_prefix}", "--progress", *QUIET,
@@ -217,6 +220,8 @@ class SuiteRun:
         cmd += ["--reuse-labs"] if self.reuse_labs else []
         cmd += [f"--workload-image={self.workload_image}"] if self.workload_image else []
         cmd += [f"--kubernetes-version={self.kubernetes_version}"]
+        cmd += [f"--seed={self.seed}"] if self.seed is not None else []
+        cmd += [f"--budget={self.budget}"] if self.budget is not None else []
         console.print(f"certify: {', '.join(self.paths)}{' (' + ', '.join(self.ids) + ')' if self.ids else ''} on the "
                       f"{self.cluster} cluster (Kubernetes {self.kubernetes_version}){f' (variant {self.variant})' if self.variant else ''}; results in {self.out_dir}")
         self.started = time.monotonic()
@@ -253,11 +258,15 @@ class SuiteRun:
               "(needs sh, busybox-like coreutils, ip and incluster-whoami); default: the lab's dralab.dev/workload:lab.")
 @click.option("--only", default=None, help=f"Comma-separated suites by requirement prefix ({', '.join(SUITES)}) "
               "or requirement IDs (MD-01).")
+@click.option("--seed", type=int, default=None, help="Seed of the generated workloads (hypothesis); default: a "
+              "random one, in the evidence of the check that draws them. The same seed draws the same pod shapes.")
+@click.option("--budget", type=click.IntRange(min=1), default=None, help="Pod shapes the generated workloads try per "
+              "driver (default 6).")
 @kubernetes_version_option("Kubernetes version of the labs (local); IDs that shipped later or whose feature gates "
                            "it lacks SKIP.")
 def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
             variant: str | None, hardware: str | None, only: str | None, workload_image: str | None,
-            kubernetes_version: str) -> None:
+            seed: int | None, budget: int | None, kubernetes_version: str) -> None:
     """Run the conformance suites and write the results to OUT (exit 0 CERTIFIED, 1 NOT CERTIFIED,
     2 bad input, 3 INCOMPLETE, 4 NOTHING TO CERTIFY)."""
     paths, ids = selection(only)
@@ -274,7 +283,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.
     out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None
     run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware, workload_image=workload_image,
-                   kubernetes_version=kubernetes_version)
+                   kubernetes_version=kubernetes_version, seed=seed, budget=budget)
     rc = run.pytest()
     left = [str(r) for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)]  # LAB-05, checked after every run
     if left:
@@ -287,8 +296,10 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
             console.print(f"  {r['verdict']} {r['id']} ({r['section']}): {first_message(r)[:200]}", markup=False)
     counts = "; ".join(f"{section}: " + ", ".join(f"{n} {v}" for v, n in c.items() if n)
                        for section, c in report["summary"]["requirements"].items() if any(c.values()))
+    trace = out_dir / "trace.jsonl"
     console.print(f"requirements {counts} in {report['summary']['wall_seconds']:.0f}s; {as_html}, {as_json}, {run.junit}, "
-                  f"logs {out_dir / 'logs'}" + (f", {allure_html}" if allure_html else ""), markup=False)
+                  f"logs {out_dir / 'logs'}" + (f", kubelet-plugin calls {trace}" if trace.exists() else "")
+                  + (f", {allure_html}" if allure_html else ""), markup=False)
     console.print(last_line(report), markup=False)
     sys.exit(report["summary"]["exit_code"])
 

@@ -140,6 +140,7 @@ class LocalCluster:
                 node.start_containerd()
             _parallel(lambda n: (n.wait_containerd(), n.import_images([i.archive for i in self.tools.node_images])), self.nodes)
             for node in self.nodes:
+                node.start_plugin_recorder()
                 node.start_kubelet()
                 node.start_kube_proxy()
             wait_for("kube-apiserver /readyz", lambda: https_ok(f"{self.server}/readyz", self.ca, pki["admin"].cert,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from clusters import plugin_calls
 from clusters.config import ClusterConfig
 from clusters.errors import LabBroken
 from clusters.local import cgroups, configs, network, supervisor
@@ -156,6 +157,18 @@ class LocalNode:
         return self._start("kubelet", configs.kubelet_command(self.tools, self.cfg, self.name, self.index,
                                                               conf / "kubelet.yaml", conf / "kubelet.kubeconfig"))
 
+    @property
+    def plugin_calls_file(self) -> Path:
+        """The trace of the calls between this node's kubelet and its plugins (kept with the logs)."""
+        return self.log_dir / plugin_calls.TRACE_FILE
+
+    def start_plugin_recorder(self) -> supervisor.Component:
+        """Between the kubelet and the plugins, before either: it is the node's plumbing, as the
+        kubelet's plugins_registry is."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        return self._start("plugin-recorder", plugin_calls.recorder_command(
+            self.tools.drivers_under_test / "plugin-recorder", self.cfg.kubelet_root_dir, self.name, self.plugin_calls_file))
+
     def start_kube_proxy(self) -> supervisor.Component:
         return self._start("kube-proxy", [str(self.tools.kube("kube-proxy")),
                                           f"--config={self.dir / 'conf' / 'kube-proxy.yaml'}", "--v=1"])
@@ -225,6 +238,7 @@ class LocalNode:
         self._lose_volatile_state()
         self.start_containerd()
         self.wait_containerd()
+        self.start_plugin_recorder()
         self.start_kubelet()
         self.start_kube_proxy()
         self.wait_kubelet()

@@ -69,15 +69,16 @@ RUNC = GoRecipe(
 # Our own Go module under drivers_under_test/: the reference drivers, the workload image's
 # helpers, the probes the lab's e2e tests attach to a node, the socket proxy `dralab qualify`'s
 # upstream suite runs on each node (the hostpathplugin image's proxy mode), the FUSE server
-# that gives the emulated sysfs the kernel's write semantics (fake_hardware/agent.py) and the
-# modprobe of a node's host root (fake_hardware/host_root.py).
+# that gives the emulated sysfs the kernel's write semantics (fake_hardware/agent.py), the
+# modprobe of a node's host root (fake_hardware/host_root.py) and the recorder between each
+# node's kubelet and its plugins (clusters/plugin_calls.py).
 DRIVER_BINARIES = ("vf-dra-driver", "fake-gpu-plugin", "dp-probe", "dra-probe")
 DRIVERS_UNDER_TEST = GoRecipe(
     name="drivers-under-test",
     version="local",
     local_module=REPO / "drivers_under_test",
     binaries={name: f"./cmd/{name}" for name in ("incluster-whoami", "nri-probe", "socket-proxy", "sysfs-fuse",
-                                                     "modprobe", *DRIVER_BINARIES)},
+                                                     "modprobe", "plugin-recorder", *DRIVER_BINARIES)},
 )
 
 # From the same module, with cgo: the lab's NVML, libnvidia-ml.so.1 (HW-10), a C shared library,

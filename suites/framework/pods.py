@@ -110,6 +110,14 @@ def create(api: client.ApiClient, namespace: str, pod: PodBuilder | dict[str, An
     return body["metadata"]["name"]
 
 
+def delete(api: client.ApiClient, namespace: str, name: str, timeout: float = POD_TIMEOUT) -> None:
+    """Delete the pod and wait until it is gone (its claims are then unreserved)."""
+    core = client.CoreV1Api(api)
+    core.delete_namespaced_pod(name, namespace)
+    wait_for(f"pod {namespace}/{name} to be gone",
+             lambda: not core.list_namespaced_pod(namespace, field_selector=f"metadata.name={name}").items, timeout)
+
+
 def events(api: client.ApiClient, namespace: str, name: str) -> str:
     items = client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
     return "\n".join(f"{e.type} {e.reason}: {e.message}" for e in items) or "(no events)"

@@ -1,12 +1,14 @@
 """The KP rules as predicates over what a run observed: the driver's ResourceSlices (KP-02), the
-kubelet's record of the driver's prepare answers and the node's CDI specs (KP-03, KP-06). Each
-returns the violations it found, so a check states every one at once, with what it saw."""
+kubelet's record of the driver's prepare answers and the node's CDI specs (KP-03, KP-06), every
+call between the kubelets and the driver the plugin recorder saw (KP-03, KP-05). Each returns
+the violations it found, so a check states every one at once, with what it saw."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from typing import Any
 
+from clusters.plugin_calls import PluginCall
 from suites.framework import cdi_specs
 from suites.framework.dra_checkpoint import PreparedClaim
 
@@ -88,3 +90,73 @@ def per_claim_specs(prepared: PreparedClaim, driver: str, specs: dict[str, dict[
     ids = {cdi_id for d in prepared.of(driver) or () for cdi_id in d.cdi_ids}
     defining = {path for cdi_id in ids if (path := cdi_specs.defining(specs, cdi_id)) is not None}
     return sorted(p for p in defining if prepared.uid in p or prepared.uid in repr(specs[p]))
+
+
+def calls_to(calls: list[PluginCall], driver: str) -> list[PluginCall]:
+    """The calls to `driver`'s sockets: a registration socket is the driver's once its GetInfo
+    answered the driver's name (a socket of that name made anew may be another's)."""
+    owner: dict[tuple[str, str], str | None] = {}
+    mine = []
+    for c in calls:
+        if c.method == "socket created":
+            owner[(c.node, c.socket)] = None
+        elif c.name == "GetInfo" and c.response:
+            owner[(c.node, c.socket)] = c.response.get("name")
+        if owner.get((c.node, c.socket)) == driver:
+            mine.append(c)
+    return mine
+
+
+def _device_key(d: dict[str, Any]) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
+    return (d.get("pool_name", ""), d.get("device_name", ""), tuple(sorted(d.get("request_names") or [])),
+            tuple(sorted(d.get("cdi_device_ids") or [])))
+
+
+def _where(c: PluginCall, claim: dict[str, Any]) -> str:
+    return (f"on {c.node} at {c.start:%H:%M:%S.%f}: NodePrepareResources of claim "
+            f"{claim.get('namespace')}/{claim.get('name')} ({claim.get('uid')})")
+
+
+def unanswered_claims(calls: list[PluginCall]) -> list[str]:
+    """KP-03 over every NodePrepareResources the kubelets made to the driver: a call that
+    succeeded answers each claim it was given, with devices or an error of its own."""
+    problems = []
+    for c in calls:
+        if c.name != "NodePrepareResources" or c.error or c.stream:
+            continue
+        answers = (c.response or {}).get("claims") or {}
+        for claim in (c.request or {}).get("claims") or []:
+            if claim.get("uid") not in answers:
+                problems.append(f"{_where(c, claim)}: the answer has no entry for it (it answered "
+                                f"{sorted(answers) or 'no claim'} of {len((c.request or {}).get('claims') or [])} asked)")
+    return problems
+
+
+def changed_answers(calls: list[PluginCall]) -> list[str]:
+    """KP-05 over every NodePrepareResources the kubelets made to the driver: a claim prepared
+    again on a node (no unprepare of it in between) is answered with the same devices."""
+    prepared: dict[tuple[str, str], tuple[PluginCall, list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]]] = {}
+    problems = []
+    for c in calls:
+        if c.stream or c.error:
+            continue
+        claims = (c.request or {}).get("claims") or []
+        if c.name == "NodeUnprepareResources":
+            for claim in claims:
+                prepared.pop((c.node, claim.get("uid")), None)
+            continue
+        if c.name != "NodePrepareResources":
+            continue
+        answers = (c.response or {}).get("claims") or {}
+        for claim in claims:
+            answer, key = answers.get(claim.get("uid")), (c.node, claim.get("uid"))
+            if answer is None or answer.get("error"):
+                continue
+            devices = sorted(_device_key(d) for d in answer.get("devices") or [])
+            if key in prepared and prepared[key][1] != devices:
+                first, before = prepared[key]
+                problems.append(f"{_where(c, claim)}: answered {devices}, where its prepare at "
+                                f"{first.start:%H:%M:%S.%f} answered {before}")
+                continue
+            prepared.setdefault(key, (c, devices))
+    return problems

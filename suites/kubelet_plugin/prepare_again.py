@@ -27,6 +27,7 @@ def call(lab: Lab, api, namespace: str, pod: str, node: str, driver: str, claims
     protojson, error}. ObservationFailed (the harness's ERROR) when the probe itself does not run."""
     root = lab.node(node).kubelet_root_dir.rstrip("/")
     builder = (PodBuilder(pod, image=drivers_image(lab)).on_node(node).once()
+               # Through the plugin recorder's stand-in where there is one: the trace has these calls too.
                .running("/usr/local/bin/dra-probe", f"--registry-dir={root}/plugins_registry", f"--driver={driver}",
                         *(f"--prepare={c.namespace}/{c.name}/{c.uid}" for c in claims))
                # The same path as on the node: the endpoint the driver registered is a node path.

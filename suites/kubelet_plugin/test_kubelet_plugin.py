@@ -9,24 +9,28 @@ over the claims these tests create."""
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import asdict
+
+import hypothesis
 
 import pytest
 from kubernetes import client
 
+from clusters.plugin_calls import PluginCall
 from clusters.providers import Lab
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability
 from fake_hardware.lab import HardwareLab
-from suites.framework import cdi_specs, claims, pods, restarts
+from suites.framework import cdi_specs, claims, pods, restarts, slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
 from suites.framework.pods import POD_TIMEOUT, ObservationFailed
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import WaitTimeout, wait_for
-from suites.kubelet_plugin import contract, emulated, health, hotplug, isolation, observe, prepare_again
+from suites.kubelet_plugin import contract, emulated, generated, health, hotplug, isolation, observe, prepare_again
 
 pytestmark = pytest.mark.e2e
 
@@ -534,17 +538,97 @@ def _exists(api, namespace: str, name: str) -> bool:
     return any(p.metadata.name == name for p in client.CoreV1Api(api).list_namespaced_pod(namespace).items)
 
 
+@pytest.mark.requirement("KP-03")
+@pytest.mark.timeout(900)
+def test_generated_pods_with_claims_of_the_driver_start(
+        request: pytest.FixtureRequest, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    """Pod and claim shapes drawn by hypothesis (generated.py), each started, then removed; the
+    calls they cause are judged by the checks over the recorded calls below. The seed is in the
+    evidence: `--seed S` draws the same shapes again."""
+    budget, chosen = request.config.getoption("--budget"), request.config.getoption("--seed")
+    run_seed = chosen if chosen is not None else random.randrange(2**32)
+    room = slices.room(api, dra_driver.name)
+    capacity = room.most_free
+    if capacity == 0:
+        pytest.skip(f"no node has a free device of {dra_driver.name} ({room.describe()}): no pod shape to draw")
+    evidence.observe("generated workloads", f"seed {run_seed}, budget {budget} shape(s), up to {capacity} device(s) a pod")
+    tried: list[str] = []
+
+    @hypothesis.settings(max_examples=budget, deadline=None, database=None, print_blob=False,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.seed(run_seed)
+    @hypothesis.given(generated.pod_shapes(capacity, one_device=dra_driver.profile.claim_config is not None))
+    def one(shape: generated.PodShape) -> None:
+        name = f"gen-{len(tried)}"
+        tried.append(f"{name}: {shape}")
+        generated.start(api, namespace, dra_driver, shape, name)
+        try:
+            pods.wait_phase(api, namespace, name)
+        except (WaitTimeout, DriverFailure) as e:
+            raise DriverFailure(f"a pod with claims of {dra_driver.name} did not start (seed {run_seed}): {e}\n"
+                                f"the case, to apply:\n{shape.manifests(dra_driver, name)}") from None
+        finally:
+            generated.remove(api, namespace, shape, name)
+
+    try:
+        one()
+    finally:
+        evidence.add("shapes tried", tried)
+
+
+def _recorded_calls(lab: Lab, api, driver: DriverUnderTest, namespace: str, evidence: Evidence) -> list[PluginCall]:
+    """Every call between the kubelets and the driver the plugin recorder saw in this run so far,
+    this check's own pod's prepare among them (the subject, before its properties)."""
+    if lab.plugin_registries is None:
+        pytest.skip(f"the {lab.provider} provider's nodes run no plugin recorder: no kubelet-plugin call is recorded")
+    _running_with_claim(api, driver, namespace, "traced")
+    uid = _uid(api, namespace, "traced")
+    calls = contract.calls_to(lab.plugin_calls(), driver.name)
+    prepares = [c for c in calls if c.name == "NodePrepareResources"]
+    evidence.observe("calls recorded", f"{len(calls)} call(s) between the kubelets and {driver.name}, "
+                     f"{len(prepares)} NodePrepareResources")
+    if not any(cl.get("uid") == uid for c in prepares for cl in (c.request or {}).get("claims") or []):
+        raise ObservationFailed(f"the plugin recorder has no NodePrepareResources of claim {namespace}/traced ({uid}), "
+                                f"whose pod runs: see the nodes' plugin-recorder logs under {lab.log_dir}")
+    return calls
+
+
+def _quoted(calls: list[PluginCall], problems: list[str]) -> list[dict[str, object]]:
+    """The recorded calls a violation names (by time), as the trace has them."""
+    return [asdict(c) for c in calls if any(f"{c.start:%H:%M:%S.%f}" in p for p in problems)][:20]
+
+
+@pytest.mark.requirement("KP-03")
+def test_every_prepare_call_of_the_run_answers_each_claim_it_was_given(
+        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    calls = _recorded_calls(lab, api, dra_driver, namespace, evidence)
+    problems = contract.unanswered_claims(calls)
+    evidence.add("the recorded calls with a claim left unanswered", _quoted(calls, problems))
+    assert not problems, "NodePrepareResources left claims it was given unanswered:\n" + "\n".join(problems)
+
+
+@pytest.mark.requirement("KP-05")
+def test_every_claim_prepared_again_in_the_run_got_the_same_devices(
+        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    calls = _recorded_calls(lab, api, dra_driver, namespace, evidence)
+    problems = contract.changed_answers(calls)
+    evidence.add("the recorded calls that answered a prepared claim differently", _quoted(calls, problems))
+    assert not problems, "NodePrepareResources is not idempotent over the run:\n" + "\n".join(problems)
+
+
 # How long the driver's slices may outlive it: the kubelet deletes a deregistered driver's slices
 # itself after a grace period (30 s in v1.37), which counts as the driver's slices going.
 SLICES_GONE_TIMEOUT = 90
 
 
 def _driver_sockets(lab: Lab, files: NodeFiles, driver: DriverUnderTest) -> dict[str, list[str]]:
-    """The sockets in each node's kubelet plugin dirs whose path names the driver."""
+    """The sockets in each node's kubelet plugin dirs (and the driver registry under the plugin
+    recorder) whose path names the driver."""
     found = {}
     for node in [n.name for n in lab.nodes]:
         root = lab.node(node).kubelet_root_dir
-        found[node] = sorted(path for d in (f"{root}/plugins_registry", f"{root}/plugins")
+        dirs = {f"{root}/plugins_registry", lab.registration_dir(lab.node(node)), f"{root}/plugins"}
+        found[node] = sorted(path for d in sorted(dirs)
                              for path, entry in files.listing(node, d).items()
                              if entry.kind == "socket" and driver.name in path)
     return found

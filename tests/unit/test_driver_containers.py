@@ -196,3 +196,43 @@ def test_container_settings_mistakes_are_refused_by_name(tmp_path: Path, change:
     path = write_profile(tmp_path, PROFILE.replace(*change))
     with pytest.raises(BadInput, match=message.replace("{", r"\{")):
         load_profile(path)
+
+
+REGISTRIES = ("/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/dralab-driver-registry")
+
+
+def test_the_registration_socket_goes_to_the_driver_registry_in_a_recording_lab(tmp_path: Path) -> None:
+    """The chart's plugins_registry mount points at the driver registry, where the plugin recorder
+    finds the sockets; the container's own path stays; a lab that records nothing changes nothing."""
+    manifest = MANIFEST.replace("      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n", """\
+      - name: registrar
+        image: vendor/registrar:1.0
+        volumeMounts: [{name: registry, mountPath: /registration}]
+      volumes: [{name: registry, hostPath: {path: /var/lib/kubelet/plugins_registry/, type: Directory}}]
+""")
+    profile = load_profile(write_profile(tmp_path, manifest=manifest))
+
+    def registry(objects: list[dict[str, Any]]) -> str:
+        (ds,) = [o for o in objects if o["metadata"]["name"] == "vendor-plugin"]
+        return {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}["registry"]["hostPath"]["path"]
+
+    assert registry(render(profile, None, LAB, plugin_registries=REGISTRIES).objects) == REGISTRIES[1]
+    found = containers(render(profile, None, LAB, plugin_registries=REGISTRIES).objects)["registrar"]
+    assert {"name": "registry", "mountPath": "/registration"} in found["volumeMounts"]
+    assert registry(render(profile, None, LAB).objects) == "/var/lib/kubelet/plugins_registry/"
+
+
+def test_a_mount_of_the_whole_kubelet_dir_gets_the_driver_registry_over_its_registry(tmp_path: Path) -> None:
+    manifest = MANIFEST.replace("      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n", """\
+      - name: registrar
+        image: vendor/registrar:1.0
+        volumeMounts: [{name: kubelet, mountPath: /var/lib/kubelet}]
+      volumes: [{name: kubelet, hostPath: {path: /var/lib/kubelet}}]
+""")
+    rendered = render(load_profile(write_profile(tmp_path, manifest=manifest)), None, LAB, plugin_registries=REGISTRIES)
+    found = [m for m in containers(rendered.objects)["registrar"]["volumeMounts"] if not m["mountPath"].startswith("/sys")]
+    assert found == [{"name": "kubelet", "mountPath": "/var/lib/kubelet"},
+                     {"name": "dralab-driver-registry", "mountPath": "/var/lib/kubelet/plugins_registry"}]
+    (ds,) = [o for o in rendered.objects if o["metadata"]["name"] == "vendor-plugin"]
+    volumes = {v["name"]: v["hostPath"]["path"] for v in ds["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["dralab-driver-registry"] == REGISTRIES[1] and volumes["kubelet"] == "/var/lib/kubelet"

@@ -1,0 +1,85 @@
+"""Plugin calls: what a node's kubelet and its kubelet plugins said to each other, recorded by
+plugin-recorder (drivers_under_test/cmd/plugin-recorder), which stands between them on each node
+of a lab dralab runs (MUT-03's trace).
+
+Plugins put their registration sockets in the driver registry, a directory beside the kubelet's
+plugins_registry (a driver's deployment has its plugins_registry mount moved there); the recorder
+serves a stand-in of the same name in plugins_registry for each and forwards every call."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+# Beside plugins_registry, not in it: the kubelet's plugin watcher walks its subdirectories.
+DRIVER_REGISTRY = "dralab-driver-registry"
+TRACE_FILE = "plugin-calls.jsonl"
+
+
+def driver_registry(kubelet_root_dir: str) -> str:
+    return f"{kubelet_root_dir.rstrip('/')}/{DRIVER_REGISTRY}"
+
+
+def kubelet_registry(kubelet_root_dir: str) -> str:
+    return f"{kubelet_root_dir.rstrip('/')}/plugins_registry"
+
+
+def recorder_command(binary: Path, kubelet_root_dir: str, node: str, trace: Path) -> list[str]:
+    root = kubelet_root_dir.rstrip("/")
+    return [str(binary), f"--driver-registry={driver_registry(root)}", f"--kubelet-registry={kubelet_registry(root)}",
+            f"--service-dir={root}/plugins/dralab-recorder", f"--node={node}", f"--trace={trace}"]
+
+
+@dataclass(frozen=True)
+class PluginCall:
+    """One record: a call (method with its request and answer or error), one message of a stream
+    (`stream` says which way), or the recorder's own step ("socket created", "socket removed")."""
+
+    node: str
+    socket: str
+    method: str
+    start: datetime
+    end: datetime
+    request: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+    error: str | None = None
+    stream: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The method's own name: "NodePrepareResources" of "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"."""
+        return self.method.rsplit("/", 1)[-1]
+
+    @classmethod
+    def from_line(cls, line: str) -> PluginCall:
+        raw = json.loads(line)
+        return cls(node=raw["node"], socket=raw.get("socket", ""), method=raw["method"],
+                   start=datetime.fromisoformat(raw["start"]), end=datetime.fromisoformat(raw["end"]),
+                   request=raw.get("request"), response=raw.get("response"), error=raw.get("error") or None,
+                   stream=raw.get("stream"))
+
+
+def read(trace: Path) -> list[PluginCall]:
+    """The records of one node's trace, in the order they were written; none before the recorder started."""
+    if not trace.exists():
+        return []
+    return [PluginCall.from_line(line) for line in trace.read_text().splitlines() if line.strip()]
+
+
+def append_to_run_trace(lab_log_dir: Path, lab: str, trace: Path) -> int:
+    """Add the calls of every node of a lab (its kept logs) to a run's trace, one JSON line each
+    with the lab's name, in the order they started; returns how many."""
+    lines = []
+    for node_trace in sorted(lab_log_dir.glob(f"*/{TRACE_FILE}")):
+        for line in node_trace.read_text().splitlines():
+            if line.strip():
+                raw = json.loads(line)
+                lines.append((raw.get("start", ""), json.dumps({"lab": lab, **raw})))
+    if lines:
+        trace.parent.mkdir(parents=True, exist_ok=True)
+        with trace.open("a") as out:
+            out.writelines(f"{line}\n" for _, line in sorted(lines, key=lambda pair: pair[0]))
+    return len(lines)

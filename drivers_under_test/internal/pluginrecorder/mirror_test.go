@@ -1,0 +1,259 @@
+package pluginrecorder
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+)
+
+// plugin is a DRA kubelet plugin as the kubelet sees one: a registration socket naming a
+// service socket.
+type plugin struct {
+	registerapi.UnimplementedRegistrationServer
+	drapb.UnimplementedDRAPluginServer
+	endpoint string
+	servers  []*grpc.Server
+	notified chan *registerapi.RegistrationStatus
+}
+
+func (p *plugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
+	return &registerapi.PluginInfo{Type: registerapi.DRAPlugin, Name: "gpu.example.com", Endpoint: p.endpoint,
+		SupportedVersions: []string{drapb.DRAPluginService}}, nil
+}
+
+func (p *plugin) NotifyRegistrationStatus(_ context.Context, s *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
+	p.notified <- s
+	return &registerapi.RegistrationStatusResponse{}, nil
+}
+
+func (p *plugin) NodePrepareResources(_ context.Context, req *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error) {
+	resp := &drapb.NodePrepareResourcesResponse{Claims: map[string]*drapb.NodePrepareResourceResponse{}}
+	for _, c := range req.Claims {
+		if c.Name == "broken" {
+			return nil, status.Error(codes.Internal, "cannot prepare broken")
+		}
+		resp.Claims[c.Uid] = &drapb.NodePrepareResourceResponse{Devices: []*drapb.Device{
+			{PoolName: "node-1", DeviceName: "gpu-0", CdiDeviceIds: []string{"example.com/gpu=" + c.Uid}}}}
+	}
+	return resp, nil
+}
+
+func startPlugin(t *testing.T, registry, dir, name string) *plugin {
+	t.Helper()
+	p := &plugin{endpoint: filepath.Join(dir, name+"-dra.sock"), notified: make(chan *registerapi.RegistrationStatus, 1)}
+	for socket, register := range map[string]func(*grpc.Server){
+		filepath.Join(registry, name+"-reg.sock"): func(s *grpc.Server) { registerapi.RegisterRegistrationServer(s, p) },
+		p.endpoint: func(s *grpc.Server) { drapb.RegisterDRAPluginServer(s, p) },
+	} {
+		l, err := net.Listen("unix", socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := grpc.NewServer()
+		register(s)
+		p.servers = append(p.servers, s)
+		go func() { _ = s.Serve(l) }()
+	}
+	return p
+}
+
+func (p *plugin) stop() {
+	for _, s := range p.servers {
+		s.Stop()
+	}
+}
+
+type lines struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lines) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(b)
+}
+
+func (l *lines) records(t *testing.T) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(l.buf.String()))
+	for sc.Scan() {
+		var r map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("not a JSON line: %q", sc.Text())
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func connect(t *testing.T, socket string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+func TestTheKubeletTalksToThePluginThroughTheRecorder(t *testing.T) {
+	root := shortTempDir(t)
+	out := &lines{}
+	m := &Mirror{DriverRegistry: filepath.Join(root, "driver-registry"), KubeletRegistry: filepath.Join(root, "plugins_registry"),
+		ServiceDir: filepath.Join(root, "recorder"), Recorder: NewRecorder(out, "node-1")}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	waitFor(t, "the registries", func() bool { return exists(m.DriverRegistry) })
+	pluginDir := filepath.Join(root, "plugins")
+	if err := os.MkdirAll(pluginDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	p := startPlugin(t, m.DriverRegistry, pluginDir, "gpu.example.com")
+	standIn := filepath.Join(m.KubeletRegistry, "gpu.example.com-reg.sock")
+	waitFor(t, "the stand-in registration socket", func() bool { return exists(standIn) })
+
+	// The kubelet's side: registration, then the service it names.
+	reg := registerapi.NewRegistrationClient(connect(t, standIn))
+	info, err := reg.GetInfo(ctx, &registerapi.InfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "gpu.example.com" || !strings.HasPrefix(info.Endpoint, m.ServiceDir) {
+		t.Fatalf("registration should name the plugin and the recorder's endpoint: %v", info)
+	}
+	if _, err := reg.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-p.notified; !s.PluginRegistered {
+		t.Fatalf("the plugin should hear it is registered: %v", s)
+	}
+	dra := drapb.NewDRAPluginClient(connect(t, info.Endpoint))
+	resp, err := dra.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: []*drapb.Claim{{Namespace: "ns", Uid: "uid-1", Name: "a"}}})
+	if err != nil || resp.Claims["uid-1"].Devices[0].DeviceName != "gpu-0" {
+		t.Fatalf("the plugin's answer should reach the kubelet: %v %v", resp, err)
+	}
+	_, err = dra.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: []*drapb.Claim{{Namespace: "ns", Uid: "uid-2", Name: "broken"}}})
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "cannot prepare broken") {
+		t.Fatalf("the plugin's error should reach the kubelet as it was: %v", err)
+	}
+
+	// The plugin goes: so does its stand-in, and the kubelet would unregister it.
+	p.stop() // closing its listeners removes its sockets
+	waitFor(t, "the stand-in to go", func() bool { return !exists(standIn) && !exists(info.Endpoint) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	var methods []string
+	for _, r := range out.records(t) {
+		if r["node"] != "node-1" || r["socket"] != "gpu.example.com-reg.sock" {
+			t.Fatalf("every record names the node and the plugin's socket: %v", r)
+		}
+		methods = append(methods, r["method"].(string))
+		switch r["method"] {
+		case registerapi.Registration_GetInfo_FullMethodName:
+			if r["response"].(map[string]any)["endpoint"] != p.endpoint {
+				t.Fatalf("the record keeps the plugin's own answer: %v", r)
+			}
+		case drapb.DRAPlugin_NodePrepareResources_FullMethodName:
+			claims := r["request"].(map[string]any)["claims"].([]any)
+			uid := claims[0].(map[string]any)["uid"]
+			if uid == "uid-1" && !strings.Contains(mustJSON(t, r["response"]), `"device_name":"gpu-0"`) {
+				t.Fatalf("a prepare's record has the devices answered: %v", r)
+			}
+			if uid == "uid-2" && !strings.Contains(r["error"].(string), "cannot prepare broken") {
+				t.Fatalf("a failed prepare's record has the error: %v", r)
+			}
+		}
+	}
+	want := []string{"socket created", registerapi.Registration_GetInfo_FullMethodName,
+		registerapi.Registration_NotifyRegistrationStatus_FullMethodName, drapb.DRAPlugin_NodePrepareResources_FullMethodName,
+		drapb.DRAPlugin_NodePrepareResources_FullMethodName, "socket removed"}
+	if strings.Join(methods, " ") != strings.Join(want, " ") {
+		t.Fatalf("records in the order of the conversation:\n got %v\nwant %v", methods, want)
+	}
+}
+
+// shortTempDir: t.TempDir's paths are longer than a unix socket's 108 bytes allow.
+func shortTempDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "rec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func mustJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestARestartedPluginGetsANewStandIn(t *testing.T) {
+	root := shortTempDir(t)
+	out := &lines{}
+	m := &Mirror{DriverRegistry: filepath.Join(root, "driver-registry"), KubeletRegistry: filepath.Join(root, "plugins_registry"),
+		ServiceDir: filepath.Join(root, "recorder"), Recorder: NewRecorder(out, "node-1")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = m.Run(ctx) }()
+	waitFor(t, "the registries", func() bool { return exists(m.DriverRegistry) })
+	standIn := filepath.Join(m.KubeletRegistry, "gpu.example.com-reg.sock")
+	inode := func() identity {
+		info, err := os.Stat(standIn)
+		if err != nil {
+			return identity{}
+		}
+		return identify(info)
+	}
+	first := startPlugin(t, m.DriverRegistry, root, "gpu.example.com")
+	waitFor(t, "the stand-in", func() bool { return inode() != (identity{}) })
+	before := inode()
+	first.stop()
+	// Restarted within one look of the recorder: only the socket's inode tells.
+	second := startPlugin(t, m.DriverRegistry, root, "gpu.example.com")
+	defer second.stop()
+	waitFor(t, "a new stand-in", func() bool { return inode() != (identity{}) && inode() != before })
+	info, err := registerapi.NewRegistrationClient(connect(t, standIn)).GetInfo(ctx, &registerapi.InfoRequest{})
+	if err != nil || info.Name != "gpu.example.com" {
+		t.Fatalf("the new stand-in should answer for the restarted plugin: %v %v", info, err)
+	}
+}

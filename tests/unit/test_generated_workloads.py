@@ -1,0 +1,51 @@
+"""The generated pod shapes (suites/kubelet_plugin/generated.py): within a node's devices, every
+container's claims exist in the pod, and the case YAML applies as the pod and claims it shows."""
+
+from __future__ import annotations
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drivers_under_test.profile import load_profile
+from suites.framework.drivers import DriverUnderTest
+from suites.kubelet_plugin.generated import PodShape, pod_shapes
+
+GPU = DriverUnderTest(load_profile("gpu"))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda n: st.tuples(st.just(n), pod_shapes(n))))
+def test_shapes_fit_the_node_and_reference_only_their_own_claims(drawn: tuple[int, PodShape]) -> None:
+    max_devices, shape = drawn
+    assert 1 <= shape.devices <= max_devices
+    objects = list(yaml.safe_load_all(shape.manifests(GPU, "gen-0")))
+    *claims, pod = objects
+    assert [c["metadata"]["name"] for c in claims] == [f"gen-0-c{i}" for i in range(len(shape.claims))]
+    pod_claims = {c["name"]: c["resourceClaimName"] for c in pod["spec"]["resourceClaims"]}
+    assert sorted(pod_claims.values()) == sorted(c["metadata"]["name"] for c in claims)
+    requests = {f"c{i}": {r["name"] for r in c["spec"]["devices"]["requests"]} for i, c in enumerate(claims)}
+    for container in pod["spec"]["containers"]:
+        used = container["resources"]["claims"]
+        for ref in used:
+            assert ref["name"] in pod_claims and ref.get("request", "r0") in requests[ref["name"]]
+        whole = {r["name"] for r in used if "request" not in r}
+        assert not any(r["name"] in whole for r in used if "request" in r), "a claim used whole and by request"
+
+
+def test_more_devices_than_a_node_has_are_never_drawn() -> None:
+    @settings(max_examples=30, deadline=None)
+    @given(pod_shapes(1))
+    def one_device(shape: PodShape) -> None:
+        assert shape.claims == ((1,),)
+
+    one_device()
+
+
+def test_a_profile_with_a_claim_config_gets_one_device_a_pod() -> None:
+    @settings(max_examples=20, deadline=None)
+    @given(pod_shapes(8, one_device=True))
+    def one(shape: PodShape) -> None:
+        assert shape.claims == ((1,),)
+
+    one()
