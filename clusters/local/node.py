@@ -19,6 +19,7 @@ from clusters.local.waits import wait_for
 from clusters.pki import PKI, write_kubeconfig
 from clusters.progress import run_logged
 from clusters.provision import Toolchain
+from fake_hardware.lab import NODE_SYSFS_ROOT
 
 
 @dataclass
@@ -276,12 +277,12 @@ class LocalNode:
 
 
 def volatile_mounts(mountinfo: str) -> list[str]:
-    """The mount points below a node's private dirs, deepest first: every one is its processes'
-    (the lab mounts only the dirs themselves, and detached the host's copies below them), and a
-    reboot loses them all."""
+    """The mount points below a node's private dirs, deepest first: every one but the emulated
+    sysfs (the machine's, served by the lab's hardware agent) is its processes' (the lab mounts
+    only the dirs themselves, and detached the host's copies below them), and a reboot loses them."""
     points = {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
               for line in mountinfo.splitlines() if line.strip()}
-    below = [p for p in points if any(p.startswith(f"{d}/") for d in NODE_PRIVATE_DIRS)]
+    below = [p for p in points if any(p.startswith(f"{d}/") for d in NODE_PRIVATE_DIRS) and p != NODE_SYSFS_ROOT]
     return sorted(below, key=lambda p: (-p.count("/"), p))
 
 

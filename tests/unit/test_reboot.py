@@ -28,10 +28,12 @@ MOUNTINFO = """\
 37 30 0:53 / /var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/with\\040space rw shared:47 - tmpfs tmpfs rw
 38 22 0:54 / /var/library rw shared:48 - tmpfs tmpfs rw
 39 31 0:4 net:[4026533] /run/netns rw shared:49 - nsfs nsfs rw
+40 30 0:55 / /var/lib/dralab-hardware/sys rw shared:50 - fuse.dralab-sysfs dralab-sysfs rw
 """
 
 
 def test_a_reboot_loses_every_mount_below_the_private_dirs_but_not_the_dirs_themselves() -> None:
+    """Nor the emulated sysfs, the machine's: a driver restarted after the reboot needs it."""
     mounts = volatile_mounts(MOUNTINFO)
     assert set(mounts) == {
         "/run/netns/cni-1f2e", "/run/netns",
