@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import asdict
+from typing import Callable
 
 import hypothesis
 
@@ -593,27 +594,29 @@ def _recorded_calls(lab: Lab, api, driver: DriverUnderTest, namespace: str, evid
     return calls
 
 
-def _quoted(calls: list[PluginCall], problems: list[str]) -> list[dict[str, object]]:
-    """The recorded calls a violation names (by time), as the trace has them."""
-    return [asdict(c) for c in calls if any(f"{c.start:%H:%M:%S.%f}" in p for p in problems)][:20]
+def _judge_recorded_calls(problems_of: Callable[[list[PluginCall]], list[str]], what: str, verdict: str, lab: Lab,
+                          api, driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    """A rule over every recorded call of the run: its violations, each with the calls they name
+    (by time) quoted from the trace."""
+    calls = _recorded_calls(lab, api, driver, namespace, evidence)
+    problems = problems_of(calls)
+    evidence.add(f"the recorded calls {what}",
+                 [asdict(c) for c in calls if any(f"{c.start:%H:%M:%S.%f}" in p for p in problems)][:20])
+    assert not problems, f"{verdict}:\n" + "\n".join(problems)
 
 
 @pytest.mark.requirement("KP-03")
 def test_every_prepare_call_of_the_run_answers_each_claim_it_was_given(
         lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    calls = _recorded_calls(lab, api, dra_driver, namespace, evidence)
-    problems = contract.unanswered_claims(calls)
-    evidence.add("the recorded calls with a claim left unanswered", _quoted(calls, problems))
-    assert not problems, "NodePrepareResources left claims it was given unanswered:\n" + "\n".join(problems)
+    _judge_recorded_calls(contract.unanswered_claims, "with a claim left unanswered",
+                          "NodePrepareResources left claims it was given unanswered", lab, api, dra_driver, namespace, evidence)
 
 
 @pytest.mark.requirement("KP-05")
 def test_every_claim_prepared_again_in_the_run_got_the_same_devices(
         lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    calls = _recorded_calls(lab, api, dra_driver, namespace, evidence)
-    problems = contract.changed_answers(calls)
-    evidence.add("the recorded calls that answered a prepared claim differently", _quoted(calls, problems))
-    assert not problems, "NodePrepareResources is not idempotent over the run:\n" + "\n".join(problems)
+    _judge_recorded_calls(contract.changed_answers, "that answered a prepared claim differently",
+                          "NodePrepareResources is not idempotent over the run", lab, api, dra_driver, namespace, evidence)
 
 
 # How long the driver's slices may outlive it: the kubelet deletes a deregistered driver's slices

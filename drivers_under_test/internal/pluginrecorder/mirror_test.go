@@ -131,9 +131,7 @@ func connect(t *testing.T, socket string) *grpc.ClientConn {
 
 func TestTheKubeletTalksToThePluginThroughTheRecorder(t *testing.T) {
 	root := shortTempDir(t)
-	out := &lines{}
-	m := &Mirror{DriverRegistry: filepath.Join(root, "driver-registry"), KubeletRegistry: filepath.Join(root, "plugins_registry"),
-		ServiceDir: filepath.Join(root, "recorder"), Recorder: NewRecorder(out, "node-1")}
+	m, out := newMirror(root)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Run(ctx) }()
@@ -209,6 +207,12 @@ func TestTheKubeletTalksToThePluginThroughTheRecorder(t *testing.T) {
 	}
 }
 
+func newMirror(root string) (*Mirror, *lines) {
+	out := &lines{}
+	return &Mirror{DriverRegistry: filepath.Join(root, "driver-registry"), KubeletRegistry: filepath.Join(root, "plugins_registry"),
+		ServiceDir: filepath.Join(root, "recorder"), Recorder: NewRecorder(out, "node-1")}, out
+}
+
 // shortTempDir: t.TempDir's paths are longer than a unix socket's 108 bytes allow.
 func shortTempDir(t *testing.T) string {
 	dir, err := os.MkdirTemp("", "rec")
@@ -229,9 +233,7 @@ func mustJSON(t *testing.T, v any) string {
 
 func TestARestartedPluginGetsANewStandIn(t *testing.T) {
 	root := shortTempDir(t)
-	out := &lines{}
-	m := &Mirror{DriverRegistry: filepath.Join(root, "driver-registry"), KubeletRegistry: filepath.Join(root, "plugins_registry"),
-		ServiceDir: filepath.Join(root, "recorder"), Recorder: NewRecorder(out, "node-1")}
+	m, _ := newMirror(root)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = m.Run(ctx) }()
