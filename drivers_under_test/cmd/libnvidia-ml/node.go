@@ -122,6 +122,7 @@ var lib = struct {
 	cfg     *config
 	handles map[object]unsafe.Pointer
 	objects map[unsafe.Pointer]object
+	reads   map[string]*gpu // by PCI address, since the last nvmlInit that read the configuration
 }{handles: map[object]unsafe.Pointer{}, objects: map[unsafe.Pointer]object{}}
 
 func initialize() nvml.Return {
@@ -135,6 +136,7 @@ func initialize() nvml.Return {
 			return nvml.ERROR_DRIVER_NOT_LOADED
 		}
 		lib.cfg = cfg
+		lib.reads = map[string]*gpu{}
 	}
 	lib.inits++
 	return nvml.SUCCESS
@@ -213,8 +215,29 @@ func present(cfg *config) []*gpu {
 	return found
 }
 
-// readGPU is the GPU at bdf if the tree has it, bound to nvidia; nil otherwise.
+// readGPU is the GPU at bdf if the tree has it, bound to nvidia; nil otherwise. Each call looks
+// at the function's driver link (gone with the function, changed by a rebind) as NVML finds a
+// lost GPU on its next call; the attributes that never change while it stays (IDs, NUMA node,
+// CPUs) are read once: a driver's discovery makes dozens of calls within milliseconds, and
+// reading all of them each time cost a node's FUSE tree 2400 requests a second. The caller holds
+// lib's lock, which guards the reads kept.
 func readGPU(cfg *config, bdf string) *gpu {
+	driver, err := os.Readlink(filepath.Join(cfg.SysfsRoot, "bus/pci/devices", bdf, "driver"))
+	if err != nil || filepath.Base(driver) != "nvidia" {
+		delete(lib.reads, bdf)
+		return nil
+	}
+	if g, ok := lib.reads[bdf]; ok {
+		return g
+	}
+	g := readGPUNow(cfg, bdf)
+	if g != nil {
+		lib.reads[bdf] = g
+	}
+	return g
+}
+
+func readGPUNow(cfg *config, bdf string) *gpu {
 	id := cfg.GPUs[bdf]
 	if id == nil {
 		return nil
