@@ -77,7 +77,8 @@ def append_to_run_trace(lab_log_dir: Path, lab: str, trace: Path) -> int:
         for line in node_trace.read_text().splitlines():
             if line.strip():
                 raw = json.loads(line)
-                lines.append((raw.get("start", ""), json.dumps({"lab": lab, **raw})))
+                # By time, not text: Go's RFC 3339 times drop trailing zeros of the fraction.
+                lines.append((datetime.fromisoformat(raw["start"]), json.dumps({"lab": lab, **raw})))
     if lines:
         trace.parent.mkdir(parents=True, exist_ok=True)
         with trace.open("a") as out:

@@ -79,7 +79,7 @@ def test_a_claim_prepared_again_with_other_devices_is_named_unless_unprepared_be
 
 def test_a_labs_node_traces_join_the_runs_trace_in_order_of_start(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    for node, seconds in (("node-1", (12, 10)), ("node-2", (11,))):
+    for node, seconds in (("node-1", ("12", "10.5")), ("node-2", ("10.503",))):
         (logs / node).mkdir(parents=True)
         (logs / node / "plugin-calls.jsonl").write_text("".join(
             json.dumps({"node": node, "start": f"2026-11-28T09:18:{s}Z", "end": f"2026-11-28T09:18:{s}Z",
@@ -87,5 +87,6 @@ def test_a_labs_node_traces_join_the_runs_trace_in_order_of_start(tmp_path: Path
     trace = tmp_path / "results" / "trace.jsonl"
     assert append_to_run_trace(logs, "cert", trace) == 3
     rows = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert [(r["lab"], r["node"], r["start"][-3:-1]) for r in rows] == [("cert", "node-1", "10"), ("cert", "node-2", "11"),
-                                                                       ("cert", "node-1", "12")]
+    # "10.5Z" sorts after "10.503Z" as text; 10.5 s is before 10.503 s.
+    assert [(r["lab"], r["node"], r["start"][17:-1]) for r in rows] == [("cert", "node-1", "10.5"),
+                                                                       ("cert", "node-2", "10.503"), ("cert", "node-1", "12")]
