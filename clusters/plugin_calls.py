@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from clusters.claim_log import CLAIM_LOG
+
 # Beside plugins_registry, not in it: the kubelet's plugin watcher walks its subdirectories.
 DRIVER_REGISTRY = "dralab-driver-registry"
 TRACE_FILE = "plugin-calls.jsonl"
@@ -27,10 +29,29 @@ def kubelet_registry(kubelet_root_dir: str) -> str:
     return f"{kubelet_root_dir.rstrip('/')}/plugins_registry"
 
 
-def recorder_command(binary: Path, kubelet_root_dir: str, node: str, trace: Path) -> list[str]:
+def recorder_command(binary: Path, kubelet_root_dir: str, node: str, trace: Path, cdi_dirs: tuple[str, ...]) -> list[str]:
+    """`cdi_dirs`: the container runtime's CDI spec directories, read after each prepare and
+    unprepare as its answer goes back."""
     root = kubelet_root_dir.rstrip("/")
     return [str(binary), f"--driver-registry={driver_registry(root)}", f"--kubelet-registry={kubelet_registry(root)}",
-            f"--service-dir={root}/plugins/dralab-recorder", f"--node={node}", f"--trace={trace}"]
+            f"--service-dir={root}/plugins/dralab-recorder", f"--node={node}", f"--trace={trace}",
+            *(f"--cdi-dir={d}" for d in cdi_dirs)]
+
+
+@dataclass(frozen=True)
+class CDISpec:
+    """What one CDI spec file defined when a call returned: its kind, its devices' names, the
+    UIDs of the call's claims it names (in its path or content), or why it could not be read."""
+
+    kind: str = ""
+    devices: tuple[str, ...] = ()
+    claims: tuple[str, ...] = ()
+    error: str = ""
+
+    def defines(self, cdi_id: str) -> bool:
+        """A fully qualified CDI device ID, vendor/class=name, is one of this spec's devices."""
+        kind, _, name = cdi_id.partition("=")
+        return not self.error and kind == self.kind and name in self.devices
 
 
 @dataclass(frozen=True)
@@ -47,6 +68,7 @@ class PluginCall:
     response: dict[str, Any] | None = None
     error: str | None = None
     stream: str | None = None
+    cdi: dict[str, CDISpec] | None = None  # prepare and unprepare: the node's CDI specs by path as the answer went back
 
     @property
     def name(self) -> str:
@@ -59,7 +81,14 @@ class PluginCall:
         return cls(node=raw["node"], socket=raw.get("socket", ""), method=raw["method"],
                    start=datetime.fromisoformat(raw["start"]), end=datetime.fromisoformat(raw["end"]),
                    request=raw.get("request"), response=raw.get("response"), error=raw.get("error") or None,
-                   stream=raw.get("stream"))
+                   stream=raw.get("stream"), cdi=_specs(raw.get("cdi")))
+
+
+def _specs(snapshot: dict[str, Any] | None) -> dict[str, CDISpec] | None:
+    if snapshot is None:
+        return None
+    return {path: CDISpec(kind=s.get("kind", ""), devices=tuple(s.get("devices") or ()), claims=tuple(s.get("claims") or ()),
+                          error=s.get("error", "")) for path, s in (snapshot.get("specs") or {}).items()}
 
 
 def read(trace: Path) -> list[PluginCall]:
@@ -70,10 +99,10 @@ def read(trace: Path) -> list[PluginCall]:
 
 
 def append_to_run_trace(lab_log_dir: Path, lab: str, trace: Path) -> int:
-    """Add the calls of every node of a lab (its kept logs) to a run's trace, one JSON line each
-    with the lab's name, in the order they started; returns how many."""
+    """Add the calls of every node of a lab and its claim log (its kept logs) to a run's trace,
+    one JSON line each with the lab's name, in the order they started; returns how many."""
     lines = []
-    for node_trace in sorted(lab_log_dir.glob(f"*/{TRACE_FILE}")):
+    for node_trace in sorted([*lab_log_dir.glob(f"*/{TRACE_FILE}"), *lab_log_dir.glob(CLAIM_LOG)]):
         for line in node_trace.read_text().splitlines():
             if line.strip():
                 raw = json.loads(line)

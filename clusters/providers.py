@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
-from clusters import plugin_calls
+from clusters import claim_log, plugin_calls
 from clusters.config import ClusterConfig
 from clusters.errors import NotSupported
 from clusters.kind.cluster import KindCluster
@@ -110,6 +110,11 @@ class Lab:
         if self.local is None:
             raise NotSupported(f"the {self.provider} provider's nodes run no plugin recorder: no kubelet-plugin calls are recorded")
         return [call for node in self.local.nodes for call in plugin_calls.read(node.plugin_calls_file)]
+
+    def claims_allocated(self) -> dict[str, dict[str, Any]]:
+        """Each claim the run saw allocated in this lab, by UID: its last version in the claim log
+        (clusters/claim_log.py), which a lab dralab started keeps; none for a kubeconfig cluster."""
+        return claim_log.allocations(self.log_dir / claim_log.CLAIM_LOG)
 
     def check_components(self) -> None:
         if self.local is not None:

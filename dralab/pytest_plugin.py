@@ -52,7 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--driver-variant", default=None, metavar="VARIANT",
                     help="deploy the --driver profiles in this variant of theirs (a broken one shows what the "
                          "suites catch) wherever a test asks for the driver as it is")
-    group.addoption("--budget", type=int, default=6, metavar="N",
+    group.addoption("--budget", type=int, default=10, metavar="N",
                     help="generated workloads (MUT-03): pod shapes tried per driver (hypothesis examples)")
     group.addoption("--seed", type=int, default=None, metavar="S",
                     help="generated workloads: hypothesis's seed (default: a random one, printed with the verdict)")
@@ -149,7 +149,21 @@ def _owned_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluste
         progress_note(config, f"starting lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
         cluster = LocalCluster.up(cfg)
     config.stash.setdefault(_labs_up, []).append(cluster)
+    _start_claim_log(config, cluster)
     return cluster
+
+
+# Each owned lab's claim log (clusters/claim_log.py), by lab name: the run's watch of its claims.
+_claim_logs = pytest.StashKey[dict]()
+
+
+def _start_claim_log(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | KindCluster
+    from kubernetes import config as kube_config
+
+    from clusters.claim_log import CLAIM_LOG, ClaimLog
+
+    api = kube_config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    config.stash.setdefault(_claim_logs, {})[cluster.cfg.name] = ClaimLog(api, cluster.log_dir / CLAIM_LOG)
 
 
 def _kind_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> KindCluster
@@ -163,6 +177,7 @@ def _kind_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> KindCluster
     progress_note(config, f"starting kind lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
     cluster.up(images=(tools.drivers_image,))
     config.stash.setdefault(_labs_up, []).append(cluster)
+    _start_claim_log(config, cluster)
     return cluster
 
 
@@ -176,9 +191,12 @@ def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | Ki
     """Tear a lab down (with --reuse-labs, leave it to the next run), its component logs first
     copied under the results dir: every log path a report names must outlive the lab (LAB-07)."""
     config.stash[_labs_up].remove(cluster)
+    claim_log = config.stash.get(_claim_logs, {}).pop(cluster.cfg.name, None)
+    if claim_log is not None:
+        claim_log.stop()
     try:
         shutil.copytree(cluster.log_dir, logs_dir(config) / cluster.cfg.name, dirs_exist_ok=True)
-        # Every call between the lab's kubelets and plugins, beside the report (MUT-03).
+        # Every call between the lab's kubelets and plugins and every claim seen, beside the report (MUT-03).
         plugin_calls.append_to_run_trace(cluster.log_dir, cluster.cfg.name,
                                          Path(config.getoption("--results-dir")) / "trace.jsonl")
     finally:

@@ -168,7 +168,8 @@ class LocalNode:
         kubelet's plugins_registry is."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         return self._start("plugin-recorder", plugin_calls.recorder_command(
-            self.tools.drivers_under_test / "plugin-recorder", self.cfg.kubelet_root_dir, self.name, self.plugin_calls_file))
+            self.tools.drivers_under_test / "plugin-recorder", self.cfg.kubelet_root_dir, self.name, self.plugin_calls_file,
+            configs.CDI_DIRS))
 
     def start_kube_proxy(self) -> supervisor.Component:
         return self._start("kube-proxy", [str(self.tools.kube("kube-proxy")),

@@ -160,3 +160,127 @@ def changed_answers(calls: list[PluginCall]) -> list[str]:
                 continue
             prepared.setdefault(key, (c, devices))
     return problems
+
+
+def _prepared_devices(calls: list[PluginCall]):
+    """(call, claim as asked, its answered devices) of every claim a successful
+    NodePrepareResources answered without an error."""
+    for c in calls:
+        if c.name != "NodePrepareResources" or c.error or c.stream:
+            continue
+        answers = (c.response or {}).get("claims") or {}
+        for claim in (c.request or {}).get("claims") or []:
+            answer = answers.get(claim.get("uid"))
+            if answer is not None and not answer.get("error"):
+                yield c, claim, answer.get("devices") or []
+
+
+def _results(seen: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A claim log record's allocation results."""
+    return ((((seen or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+
+
+def wrong_devices(calls: list[PluginCall], claims_seen: dict[str, dict[str, Any]], driver: str) -> list[str]:
+    """KP-03 over every claim the driver prepared in the run: each device it answered is allocated
+    to it in that claim (as the claim log saw the allocation), answered once, and each of its CDI
+    device IDs is defined by a CDI spec on the node when the answer went back (the recorder's
+    snapshot of the runtime's CDI directories)."""
+    problems = []
+    for c, claim, devices in _prepared_devices(calls):
+        where = _where(c, claim)
+        keys = Counter((d.get("pool_name", ""), d.get("device_name", "")) for d in devices)
+        twice = sorted(k for k, n in keys.items() if n > 1)
+        if twice:
+            problems.append(f"{where}: answered device(s) {twice} more than once")
+        results = _results(claims_seen.get(claim.get("uid", "")))
+        if results:
+            mine = {(r["pool"], r["device"]) for r in results if r.get("driver") == driver}
+            foreign = sorted(set(keys) - mine)
+            if foreign:
+                problems.append(f"{where}: answered device(s) {foreign}, which its allocation does not give {driver} "
+                                f"(it gives {sorted(mine)})")
+        if c.cdi is None:
+            continue
+        for d in devices:
+            for cdi_id in d.get("cdi_device_ids") or []:
+                if not any(spec.defines(cdi_id) for spec in c.cdi.values()):
+                    problems.append(f"{where}: device {d.get('pool_name')}/{d.get('device_name')} was answered with CDI "
+                                    f"device {cdi_id!r}, which no CDI spec on the node defined as the answer went back "
+                                    f"(specs: {sorted(c.cdi) or 'none'})")
+    return problems
+
+
+def _base(request: str) -> str:
+    """A subrequest's request: "gpu" of "gpu/large"."""
+    return request.split("/", 1)[0]
+
+
+def wrong_requests(calls: list[PluginCall], claims_seen: dict[str, dict[str, Any]], driver: str) -> list[str]:
+    """KP-04 over every claim the driver prepared in the run: the kubelet gives a container that
+    references a request the CDI devices answered with that request's name, and those answered
+    with no name to every container of the claim. So each name a device is answered with is a
+    request (or its base request) the allocation gives that device, and a device answered with no
+    name is allocated to every request of the claim."""
+    problems = []
+    for c, claim, devices in _prepared_devices(calls):
+        results = _results(claims_seen.get(claim.get("uid", "")))
+        if not results:
+            continue
+        requests = {_base(r["request"]) for r in results}
+        for d in devices:
+            key = (d.get("pool_name", ""), d.get("device_name", ""))
+            given = {_base(r["request"]) for r in results if r.get("driver") == driver and (r["pool"], r["device"]) == key}
+            if not given:
+                continue  # not allocated to it at all: KP-03's
+            names = d.get("request_names") or []
+            wrong = sorted({n for n in names if _base(n) not in given})
+            if wrong:
+                problems.append(f"{_where(c, claim)}: device {key[0]}/{key[1]} was answered for request(s) {wrong}, "
+                                f"but is allocated for {sorted(given)}: containers that use {wrong} get its CDI devices")
+            elif not names and requests - given:
+                problems.append(f"{_where(c, claim)}: device {key[0]}/{key[1]} was answered with no request names, "
+                                f"which gives it to every request of the claim {sorted(requests)}, but it is allocated "
+                                f"for {sorted(given)} only: containers that use {sorted(requests - given)} get its CDI devices")
+    return problems
+
+
+# How long after a successful unprepare a claim's own CDI spec may stay (as the fixed KP-06 check
+# allows a driver that cleans up after answering), before a later snapshot showing it is a FAIL.
+SPEC_GRACE_SECONDS = 10
+
+
+def left_specs(calls: list[PluginCall]) -> list[str]:
+    """KP-06 over every claim unprepared in the run: its own CDI spec files (at its prepare: a spec
+    that defined a CDI device answered for it and named it) are gone from the node in every
+    snapshot taken more than SPEC_GRACE_SECONDS after the unprepare succeeded, until the claim is
+    prepared there again."""
+    own: dict[tuple[str, str], tuple[dict[str, set[str]], dict[str, Any]]] = {}  # (node, uid) -> ({path: ids}, claim)
+    unprepared: dict[tuple[str, str], PluginCall] = {}
+    problems = []
+    for c in sorted((c for c in calls if not c.stream and not c.error), key=lambda c: c.end):
+        answers = (c.response or {}).get("claims") or {}
+        if c.name == "NodePrepareResources":
+            for _, claim, devices in _prepared_devices([c]):
+                key = (c.node, claim.get("uid", ""))
+                unprepared.pop(key, None)
+                ids = {i for d in devices for i in d.get("cdi_device_ids") or []}
+                paths = {p: {i for i in ids if s.defines(i)} for p, s in (c.cdi or {}).items() if key[1] in s.claims}
+                own[key] = ({p: i for p, i in paths.items() if i}, claim)
+        elif c.name == "NodeUnprepareResources":
+            for claim in (c.request or {}).get("claims") or []:
+                key = (c.node, claim.get("uid", ""))
+                if key in own and not (answers.get(key[1]) or {}).get("error"):
+                    unprepared[key] = c
+        if c.cdi is None:
+            continue
+        for key, un in list(unprepared.items()):
+            if key[0] != c.node or (c.end - un.end).total_seconds() <= SPEC_GRACE_SECONDS:
+                continue
+            paths, claim = own[key]
+            left = sorted(p for p, ids in paths.items() if p in c.cdi and any(c.cdi[p].defines(i) for i in ids))
+            if left:
+                problems.append(f"on {c.node}: claim {claim.get('namespace')}/{claim.get('name')} ({key[1]}), unprepared "
+                                f"at {un.end:%H:%M:%S.%f}: its CDI spec(s) {left} were still on the node at "
+                                f"{c.end:%H:%M:%S.%f}")
+            del unprepared[key]  # judged once, on the first snapshot past the grace
+    return problems

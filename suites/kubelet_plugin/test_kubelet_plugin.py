@@ -19,6 +19,7 @@ import hypothesis
 import pytest
 from kubernetes import client
 
+from clusters.claim_log import CLAIM_LOG
 from clusters.plugin_calls import PluginCall
 from clusters.providers import Lab
 from drivers_under_test.deploy import PROFILE_LABEL
@@ -617,6 +618,44 @@ def test_every_claim_prepared_again_in_the_run_got_the_same_devices(
         lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
     _judge_recorded_calls(contract.changed_answers, "that answered a prepared claim differently",
                           "NodePrepareResources is not idempotent over the run", lab, api, dra_driver, namespace, evidence)
+
+
+def _claims_seen(lab: Lab, api, namespace: str, evidence: Evidence) -> dict[str, dict]:
+    """The allocation of every claim the run saw, from the claim log; this check's own claim among
+    them (what the answers are judged against, seen before them)."""
+    seen = lab.claims_allocated()
+    uid = _uid(api, namespace, "traced")
+    evidence.observe("claims seen allocated", f"{len(seen)} claim(s) in the claim log")
+    if uid not in seen:
+        raise ObservationFailed(f"the claim log has no allocation of claim {namespace}/traced ({uid}), whose pod runs: "
+                                f"see {lab.log_dir}/{CLAIM_LOG}")
+    return seen
+
+
+@pytest.mark.requirement("KP-03")
+def test_every_device_prepared_in_the_run_is_allocated_and_resolves(
+        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    _judge_recorded_calls(lambda calls: contract.wrong_devices(calls, _claims_seen(lab, api, namespace, evidence),
+                                                               dra_driver.name),
+                          "that answered a device wrongly", "NodePrepareResources answered devices the claims do not "
+                          "have, twice, or with CDI devices no spec defined", lab, api, dra_driver, namespace, evidence)
+
+
+@pytest.mark.requirement("KP-04")
+def test_every_device_prepared_in_the_run_goes_only_to_its_own_requests(
+        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    _judge_recorded_calls(lambda calls: contract.wrong_requests(calls, _claims_seen(lab, api, namespace, evidence),
+                                                                dra_driver.name),
+                          "that gave a device to requests it is not allocated for", "NodePrepareResources answered "
+                          "devices for requests they are not allocated for", lab, api, dra_driver, namespace, evidence)
+
+
+@pytest.mark.requirement("KP-06")
+def test_no_claim_unprepared_in_the_run_left_its_cdi_spec(
+        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    _judge_recorded_calls(contract.left_specs, "whose claim's CDI spec outlived its unprepare",
+                          f"claims' own CDI specs stayed on the node more than {contract.SPEC_GRACE_SECONDS}s after "
+                          "they were unprepared", lab, api, dra_driver, namespace, evidence)
 
 
 # How long the driver's slices may outlive it: the kubelet deletes a deregistered driver's slices

@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from clusters.claim_log import allocations
 from clusters.plugin_calls import append_to_run_trace, read
-from suites.kubelet_plugin.contract import calls_to, changed_answers, unanswered_claims
+from suites.kubelet_plugin.contract import (calls_to, changed_answers, left_specs, unanswered_claims, wrong_devices,
+                                            wrong_requests)
 
 PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 UNPREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
@@ -17,10 +19,13 @@ SOCKET = "gpu.example.com-reg.sock"
 second = iter(range(10, 60))
 
 
-def line(method: str, request: Any = None, response: Any = None, error: str = "", socket: str = SOCKET) -> str:
-    at = f"2026-11-28T09:18:{next(second)}.123456789Z"
+def line(method: str, request: Any = None, response: Any = None, error: str = "", socket: str = SOCKET,
+         cdi: dict[str, Any] | None = None, at_second: int | None = None) -> str:
+    at = f"2026-11-28T09:18:{at_second if at_second is not None else next(second)}.123456789Z"
     rec = {"node": "node-1", "start": at, "end": at, "socket": socket, "method": method}
     rec |= {k: v for k, v in (("request", request), ("response", response), ("error", error)) if v}
+    if cdi is not None:
+        rec["cdi"] = {"dirs": ["/var/run/cdi"], "specs": cdi}
     return json.dumps(rec)
 
 
@@ -84,9 +89,84 @@ def test_a_labs_node_traces_join_the_runs_trace_in_order_of_start(tmp_path: Path
         (logs / node / "plugin-calls.jsonl").write_text("".join(
             json.dumps({"node": node, "start": f"2026-11-28T09:18:{s}Z", "end": f"2026-11-28T09:18:{s}Z",
                         "method": "socket created"}) + "\n" for s in seconds))
+    (logs / "claims.jsonl").write_text(json.dumps({"kind": "ResourceClaim", "start": "2026-11-28T09:18:11.000001+00:00",
+                                                   "end": "2026-11-28T09:18:11.000001+00:00", "uid": "a"}) + "\n")
     trace = tmp_path / "results" / "trace.jsonl"
-    assert append_to_run_trace(logs, "cert", trace) == 3
+    assert append_to_run_trace(logs, "cert", trace) == 4
     rows = [json.loads(line) for line in trace.read_text().splitlines()]
-    # "10.5Z" sorts after "10.503Z" as text; 10.5 s is before 10.503 s.
-    assert [(r["lab"], r["node"], r["start"][17:-1]) for r in rows] == [("cert", "node-1", "10.5"),
-                                                                       ("cert", "node-2", "10.503"), ("cert", "node-1", "12")]
+    # "10.5Z" sorts after "10.503Z" as text; 10.5 s is before 10.503 s. The claim log's lines join by time too.
+    assert [(r["lab"], r.get("node", r.get("kind")), r["start"][17:23]) for r in rows] == [
+        ("cert", "node-1", "10.5Z"), ("cert", "node-2", "10.503"), ("cert", "ResourceClaim", "11.000"), ("cert", "node-1", "12Z")]
+
+
+def spec(*names: str, claims: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"kind": "example.com/gpu", "devices": list(names), "claims": list(claims)}
+
+
+def seen(uid: str, *results: tuple[str, str]) -> dict[str, Any]:
+    """A claim log record: (request, device) results of gpu.example.com on pool node-1."""
+    return {"uid": uid, "status": {"allocation": {"devices": {"results": [
+        {"request": r, "driver": "gpu.example.com", "pool": "node-1", "device": d} for r, d in results]}}}}
+
+
+def prepared(uid: str, answer: dict[str, Any], cdi: dict[str, Any] | None = None, at_second: int | None = None) -> str:
+    return line(PREPARE, {"claims": [claim(uid)]}, {"claims": {uid: answer}}, cdi=cdi, at_second=at_second)
+
+
+def test_a_device_not_allocated_answered_twice_or_unresolvable_is_named(tmp_path: Path) -> None:
+    specs = {"/var/run/cdi/a.json": spec("gpu-0", "gpu-1")}
+    both = {"devices": devices("gpu-0")["devices"] * 2}
+    calls = read(trace(tmp_path, prepared("a", devices("gpu-0", "gpu-1"), specs), prepared("b", devices("gpu-2"), specs),
+                       prepared("c", both, specs), prepared("d", devices("gpu-0"), None)))
+    claims_seen = {"a": seen("a", ("gpu", "gpu-0"), ("gpu", "gpu-1")), "b": seen("b", ("gpu", "gpu-3")),
+                   "c": seen("c", ("gpu", "gpu-0")), "d": seen("d", ("gpu", "gpu-5"))}
+    problems = wrong_devices(calls, claims_seen, "gpu.example.com")
+    assert len(problems) == 4, problems
+    assert "claim ns/claim-b (b)" in problems[0] and "answered device(s) [('node-1', 'gpu-2')], which its allocation" in problems[0]
+    assert "CDI device 'example.com/gpu=gpu-2', which no CDI spec" in problems[1]
+    assert "claim ns/claim-c (c)" in problems[2] and "more than once" in problems[2]
+    assert "claim ns/claim-d (d)" in problems[3] and "gpu-0" in problems[3]  # no snapshot: only the allocation judged
+
+
+def test_a_device_answered_for_a_request_it_is_not_allocated_for_is_named(tmp_path: Path) -> None:
+    def answer(*devs: tuple[str, list[str]]) -> dict[str, Any]:
+        return {"devices": [{"pool_name": "node-1", "device_name": d, "request_names": names, "cdi_device_ids": []}
+                             for d, names in devs]}
+    calls = read(trace(tmp_path, prepared("a", answer(("gpu-0", ["r0"]), ("gpu-1", ["r0"]))),
+                       prepared("b", answer(("gpu-0", []), ("gpu-1", ["r1"]))),
+                       prepared("c", answer(("gpu-0", []))), prepared("d", answer(("gpu-0", ["big"])))))
+    claims_seen = {u: seen(u, ("r0", "gpu-0"), ("r1", "gpu-1")) for u in "ab"}
+    claims_seen |= {"c": seen("c", ("r0", "gpu-0")), "d": seen("d", ("big/large", "gpu-0"))}
+    problems = wrong_requests(calls, claims_seen, "gpu.example.com")
+    assert len(problems) == 2, problems
+    assert "(a)" in problems[0] and "device node-1/gpu-1 was answered for request(s) ['r0'], but is allocated for ['r1']" in problems[0]
+    assert "(b)" in problems[1] and "gpu-0 was answered with no request names" in problems[1] and "use ['r1']" in problems[1]
+
+
+def test_a_claims_own_cdi_spec_left_past_the_grace_after_its_unprepare_is_named(tmp_path: Path) -> None:
+    own = {"/var/run/cdi/claim-a.json": spec("gpu-0", claims=("a",)), "/var/run/cdi/node.json": spec("base")}
+    answer = {"devices": [{"pool_name": "node-1", "device_name": "gpu-0", "cdi_device_ids": ["example.com/gpu=gpu-0",
+                                                                                            "example.com/gpu=base"]}]}
+    unprepare = line(UNPREPARE, {"claims": [claim("a")]}, {"claims": {"a": {}}}, at_second=11, cdi=own)
+    still = {"/var/run/cdi/claim-a.json": spec("gpu-0"), "/var/run/cdi/node.json": spec("base")}
+    calls = read(trace(tmp_path, prepared("a", answer, own, at_second=10), unprepare,
+                       prepared("b", devices("gpu-1"), still, at_second=15), prepared("b", devices("gpu-1"), still, at_second=30)))
+    (problem,) = left_specs(calls)
+    assert "claim ns/claim-a (a)" in problem and "['/var/run/cdi/claim-a.json'] were still on the node at 09:18:30" in problem
+    gone = read(trace(tmp_path, prepared("a", answer, own, at_second=10), unprepare,
+                      prepared("b", devices("gpu-1"), {"/var/run/cdi/node.json": spec("base")}, at_second=30)))
+    assert left_specs(gone) == []  # the node's shared spec may stay
+    again = read(trace(tmp_path, prepared("a", answer, own, at_second=10), unprepare, prepared("a", answer, own, at_second=20),
+                       prepared("b", devices("gpu-1"), still, at_second=40)))
+    assert left_specs(again) == []  # prepared again: its spec is its own once more
+
+
+def test_the_claim_log_keeps_each_allocated_claim_after_it_is_gone(tmp_path: Path) -> None:
+    log = tmp_path / "claims.jsonl"
+    allocated = {"allocation": {"devices": {"results": [{"device": "gpu-0"}]}}}
+    log.write_text("\n".join(json.dumps({"uid": u, "event": e, "status": st, "start": "2026-11-28T09:18:0%d+00:00" % i,
+                                         "end": "2026-11-28T09:18:0%d+00:00" % i})
+                             for i, (u, e, st) in enumerate([("a", "ADDED", {}), ("a", "MODIFIED", allocated),
+                                                            ("a", "DELETED", allocated), ("b", "ADDED", {})])) + "\n")
+    assert list(allocations(log)) == ["a"] and allocations(log)["a"]["event"] == "DELETED"
+    assert allocations(tmp_path / "none.jsonl") == {}

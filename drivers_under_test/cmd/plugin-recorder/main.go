@@ -21,6 +21,9 @@ func main() {
 	serviceDir := flag.String("service-dir", "/var/lib/kubelet/plugins/dralab-recorder", "directory for the stand-ins of the plugins' service sockets")
 	node := flag.String("node", "", "node name written in every record")
 	trace := flag.String("trace", "", "file the records are appended to (default: stdout)")
+	var cdiDirs []string
+	flag.Func("cdi-dir", "a CDI spec directory of the container runtime, recorded with each prepare and unprepare (repeatable)",
+		func(dir string) error { cdiDirs = append(cdiDirs, dir); return nil })
 	flag.Parse()
 	if *driverRegistry == "" || *node == "" {
 		fmt.Fprintln(os.Stderr, "plugin-recorder: --driver-registry and --node are required")
@@ -39,7 +42,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	m := &pluginrecorder.Mirror{DriverRegistry: *driverRegistry, KubeletRegistry: *kubeletRegistry,
-		ServiceDir: *serviceDir, Recorder: pluginrecorder.NewRecorder(out, *node)}
+		ServiceDir: *serviceDir, CDIDirs: cdiDirs, Recorder: pluginrecorder.NewRecorder(out, *node)}
 	if err := m.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "plugin-recorder:", err)
 		os.Exit(1)

@@ -42,6 +42,7 @@ type forwarder struct {
 	rec     *Recorder
 	socket  string
 	rewrite rewrite
+	cdiDirs []string // read after a prepare or unprepare, before its answer goes back
 }
 
 func (f *forwarder) server() *grpc.Server {
@@ -64,15 +65,21 @@ func (f *forwarder) handle(_ any, in grpc.ServerStream) error {
 		return err
 	}
 	var request, answer []byte
+	var cdi *CDISnapshot
 	sent := make(chan error, 1)
-	go func() { sent <- f.requests(in, out, method, unary, &request) }()
-	err = f.answers(in, out, method, unary, &answer)
+	asked := make(chan []byte, 1) // a unary request, to the snapshot taken when its answer arrives
+	go func() { sent <- f.requests(in, out, method, unary, &request, asked) }()
+	err = f.answers(in, out, method, unary, &answer, func() {
+		if len(f.cdiDirs) > 0 && snapshotted(method) {
+			cdi = snapshotCDI(f.cdiDirs, claimUIDs(method, <-asked))
+		}
+	})
 	if err == nil {
 		err = <-sent // the kubelet's side ended first only in a stream it closed
 	}
 	if unary {
 		rec := Record{Start: start, End: time.Now(), Socket: f.socket, Method: method,
-			Request: decode(method, true, request), Response: decode(method, false, answer)}
+			Request: decode(method, true, request), Response: decode(method, false, answer), CDI: cdi}
 		if err != nil {
 			rec.Error = err.Error()
 		}
@@ -83,7 +90,8 @@ func (f *forwarder) handle(_ any, in grpc.ServerStream) error {
 	return err
 }
 
-func (f *forwarder) requests(in grpc.ServerStream, out grpc.ClientStream, method string, unary bool, first *[]byte) error {
+func (f *forwarder) requests(in grpc.ServerStream, out grpc.ClientStream, method string, unary bool, first *[]byte,
+	asked chan<- []byte) error {
 	for {
 		msg := &frame{}
 		if err := in.RecvMsg(msg); err != nil {
@@ -94,6 +102,10 @@ func (f *forwarder) requests(in grpc.ServerStream, out grpc.ClientStream, method
 		}
 		if unary {
 			*first = msg.wire
+			select {
+			case asked <- msg.wire:
+			default: // a client sending a unary call twice: the first is the one answered
+			}
 		} else {
 			f.streamed(method, "request", true, msg.wire)
 		}
@@ -103,7 +115,9 @@ func (f *forwarder) requests(in grpc.ServerStream, out grpc.ClientStream, method
 	}
 }
 
-func (f *forwarder) answers(in grpc.ServerStream, out grpc.ClientStream, method string, unary bool, first *[]byte) error {
+// answers passes the plugin's messages back; `arrived` runs on a unary answer before the kubelet gets it.
+func (f *forwarder) answers(in grpc.ServerStream, out grpc.ClientStream, method string, unary bool, first *[]byte,
+	arrived func()) error {
 	if header, err := out.Header(); err == nil {
 		if err := in.SendHeader(header); err != nil {
 			return err
@@ -120,6 +134,7 @@ func (f *forwarder) answers(in grpc.ServerStream, out grpc.ClientStream, method 
 		}
 		if unary {
 			*first = msg.wire
+			arrived()
 		} else {
 			f.streamed(method, "response", false, msg.wire)
 		}

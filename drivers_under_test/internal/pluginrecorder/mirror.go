@@ -21,9 +21,10 @@ import (
 // plugin's is (a restarted plugin listens anew: the kubelet must see a new socket too, as it
 // would have), removed when the plugin's goes (the kubelet unregisters it).
 type Mirror struct {
-	DriverRegistry  string // where plugins put their registration sockets
-	KubeletRegistry string // the kubelet's plugins_registry
-	ServiceDir      string // where the stand-ins of the plugins' service sockets go
+	DriverRegistry  string   // where plugins put their registration sockets
+	KubeletRegistry string   // the kubelet's plugins_registry
+	ServiceDir      string   // where the stand-ins of the plugins' service sockets go
+	CDIDirs         []string // the container runtime's CDI spec directories, recorded with each prepare and unprepare
 	Recorder        *Recorder
 
 	mu      sync.Mutex
@@ -176,7 +177,7 @@ func (s *standIn) endpoint(method string, answer []byte) []byte {
 		conn, err := dial(info.Endpoint)
 		if err == nil {
 			s.conns = append(s.conns, conn)
-			f := &forwarder{backend: conn, rec: s.mirror.Recorder, socket: s.name}
+			f := &forwarder{backend: conn, rec: s.mirror.Recorder, socket: s.name, cdiDirs: s.mirror.CDIDirs}
 			err = s.serve(f.server(), ours)
 		}
 		if err != nil { // the kubelet then talks to the plugin unrecorded: say so in the trace

@@ -26,6 +26,7 @@ type plugin struct {
 	registerapi.UnimplementedRegistrationServer
 	drapb.UnimplementedDRAPluginServer
 	endpoint string
+	cdiDir   string // where it writes a claim's CDI spec before answering its prepare
 	servers  []*grpc.Server
 	notified chan *registerapi.RegistrationStatus
 }
@@ -46,6 +47,10 @@ func (p *plugin) NodePrepareResources(_ context.Context, req *drapb.NodePrepareR
 		if c.Name == "broken" {
 			return nil, status.Error(codes.Internal, "cannot prepare broken")
 		}
+		spec := `{"cdiVersion": "0.5.0", "kind": "example.com/gpu", "devices": [{"name": "` + c.Uid + `"}]}`
+		if err := os.WriteFile(filepath.Join(p.cdiDir, "example.com-gpu_"+c.Uid+".json"), []byte(spec), 0o644); err != nil {
+			return nil, err
+		}
 		resp.Claims[c.Uid] = &drapb.NodePrepareResourceResponse{Devices: []*drapb.Device{
 			{PoolName: "node-1", DeviceName: "gpu-0", CdiDeviceIds: []string{"example.com/gpu=" + c.Uid}}}}
 	}
@@ -54,7 +59,7 @@ func (p *plugin) NodePrepareResources(_ context.Context, req *drapb.NodePrepareR
 
 func startPlugin(t *testing.T, registry, dir, name string) *plugin {
 	t.Helper()
-	p := &plugin{endpoint: filepath.Join(dir, name+"-dra.sock"), notified: make(chan *registerapi.RegistrationStatus, 1)}
+	p := &plugin{endpoint: filepath.Join(dir, name+"-dra.sock"), cdiDir: dir, notified: make(chan *registerapi.RegistrationStatus, 1)}
 	for socket, register := range map[string]func(*grpc.Server){
 		filepath.Join(registry, name+"-reg.sock"): func(s *grpc.Server) { registerapi.RegisterRegistrationServer(s, p) },
 		p.endpoint: func(s *grpc.Server) { drapb.RegisterDRAPluginServer(s, p) },
@@ -194,6 +199,11 @@ func TestTheKubeletTalksToThePluginThroughTheRecorder(t *testing.T) {
 			if uid == "uid-1" && !strings.Contains(mustJSON(t, r["response"]), `"device_name":"gpu-0"`) {
 				t.Fatalf("a prepare's record has the devices answered: %v", r)
 			}
+			spec := filepath.Join(pluginDir, "example.com-gpu_uid-1.json")
+			want := map[string]any{"kind": "example.com/gpu", "devices": []any{"uid-1"}, "claims": []any{"uid-1"}}
+			if uid == "uid-1" && mustJSON(t, r["cdi"].(map[string]any)["specs"].(map[string]any)[spec]) != mustJSON(t, want) {
+				t.Fatalf("a prepare's record has the node's CDI specs as it returned, with the claims they name: %v", r["cdi"])
+			}
 			if uid == "uid-2" && !strings.Contains(r["error"].(string), "cannot prepare broken") {
 				t.Fatalf("a failed prepare's record has the error: %v", r)
 			}
@@ -210,7 +220,8 @@ func TestTheKubeletTalksToThePluginThroughTheRecorder(t *testing.T) {
 func newMirror(root string) (*Mirror, *lines) {
 	out := &lines{}
 	return &Mirror{DriverRegistry: filepath.Join(root, "driver-registry"), KubeletRegistry: filepath.Join(root, "plugins_registry"),
-		ServiceDir: filepath.Join(root, "recorder"), Recorder: NewRecorder(out, "node-1")}, out
+		ServiceDir: filepath.Join(root, "recorder"), CDIDirs: []string{filepath.Join(root, "plugins"), filepath.Join(root, "no-such-dir")},
+		Recorder: NewRecorder(out, "node-1")}, out
 }
 
 // shortTempDir: t.TempDir's paths are longer than a unix socket's 108 bytes allow.

@@ -40,6 +40,7 @@ type Record struct {
 	Request  json.RawMessage `json:"request,omitempty"`
 	Response json.RawMessage `json:"response,omitempty"`
 	Error    string          `json:"error,omitempty"`
+	CDI      *CDISnapshot    `json:"cdi,omitempty"` // the node's CDI specs as the answer went back (prepare, unprepare)
 }
 
 // Recorder writes records as whole lines, one at a time: calls arrive concurrently.
