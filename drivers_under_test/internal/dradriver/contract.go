@@ -21,6 +21,9 @@ import (
 // plugin contract's variants bend (duplicate-device acts in Run, leave-cdi-spec in
 // RemoveClaimCDISpec); none for the correct driver.
 func (o *Options) contractOptions() []kubeletplugin.Option {
+	if reach := o.reachOption(); reach != nil {
+		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor(reach)}
+	}
 	v := o.Variant
 	switch {
 	case v.Is(VariantRemoveRegistrationSocket):

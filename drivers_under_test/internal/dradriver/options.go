@@ -6,6 +6,7 @@ package dradriver
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,11 +139,8 @@ func RegisterFlags(fs *flag.FlagSet, driverName string, own map[string]string) *
 	fs.StringVar(&o.AttributeDomain, "attribute-domain", "",
 		"publish the driver's own device attributes qualified with this domain, e.g. dralab.dev/index (default: unqualified, in the driver name's domain)")
 	all := map[string]string{}
-	for k, v := range Variants {
-		all[k] = v
-	}
-	for k, v := range own {
-		all[k] = v
+	for _, m := range []map[string]string{Variants, reachVariants, own} {
+		maps.Copy(all, m)
 	}
 	o.Variant = variant.Flag(fs, all)
 	return o
