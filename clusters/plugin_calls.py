@@ -98,16 +98,19 @@ def read(trace: Path) -> list[PluginCall]:
     return [PluginCall.from_line(line) for line in trace.read_text().splitlines() if line.strip()]
 
 
-def append_to_run_trace(lab_log_dir: Path, lab: str, trace: Path) -> int:
+def append_to_run_trace(lab_log_dir: Path, lab: str, trace: Path, since: datetime | None = None) -> int:
     """Add the calls of every node of a lab and its claim log (its kept logs) to a run's trace,
-    one JSON line each with the lab's name, in the order they started; returns how many."""
+    one JSON line each with the lab's name, in the order they started, those before `since` (an
+    earlier run's on a reused lab) left out; returns how many."""
     lines = []
     for node_trace in sorted([*lab_log_dir.glob(f"*/{TRACE_FILE}"), *lab_log_dir.glob(CLAIM_LOG)]):
         for line in node_trace.read_text().splitlines():
             if line.strip():
                 raw = json.loads(line)
                 # By time, not text: Go's RFC 3339 times drop trailing zeros of the fraction.
-                lines.append((datetime.fromisoformat(raw["start"]), json.dumps({"lab": lab, **raw})))
+                start = datetime.fromisoformat(raw["start"])
+                if since is None or start >= since:
+                    lines.append((start, json.dumps({"lab": lab, **raw})))
     if lines:
         trace.parent.mkdir(parents=True, exist_ok=True)
         with trace.open("a") as out:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
@@ -77,6 +78,9 @@ class Lab:
     import_images: Callable[[Sequence[Path]], None] | None = None
     # The lab's parts that died, each with its evidence: none known of a cluster dralab did not start.
     dead_parts: Callable[[], list[str]] = list
+    # When this run took the lab on: what its nodes recorded before is an earlier run's (a lab reused
+    # across runs, as selfcheck's variants share one), not this run's to judge.
+    taken: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
 
     def api(self):  # -> kubernetes.client.ApiClient
         from kubernetes import config
@@ -106,10 +110,12 @@ class Lab:
         return self.plugin_registries[1] if self.plugin_registries else plugin_calls.kubelet_registry(node.kubelet_root_dir)
 
     def plugin_calls(self) -> list[plugin_calls.PluginCall]:
-        """Every recorded call between the kubelets and their plugins so far, node by node."""
+        """Every call between the kubelets and their plugins recorded since this run took the lab,
+        node by node."""
         if self.local is None:
             raise NotSupported(f"the {self.provider} provider's nodes run no plugin recorder: no kubelet-plugin calls are recorded")
-        return [call for node in self.local.nodes for call in plugin_calls.read(node.plugin_calls_file)]
+        return [call for node in self.local.nodes for call in plugin_calls.read(node.plugin_calls_file)
+                if call.start >= self.taken]
 
     def claims_allocated(self) -> dict[str, dict[str, Any]]:
         """Each claim the run saw allocated in this lab, by UID: its last version in the claim log

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -153,7 +154,7 @@ def _owned_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluste
     return cluster
 
 
-# Each owned lab's claim log (clusters/claim_log.py), by lab name: the run's watch of its claims.
+# Each owned lab's claim log (clusters/claim_log.py) and when the run took the lab, by lab name.
 _claim_logs = pytest.StashKey[dict]()
 
 
@@ -163,7 +164,8 @@ def _start_claim_log(config: pytest.Config, cluster) -> None:  # cluster: LocalC
     from clusters.claim_log import CLAIM_LOG, ClaimLog
 
     api = kube_config.new_client_from_config(config_file=str(cluster.kubeconfig))
-    config.stash.setdefault(_claim_logs, {})[cluster.cfg.name] = ClaimLog(api, cluster.log_dir / CLAIM_LOG)
+    config.stash.setdefault(_claim_logs, {})[cluster.cfg.name] = (ClaimLog(api, cluster.log_dir / CLAIM_LOG),
+                                                                  datetime.now(timezone.utc))
 
 
 def _kind_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> KindCluster
@@ -191,14 +193,14 @@ def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | Ki
     """Tear a lab down (with --reuse-labs, leave it to the next run), its component logs first
     copied under the results dir: every log path a report names must outlive the lab (LAB-07)."""
     config.stash[_labs_up].remove(cluster)
-    claim_log = config.stash.get(_claim_logs, {}).pop(cluster.cfg.name, None)
+    claim_log, taken = config.stash.get(_claim_logs, {}).pop(cluster.cfg.name, (None, None))
     if claim_log is not None:
         claim_log.stop()
     try:
         shutil.copytree(cluster.log_dir, logs_dir(config) / cluster.cfg.name, dirs_exist_ok=True)
         # Every call between the lab's kubelets and plugins and every claim seen, beside the report (MUT-03).
         plugin_calls.append_to_run_trace(cluster.log_dir, cluster.cfg.name,
-                                         Path(config.getoption("--results-dir")) / "trace.jsonl")
+                                         Path(config.getoption("--results-dir")) / "trace.jsonl", since=taken)
     finally:
         if not config.getoption("--reuse-labs") or config.getoption("--cluster") == "kind":
             cluster.down()
@@ -298,17 +300,18 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
 def extra_lab(request: pytest.FixtureRequest) -> Iterator[Callable[[ClusterConfig], Lab]]:
     """Start further labs (other feature gates, other paths) on the run's provider, local or kind;
     all are torn down at the end."""
-    started: dict[str, Any] = {}  # LocalCluster or KindCluster
+    started: dict[str, tuple[Any, Lab]] = {}  # LocalCluster or KindCluster, and the run's Lab of it
 
     def start(cfg: ClusterConfig) -> Lab:
         if cfg.name not in started:
-            started[cfg.name] = _owned_cluster(request.config, cfg)
-        return _owned_lab(started[cfg.name])
+            cluster = _owned_cluster(request.config, cfg)
+            started[cfg.name] = (cluster, _owned_lab(cluster))
+        return started[cfg.name][1]
 
     try:
         yield start
     finally:
-        for cluster in started.values():
+        for cluster, _ in started.values():
             _down(request.config, cluster)
 
 

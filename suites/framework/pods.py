@@ -142,6 +142,18 @@ def prepare_refusals(api: client.ApiClient, namespace: str, name: str) -> list[c
     return sorted(refusals, key=lambda e: e.first_timestamp or e.event_time or e.metadata.creation_timestamp)
 
 
+# containerd's words (in the kubelet's Failed event) when a container's CDI devices, which the
+# DRA driver answered, are defined by no spec on the node.
+CDI_UNRESOLVABLE = "CDI device injection failed"
+
+
+def cdi_refusals(api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
+    """The kubelet's events of the runtime refusing the pod's containers their CDI devices."""
+    items = client.CoreV1Api(api).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={name},reason=Failed").items
+    return [e for e in items if CDI_UNRESOLVABLE in (e.message or "")]
+
+
 def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> client.CoreV1Event | None:
     """The kubelet's latest event of the driver refusing to prepare the pod's claims, if there is one."""
     refusals = prepare_refusals(api, namespace, name)
@@ -149,10 +161,12 @@ def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> client.
 
 
 def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[str, ...] = ("Running",),
-               timeout: float = POD_TIMEOUT) -> client.V1Pod:
-    """The pod once in one of `phases`. A driver that still refuses to prepare its claims
-    REFUSAL_GRACE seconds after its first refusal is a DriverFailure (the kubelet's event is the
-    evidence), without waiting out the timeout; a timeout names the pod's events."""
+               timeout: float = POD_TIMEOUT, cdi_refused: bool = False) -> client.V1Pod:
+    """The pod once in one of `phases`. A driver that still refuses to prepare its claims (with
+    `cdi_refused`, also one whose answered CDI devices the runtime still cannot find: checks that
+    judge the answer themselves wait it out) REFUSAL_GRACE seconds after the first refusal is a
+    DriverFailure (the kubelet's event is the evidence), without waiting out the timeout; a
+    timeout names the pod's events."""
     core = client.CoreV1Api(api)
     first_refused: list[float] = []
 
@@ -160,14 +174,15 @@ def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[s
         pod = core.read_namespaced_pod(name, namespace)
         if pod.status.phase in phases:
             return pod
-        refusals = prepare_refusals(api, namespace, name)
+        refusals, what = prepare_refusals(api, namespace, name), "the DRA driver refused to prepare its claim"
+        if not refusals and cdi_refused:
+            refusals, what = cdi_refusals(api, namespace, name), "the runtime found no CDI spec for devices the DRA driver answered"
         if refusals:
             first_refused[:] = first_refused or [time.monotonic()]
             if time.monotonic() - first_refused[0] > REFUSAL_GRACE:
                 said = "; then ".join(f"kubelet ({e.source.component}, x{e.count}): {e.reason}: {e.message}"
                                       for e in refusals)
-                raise DriverFailure(f"pod {namespace}/{name} cannot start: the DRA driver refused to prepare its claim "
-                                    f"for {REFUSAL_GRACE}s; {said}")
+                raise DriverFailure(f"pod {namespace}/{name} cannot start: {what} for {REFUSAL_GRACE}s; {said}")
         return None
 
     try:

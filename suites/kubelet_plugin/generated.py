@@ -7,9 +7,11 @@ answered; a pod that does not start is this module's own finding, with its shape
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
+import hypothesis
 import yaml
 from hypothesis import strategies as st
 
@@ -17,6 +19,24 @@ from suites.framework import claims, pods
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.pods import PodBuilder
+
+
+# How long hypothesis may shrink a failing case: each try starts a pod and may wait out its
+# refusal (30 s); past this the smallest failing shape found is the case.
+SHRINK_SECONDS = 150
+
+
+@dataclass
+class Run:
+    """One driver's generated workloads: the seed and budget, the room a pod had, the shapes tried,
+    and the shrunk case of a pod that did not start, or why nothing was drawn."""
+
+    seed: int
+    budget: int
+    capacity: int = 0
+    tried: list[str] = field(default_factory=list)
+    failure: str | None = None
+    skipped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,41 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False) -> P
     # A container uses a claim whole or by request, not both (the API server refuses the mix).
     containers = tuple(tuple(u for u in used if u[1] is None or (u[0], None) not in used) for used in containers)
     return PodShape(claims=tuple(counts), containers=containers)
+
+
+def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
+            attempt: Callable[[PodShape], str | None]) -> str | None:
+    """Try `budget` shapes drawn with `seed`; `attempt` starts one and says why it failed, if it
+    did. Returns the failure of the smallest failing shape hypothesis shrank to within
+    SHRINK_SECONDS of the first failure, None if every shape passed. A shape is attempted once:
+    hypothesis's replays of a failing one get its failure as seen."""
+    failed: dict[PodShape, str] = {}
+    shrinking_since: list[float] = []
+
+    @hypothesis.settings(max_examples=budget, deadline=None, database=None, print_blob=False,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.seed(seed)
+    @hypothesis.given(shapes)
+    def one(shape: PodShape) -> None:
+        if shape not in failed:
+            if shrinking_since and time.monotonic() - shrinking_since[0] > SHRINK_SECONDS:
+                return  # shrinking's time is up: the smallest failing shape so far is the case
+            failure = attempt(shape)
+            if failure is None:
+                return
+            failed[shape] = failure
+            shrinking_since[:] = shrinking_since or [time.monotonic()]
+        raise Failed(failed[shape])
+
+    try:
+        one()
+    except Failed as e:
+        return str(e)
+    return None
+
+
+class Failed(Exception):
+    """A shape that did not start, with why (explore's own: what hypothesis shrinks on)."""
 
 
 def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, name: str) -> None:

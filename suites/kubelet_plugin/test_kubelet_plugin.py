@@ -14,8 +14,6 @@ import time
 from dataclasses import asdict
 from typing import Callable
 
-import hypothesis
-
 import pytest
 from kubernetes import client
 
@@ -25,7 +23,7 @@ from clusters.providers import Lab
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability
 from fake_hardware.lab import HardwareLab
-from suites.framework import cdi_specs, claims, pods, restarts, slices
+from suites.framework import cdi_specs, claims, namespaces, pods, restarts, slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
@@ -540,42 +538,49 @@ def _exists(api, namespace: str, name: str) -> bool:
     return any(p.metadata.name == name for p in client.CoreV1Api(api).list_namespaced_pod(namespace).items)
 
 
-@pytest.mark.requirement("KP-03")
-@pytest.mark.timeout(900)
-def test_generated_pods_with_claims_of_the_driver_start(
-        request: pytest.FixtureRequest, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    """Pod and claim shapes drawn by hypothesis (generated.py), each started, then removed; the
-    calls they cause are judged by the checks over the recorded calls below. The seed is in the
-    evidence: `--seed S` draws the same shapes again."""
+@pytest.fixture(scope="module")
+def generated_run(request: pytest.FixtureRequest, api, dra_driver: DriverUnderTest) -> generated.Run:
+    """Pod and claim shapes drawn by hypothesis (generated.py), each started, then removed, in a
+    namespace of their own: once per driver, before every check over the recorded calls, which
+    judge the calls they cause whichever of those checks a run selects. `--seed S` draws the same
+    shapes again."""
     budget, chosen = request.config.getoption("--budget"), request.config.getoption("--seed")
-    run_seed = chosen if chosen is not None else random.randrange(2**32)
+    run = generated.Run(seed=chosen if chosen is not None else random.randrange(2**32), budget=budget)
     room = slices.room(api, dra_driver.name)
-    capacity = room.most_free
-    if capacity == 0:
-        pytest.skip(f"no node has a free device of {dra_driver.name} ({room.describe()}): no pod shape to draw")
-    evidence.observe("generated workloads", f"seed {run_seed}, budget {budget} shape(s), up to {capacity} device(s) a pod")
-    tried: list[str] = []
+    run.capacity = room.most_free
+    if run.capacity == 0:
+        run.skipped = f"no node has a free device of {dra_driver.name} ({room.describe()}): no pod shape to draw"
+        return run
 
-    @hypothesis.settings(max_examples=budget, deadline=None, database=None, print_blob=False,
-                         suppress_health_check=list(hypothesis.HealthCheck))
-    @hypothesis.seed(run_seed)
-    @hypothesis.given(generated.pod_shapes(capacity, one_device=dra_driver.profile.claim_config is not None))
-    def one(shape: generated.PodShape) -> None:
-        name = f"gen-{len(tried)}"
-        tried.append(f"{name}: {shape}")
-        generated.start(api, namespace, dra_driver, shape, name)
-        try:
-            pods.wait_phase(api, namespace, name)
-        except (WaitTimeout, DriverFailure) as e:
-            raise DriverFailure(f"a pod with claims of {dra_driver.name} did not start (seed {run_seed}): {e}\n"
-                                f"the case, to apply:\n{shape.manifests(dra_driver, name)}") from None
-        finally:
-            generated.remove(api, namespace, shape, name)
+    with namespaces.fresh(api, "gen") as namespace:
+        def attempt(shape: generated.PodShape) -> str | None:
+            name = f"gen-{len(run.tried)}"
+            run.tried.append(f"{name}: {shape}")
+            generated.start(api, namespace, dra_driver, shape, name)
+            try:
+                pods.wait_phase(api, namespace, name, cdi_refused=True)
+                return None
+            except (WaitTimeout, DriverFailure) as e:
+                return (f"a pod with claims of {dra_driver.name} did not start (seed {run.seed}): {e}\n"
+                        f"the case, to apply:\n{shape.manifests(dra_driver, name)}")
+            finally:
+                generated.remove(api, namespace, shape, name)
 
-    try:
-        one()
-    finally:
-        evidence.add("shapes tried", tried)
+        shapes = generated.pod_shapes(run.capacity, one_device=dra_driver.profile.claim_config is not None)
+        run.failure = generated.explore(shapes, run.seed, budget, attempt)
+    return run
+
+
+@pytest.mark.requirement("KP-03")
+def test_generated_pods_with_claims_of_the_driver_start(generated_run: generated.Run, evidence: Evidence) -> None:
+    """Every pod the generated workloads started ran (generated_run); the seed is in the evidence."""
+    evidence.observe("generated workloads", f"seed {generated_run.seed}, budget {generated_run.budget} shape(s), up to "
+                                            f"{generated_run.capacity} device(s) a pod")
+    evidence.add("shapes tried", generated_run.tried)
+    if generated_run.skipped:
+        pytest.skip(generated_run.skipped)
+    if generated_run.failure:
+        raise DriverFailure(generated_run.failure)
 
 
 def _recorded_calls(lab: Lab, api, driver: DriverUnderTest, namespace: str, evidence: Evidence) -> list[PluginCall]:
@@ -597,25 +602,29 @@ def _recorded_calls(lab: Lab, api, driver: DriverUnderTest, namespace: str, evid
 
 def _judge_recorded_calls(problems_of: Callable[[list[PluginCall]], list[str]], what: str, verdict: str, lab: Lab,
                           api, driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    """A rule over every recorded call of the run: its violations, each with the calls they name
-    (by time) quoted from the trace."""
+    """A rule over every recorded call of the run (the generated workloads' among them: each
+    check asks for generated_run): its violations, each with the calls they name (by time)
+    quoted from the trace."""
     calls = _recorded_calls(lab, api, driver, namespace, evidence)
     problems = problems_of(calls)
     evidence.add(f"the recorded calls {what}",
                  [asdict(c) for c in calls if any(f"{c.start:%H:%M:%S.%f}" in p for p in problems)][:20])
-    assert not problems, f"{verdict}:\n" + "\n".join(problems)
+    # The first violation on the first line: a report's headline.
+    assert not problems, f"{verdict}: " + "\n".join(problems)
 
 
 @pytest.mark.requirement("KP-03")
 def test_every_prepare_call_of_the_run_answers_each_claim_it_was_given(
-        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
+        evidence: Evidence) -> None:
     _judge_recorded_calls(contract.unanswered_claims, "with a claim left unanswered",
                           "NodePrepareResources left claims it was given unanswered", lab, api, dra_driver, namespace, evidence)
 
 
 @pytest.mark.requirement("KP-05")
 def test_every_claim_prepared_again_in_the_run_got_the_same_devices(
-        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
+        evidence: Evidence) -> None:
     _judge_recorded_calls(contract.changed_answers, "that answered a prepared claim differently",
                           "NodePrepareResources is not idempotent over the run", lab, api, dra_driver, namespace, evidence)
 
@@ -632,27 +641,36 @@ def _claims_seen(lab: Lab, api, namespace: str, evidence: Evidence) -> dict[str,
     return seen
 
 
+def _judge_against_allocations(rule: Callable[[list[PluginCall], dict[str, dict], str], list[str]], what: str,
+                               verdict: str, lab: Lab, api, driver: DriverUnderTest, namespace: str,
+                               evidence: Evidence) -> None:
+    """_judge_recorded_calls for a rule that also needs what each claim was allocated."""
+    _judge_recorded_calls(lambda calls: rule(calls, _claims_seen(lab, api, namespace, evidence), driver.name),
+                          what, verdict, lab, api, driver, namespace, evidence)
+
+
 @pytest.mark.requirement("KP-03")
 def test_every_device_prepared_in_the_run_is_allocated_and_resolves(
-        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    _judge_recorded_calls(lambda calls: contract.wrong_devices(calls, _claims_seen(lab, api, namespace, evidence),
-                                                               dra_driver.name),
-                          "that answered a device wrongly", "NodePrepareResources answered devices the claims do not "
-                          "have, twice, or with CDI devices no spec defined", lab, api, dra_driver, namespace, evidence)
+        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
+        evidence: Evidence) -> None:
+    _judge_against_allocations(contract.wrong_devices, "that answered a device wrongly", "NodePrepareResources "
+                               "answered devices the claims do not have, twice, or with CDI devices no spec defined",
+                               lab, api, dra_driver, namespace, evidence)
 
 
 @pytest.mark.requirement("KP-04")
 def test_every_device_prepared_in_the_run_goes_only_to_its_own_requests(
-        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
-    _judge_recorded_calls(lambda calls: contract.wrong_requests(calls, _claims_seen(lab, api, namespace, evidence),
-                                                                dra_driver.name),
-                          "that gave a device to requests it is not allocated for", "NodePrepareResources answered "
-                          "devices for requests they are not allocated for", lab, api, dra_driver, namespace, evidence)
+        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
+        evidence: Evidence) -> None:
+    _judge_against_allocations(contract.wrong_requests, "that gave a device to requests it is not allocated for",
+                               "NodePrepareResources answered devices for requests they are not allocated for",
+                               lab, api, dra_driver, namespace, evidence)
 
 
 @pytest.mark.requirement("KP-06")
 def test_no_claim_unprepared_in_the_run_left_its_cdi_spec(
-        lab: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
+        evidence: Evidence) -> None:
     _judge_recorded_calls(contract.left_specs, "whose claim's CDI spec outlived its unprepare",
                           f"claims' own CDI specs stayed on the node more than {contract.SPEC_GRACE_SECONDS}s after "
                           "they were unprepared", lab, api, dra_driver, namespace, evidence)

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from drivers_under_test.profile import load_profile
 from suites.framework.drivers import DriverUnderTest
-from suites.kubelet_plugin.generated import PodShape, pod_shapes
+from suites.kubelet_plugin import generated
+from suites.kubelet_plugin.generated import PodShape, explore, pod_shapes
 
 GPU = DriverUnderTest(load_profile("gpu"))
 
@@ -49,3 +50,36 @@ def test_a_profile_with_a_claim_config_gets_one_device_a_pod() -> None:
         assert shape.claims == ((1,),)
 
     one()
+
+
+def test_a_failing_shape_is_shrunk_once_tried_and_its_failure_returned(monkeypatch) -> None:
+    tried: list[PodShape] = []
+
+    def attempt(shape: PodShape) -> str | None:  # a driver that fails any pod of two or more claims
+        tried.append(shape)
+        return f"{len(shape.claims)} claims: did not start" if len(shape.claims) >= 2 else None
+
+    failure = explore(pod_shapes(8), seed=4, budget=30, attempt=attempt)
+    assert failure == "2 claims: did not start"  # shrunk from whatever failed first
+    assert len(tried) == len(set(tried)), "a shape is started once; hypothesis's replays get its failure"
+    assert explore(pod_shapes(8), seed=4, budget=30, attempt=lambda shape: None) is None
+
+
+def test_shrinking_stops_when_its_time_is_up(monkeypatch) -> None:
+    monkeypatch.setattr(generated, "SHRINK_SECONDS", -1)  # up at once: the first failing shape is the case
+    tried: list[PodShape] = []
+
+    def attempt(shape: PodShape) -> str | None:
+        tried.append(shape)
+        return f"{shape}" if len(shape.claims) >= 2 else None
+
+    failure = explore(pod_shapes(8), seed=4, budget=30, attempt=attempt)
+    failing = [s for s in tried if len(s.claims) >= 2]
+    assert failing == [failing[0]] and failure == str(failing[0])
+
+
+def test_the_same_seed_draws_the_same_shapes_in_the_same_order() -> None:
+    runs: list[list[PodShape]] = [[], []]
+    for tried in runs:
+        explore(pod_shapes(8), seed=1234, budget=10, attempt=lambda shape, tried=tried: tried.append(shape))
+    assert runs[0] == runs[1] and len(runs[0]) == 10

@@ -4,6 +4,7 @@ over it (suites/kubelet_plugin/contract.py): lines as plugin-recorder writes the
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,9 @@ def test_a_labs_node_traces_join_the_runs_trace_in_order_of_start(tmp_path: Path
     # "10.5Z" sorts after "10.503Z" as text; 10.5 s is before 10.503 s. The claim log's lines join by time too.
     assert [(r["lab"], r.get("node", r.get("kind")), r["start"][17:23]) for r in rows] == [
         ("cert", "node-1", "10.5Z"), ("cert", "node-2", "10.503"), ("cert", "ResourceClaim", "11.000"), ("cert", "node-1", "12Z")]
+    # A reused lab: what its nodes recorded before this run took it is an earlier run's.
+    later = tmp_path / "later" / "trace.jsonl"
+    assert append_to_run_trace(logs, "cert", later, since=datetime(2026, 11, 28, 9, 18, 11, tzinfo=timezone.utc)) == 2
 
 
 def spec(*names: str, claims: tuple[str, ...] = ()) -> dict[str, Any]:
