@@ -57,6 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="generated workloads (MUT-03): pod shapes tried per driver (hypothesis examples)")
     group.addoption("--seed", type=int, default=None, metavar="S",
                     help="generated workloads: hypothesis's seed (default: a random one, printed with the verdict)")
+    group.addoption("--seeds", type=int, default=1, metavar="N",
+                    help="generated workloads: draw with N seeds in turn, --seed and the N-1 after it (a sweep for false FAILs)")
     group.addoption("--scale", default="100x8x200", metavar="NODESxDEVICESxPODS",
                     help="size of the DA scale harness (DA-11); upstream scheduler_perf uses 500 nodes x 8 devices")
     group.addoption("--scale-runs", type=int, default=1, help="rounds of the DA scale harness, for its run-to-run spread")

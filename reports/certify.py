@@ -199,6 +199,7 @@ class SuiteRun:
     kubernetes_version: str = versions.KUBERNETES
     seed: int | None = None  # generated workloads (MUT-03): hypothesis's seed and examples per driver
     budget: int | None = None
+    seeds: int | None = None
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -222,6 +223,7 @@ class SuiteRun:
         cmd += [f"--kubernetes-version={self.kubernetes_version}"]
         cmd += [f"--seed={self.seed}"] if self.seed is not None else []
         cmd += [f"--budget={self.budget}"] if self.budget is not None else []
+        cmd += [f"--seeds={self.seeds}"] if self.seeds is not None else []
         console.print(f"certify: {', '.join(self.paths)}{' (' + ', '.join(self.ids) + ')' if self.ids else ''} on the "
                       f"{self.cluster} cluster (Kubernetes {self.kubernetes_version}){f' (variant {self.variant})' if self.variant else ''}; results in {self.out_dir}")
         self.started = time.monotonic()
@@ -262,11 +264,13 @@ class SuiteRun:
               "random one, in the evidence of the check that draws them. The same seed draws the same pod shapes.")
 @click.option("--budget", type=click.IntRange(min=1), default=None, help="Pod shapes the generated workloads try per "
               "driver (default 10: the widest shapes, three claims a pod, come up in 98 of 100 seeds).")
+@click.option("--seeds", type=click.IntRange(min=1), default=None, help="Draw the generated workloads with this many "
+              "seeds in turn (--seed and those after it), each with --budget shapes.")
 @kubernetes_version_option("Kubernetes version of the labs (local); IDs that shipped later or whose feature gates "
                            "it lacks SKIP.")
 def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
             variant: str | None, hardware: str | None, only: str | None, workload_image: str | None,
-            seed: int | None, budget: int | None, kubernetes_version: str) -> None:
+            seed: int | None, budget: int | None, seeds: int | None, kubernetes_version: str) -> None:
     """Run the conformance suites and write the results to OUT (exit 0 CERTIFIED, 1 NOT CERTIFIED,
     2 bad input, 3 INCOMPLETE, 4 NOTHING TO CERTIFY)."""
     paths, ids = selection(only)
@@ -283,7 +287,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.
     out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None
     run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware, workload_image=workload_image,
-                   kubernetes_version=kubernetes_version, seed=seed, budget=budget)
+                   kubernetes_version=kubernetes_version, seed=seed, budget=budget, seeds=seeds)
     rc = run.pytest()
     left = [str(r) for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)]  # LAB-05, checked after every run
     if left:

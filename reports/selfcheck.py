@@ -32,6 +32,9 @@ VALID, BROKEN = "valid", "broken"
 LAB_PREFIX = "self"
 # Configurations the suites deploy by name (MD-15 turns metadata off): neither valid nor broken.
 CONFIGURATIONS = {METADATA_DISABLED}
+# What a seed sweep (--seeds) checks every valid variant on: the checks over the calls of the
+# generated workloads (suites/kubelet_plugin), whatever the variant's choice concerns.
+SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06"]
 
 
 @dataclass(frozen=True)
@@ -50,10 +53,11 @@ class Case:
     def name(self) -> str:
         return f"{self.driver}:{self.variant}"
 
-    def expected(self) -> dict[str, str]:
-        """Requirement ID -> the verdict dralab must reach; for a valid variant, the outcome."""
+    def expected(self, checked: list[str] | None = None) -> dict[str, str]:
+        """Requirement ID -> the verdict dralab must reach; for a valid variant, the outcome (and
+        the warnings of the IDs it is `checked` on)."""
         if self.kind == VALID:
-            return {"outcome": CERTIFIED, **{i: "WARNING" for i in self.warns}}
+            return {"outcome": CERTIFIED, **{i: "WARNING" for i in _named(self.warns, checked)}}
         return {**{i: "FAIL" for i in self.breaks}, **{i: "WARNING" for i in self.warns}}
 
 
@@ -102,11 +106,13 @@ def _checked_on(case: Case, only: str | None) -> list[str]:
     return _named(_named(certifiable(load_profile(case.driver)), case.concerns or None), only)
 
 
-def _suites_of(case: Case, only: str | None) -> str:
+def _suites_of(case: Case, only: str | None, sweep: bool = False) -> str:
     """certify's --only for a case: what it breaks or warns on; for a valid variant coming up (DEP)
-    and the requirements it is checked on."""
+    and the requirements it is checked on (in a seed sweep, those of SWEPT its driver has)."""
     if case.kind == BROKEN:
         return ",".join(case.breaks + case.warns)
+    if sweep:
+        return ",".join(["DEP", *_named(certifiable(load_profile(case.driver)), SWEPT)])
     return ",".join(["DEP", *_checked_on(case, only)])
 
 
@@ -127,12 +133,14 @@ class Observed:
     report: str
 
 
-def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path) -> Observed:
-    """Compare a variant's certification report with what dralab must say about it."""
+def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
+          checked: list[str] | None = None) -> Observed:
+    """Compare a variant's certification report (of the IDs and suites `checked`) with what dralab
+    must say about it."""
     verdicts = {r["id"]: r["verdict"] for r in report["requirements"]}
     messages = {r["id"]: first_message(r) for r in report["requirements"]
                 if r["verdict"] in ("FAIL", "ERROR", "BLOCKED", "WARNING")}
-    expected = case.expected()
+    expected = case.expected(checked)
     outcome = report["summary"]["outcome"]
     observed = {"outcome": outcome, **verdicts} if case.kind == VALID else verdicts
     problems = []
@@ -150,23 +158,26 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path)
                     "; ".join(problems), round(seconds, 1), str(report_path))
 
 
-def run(selected: list[Case], out_dir: Path, only: str | None) -> list[Observed]:
-    """Certify each case on shared labs; the labs go at the end whatever happens."""
+def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None = None) -> list[Observed]:
+    """Certify each case on shared labs; the labs go at the end whatever happens. With `seeds`,
+    each run draws its generated workloads with seeds 1 to `seeds` (the same for every case)."""
     results = []
     try:
         for n, case in enumerate(selected, 1):
             console.print(f"[bold]selfcheck {n}/{len(selected)}: {case.name}[/bold] ({case.kind}"
                           f"{', breaks ' + ', '.join(case.breaks) if case.breaks else ''})")
-            paths, ids = selection(_suites_of(case, only))
+            checked = _suites_of(case, only, sweep=bool(seeds))
+            paths, ids = selection(checked)
             suite_run = SuiteRun(out_dir / "variants" / f"{case.driver}-{case.variant}", paths, ids,
                                  drivers=[load_profile(case.driver)], variant=case.variant,
-                                 lab_prefix=LAB_PREFIX, reuse_labs=True)
+                                 lab_prefix=LAB_PREFIX, reuse_labs=True,
+                                 **({"seed": 1, "seeds": seeds} if seeds else {}))
             started = time.monotonic()
             try:
                 report = suite_run.report(suite_run.pytest(), {}, {})
             except NoResults:  # no verdict at all: that is not what dralab must say either
                 report = {"requirements": [], "summary": {"outcome": INCOMPLETE}}
-            result = judge(case, report, time.monotonic() - started, suite_run.out_dir / "report.html")
+            result = judge(case, report, time.monotonic() - started, suite_run.out_dir / "report.html", checked.split(","))
             results.append(result)
             console.print(f"  {'[green]match[/green]' if result.match else '[red]MISMATCH[/red]'} in "
                           f"{result.seconds:.0f}s: {result.why or _short(result.observed)}")
@@ -235,14 +246,20 @@ variants (MUT-02: each must be CERTIFIED); {s['wall_seconds']}s.</p>
 @click.option("--list", "list_only", is_flag=True, help="Print the variants, what each breaks and the requirements "
               "each is checked on; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list of {variant, driver, kind, breaks, checked_on}.")
-def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_only: bool, as_json: bool) -> None:
+@click.option("--kind", type=click.Choice([VALID, BROKEN]), default=None, help="Only the valid or only the broken variants.")
+@click.option("--seeds", type=click.IntRange(min=1), default=None, help="A sweep for false FAILs (`make seeds`): the "
+              f"valid variants, each checked on {', '.join(SWEPT)} with its generated workloads drawn with seeds 1 to N in turn.")
+def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_only: bool, as_json: bool,
+              kind: str | None, seeds: int | None) -> None:
     """Certify the reference drivers' variants and check dralab's verdicts on them (MUT-01, MUT-02):
     broken ones must FAIL what they break, valid ones must be CERTIFIED (exit 0 all as expected,
     1 a mismatch, 2 bad input)."""
-    selected = chosen(cases(), only, variants)
+    selected = [c for c in chosen(cases(), only, variants) if kind in (None, c.kind)]
+    if seeds:
+        selected = [c for c in selected if c.kind == VALID and "KP" in _suites_of(c, only, sweep=True)]
     if list_only:
         listing = [{"variant": c.variant, "driver": c.driver, "kind": c.kind, "breaks": c.breaks,
-                    "checked_on": _suites_of(c, only).split(",")} for c in selected]
+                    "checked_on": _suites_of(c, only, sweep=bool(seeds)).split(",")} for c in selected]
         if as_json:
             click.echo(json.dumps(listing, indent=2))
         else:
@@ -258,7 +275,7 @@ def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_o
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    results = run(selected, out_dir, only)
+    results = run(selected, out_dir, only, seeds)
     as_json_path, as_html = write(results, out_dir, time.monotonic() - started)
     matched = sum(r.match for r in results)
     console.print(f"selfcheck: {matched} of {len(results)} variants as expected in {time.monotonic() - started:.0f}s; "

@@ -37,6 +37,7 @@ class PodBuilder:
     limits: dict[str, str] = field(default_factory=dict)
     image: str = field(default_factory=workload.image)
     sidecars: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # more containers: name -> resources.claims
+    init_containers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name -> resources.claims
 
     def on_node(self, node: str) -> "PodBuilder":
         """Through the scheduler, not spec.nodeName: the scheduler is part of what is tested."""
@@ -84,6 +85,11 @@ class PodBuilder:
         self.sidecars[name] = claims
         return self
 
+    def with_init_container(self, name: str, claims: list[dict[str, Any]]) -> "PodBuilder":
+        """An init container using `claims`: it exits at once, before the pod's containers start."""
+        self.init_containers[name] = claims
+        return self
+
     def with_limit(self, resource: str, count: int) -> "PodBuilder":
         """An extended resource (a device plugin's) for the container."""
         self.limits[resource] = str(count)
@@ -93,11 +99,14 @@ class PodBuilder:
         container = {"name": "main", **workload.container_image(self.image),
                      "command": self.command, "env": self.env, "volumeMounts": self.mounts,
                      "resources": {"claims": self.container_claims, "limits": self.limits}}
-        others = [{"name": name, **workload.container_image(self.image), "command": self.command,
-                   "resources": {"claims": uses}} for name, uses in self.sidecars.items()]
+        def other(name: str, command: list[str], uses: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"name": name, **workload.container_image(self.image), "command": command, "resources": {"claims": uses}}
+        others = [other(name, self.command, uses) for name, uses in self.sidecars.items()]
         spec: dict[str, Any] = {"containers": [container, *others], "volumes": self.volumes, "terminationGracePeriodSeconds": 1,
                                 "nodeSelector": self.node_selector, "tolerations": self.tolerations,
                                 "restartPolicy": self.restart_policy, "resourceClaims": self.claims}
+        if self.init_containers:
+            spec["initContainers"] = [other(name, ["sh", "-c", "exit 0"], uses) for name, uses in self.init_containers.items()]
         if self.node_name:
             spec["nodeName"] = self.node_name
         return {"apiVersion": "v1", "kind": "Pod",

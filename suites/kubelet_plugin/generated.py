@@ -14,25 +14,32 @@ from typing import Any, Callable
 import hypothesis
 import yaml
 from hypothesis import strategies as st
+from kubernetes import client
 
 from suites.framework import claims, pods
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.pods import PodBuilder
+from suites.framework.waits import wait_for
 
 
 # How long hypothesis may shrink a failing case: each try starts a pod and may wait out its
 # refusal (30 s); past this the smallest failing shape found is the case.
 SHRINK_SECONDS = 150
+# How long the claims of a removed shape may take to go (the resourceclaim controller deletes
+# those made from templates once their pod is gone).
+CLAIMS_GONE_SECONDS = 60
 
 
 @dataclass
 class Run:
-    """One driver's generated workloads: the seed and budget, the room a pod had, the shapes tried,
-    and the shrunk case of a pod that did not start, or why nothing was drawn."""
+    """One driver's generated workloads: the first seed, how many seeds after it (each draws
+    `budget` shapes), the room a pod had, the shapes tried, and the shrunk case of a pod that did
+    not start (the seeds after its own are not drawn), or why nothing was drawn."""
 
     seed: int
     budget: int
+    seeds: int = 1
     capacity: int = 0
     tried: list[str] = field(default_factory=list)
     failure: str | None = None
@@ -42,50 +49,83 @@ class Run:
 @dataclass(frozen=True)
 class PodShape:
     """claims: each claim's requests, as device counts; containers: for each container (main
-    first) what it uses, (claim, request) with request None for the whole claim."""
+    first) what it uses, (claim, request) with request None for the whole claim; templated: the
+    claims made for the pod from a ResourceClaimTemplate (deleted with it) rather than named;
+    init: the second container is an init container (it exits before the others start);
+    sharers: more pods using the pod's named claims whole (the kubelet prepares a claim once per
+    node and unprepares it after its last pod); copies: pods of this shape started at once, each
+    with claims of its own; restart: the driver restarted on the pods' node while they run (their
+    claims then unprepared by the new process)."""
 
     claims: tuple[tuple[int, ...], ...]
     containers: tuple[tuple[tuple[int, int | None], ...], ...]
+    templated: frozenset[int] = frozenset()
+    init: bool = False
+    sharers: int = 0
+    copies: int = 1
+    restart: bool = False
 
     @property
     def devices(self) -> int:
-        return sum(sum(c) for c in self.claims)
+        return self.copies * sum(sum(c) for c in self.claims)
 
-    def claim_builders(self, driver: DriverUnderTest, prefix: str) -> list[ClaimBuilder]:
-        built = []
-        for i, counts in enumerate(self.claims):
-            claim = ClaimBuilder(f"{prefix}-c{i}")
-            for j, count in enumerate(counts):
-                claim.request(f"r{j}", driver.device_class, count=count)
-            if driver.profile.claim_config is not None:
-                claim.opaque(driver.name, driver.profile.claim_config)
-            built.append(claim)
-        return built
+    def pods(self, name: str) -> list[str]:
+        """The names of the pods, sharers after their copy's pod: each one `name` or starts with `name-`."""
+        copies = [name if k == 0 else f"{name}-b{k}" for k in range(self.copies)]
+        return [p for copy in copies for p in (copy, *(f"{copy}-s{j}" for j in range(1, self.sharers + 1)))]
 
-    def pod_builder(self, name: str, claim_names: list[str]) -> PodBuilder:
+    def objects(self, driver: DriverUnderTest, name: str) -> list[dict[str, Any]]:
+        """The claims, templates and pods, in the order they are created."""
+        objects: list[dict[str, Any]] = []
+        for copy in self.pods(name)[::self.sharers + 1]:
+            refs: list[tuple[str, dict[str, str]]] = []
+            for i, counts in enumerate(self.claims):
+                claim = ClaimBuilder(f"{copy}-{'t' if i in self.templated else 'c'}{i}")
+                for j, count in enumerate(counts):
+                    claim.request(f"r{j}", driver.device_class, count=count)
+                if driver.profile.claim_config is not None:
+                    claim.opaque(driver.name, driver.profile.claim_config)
+                built = claim.build()
+                if i in self.templated:
+                    built = {"apiVersion": built["apiVersion"], "kind": "ResourceClaimTemplate",
+                             "metadata": built["metadata"], "spec": {"spec": built["spec"]}}
+                    refs.append((f"c{i}", {"resourceClaimTemplateName": claim.name}))
+                else:
+                    refs.append((f"c{i}", {"resourceClaimName": claim.name}))
+                objects.append(built)
+            objects.append(self._pod(copy, refs).build())
+            named = [(c, ref) for c, ref in refs if "resourceClaimName" in ref]
+            for j in range(1, self.sharers + 1):
+                sharer = PodBuilder(f"{copy}-s{j}")
+                sharer.claims = [{"name": c, **ref} for c, ref in named]
+                sharer.container_claims = [{"name": c} for c, _ in named]
+                objects.append(sharer.build())
+        return objects
+
+    def _pod(self, name: str, refs: list[tuple[str, dict[str, str]]]) -> PodBuilder:
         pod = PodBuilder(name)
-        for i, claim in enumerate(claim_names):
-            pod.with_pod_claim(f"c{i}", claim)
+        pod.claims = [{"name": c, **ref} for c, ref in refs]
         uses = [[{"name": f"c{c}", **({"request": f"r{r}"} if r is not None else {})} for c, r in used]
                 for used in self.containers]
         pod.container_claims = uses[0]
         for k, used in enumerate(uses[1:], start=1):
-            pod.with_container(f"side{k}", used)
+            if k == 1 and self.init:
+                pod.with_init_container("init", used)
+            else:
+                pod.with_container(f"side{k}", used)
         return pod
 
     def manifests(self, driver: DriverUnderTest, name: str) -> str:
-        """The claims and the pod as YAML a vendor can apply to reproduce the case."""
-        built = self.claim_builders(driver, name)
-        objects: list[dict[str, Any]] = [c.build() for c in built]
-        objects.append(self.pod_builder(name, [c.name for c in built]).build())
-        return yaml.safe_dump_all(objects, sort_keys=False)
+        """The claims, templates and pods as YAML a vendor can apply to reproduce the case."""
+        return yaml.safe_dump_all(self.objects(driver, name), sort_keys=False)
 
 
 @st.composite
 def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False) -> PodShape:
     """Shapes needing at most `max_devices` devices of the driver (what one node has free); with
-    `one_device`, one claim of one device (a profile's claimConfig configures one device of a
-    pod: its interface name, say), only the containers varying."""
+    `one_device`, one claim of one device a pod (a profile's claimConfig configures one device
+    of a pod: its interface name, say) and no sharers. Each dimension shrinks to the plainest
+    case (named claims, no init container, no sharer, one copy, no restart)."""
     if one_device:
         counts: list[tuple[int, ...]] = [(1,)]
     else:
@@ -93,10 +133,17 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False) -> P
                       .filter(lambda cs: sum(map(sum, cs)) <= max_devices))
     uses = [(c, r) for c, requests in enumerate(counts) for r in (None, *range(len(requests)))]
     containers = draw(st.lists(st.lists(st.sampled_from(uses), min_size=0, max_size=3, unique=True).map(tuple),
-                               min_size=1, max_size=2).map(tuple))
+                               min_size=1, max_size=3).map(tuple))
     # A container uses a claim whole or by request, not both (the API server refuses the mix).
     containers = tuple(tuple(u for u in used if u[1] is None or (u[0], None) not in used) for used in containers)
-    return PodShape(claims=tuple(counts), containers=containers)
+    templated = frozenset(draw(st.sets(st.sampled_from(range(len(counts))))))
+    init = len(containers) > 1 and draw(st.booleans())
+    sharers = 0 if one_device or len(templated) == len(counts) else draw(st.integers(0, 1))
+    copies = draw(st.integers(1, max(1, min(2, max_devices // sum(map(sum, counts))))))
+    # Restarts take the driver's time (a new pod, registration): one shape in four.
+    restart = draw(st.sampled_from((False, False, False, True)))
+    return PodShape(claims=tuple(counts), containers=containers, templated=templated, init=init,
+                    sharers=sharers, copies=copies, restart=restart)
 
 
 def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
@@ -135,14 +182,30 @@ class Failed(Exception):
 
 
 def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, name: str) -> None:
-    built = shape.claim_builders(driver, name)
-    for claim in built:
-        claims.create(api, namespace, claim)
-    pods.create(api, namespace, shape.pod_builder(name, [c.name for c in built]))
+    resource = client.ResourceV1Api(api)
+    for obj in shape.objects(driver, name):
+        if obj["kind"] == "ResourceClaim":
+            resource.create_namespaced_resource_claim(namespace, obj)
+        elif obj["kind"] == "ResourceClaimTemplate":
+            resource.create_namespaced_resource_claim_template(namespace, obj)
+        else:
+            pods.create(api, namespace, obj)
 
 
-def remove(api: Any, namespace: str, shape: PodShape, name: str) -> None:
-    """The pod, then its claims: the kubelet unprepares them once the pod is gone."""
-    pods.delete(api, namespace, name)
-    for i in range(len(shape.claims)):
-        claims.delete(api, namespace, f"{name}-c{i}")
+def remove(api: Any, namespace: str, name: str) -> None:
+    """The pods, then the claims and templates; the claims made from templates go with their pods
+    (the kubelet unprepares each claim once its last pod is gone). Waits until no claim of the
+    shape is left, so that the next shape finds the devices free."""
+    core, resource = client.CoreV1Api(api), client.ResourceV1Api(api)
+    ours = lambda n: n == name or n.startswith(f"{name}-")  # noqa: E731
+    for pod in core.list_namespaced_pod(namespace).items:
+        if ours(pod.metadata.name):
+            pods.delete(api, namespace, pod.metadata.name)
+    for template in resource.list_namespaced_resource_claim_template(namespace).items:
+        if ours(template.metadata.name):
+            resource.delete_namespaced_resource_claim_template(template.metadata.name, namespace)
+    for claim in claims.listed(api, namespace):
+        if ours(claim["metadata"]["name"]) and "ownerReferences" not in claim["metadata"]:  # not a template's
+            resource.delete_namespaced_resource_claim(claim["metadata"]["name"], namespace)
+    wait_for(f"the claims of {name} gone", lambda: not [c for c in claims.listed(api, namespace)
+                                                        if ours(c["metadata"]["name"])], CLAIMS_GONE_SECONDS)

@@ -9,6 +9,7 @@ over the claims these tests create."""
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from dataclasses import asdict
@@ -543,9 +544,10 @@ def generated_run(request: pytest.FixtureRequest, api, dra_driver: DriverUnderTe
     """Pod and claim shapes drawn by hypothesis (generated.py), each started, then removed, in a
     namespace of their own: once per driver, before every check over the recorded calls, which
     judge the calls they cause whichever of those checks a run selects. `--seed S` draws the same
-    shapes again."""
+    shapes again; `--seeds N` draws with S, S+1, ... in turn."""
     budget, chosen = request.config.getoption("--budget"), request.config.getoption("--seed")
-    run = generated.Run(seed=chosen if chosen is not None else random.randrange(2**32), budget=budget)
+    run = generated.Run(seed=chosen if chosen is not None else random.randrange(2**32), budget=budget,
+                        seeds=request.config.getoption("--seeds"))
     room = slices.room(api, dra_driver.name)
     run.capacity = room.most_free
     if run.capacity == 0:
@@ -553,28 +555,36 @@ def generated_run(request: pytest.FixtureRequest, api, dra_driver: DriverUnderTe
         return run
 
     with namespaces.fresh(api, "gen") as namespace:
-        def attempt(shape: generated.PodShape) -> str | None:
+        def attempt(shape: generated.PodShape, seed: int) -> str | None:
             name = f"gen-{len(run.tried)}"
-            run.tried.append(f"{name}: {shape}")
+            run.tried.append(f"{name} (seed {seed}): {shape}")
             generated.start(api, namespace, dra_driver, shape, name)
+            doing = f"pod(s) {', '.join(shape.pods(name))} with claims of {dra_driver.name} did not start"
             try:
-                pods.wait_phase(api, namespace, name, cdi_refused=True)
+                started = [pods.wait_phase(api, namespace, pod, cdi_refused=True) for pod in shape.pods(name)]
+                if shape.restart:
+                    doing = f"{dra_driver.name} restarted on {started[0].spec.node_name} while {name} ran did not come back"
+                    dra_driver.restart_on(api, started[0].spec.node_name)
                 return None
             except (WaitTimeout, DriverFailure) as e:
-                return (f"a pod with claims of {dra_driver.name} did not start (seed {run.seed}): {e}\n"
-                        f"the case, to apply:\n{shape.manifests(dra_driver, name)}")
+                return f"{doing} (seed {seed}): {e}\nthe case, to apply:\n{shape.manifests(dra_driver, name)}"
             finally:
-                generated.remove(api, namespace, shape, name)
+                generated.remove(api, namespace, name)
 
         shapes = generated.pod_shapes(run.capacity, one_device=dra_driver.profile.claim_config is not None)
-        run.failure = generated.explore(shapes, run.seed, budget, attempt)
+        for seed in range(run.seed, run.seed + run.seeds):
+            run.failure = generated.explore(shapes, seed, budget, functools.partial(attempt, seed=seed))
+            if run.failure:
+                break
     return run
 
 
 @pytest.mark.requirement("KP-03")
 def test_generated_pods_with_claims_of_the_driver_start(generated_run: generated.Run, evidence: Evidence) -> None:
     """Every pod the generated workloads started ran (generated_run); the seed is in the evidence."""
-    evidence.observe("generated workloads", f"seed {generated_run.seed}, budget {generated_run.budget} shape(s), up to "
+    seeds = f"seeds {generated_run.seed} to {generated_run.seed + generated_run.seeds - 1}" if generated_run.seeds > 1 \
+        else f"seed {generated_run.seed}"
+    evidence.observe("generated workloads", f"{seeds}, budget {generated_run.budget} shape(s), up to "
                                             f"{generated_run.capacity} device(s) a pod")
     evidence.add("shapes tried", generated_run.tried)
     if generated_run.skipped:

@@ -21,17 +21,28 @@ def test_shapes_fit_the_node_and_reference_only_their_own_claims(drawn: tuple[in
     max_devices, shape = drawn
     assert 1 <= shape.devices <= max_devices
     objects = list(yaml.safe_load_all(shape.manifests(GPU, "gen-0")))
-    *claims, pod = objects
-    assert [c["metadata"]["name"] for c in claims] == [f"gen-0-c{i}" for i in range(len(shape.claims))]
-    pod_claims = {c["name"]: c["resourceClaimName"] for c in pod["spec"]["resourceClaims"]}
-    assert sorted(pod_claims.values()) == sorted(c["metadata"]["name"] for c in claims)
-    requests = {f"c{i}": {r["name"] for r in c["spec"]["devices"]["requests"]} for i, c in enumerate(claims)}
-    for container in pod["spec"]["containers"]:
-        used = container["resources"]["claims"]
-        for ref in used:
-            assert ref["name"] in pod_claims and ref.get("request", "r0") in requests[ref["name"]]
-        whole = {r["name"] for r in used if "request" not in r}
-        assert not any(r["name"] in whole for r in used if "request" in r), "a claim used whole and by request"
+    made = {o["metadata"]["name"]: o for o in objects if o["kind"] != "Pod"}
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    assert [p["metadata"]["name"] for p in pods] == shape.pods("gen-0")
+    assert len(made) == shape.copies * len(shape.claims)
+    assert all(n.startswith("gen-0-") for n in made)
+    for pod in pods:
+        refs = {c["name"]: c.get("resourceClaimName") or c["resourceClaimTemplateName"] for c in pod["spec"]["resourceClaims"]}
+        kinds = {made[n]["kind"] for n in refs.values()}
+        assert kinds <= ({"ResourceClaim"} if "-s" in pod["metadata"]["name"] else {"ResourceClaim", "ResourceClaimTemplate"})
+        requests = {c: {r["name"] for r in (made[n]["spec"].get("spec") or made[n]["spec"])["devices"]["requests"]}
+                    for c, n in refs.items()}
+        containers = pod["spec"]["containers"] + pod["spec"].get("initContainers", [])
+        assert len(pod["spec"].get("initContainers", [])) == (shape.init and "-s" not in pod["metadata"]["name"])
+        for container in containers:
+            used = container["resources"]["claims"]
+            for ref in used:
+                assert ref["name"] in refs and ref.get("request", "r0") in requests[ref["name"]]
+            whole = {r["name"] for r in used if "request" not in r}
+            assert not any(r["name"] in whole for r in used if "request" in r), "a claim used whole and by request"
+    shared = [n for p in pods if "-s" in p["metadata"]["name"] for c in p["spec"]["resourceClaims"]
+              for n in [c["resourceClaimName"]]]
+    assert all(made[n]["kind"] == "ResourceClaim" for n in shared)
 
 
 def test_more_devices_than_a_node_has_are_never_drawn() -> None:

@@ -92,6 +92,23 @@ def test_every_shipped_valid_variant_is_checked_on_some_requirement_of_its_drive
     assert not unchecked, f"valid variants whose concerns name none of their driver's requirements: {unchecked}"
 
 
+def test_a_seed_sweep_checks_every_valid_variant_of_a_dra_driver_on_the_generated_workloads_checks() -> None:
+    attribute_domain = next(c for c in cases() if c.name == "gpu:attribute-domain")  # concerns MD only
+    assert _suites_of(attribute_domain, None, sweep=True).split(",") == ["DEP", "KP-03", "KP-04", "KP-05", "KP-06"]
+    result = CliRunner().invoke(main, ["selfcheck", "--list", "--json", "--seeds", "10"])
+    listing = json.loads(result.output)
+    assert listing and {e["kind"] for e in listing} == {"valid"}
+    assert {e["driver"] for e in listing} <= {"gpu", "net"}  # the DRA drivers: the generated workloads are theirs
+    assert all(e["checked_on"][:2] == ["DEP", "KP-03"] for e in listing)
+
+
+def test_a_warning_of_an_id_the_run_did_not_check_is_not_expected() -> None:
+    case = Case("leave-socket", "gpu", VALID, [], ["KP-11"])
+    report = _report("CERTIFIED", KP_03=("PASS", ""))
+    assert judge(case, report, 1.0, Path("r"), checked=["DEP", "KP-03"]).match
+    assert "KP-11: not run, expected WARNING" in judge(case, report, 1.0, Path("r"), checked=["DEP", "KP"]).why
+
+
 def test_list_json_names_variant_driver_kind_and_breaks_without_starting_anything(tmp_path) -> None:
     result = CliRunner().invoke(main, ["selfcheck", "--list", "--json", "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
