@@ -18,12 +18,13 @@ CLAIM_LOG = "claims.jsonl"
 
 
 def record(event: str, claim: dict[str, Any]) -> dict[str, Any]:
-    """One line: when and how the claim was seen, its identity and its status (allocation,
-    reservedFor, devices)."""
+    """One line: when and how the claim was seen, its identity and creation time, and its status
+    (allocation, reservedFor, devices)."""
     meta = claim.get("metadata") or {}
     now = datetime.now(timezone.utc).isoformat()
     return {"start": now, "end": now, "kind": "ResourceClaim", "event": event, "uid": meta.get("uid"),
-            "namespace": meta.get("namespace"), "name": meta.get("name"), "resourceVersion": meta.get("resourceVersion"),
+            "namespace": meta.get("namespace"), "name": meta.get("name"), "created": meta.get("creationTimestamp"),
+            "resourceVersion": meta.get("resourceVersion"),
             "status": claim.get("status") or {}}
 
 
@@ -76,4 +77,20 @@ def allocations(path: Path) -> dict[str, dict[str, Any]]:
             raw = json.loads(line)
             if (raw.get("status") or {}).get("allocation"):
                 found[raw["uid"]] = raw
+    return found
+
+
+def versions(path: Path, since: datetime) -> list[dict[str, Any]]:
+    """Every version seen of each claim created at or after `since` (the claims of one run), in
+    the order seen. A claim of before is left out: the watch lists it anew when it starts, and
+    what was done to it before is not in this run's trace."""
+    if not path.exists():
+        return []
+    started = since.replace(microsecond=0)  # creationTimestamp has whole seconds
+    found = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            raw = json.loads(line)
+            if raw.get("created") and datetime.fromisoformat(raw["created"].replace("Z", "+00:00")) >= started:
+                found.append(raw)
     return found

@@ -122,6 +122,10 @@ class Lab:
         (clusters/claim_log.py), which a lab dralab started keeps; none for a kubeconfig cluster."""
         return claim_log.allocations(self.log_dir / claim_log.CLAIM_LOG)
 
+    def claim_versions(self) -> list[dict[str, Any]]:
+        """Every version of every claim created since this run took the lab, as the claim log saw them."""
+        return claim_log.versions(self.log_dir / claim_log.CLAIM_LOG, self.taken)
+
     def check_components(self) -> None:
         if self.local is not None:
             self.local.check_components()

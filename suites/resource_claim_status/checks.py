@@ -6,11 +6,13 @@ from __future__ import annotations
 import ipaddress
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from clusters.plugin_calls import PluginCall
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import PROFILE_LABEL
@@ -18,6 +20,7 @@ from suites.framework import claims, identities, pods, slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.verdicts import require
 from suites.framework.waits import WaitTimeout, wait_for
+from suites.kubelet_plugin import contract
 from suites.resource_claim_status import network_data
 
 READY_TIMEOUT = 30
@@ -56,15 +59,15 @@ def _ready(entry: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in entry.get("conditions") or [])
 
 
-def _settled(o: Observed, ev: Evidence) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def settled(o: Observed, ev: Evidence) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The claim and the driver's entries once each is Ready (or READY_TIMEOUT after the pod
     started, as they are then): the subject of ST-01 and ST-07, seen before it is judged."""
-    def settled() -> dict[str, Any] | None:
+    def all_ready() -> dict[str, Any] | None:
         claim = o.read()
         entries = claims.device_status(claim, o.driver.name)
         return claim if entries and all(_ready(e) for e in entries) else None
     try:
-        claim = wait_for(f"Ready entries of {o.driver.name} in status.devices", settled, READY_TIMEOUT)
+        claim = wait_for(f"Ready entries of {o.driver.name} in status.devices", all_ready, READY_TIMEOUT)
     except WaitTimeout:
         claim = o.read()
     entries = claims.device_status(claim, o.driver.name)
@@ -76,13 +79,13 @@ def _settled(o: Observed, ev: Evidence) -> tuple[dict[str, Any], list[dict[str, 
 
 
 def own_entries(o: Observed, ev: Evidence) -> None:  # ST-01
-    claim, entries = _settled(o, ev)
+    claim, entries = settled(o, ev)
     written = {(e["pool"], e["device"]) for e in entries}
     assert written <= o.own(claim), f"entries for devices not allocated to {o.driver.name}: {sorted(written - o.own(claim))}"
 
 
 def entries_ready(o: Observed, ev: Evidence) -> None:  # ST-07, a SHOULD
-    _, entries = _settled(o, ev)
+    _, entries = settled(o, ev)
     not_ready = [e["device"] for e in entries if not _ready(e)]
     # API reference, AllocatedDeviceStatus.conditions: the Ready condition "should" be True once configured.
     assert not not_ready, f"{READY_TIMEOUT} s after the pod started, no Ready=True condition on {not_ready}"
@@ -129,6 +132,32 @@ def nothing_before_prepare(lab: Lab, api, driver: DriverUnderTest, namespace: st
     finally:
         node.start_kubelet()
         node.wait_kubelet()
+
+
+def entries_before_prepare(versions: list[dict[str, Any]], calls: list[PluginCall], driver: str) -> list[str]:
+    """ST-01 over a run's trace: every version of every claim the claim log saw (`versions`) that
+    shows an entry of `driver` in status.devices must have been seen after the kubelet first asked
+    the driver to prepare that claim (`calls`, as the plugin recorder saw them arrive; a version
+    is logged after it was written). One violation per claim: its first such version."""
+    asked: dict[str, datetime] = {}
+    for c in contract.calls_to(calls, driver):
+        if c.name == "NodePrepareResources":
+            for claim in (c.request or {}).get("claims") or []:
+                asked[claim.get("uid")] = min(asked.get(claim.get("uid"), c.start), c.start)
+    problems: list[str] = []
+    judged: set[str] = set()
+    for v in versions:
+        entries = [e for e in (v.get("status") or {}).get("devices") or [] if e.get("driver") == driver]
+        if not entries or v["uid"] in judged:
+            continue
+        judged.add(v["uid"])
+        seen, first = datetime.fromisoformat(v["start"]), asked.get(v["uid"])
+        if first is None or seen < first:
+            when = f"the first NodePrepareResources of it at {first:%H:%M:%S.%f}" if first else \
+                "any NodePrepareResources of it (none recorded)"
+            problems.append(f"{seen:%H:%M:%S.%f} claim {v['namespace']}/{v['name']} ({v['uid']}): entries of {driver} "
+                            f"for {sorted(e['device'] for e in entries)} in status.devices before {when}")
+    return problems
 
 
 def network_data_matches_the_pod(o: Observed, ev: Evidence) -> None:  # ST-02

@@ -18,6 +18,7 @@ from drivers_under_test import evidence as driver_evidence
 from drivers_under_test.profile import Capability
 from suites.framework import claim_watch, claims, namespaces, other_driver, pods
 from suites.framework.claims import ClaimBuilder
+from suites.framework.pods import ObservationFailed
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import WaitTimeout, wait_for
 from suites.framework.drivers import DriverUnderTest
@@ -52,6 +53,35 @@ def test_entries_ready_once_configured(observed: checks.Observed, evidence: Evid
 def test_no_entries_before_the_claim_is_prepared(host_access: Lab, api, status_driver: DriverUnderTest, namespace: str,
                                                  evidence: Evidence) -> None:
     checks.nothing_before_prepare(host_access, api, status_driver, namespace, evidence)
+
+
+@pytest.mark.requirement("ST-01")
+def test_no_entry_of_the_run_appeared_before_its_claim_was_asked_to_be_prepared(
+        lab: Lab, observed: checks.Observed, evidence: Evidence) -> None:
+    """ST-01 over the whole trace: every claim the run created (the generated workloads' among
+    them when the KP suite ran first), not only this check's own."""
+    if lab.plugin_registries is None:
+        pytest.skip(f"the {lab.provider} provider's nodes run no plugin recorder: when prepare was asked is not known")
+    checks.settled(observed, evidence)  # the subject: the observed claim's entries, in the claim log too
+    uid = observed.read()["metadata"]["uid"]
+
+    def logged() -> list[dict[str, Any]]:  # the watch writes a version moments after the API server has it
+        versions = lab.claim_versions()
+        return versions if any(v["uid"] == uid and claims.device_status(v, observed.driver.name) for v in versions) else []
+    try:
+        versions = wait_for(f"the claim log to show the entries of claim {observed.claim}", logged, 10)
+    except WaitTimeout:
+        raise ObservationFailed(f"the claim log has no version of claim {observed.namespace}/{observed.claim} with "
+                                f"entries of {observed.driver.name}, which its status shows: see {lab.log_dir}") from None
+    calls = lab.plugin_calls()
+    with_entries = {v["uid"] for v in versions if claims.device_status(v, observed.driver.name)}
+    evidence.observe("claims seen with entries", f"{len(with_entries)} claim(s) of the run with entries of "
+                     f"{observed.driver.name}, {len(versions)} claim version(s) in the claim log")
+    problems = checks.entries_before_prepare(versions, calls, observed.driver.name)
+    evidence.add("claim versions with entries before their prepare",
+                 [v for v in versions if any(f"({v['uid']})" in p for p in problems)][:20])
+    assert not problems, f"{observed.driver.name} reported status before the kubelet asked it to prepare: " + \
+        "\n".join(problems)
 
 
 @pytest.mark.requirement("ST-02")

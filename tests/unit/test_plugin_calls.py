@@ -8,10 +8,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from clusters.claim_log import allocations
+from clusters.claim_log import allocations, versions
 from clusters.plugin_calls import append_to_run_trace, read
 from suites.kubelet_plugin.contract import (calls_to, changed_answers, left_specs, unanswered_claims, wrong_devices,
                                             wrong_requests)
+from suites.resource_claim_status.checks import entries_before_prepare
 
 PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 UNPREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
@@ -174,3 +175,27 @@ def test_the_claim_log_keeps_each_allocated_claim_after_it_is_gone(tmp_path: Pat
                                                             ("a", "DELETED", allocated), ("b", "ADDED", {})])) + "\n")
     assert list(allocations(log)) == ["a"] and allocations(log)["a"]["event"] == "DELETED"
     assert allocations(tmp_path / "none.jsonl") == {}
+
+
+def version(uid: str, at: str, *entries: str, created: str = "2026-11-28T09:18:00Z") -> dict[str, Any]:
+    """A claim log record seen at 09:18:`at` with status.devices entries of gpu.example.com."""
+    return {"uid": uid, "namespace": "ns", "name": f"claim-{uid}", "created": created, "start": f"2026-11-28T09:18:{at}+00:00",
+            "status": {"devices": [{"driver": "gpu.example.com", "pool": "node-1", "device": d} for d in entries]}}
+
+
+def test_status_entries_seen_before_the_claims_first_prepare_are_named_once_a_claim(tmp_path: Path) -> None:
+    calls = read(trace(tmp_path, prepared("a", devices("gpu-0"), at_second=20), prepared("b", devices("gpu-1"), at_second=20)))
+    versions = [version("a", "21.000000", "gpu-0"), version("b", "19.000000", "gpu-1"), version("b", "25.000000", "gpu-1"),
+                version("c", "30.000000", "gpu-2"), version("d", "31.000000")]
+    problems = entries_before_prepare(versions, calls, "gpu.example.com")
+    assert len(problems) == 2, problems
+    assert "claim ns/claim-b (b)" in problems[0] and "before the first NodePrepareResources of it at 09:18:20.123456" in problems[0]
+    assert "claim ns/claim-c (c)" in problems[1] and "none recorded" in problems[1]
+    assert entries_before_prepare(versions[:1], calls, "other.example.com") == []  # another driver's entries aside
+
+
+def test_the_claim_versions_of_a_run_are_those_of_claims_it_created(tmp_path: Path) -> None:
+    log = tmp_path / "claims.jsonl"
+    log.write_text("\n".join(json.dumps(version(u, "30.0", created=c)) for u, c in
+                             [("old", "2026-11-28T09:17:59Z"), ("new", "2026-11-28T09:18:05Z")]) + "\n")
+    assert [v["uid"] for v in versions(log, datetime(2026, 11, 28, 9, 18, 0, 500000, tzinfo=timezone.utc))] == ["new"]
