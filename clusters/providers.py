@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from clusters import claim_log, plugin_calls
+from clusters import plugin_calls, watch_log
 from clusters.config import ClusterConfig
 from clusters.errors import NotSupported
 from clusters.kind.cluster import KindCluster
@@ -119,12 +119,12 @@ class Lab:
 
     def claims_allocated(self) -> dict[str, dict[str, Any]]:
         """Each claim the run saw allocated in this lab, by UID: its last version in the claim log
-        (clusters/claim_log.py), which a lab dralab started keeps; none for a kubeconfig cluster."""
-        return claim_log.allocations(self.log_dir / claim_log.CLAIM_LOG)
+        (clusters/watch_log.py), which a lab dralab started keeps; none for a kubeconfig cluster."""
+        return watch_log.allocations(self.log_dir / watch_log.CLAIM_LOG)
 
     def claim_versions(self) -> list[dict[str, Any]]:
         """Every version of every claim created since this run took the lab, as the claim log saw them."""
-        return claim_log.versions(self.log_dir / claim_log.CLAIM_LOG, self.taken)
+        return watch_log.versions(self.log_dir / watch_log.CLAIM_LOG, self.taken)
 
     def check_components(self) -> None:
         if self.local is not None:

@@ -152,21 +152,21 @@ def _owned_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> LocalCluste
         progress_note(config, f"starting lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
         cluster = LocalCluster.up(cfg)
     config.stash.setdefault(_labs_up, []).append(cluster)
-    _start_claim_log(config, cluster)
+    _start_watch_logs(config, cluster)
     return cluster
 
 
-# Each owned lab's claim log (clusters/claim_log.py) and when the run took the lab, by lab name.
-_claim_logs = pytest.StashKey[dict]()
+# Each owned lab's watch logs (clusters/watch_log.py) and when the run took the lab, by lab name.
+_watch_logs = pytest.StashKey[dict]()
 
 
-def _start_claim_log(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | KindCluster
+def _start_watch_logs(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | KindCluster
     from kubernetes import config as kube_config
 
-    from clusters.claim_log import CLAIM_LOG, ClaimLog
+    from clusters import watch_log
 
     api = kube_config.new_client_from_config(config_file=str(cluster.kubeconfig))
-    config.stash.setdefault(_claim_logs, {})[cluster.cfg.name] = (ClaimLog(api, cluster.log_dir / CLAIM_LOG),
+    config.stash.setdefault(_watch_logs, {})[cluster.cfg.name] = (watch_log.start_all(api, cluster.log_dir),
                                                                   datetime.now(timezone.utc))
 
 
@@ -181,7 +181,7 @@ def _kind_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> KindCluster
     progress_note(config, f"starting kind lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
     cluster.up(images=(tools.drivers_image,))
     config.stash.setdefault(_labs_up, []).append(cluster)
-    _start_claim_log(config, cluster)
+    _start_watch_logs(config, cluster)
     return cluster
 
 
@@ -195,12 +195,12 @@ def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | Ki
     """Tear a lab down (with --reuse-labs, leave it to the next run), its component logs first
     copied under the results dir: every log path a report names must outlive the lab (LAB-07)."""
     config.stash[_labs_up].remove(cluster)
-    claim_log, taken = config.stash.get(_claim_logs, {}).pop(cluster.cfg.name, (None, None))
-    if claim_log is not None:
-        claim_log.stop()
+    watch_logs, taken = config.stash.get(_watch_logs, {}).pop(cluster.cfg.name, ([], None))
+    for log in watch_logs:
+        log.stop()
     try:
         shutil.copytree(cluster.log_dir, logs_dir(config) / cluster.cfg.name, dirs_exist_ok=True)
-        # Every call between the lab's kubelets and plugins and every claim seen, beside the report (MUT-03).
+        # Every call between the lab's kubelets and plugins and every claim, slice and pod seen, beside the report (MUT-03).
         plugin_calls.append_to_run_trace(cluster.log_dir, cluster.cfg.name,
                                          Path(config.getoption("--results-dir")) / "trace.jsonl", since=taken)
     finally:

@@ -18,7 +18,7 @@ from typing import Callable
 import pytest
 from kubernetes import client
 
-from clusters.claim_log import CLAIM_LOG
+from clusters.watch_log import CLAIM_LOG
 from clusters.plugin_calls import PluginCall
 from clusters.providers import Lab
 from drivers_under_test.deploy import PROFILE_LABEL

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from clusters.claim_log import allocations, versions
+from clusters.watch_log import WATCHED, allocations, record, versions
 from clusters.plugin_calls import append_to_run_trace, read
 from suites.kubelet_plugin.contract import (calls_to, changed_answers, left_specs, unanswered_claims, wrong_devices,
                                             wrong_requests)
@@ -93,15 +93,18 @@ def test_a_labs_node_traces_join_the_runs_trace_in_order_of_start(tmp_path: Path
                         "method": "socket created"}) + "\n" for s in seconds))
     (logs / "claims.jsonl").write_text(json.dumps({"kind": "ResourceClaim", "start": "2026-11-28T09:18:11.000001+00:00",
                                                    "end": "2026-11-28T09:18:11.000001+00:00", "uid": "a"}) + "\n")
+    (logs / "pods.jsonl").write_text(json.dumps({"kind": "Pod", "start": "2026-11-28T09:18:11.5+00:00",
+                                                 "end": "2026-11-28T09:18:11.5+00:00", "uid": "p"}) + "\n")
     trace = tmp_path / "results" / "trace.jsonl"
-    assert append_to_run_trace(logs, "cert", trace) == 4
+    assert append_to_run_trace(logs, "cert", trace) == 5
     rows = [json.loads(line) for line in trace.read_text().splitlines()]
-    # "10.5Z" sorts after "10.503Z" as text; 10.5 s is before 10.503 s. The claim log's lines join by time too.
+    # "10.5Z" sorts after "10.503Z" as text; 10.5 s is before 10.503 s. The watch logs' lines join by time too.
     assert [(r["lab"], r.get("node", r.get("kind")), r["start"][17:23]) for r in rows] == [
-        ("cert", "node-1", "10.5Z"), ("cert", "node-2", "10.503"), ("cert", "ResourceClaim", "11.000"), ("cert", "node-1", "12Z")]
+        ("cert", "node-1", "10.5Z"), ("cert", "node-2", "10.503"), ("cert", "ResourceClaim", "11.000"), ("cert", "Pod", "11.5+0"),
+        ("cert", "node-1", "12Z")]
     # A reused lab: what its nodes recorded before this run took it is an earlier run's.
     later = tmp_path / "later" / "trace.jsonl"
-    assert append_to_run_trace(logs, "cert", later, since=datetime(2026, 11, 28, 9, 18, 11, tzinfo=timezone.utc)) == 2
+    assert append_to_run_trace(logs, "cert", later, since=datetime(2026, 11, 28, 9, 18, 11, tzinfo=timezone.utc)) == 3
 
 
 def spec(*names: str, claims: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -199,3 +202,18 @@ def test_the_claim_versions_of_a_run_are_those_of_claims_it_created(tmp_path: Pa
     log.write_text("\n".join(json.dumps(version(u, "30.0", created=c)) for u, c in
                              [("old", "2026-11-28T09:17:59Z"), ("new", "2026-11-28T09:18:05Z")]) + "\n")
     assert [v["uid"] for v in versions(log, datetime(2026, 11, 28, 9, 18, 0, 500000, tzinfo=timezone.utc))] == ["new"]
+
+
+def test_a_watched_slice_keeps_its_device_names_and_a_pod_how_far_it_got() -> None:
+    slice_, pod = (next(w for w in WATCHED if w.kind == k) for k in ("ResourceSlice", "Pod"))
+    big = {"metadata": {"name": "s", "uid": "u1", "resourceVersion": "7"}, "spec": {
+        "driver": "gpu.example.com", "nodeName": "node-1", "pool": {"name": "node-1", "generation": 2},
+        "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "x" * 500}}}]}}
+    line = record(slice_, "ADDED", big)
+    assert line["spec"] == {"driver": "gpu.example.com", "nodeName": "node-1", "pool": {"name": "node-1", "generation": 2},
+                            "devices": ["gpu-0"]} and line["resourceVersion"] == "7" and line["kind"] == "ResourceSlice"
+    running = {"metadata": {"name": "p", "namespace": "ns", "uid": "u2"}, "spec": {"nodeName": "node-1"}, "status": {
+        "phase": "Running", "initContainerStatuses": [{"name": "init", "ready": False, "restartCount": 0}],
+        "containerStatuses": [{"name": "main", "ready": True, "restartCount": 1, "image": "w"}]}}
+    assert record(pod, "MODIFIED", running)["status"] == {"phase": "Running", "resourceClaimStatuses": [], "containers": [
+        {"name": "init", "ready": False, "restartCount": 0}, {"name": "main", "ready": True, "restartCount": 1}]}
