@@ -19,6 +19,8 @@ from clusters.watch_log import WATCHED
 # Beside plugins_registry, not in it: the kubelet's plugin watcher walks its subdirectories.
 DRIVER_REGISTRY = "dralab-driver-registry"
 TRACE_FILE = "plugin-calls.jsonl"
+# Each node's faults the run injected (LocalNode's restarts, stops, reboot, sandbox kills), beside its calls.
+FAULT_LOG = "faults.jsonl"
 
 
 def driver_registry(kubelet_root_dir: str) -> str:
@@ -99,11 +101,11 @@ def read(trace: Path) -> list[PluginCall]:
 
 
 def append_to_run_trace(lab_log_dir: Path, lab: str, trace: Path, since: datetime | None = None) -> int:
-    """Add the calls of every node of a lab and its watch logs (its kept logs) to a run's trace,
+    """Add the calls and injected faults of every node of a lab and its watch logs (its kept logs) to a run's trace,
     one JSON line each with the lab's name, in the order they started, those before `since` (an
     earlier run's on a reused lab) left out; returns how many."""
     lines = []
-    for node_trace in sorted([*lab_log_dir.glob(f"*/{TRACE_FILE}"), *(lab_log_dir / w.file for w in WATCHED if (lab_log_dir / w.file).exists())]):
+    for node_trace in sorted([*lab_log_dir.glob(f"*/{TRACE_FILE}"), *lab_log_dir.glob(f"*/{FAULT_LOG}"), *(lab_log_dir / w.file for w in WATCHED if (lab_log_dir / w.file).exists())]):
         for line in node_trace.read_text().splitlines():
             if line.strip():
                 raw = json.loads(line)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from clusters import plugin_calls
 from clusters.config import ClusterConfig
@@ -20,6 +23,26 @@ from clusters.pki import PKI, write_kubeconfig
 from clusters.progress import run_logged
 from clusters.provision import Toolchain
 from fake_hardware.lab import NODE_SYSFS_ROOT
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def injected(what: str) -> Callable[[Method], Method]:
+    """A method that injects a fault into the node: each call is a line of the node's fault log,
+    with when it started and ended, which the run's trace takes in (MUT-03)."""
+    def wrap(method: Method) -> Method:
+        @functools.wraps(method)
+        def logged(self: "LocalNode", *args: Any) -> Any:
+            start = datetime.now(timezone.utc).isoformat()
+            try:
+                return method(self, *args)
+            finally:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                with (self.log_dir / plugin_calls.FAULT_LOG).open("a") as out:
+                    out.write(json.dumps({"node": self.name, "start": start, "end": datetime.now(timezone.utc).isoformat(),
+                                          "kind": "Fault", "fault": what, "args": [str(a) for a in args]}) + "\n")
+        return logged  # type: ignore[return-value]
+    return wrap
 
 
 @dataclass
@@ -190,28 +213,34 @@ class LocalNode:
 
     # Restart handles for restart tests ------------------------------------------------
 
+    @injected("kubelet stopped")
     def stop_kubelet(self) -> None:
         supervisor.stop(self.cfg.lab_dir, f"{self.name}-kubelet")
 
+    @injected("kubelet restarted")
     def restart_kubelet(self) -> None:
         self.stop_kubelet()
         self.start_kubelet()
         self.wait_kubelet()
 
+    @injected("containerd stopped")
     def stop_containerd(self) -> None:
         # Stopping containerd leaves its shims and containers running, as on a real node.
         supervisor.stop(self.cfg.lab_dir, f"{self.name}-containerd")
 
+    @injected("containerd restarted")
     def restart_containerd(self) -> None:
         self.stop_containerd()
         self.start_containerd()
         self.wait_containerd()
 
+    @injected("pod sandbox killed")
     def kill_pod_sandbox(self, pod_uid: str) -> None:
         kill_pod_sandbox(self.ctr, pod_uid, self.name, self.log_dir / "sandbox-kill.log")
 
     # Reboot -------------------------------------------------------------------------------
 
+    @injected("node rebooted")
     def reboot(self) -> None:
         """What a reboot does to the node, then the node up again with containerd, the kubelet
         and kube-proxy healthy.

@@ -8,8 +8,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from clusters.watch_log import WATCHED, allocations, record, versions
-from clusters.plugin_calls import append_to_run_trace, read
+from clusters.local.node import injected
+from clusters.plugin_calls import FAULT_LOG, append_to_run_trace, read
 from suites.kubelet_plugin.contract import (calls_to, changed_answers, left_specs, unanswered_claims, wrong_devices,
                                             wrong_requests)
 from suites.resource_claim_status.checks import entries_before_prepare
@@ -217,3 +220,19 @@ def test_a_watched_slice_keeps_its_device_names_and_a_pod_how_far_it_got() -> No
         "containerStatuses": [{"name": "main", "ready": True, "restartCount": 1, "image": "w"}]}}
     assert record(pod, "MODIFIED", running)["status"] == {"phase": "Running", "resourceClaimStatuses": [], "containers": [
         {"name": "init", "ready": False, "restartCount": 0}, {"name": "main", "ready": True, "restartCount": 1}]}
+
+
+def test_a_fault_injected_into_a_node_is_a_line_of_its_fault_log_and_joins_the_trace(tmp_path: Path) -> None:
+    class Node:  # what the decorator needs of a LocalNode
+        name, log_dir = "node-1", tmp_path / "logs" / "node-1"
+
+        @injected("pod sandbox killed")
+        def kill(self, uid: str) -> None:
+            raise RuntimeError("the kill failed")  # recorded all the same: it was attempted
+
+    with pytest.raises(RuntimeError):
+        Node().kill("uid-1")
+    (line,) = (Node.log_dir / FAULT_LOG).read_text().splitlines()
+    assert json.loads(line) | {"start": "", "end": ""} == {"node": "node-1", "kind": "Fault", "fault": "pod sandbox killed",
+                                                         "args": ["uid-1"], "start": "", "end": ""}
+    assert append_to_run_trace(tmp_path / "logs", "cert", tmp_path / "trace.jsonl") == 1
