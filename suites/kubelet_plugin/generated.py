@@ -71,13 +71,18 @@ class PodShape:
 
     def pods(self, name: str) -> list[str]:
         """The names of the pods, sharers after their copy's pod: each one `name` or starts with `name-`."""
-        copies = [name if k == 0 else f"{name}-b{k}" for k in range(self.copies)]
-        return [p for copy in copies for p in (copy, *(f"{copy}-s{j}" for j in range(1, self.sharers + 1)))]
+        return [p for copy in self._copies(name) for p in (copy, *self._sharers(copy))]
+
+    def _copies(self, name: str) -> list[str]:
+        return [name if k == 0 else f"{name}-b{k}" for k in range(self.copies)]
+
+    def _sharers(self, copy: str) -> list[str]:
+        return [f"{copy}-s{j}" for j in range(1, self.sharers + 1)]
 
     def objects(self, driver: DriverUnderTest, name: str) -> list[dict[str, Any]]:
         """The claims, templates and pods, in the order they are created."""
         objects: list[dict[str, Any]] = []
-        for copy in self.pods(name)[::self.sharers + 1]:
+        for copy in self._copies(name):
             refs: list[tuple[str, dict[str, str]]] = []
             for i, counts in enumerate(self.claims):
                 claim = ClaimBuilder(f"{copy}-{'t' if i in self.templated else 'c'}{i}")
@@ -95,8 +100,8 @@ class PodShape:
                 objects.append(built)
             objects.append(self._pod(copy, refs).build())
             named = [(c, ref) for c, ref in refs if "resourceClaimName" in ref]
-            for j in range(1, self.sharers + 1):
-                sharer = PodBuilder(f"{copy}-s{j}")
+            for sharer_name in self._sharers(copy):
+                sharer = PodBuilder(sharer_name)
                 sharer.claims = [{"name": c, **ref} for c, ref in named]
                 sharer.container_claims = [{"name": c} for c, _ in named]
                 objects.append(sharer.build())
@@ -197,7 +202,9 @@ def remove(api: Any, namespace: str, name: str) -> None:
     (the kubelet unprepares each claim once its last pod is gone). Waits until no claim of the
     shape is left, so that the next shape finds the devices free."""
     core, resource = client.CoreV1Api(api), client.ResourceV1Api(api)
-    ours = lambda n: n == name or n.startswith(f"{name}-")  # noqa: E731
+
+    def ours(n: str) -> bool:
+        return n == name or n.startswith(f"{name}-")
     for pod in core.list_namespaced_pod(namespace).items:
         if ours(pod.metadata.name):
             pods.delete(api, namespace, pod.metadata.name)
