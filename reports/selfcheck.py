@@ -256,7 +256,7 @@ def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_o
     1 a mismatch, 2 bad input)."""
     selected = [c for c in chosen(cases(), only, variants) if kind in (None, c.kind)]
     if seeds:
-        selected = [c for c in selected if c.kind == VALID and "KP" in _suites_of(c, only, sweep=True)]
+        selected = [c for c in selected if c.kind == VALID and _named(certifiable(load_profile(c.driver)), SWEPT)]
     if list_only:
         listing = [{"variant": c.variant, "driver": c.driver, "kind": c.kind, "breaks": c.breaks,
                     "checked_on": _suites_of(c, only, sweep=bool(seeds)).split(",")} for c in selected]
