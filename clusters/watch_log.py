@@ -81,7 +81,8 @@ class WatchLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._from = ""
         self._stopped = threading.Event()
-        self._watch = watch.Watch()
+        # "object": events stay the API server's JSON; typed models of every Pod event cost the run's CPU.
+        self._watch = watch.Watch(return_type="object")
         self._thread = threading.Thread(target=self._run, args=(api, watched), daemon=True, name=f"watch log {path}")
         self._thread.start()
 

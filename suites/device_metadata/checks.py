@@ -188,7 +188,7 @@ AT_START = "/tmp/metadata-at-start.json"
 
 def copy_at_start(s_driver_name: str, claim: str) -> list[str]:
     """A container command that keeps the file as it was when the container started."""
-    return ["sh", "-c", f"cat {paths.in_container(claim, 'dev', s_driver_name)} > {AT_START}; sleep 3600"]
+    return pods.until_stopped(f"cat {paths.in_container(claim, 'dev', s_driver_name)} > {AT_START}")
 
 
 def deferred_network_data(s: Scenario, ev: Evidence) -> None:  # MD-16

@@ -24,7 +24,7 @@ from suites.framework.metadata_file import MetadataStream, parse_stream
 from suites.framework.node_files import NodeFiles
 from suites.framework.verdicts import Blocked, require
 
-SLEEP = ["sh", "-c", "sleep 3600"]
+SLEEP = pods.until_stopped()
 LIST_FILES = f"find {paths.CONTAINER_ROOT} -type f 2>/dev/null | sort"  # an init container's log
 
 

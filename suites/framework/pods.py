@@ -18,12 +18,19 @@ from suites.framework.waits import wait_for
 POD_TIMEOUT = 90
 
 
+def until_stopped(first: str = "") -> list[str]:
+    """A container command: the shell commands `first`, then running until the kubelet stops the
+    container. It ends at SIGTERM: PID 1 ignores a signal it has no handler for, so `sleep` as
+    PID 1 made every pod deletion wait out its grace period (2.9 s a pod, against 1.0 s)."""
+    return ["sh", "-c", f"trap 'exit 0' TERM; {first}{'; ' if first else ''}sleep 3600 & wait"]
+
+
 @dataclass
 class PodBuilder:
     """A pod running the workload image (workload.py); chain the with_* calls, then `build()`."""
 
     name: str
-    command: list[str] = field(default_factory=lambda: ["sleep", "3600"])
+    command: list[str] = field(default_factory=until_stopped)
     node_name: str | None = None
     node_selector: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)

@@ -43,7 +43,7 @@ def test_a_pod_on_each_node_runs_the_workload_image_and_prints_its_node(lab: Lab
     for node in lab.nodes:
         pod = (PodBuilder(f"hello-{node.name}").on_node(node.name)
                .with_env_from_field("NODE_NAME", "spec.nodeName")
-               .running("sh", "-c", "echo running on $NODE_NAME; sleep 3600"))
+               .running(*pods.until_stopped("echo running on $NODE_NAME")))
         pods.run(api, namespace, pod)
     for node in lab.nodes:
         assert pods.logs(api, namespace, f"hello-{node.name}").strip() == f"running on {node.name}"
@@ -139,7 +139,7 @@ def test_cdi_spec_in_node_cdi_dir_is_applied_to_a_container_that_asks_for_it(api
     spec_file = node.host_path("/var/run/cdi") / f"lab-probe-{value}.json"
     spec_file.write_text(json.dumps(spec))
     try:
-        pod = (PodBuilder("cdi").on_node(node.name).running("sh", "-c", "echo $DRALAB_CDI_PROBE; sleep 3600")
+        pod = (PodBuilder("cdi").on_node(node.name).running(*pods.until_stopped("echo $DRALAB_CDI_PROBE"))
                .with_annotation(NRIProbe.CDI_DEVICE_ANNOTATION, f"lab.dralab.dev/probe={value}"))
         pods.run(api, namespace, pod)
         nri_probe.wait_for_event("CreateContainer", namespace, "cdi")

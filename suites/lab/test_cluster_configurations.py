@@ -48,7 +48,7 @@ def test_non_default_kubelet_root_dir_holds_pod_volumes(gates_off_lab: Lab) -> N
     assert node.kubelet_root_dir == "/var/lib/kubelet-dralab"
     pod = pods.run(api, "default", PodBuilder(f"rootdir-{uuid.uuid4().hex[:6]}").on_node(node.name)
                    .with_volume({"name": "scratch", "emptyDir": {}}, "/scratch")
-                   .running("sh", "-c", "echo kept > /scratch/marker; sleep 3600"))
+                   .running(*pods.until_stopped("echo kept > /scratch/marker")))
     volume = node.host_path(f"/var/lib/kubelet-dralab/pods/{pod.metadata.uid}/volumes/kubernetes.io~empty-dir/scratch")
     from suites.framework.waits import wait_for
 
