@@ -107,6 +107,17 @@ def calls_to(calls: list[PluginCall], driver: str) -> list[PluginCall]:
     return mine
 
 
+def first_prepares(calls: list[PluginCall]) -> dict[str, PluginCall]:
+    """The first NodePrepareResources (by start) each claim UID was given in, answered or not."""
+    first: dict[str, PluginCall] = {}
+    for c in calls:
+        if c.name == "NodePrepareResources":
+            for claim in (c.request or {}).get("claims") or []:
+                if (uid := claim.get("uid")) not in first or c.start < first[uid].start:
+                    first[uid] = c
+    return first
+
+
 def _device_key(d: dict[str, Any]) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
     return (d.get("pool_name", ""), d.get("device_name", ""), tuple(sorted(d.get("request_names") or [])),
             tuple(sorted(d.get("cdi_device_ids") or [])))

@@ -7,6 +7,7 @@ answered; a pod that does not start is this module's own finding, with its shape
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -34,14 +35,16 @@ CLAIMS_GONE_SECONDS = 60
 @dataclass
 class Run:
     """One driver's generated workloads: the first seed, how many seeds after it (each draws
-    `budget` shapes), the room a pod had, the shapes tried, and the shrunk case of a pod that did
-    not start (the seeds after its own are not drawn), or why nothing was drawn."""
+    `budget` shapes), the room a pod had, the shapes tried, the claims of the shapes whose pods
+    all started (UID: namespace/name), and the shrunk case of a pod that did not start (the seeds
+    after its own are not drawn), or why nothing was drawn."""
 
     seed: int
     budget: int
     seeds: int = 1
     capacity: int = 0
     tried: list[str] = field(default_factory=list)
+    started: dict[str, str] = field(default_factory=dict)
     failure: str | None = None
     skipped: str | None = None
 
@@ -197,14 +200,24 @@ def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, na
             pods.create(api, namespace, obj)
 
 
+def _ours(name: str, n: str) -> bool:
+    """Whether object `n` is of the shape started as `name` (its pods, claims, templates and the
+    claims made from them)."""
+    return n == name or n.startswith(f"{name}-")
+
+
+def claims_of(api: Any, namespace: str, name: str) -> dict[str, str]:
+    """The claims of the shape started as `name`, templates' included: UID: namespace/name."""
+    return {c["metadata"]["uid"]: f"{namespace}/{c['metadata']['name']}" for c in claims.listed(api, namespace)
+            if _ours(name, c["metadata"]["name"])}
+
+
 def remove(api: Any, namespace: str, name: str) -> None:
     """The pods, then the claims and templates; the claims made from templates go with their pods
     (the kubelet unprepares each claim once its last pod is gone). Waits until no claim of the
     shape is left, so that the next shape finds the devices free."""
     core, resource = client.CoreV1Api(api), client.ResourceV1Api(api)
-
-    def ours(n: str) -> bool:
-        return n == name or n.startswith(f"{name}-")
+    ours = functools.partial(_ours, name)
     for pod in core.list_namespaced_pod(namespace).items:
         if ours(pod.metadata.name):
             pods.delete(api, namespace, pod.metadata.name)
@@ -214,5 +227,4 @@ def remove(api: Any, namespace: str, name: str) -> None:
     for claim in claims.listed(api, namespace):
         if ours(claim["metadata"]["name"]) and "ownerReferences" not in claim["metadata"]:  # not a template's
             resource.delete_namespaced_resource_claim(claim["metadata"]["name"], namespace)
-    wait_for(f"the claims of {name} gone", lambda: not [c for c in claims.listed(api, namespace)
-                                                        if ours(c["metadata"]["name"])], CLAIMS_GONE_SECONDS)
+    wait_for(f"the claims of {name} gone", lambda: not claims_of(api, namespace, name), CLAIMS_GONE_SECONDS)

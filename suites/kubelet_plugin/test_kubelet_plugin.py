@@ -562,6 +562,7 @@ def generated_run(request: pytest.FixtureRequest, api, dra_driver: DriverUnderTe
             doing = f"pod(s) {', '.join(shape.pods(name))} with claims of {dra_driver.name} did not start"
             try:
                 started = [pods.wait_phase(api, namespace, pod, cdi_refused=True) for pod in shape.pods(name)]
+                run.started.update(generated.claims_of(api, namespace, name))
                 if shape.restart:
                     doing = f"{dra_driver.name} restarted on {started[0].spec.node_name} while {name} ran did not come back"
                     dra_driver.restart_on(api, started[0].spec.node_name)
@@ -593,29 +594,33 @@ def test_generated_pods_with_claims_of_the_driver_start(generated_run: generated
         raise DriverFailure(generated_run.failure)
 
 
-def _recorded_calls(lab: Lab, api, driver: DriverUnderTest, namespace: str, evidence: Evidence) -> list[PluginCall]:
+def _recorded_calls(lab: Lab, driver: DriverUnderTest, run: generated.Run, evidence: Evidence) -> list[PluginCall]:
     """Every call between the kubelets and the driver the plugin recorder saw in this run so far,
-    this check's own pod's prepare among them (the subject, before its properties)."""
+    the prepares of every claim of the generated pods that started among them (the subject,
+    before its properties)."""
     if lab.plugin_registries is None:
         pytest.skip(f"the {lab.provider} provider's nodes run no plugin recorder: no kubelet-plugin call is recorded")
-    _running_with_claim(api, driver, namespace, "traced")
-    uid = _uid(api, namespace, "traced")
+    if run.skipped:
+        pytest.skip(run.skipped)
+    if not run.started:
+        raise Blocked("KP-03", f"no generated pod started, so no prepared claim is there to judge: {run.failure}")
     calls = contract.calls_to(lab.plugin_calls(), driver.name)
     prepares = [c for c in calls if c.name == "NodePrepareResources"]
     evidence.observe("calls recorded", f"{len(calls)} call(s) between the kubelets and {driver.name}, "
-                     f"{len(prepares)} NodePrepareResources")
-    if not any(cl.get("uid") == uid for c in prepares for cl in (c.request or {}).get("claims") or []):
-        raise ObservationFailed(f"the plugin recorder has no NodePrepareResources of claim {namespace}/traced ({uid}), "
-                                f"whose pod runs: see the nodes' plugin-recorder logs under {lab.log_dir}")
+                     f"{len(prepares)} NodePrepareResources; {len(run.started)} claim(s) of generated pods that started")
+    asked = contract.first_prepares(prepares)
+    if unseen := [f"{name} ({uid})" for uid, name in run.started.items() if uid not in asked]:
+        raise ObservationFailed(f"the plugin recorder has no NodePrepareResources of {len(unseen)} claim(s) whose pods "
+                                f"ran: {', '.join(unseen[:5])}; see the nodes' plugin-recorder logs under {lab.log_dir}")
     return calls
 
 
 def _judge_recorded_calls(problems_of: Callable[[list[PluginCall]], list[str]], what: str, verdict: str, lab: Lab,
-                          api, driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+                          driver: DriverUnderTest, run: generated.Run, evidence: Evidence) -> None:
     """A rule over every recorded call of the run (the generated workloads' among them: each
     check asks for generated_run): its violations, each with the calls they name (by time)
     quoted from the trace."""
-    calls = _recorded_calls(lab, api, driver, namespace, evidence)
+    calls = _recorded_calls(lab, driver, run, evidence)
     problems = problems_of(calls)
     evidence.add(f"the recorded calls {what}",
                  [asdict(c) for c in calls if any(f"{c.start:%H:%M:%S.%f}" in p for p in problems)][:20])
@@ -625,65 +630,59 @@ def _judge_recorded_calls(problems_of: Callable[[list[PluginCall]], list[str]], 
 
 @pytest.mark.requirement("KP-03")
 def test_every_prepare_call_of_the_run_answers_each_claim_it_was_given(
-        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
-        evidence: Evidence) -> None:
+        generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
     _judge_recorded_calls(contract.unanswered_claims, "with a claim left unanswered",
-                          "NodePrepareResources left claims it was given unanswered", lab, api, dra_driver, namespace, evidence)
+                          "NodePrepareResources left claims it was given unanswered", lab, dra_driver, generated_run, evidence)
 
 
 @pytest.mark.requirement("KP-05")
 def test_every_claim_prepared_again_in_the_run_got_the_same_devices(
-        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
-        evidence: Evidence) -> None:
+        generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
     _judge_recorded_calls(contract.changed_answers, "that answered a prepared claim differently",
-                          "NodePrepareResources is not idempotent over the run", lab, api, dra_driver, namespace, evidence)
+                          "NodePrepareResources is not idempotent over the run", lab, dra_driver, generated_run, evidence)
 
 
-def _claims_seen(lab: Lab, api, namespace: str, evidence: Evidence) -> dict[str, dict]:
-    """The allocation of every claim the run saw, from the claim log; this check's own claim among
-    them (what the answers are judged against, seen before them)."""
+def _claims_seen(lab: Lab, run: generated.Run, evidence: Evidence) -> dict[str, dict]:
+    """The allocation of every claim the run saw, from the claim log; the generated pods' claims
+    among them (what the answers are judged against, seen before them)."""
     seen = lab.claims_allocated()
-    uid = _uid(api, namespace, "traced")
     evidence.observe("claims seen allocated", f"{len(seen)} claim(s) in the claim log")
-    if uid not in seen:
-        raise ObservationFailed(f"the claim log has no allocation of claim {namespace}/traced ({uid}), whose pod runs: "
-                                f"see {lab.log_dir}/{CLAIM_LOG}")
+    if unseen := [f"{name} ({uid})" for uid, name in run.started.items() if uid not in seen]:
+        raise ObservationFailed(f"the claim log has no allocation of {len(unseen)} claim(s) whose pods ran: "
+                                f"{', '.join(unseen[:5])}; see {lab.log_dir}/{CLAIM_LOG}")
     return seen
 
 
 def _judge_against_allocations(rule: Callable[[list[PluginCall], dict[str, dict], str], list[str]], what: str,
-                               verdict: str, lab: Lab, api, driver: DriverUnderTest, namespace: str,
+                               verdict: str, lab: Lab, driver: DriverUnderTest, run: generated.Run,
                                evidence: Evidence) -> None:
     """_judge_recorded_calls for a rule that also needs what each claim was allocated."""
-    _judge_recorded_calls(lambda calls: rule(calls, _claims_seen(lab, api, namespace, evidence), driver.name),
-                          what, verdict, lab, api, driver, namespace, evidence)
+    _judge_recorded_calls(lambda calls: rule(calls, _claims_seen(lab, run, evidence), driver.name),
+                          what, verdict, lab, driver, run, evidence)
 
 
 @pytest.mark.requirement("KP-03")
 def test_every_device_prepared_in_the_run_is_allocated_and_resolves(
-        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
-        evidence: Evidence) -> None:
+        generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
     _judge_against_allocations(contract.wrong_devices, "that answered a device wrongly", "NodePrepareResources "
                                "answered devices the claims do not have, twice, or with CDI devices no spec defined",
-                               lab, api, dra_driver, namespace, evidence)
+                               lab, dra_driver, generated_run, evidence)
 
 
 @pytest.mark.requirement("KP-04")
 def test_every_device_prepared_in_the_run_goes_only_to_its_own_requests(
-        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
-        evidence: Evidence) -> None:
+        generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
     _judge_against_allocations(contract.wrong_requests, "that gave a device to requests it is not allocated for",
                                "NodePrepareResources answered devices for requests they are not allocated for",
-                               lab, api, dra_driver, namespace, evidence)
+                               lab, dra_driver, generated_run, evidence)
 
 
 @pytest.mark.requirement("KP-06")
 def test_no_claim_unprepared_in_the_run_left_its_cdi_spec(
-        generated_run: generated.Run, lab: Lab, api, dra_driver: DriverUnderTest, namespace: str,
-        evidence: Evidence) -> None:
+        generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
     _judge_recorded_calls(contract.left_specs, "whose claim's CDI spec outlived its unprepare",
                           f"claims' own CDI specs stayed on the node more than {contract.SPEC_GRACE_SECONDS}s after "
-                          "they were unprepared", lab, api, dra_driver, namespace, evidence)
+                          "they were unprepared", lab, dra_driver, generated_run, evidence)
 
 
 # How long the driver's slices may outlive it: the kubelet deletes a deregistered driver's slices

@@ -139,11 +139,7 @@ def entries_before_prepare(versions: list[dict[str, Any]], calls: list[PluginCal
     shows an entry of `driver` in status.devices must have been seen after the kubelet first asked
     the driver to prepare that claim (`calls`, as the plugin recorder saw them arrive; a version
     is logged after it was written). One violation per claim: its first such version."""
-    asked: dict[str, datetime] = {}
-    for c in contract.calls_to(calls, driver):
-        if c.name == "NodePrepareResources":
-            for claim in (c.request or {}).get("claims") or []:
-                asked[claim.get("uid")] = min(asked.get(claim.get("uid"), c.start), c.start)
+    asked = {uid: c.start for uid, c in contract.first_prepares(contract.calls_to(calls, driver)).items()}
     problems: list[str] = []
     judged: set[str] = set()
     for v in versions:

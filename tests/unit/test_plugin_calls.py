@@ -13,8 +13,8 @@ import pytest
 from clusters.watch_log import WATCHED, allocations, record, versions
 from clusters.local.node import injected
 from clusters.plugin_calls import FAULT_LOG, append_to_run_trace, read
-from suites.kubelet_plugin.contract import (calls_to, changed_answers, left_specs, unanswered_claims, wrong_devices,
-                                            wrong_requests)
+from suites.kubelet_plugin.contract import (calls_to, changed_answers, first_prepares, left_specs, unanswered_claims,
+                                            wrong_devices, wrong_requests)
 from suites.resource_claim_status.checks import entries_before_prepare
 
 PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
@@ -85,6 +85,15 @@ def test_a_claim_prepared_again_with_other_devices_is_named_unless_unprepared_be
                        line(PREPARE, {"claims": [claim("a")]}, {"claims": {"a": devices("gpu-3")}})))
     (problem,) = changed_answers(calls)
     assert "gpu-3" in problem and "gpu-2" in problem
+
+
+def test_the_first_prepare_of_each_claim_is_its_earliest_answered_or_failed(tmp_path: Path) -> None:
+    calls = read(trace(tmp_path,
+                       line(PREPARE, {"claims": [claim("a")]}, error="rpc error: code = Unavailable", at_second=30),
+                       line(PREPARE, {"claims": [claim("a"), claim("b")]}, {"claims": {"a": devices("gpu-0")}}, at_second=20),
+                       line(UNPREPARE, {"claims": [claim("c")]}, {"claims": {"c": {}}}, at_second=10)))
+    first = first_prepares(calls)
+    assert sorted(first) == ["a", "b"] and first["a"].start.second == 20 and first["b"] is first["a"]
 
 
 def test_a_labs_node_traces_join_the_runs_trace_in_order_of_start(tmp_path: Path) -> None:
