@@ -45,17 +45,24 @@ def interrupt_on_sigterm() -> None:
 def run_to_completion(cmd: list[str], **popen: Any) -> int:
     """Run `cmd` and wait for it, also through Ctrl-C or SIGTERM (passed on to it); after one,
     raise Interrupted."""
-    child = subprocess.Popen(cmd, **popen)
+    return run_all_to_completion([cmd], **popen)[0]
+
+
+def run_all_to_completion(cmds: list[list[str]], **popen: Any) -> list[int]:
+    """Run `cmds` side by side and wait for all of them, as run_to_completion does for one; their
+    exit codes in order (Interrupted carries the highest)."""
+    children = [subprocess.Popen(cmd, **popen) for cmd in cmds]
     interrupted = False
-    while True:
+    codes: list[int] = []
+    while len(codes) < len(children):
         try:
-            returncode = child.wait()
-            break
+            codes.append(children[len(codes)].wait())
         except KeyboardInterrupt as e:
             interrupted = True
             if isinstance(e, Terminated):
-                child.send_signal(signal.SIGTERM)
+                for child in children[len(codes):]:
+                    child.send_signal(signal.SIGTERM)
             console.print("[yellow]interrupted: waiting for the labs to be torn down[/yellow]")
     if interrupted:
-        raise Interrupted(returncode)
-    return returncode
+        raise Interrupted(max(codes))
+    return codes

@@ -8,6 +8,7 @@ serves a stand-in of the same name in plugins_registry for each and forwards eve
 
 from __future__ import annotations
 
+import fcntl
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -116,5 +117,6 @@ def append_to_run_trace(lab_log_dir: Path, lab: str, trace: Path, since: datetim
     if lines:
         trace.parent.mkdir(parents=True, exist_ok=True)
         with trace.open("a") as out:
+            fcntl.flock(out, fcntl.LOCK_EX)  # runs side by side (certify --shards) append to one trace
             out.writelines(f"{line}\n" for _, line in sorted(lines, key=lambda pair: pair[0]))
     return len(lines)

@@ -20,10 +20,11 @@ def progress_note(config: pytest.Config, text: str) -> None:
 
 
 class Progress:
-    """One line per finished test, a header per suite: what runs and how long the run has taken."""
+    """One line per finished test, a header per suite: what runs and how long the run has taken;
+    each line starts with `shard` (K/N) where runs side by side share the terminal."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config, self.start, self.suite = config, time.monotonic(), ""
+    def __init__(self, config: pytest.Config, shard: str = "") -> None:
+        self.config, self.start, self.suite, self.shard = config, time.monotonic(), "", shard
         self.outcomes: dict[str, str] = {}
 
     def _print(self, line: str) -> None:
@@ -54,4 +55,4 @@ class Progress:
 
     def _elapsed(self) -> str:
         minutes, seconds = divmod(int(time.monotonic() - self.start), 60)
-        return f"{minutes:3d}:{seconds:02d}"
+        return f"{minutes:3d}:{seconds:02d}" + (f" {self.shard}" if self.shard else "")

@@ -14,13 +14,14 @@ import pytest
 
 from clusters.children import interrupt_on_sigterm
 from clusters.config import ClusterConfig
-from clusters.errors import LabBroken, NotSupported
+from clusters.errors import BadInput, LabBroken, NotSupported
 from clusters.health import dead_components, diagnose
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
 from clusters import plugin_calls, versions
 from clusters.lab_configurations import PREFIX, SESSION_LAB, at_version, on_kind, renamed
 from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
-from dralab import verdicts
+from dralab import shards as shards_of_run, verdicts
+from dralab.shards import parse as parse_shard
 from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
 from drivers_under_test import evidence as driver_evidence
 from drivers_under_test.profile import NO_HARDWARE
@@ -78,6 +79,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "the labs up at the end (for runs one after another; `dralab down --name NAME` removes them)")
     group.addoption("--requirement-ids", default=None, metavar="ID,...",
                     help="run only the tests marked with one of these requirement IDs (or ID prefixes: MD)")
+    group.addoption("--shard", default="1/1", metavar="K/N",
+                    help="run only part K of N of the tests (a driver's tests together, the cluster's checks one more "
+                         "part), for N runs side by side on labs of their own (dralab certify --shards)")
     group.addoption("--progress", action="store_true",
                     help="a line per finished test (elapsed, verdict, requirement, test) instead of dots")
 
@@ -98,8 +102,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from suites.framework import workload
 
     workload.use(config.getoption("--workload-image", None))
+    try:
+        shard, shards = parse_shard(config.getoption("--shard", "1/1"))
+    except BadInput as e:
+        raise pytest.UsageError(str(e)) from None
     if config.getoption("--progress", False):
-        config.pluginmanager.register(Progress(config), PLUGIN_NAME)
+        config.pluginmanager.register(Progress(config, f"{shard}/{shards}" if shards > 1 else ""), PLUGIN_NAME)
     # A CI job cancelled or a `timeout` sends SIGTERM: stop as Ctrl-C does, so the labs' teardown runs.
     interrupt_on_sigterm()
 
@@ -240,6 +248,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     items.sort(key=lambda i: not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")))
+    shard, shards = parse_shard(config.getoption("--shard"))
+    if shards > 1:
+        groups = {i.nodeid: shards_of_run.group_of(getattr(i, "callspec", None) and i.callspec.params or {}) for i in items}
+        placed = shards_of_run.assign(groups.values(), shards)
+        config.hook.pytest_deselected(items=[i for i in items if placed[groups[i.nodeid]] != shard])
+        items[:] = [i for i in items if placed[groups[i.nodeid]] == shard]
 
 
 _server_version = pytest.StashKey[str]()

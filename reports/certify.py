@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import sys
 import time
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +22,7 @@ import click
 
 from clusters import versions
 from clusters import residue
-from clusters.children import run_to_completion
+from clusters.children import run_all_to_completion
 from clusters.errors import BadInput, LabBroken
 from clusters.lab_cli import kubernetes_version_option
 from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, at_version, on_kind, renamed,
@@ -45,6 +47,10 @@ LAB_PREFIX = "cert"
 QUIET = ("-p", "no:terminal", "-o", "addopts=--strict-markers", "-p", "no:cacheprovider")
 # pytest's exit code for a usage error: a bad option value that got past certify's own checks.
 PYTEST_USAGE_ERROR = 4
+# pytest's exit code when it ran nothing: a shard none of the chosen tests went to.
+PYTEST_NO_TESTS = 5
+# pytest runs side by side on a local cluster, each on labs of its own (--shards).
+DEFAULT_SHARDS = 2
 
 
 def selection(only: str | None) -> tuple[list[str], list[str]]:
@@ -175,6 +181,42 @@ def _allure_html(results: Path, out: Path) -> Path | None:
     return out / "index.html"
 
 
+@dataclass(frozen=True)
+class Shard:
+    """One of the pytest runs side by side: its JUnit XML, its allure results, its own options."""
+
+    junit: Path
+    allure: Path
+    options: list[str]
+
+
+def shard_prefix(prefix: str, k: int) -> str:
+    """The lab name prefix of shard k: the first keeps the run's."""
+    return prefix if k == 1 else f"{prefix}{k}"
+
+
+def _merge_junit(parts: list[Path], into: Path) -> None:
+    """One JUnit XML of the test suites of `parts` (those a run wrote); the parts removed."""
+    merged = ET.Element("testsuites")
+    for part in parts:
+        if part.exists():
+            root = ET.parse(part).getroot()
+            merged.extend(root.iter("testsuite") if root.tag == "testsuites" else [root])
+            part.unlink()
+    ET.ElementTree(merged).write(into, encoding="utf-8", xml_declaration=True)
+
+
+def _merge_dirs(parts: list[Path], into: Path) -> None:
+    """The files of `parts` moved into `into` (emptied first); the parts removed."""
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    for part in parts:
+        if part.is_dir():
+            for f in part.iterdir():
+                f.rename(into / f.name)
+            part.rmdir()
+
+
 class NoResults(LabBroken):
     """The suites wrote no JUnit XML: no verdict at all, INCOMPLETE (exit 3 as the lab's failure)."""
 
@@ -200,6 +242,7 @@ class SuiteRun:
     seed: int | None = None  # generated workloads (MUT-03): hypothesis's seed and examples per driver
     budget: int | None = None
     seeds: int | None = None
+    shards: int = 1
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -207,12 +250,13 @@ class SuiteRun:
         return self.out_dir / "junit.xml"
 
     def pytest(self) -> int:
-        """Run the suites; pytest's exit code. BadInput when pytest refused the options."""
+        """Run the suites, in `shards` pytest processes side by side (each with labs of its own,
+        their JUnit XML and allure results merged after); pytest's exit code. BadInput when pytest
+        refused the options."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / "trace.jsonl").unlink(missing_ok=True)  # each lab's teardown appends its calls
-        cmd = [*pytest_command(self.paths), f"--junitxml={self.junit}",
-               f"--alluredir={self.out_dir / 'allure-results'}", "--clean-alluredir", f"--cluster={self.cluster}",
-               f"--results-dir={self.out_dir}", f"--lab-prefix={self.lab_prefix}", "--progress", *QUIET,
+        cmd = [*pytest_command(self.paths), f"--cluster={self.cluster}",
+               f"--results-dir={self.out_dir}", "--progress", *QUIET,
                *(f"--driver={d.source}" for d in self.drivers)]
         cmd += [f"--kubeconfig={self.kubeconfig}"] if self.kubeconfig else []
         cmd += [f"--hardware={self.hardware}"] if self.hardware else []
@@ -225,12 +269,32 @@ class SuiteRun:
         cmd += [f"--budget={self.budget}"] if self.budget is not None else []
         cmd += [f"--seeds={self.seeds}"] if self.seeds is not None else []
         console.print(f"certify: {', '.join(self.paths)}{' (' + ', '.join(self.ids) + ')' if self.ids else ''} on the "
-                      f"{self.cluster} cluster (Kubernetes {self.kubernetes_version}){f' (variant {self.variant})' if self.variant else ''}; results in {self.out_dir}")
+                      f"{self.cluster} cluster (Kubernetes {self.kubernetes_version}){f' (variant {self.variant})' if self.variant else ''}"
+                      f"{f', in {self.shards} runs side by side' if self.shards > 1 else ''}; results in {self.out_dir}")
+        if self.shards > 1:  # built once, before the runs would each build what is missing
+            from clusters.provision import provision
+
+            provision(kubernetes_version=self.kubernetes_version)
         self.started = time.monotonic()
-        rc = run_to_completion(cmd, cwd=REPO)
-        if rc == PYTEST_USAGE_ERROR:
-            raise BadInput(f"pytest refused the options (exit {rc}): {' '.join(cmd)}")
-        return rc
+        parts = [self._part(k) for k in range(1, self.shards + 1)]
+        codes = run_all_to_completion([[*cmd, *part.options] for part in parts], cwd=REPO)
+        if PYTEST_USAGE_ERROR in codes:
+            raise BadInput(f"pytest refused the options (exit {PYTEST_USAGE_ERROR}): {' '.join(cmd)}")
+        if self.shards > 1:
+            _merge_junit([part.junit for part in parts], self.junit)
+            _merge_dirs([part.allure for part in parts], self.out_dir / "allure-results")
+        ran = [code for code in codes if code != PYTEST_NO_TESTS] or [PYTEST_NO_TESTS]
+        return max(ran)
+
+    def _part(self, k: int) -> "Shard":
+        """The options of shard k: its part of the tests, its labs' names, its JUnit XML and allure results."""
+        if self.shards == 1:
+            return Shard(self.junit, self.out_dir / "allure-results", [
+                f"--junitxml={self.junit}", f"--alluredir={self.out_dir / 'allure-results'}", "--clean-alluredir",
+                f"--lab-prefix={self.lab_prefix}"])
+        junit, allure = self.out_dir / f"junit-{k}.xml", self.out_dir / f"allure-results-{k}"
+        return Shard(junit, allure, [f"--junitxml={junit}", f"--alluredir={allure}", "--clean-alluredir",
+                                     f"--lab-prefix={shard_prefix(self.lab_prefix, k)}", f"--shard={k}/{self.shards}"])
 
     def report(self, rc: int, nodes_hardware: dict[str, str], more: dict[str, object]) -> dict[str, object]:
         """report.json and report.html from the run's JUnit XML; NoResults when there is none."""
@@ -266,11 +330,14 @@ class SuiteRun:
               "driver (default 10: the widest shapes, three claims a pod, come up in 98 of 100 seeds).")
 @click.option("--seeds", type=click.IntRange(min=1), default=None, help="Draw the generated workloads with this many "
               "seeds in turn (--seed and those after it), each with --budget shapes.")
+@click.option("--shards", type=click.IntRange(min=1, max=4), default=DEFAULT_SHARDS, show_default=True,
+              help="On the local cluster: pytest runs side by side, each on labs of its own, a driver's tests "
+                   "in one of them and the cluster's checks in one (1: one run, one session lab).")
 @kubernetes_version_option("Kubernetes version of the labs (local); IDs that shipped later or whose feature gates "
                            "it lacks SKIP.")
 def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
             variant: str | None, hardware: str | None, only: str | None, workload_image: str | None,
-            seed: int | None, budget: int | None, seeds: int | None, kubernetes_version: str) -> None:
+            seed: int | None, budget: int | None, seeds: int | None, shards: int, kubernetes_version: str) -> None:
     """Run the conformance suites and write the results to OUT (exit 0 CERTIFIED, 1 NOT CERTIFIED,
     2 bad input, 3 INCOMPLETE, 4 NOTHING TO CERTIFY)."""
     paths, ids = selection(only)
@@ -287,9 +354,10 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.
     out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None
     run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware, workload_image=workload_image,
-                   kubernetes_version=kubernetes_version, seed=seed, budget=budget, seeds=seeds)
+                   kubernetes_version=kubernetes_version, seed=seed, budget=budget, seeds=seeds,
+                   shards=shards if cluster == "local" else 1)
     rc = run.pytest()
-    left = [str(r) for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)]  # LAB-05, checked after every run
+    left = [str(r) for lab in lab_names(LAB_PREFIX, run.shards) for r in residue.find(lab)]  # LAB-05, after every run
     if left:
         console.print("[red]left behind by the run's labs (LAB-05):[/red]\n  " + "\n  ".join(left))
     report = run.report(rc, _nodes_hardware(hardware), {"residue after teardown": left or "none"})
@@ -308,7 +376,10 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     sys.exit(report["summary"]["exit_code"])
 
 
-def lab_names(prefix: str) -> list[str]:
-    """The labs, local or kind, a certification may start, named under `prefix`."""
-    local = [renamed(cfg, prefix) for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))]
-    return [cfg.name for cfg in local] + [on_kind(cfg).name for cfg in local[:-1]]  # the scale lab is local only
+def lab_names(prefix: str, shards: int = DEFAULT_SHARDS) -> list[str]:
+    """The labs, local or kind, a certification in `shards` runs may start, named under `prefix`."""
+    names = []
+    for k in range(1, shards + 1):
+        local = [renamed(cfg, shard_prefix(prefix, k)) for cfg in (SESSION_LAB, GATES_OFF, SCHEDULER_GATE_OFF, PLACEMENT, scale(1))]
+        names += [cfg.name for cfg in local] + [on_kind(cfg).name for cfg in local[:-1]]  # the scale lab is local only
+    return names

@@ -101,11 +101,15 @@ class LocalCluster:
             from fake_hardware.lab import HardwareLab
 
             HardwareLab(cfg)  # profiles and node names are checked before anything starts
-        cfg = preflight.allocate_slot(cfg)
-        preflight.require_free_ports(cfg)
         for change in preflight.raise_inotify_limits():
             console.print(f"raised {change}, for kubelets and containerds of several labs")
-        cluster = cls(cfg, tools)
+        with preflight.slot_lock():
+            cfg = preflight.allocate_slot(cfg)
+            preflight.require_free_ports(cfg)
+            cluster = cls(cfg, tools)
+            cluster.lab_dir.mkdir(parents=True)
+            # Written first (it takes the slot): a crashed bring-up can always be found and torn down.
+            cluster.state_file(cfg.name).write_text(cfg.model_dump_json(indent=2))
         previous = signal.signal(signal.SIGTERM, raise_terminated)
         try:
             cluster._bring_up()
@@ -120,9 +124,6 @@ class LocalCluster:
 
     def _bring_up(self) -> None:
         cfg = self.cfg
-        self.lab_dir.mkdir(parents=True)
-        # Written first: a crashed bring-up can always be found and torn down.
-        self.state_file(cfg.name).write_text(cfg.model_dump_json(indent=2))
         with step(f"Starting lab {cfg.name!r}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only (kwok), "
                   f"network {cfg.subnet}"):
             pki = self._write_pki()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from clusters.config import MAX_SLOTS, ClusterConfig, labs_root
@@ -112,6 +115,17 @@ def require_free_ports(cfg: ClusterConfig) -> None:
             if (addr, port) in listeners:
                 raise BadInput(f"port {port} on {addr} (needed by {component}) is already in use by "
                                f"{_owner(listeners[(addr, port)])}; stop it, or pick another lab slot with --slot")
+
+
+@contextmanager
+def slot_lock() -> Iterator[None]:
+    """Held while a lab picks its slot and writes its state file, which marks the slot taken:
+    labs brought up side by side (certify --shards) would otherwise pick the same one."""
+    path = labs_root() / "slots.lock"  # not among the labs: an empty labs dir means no lab is left
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def allocate_slot(cfg: ClusterConfig) -> ClusterConfig:
