@@ -250,7 +250,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda i: not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")))
     shard, shards = parse_shard(config.getoption("--shard"))
     if shards > 1:
-        groups = {i.nodeid: shards_of_run.group_of(getattr(i, "callspec", None) and i.callspec.params or {}) for i in items}
+        groups = {i.nodeid: shards_of_run.group_of(getattr(i, "callspec", None) and i.callspec.params or {},
+                                                   i.nodeid.split("::")[0].rsplit("/", 1)[0]) for i in items}
         placed = shards_of_run.assign(groups.values(), shards)
         config.hook.pytest_deselected(items=[i for i in items if placed[groups[i.nodeid]] != shard])
         items[:] = [i for i in items if placed[groups[i.nodeid]] == shard]
@@ -267,6 +268,14 @@ def _kubeconfig_server_version(config: pytest.Config) -> str:
         api = kube_config.new_client_from_config(config_file=config.getoption("--kubeconfig"))
         config.stash[_server_version] = client.VersionApi(api).get_code().git_version
     return config.stash[_server_version]
+
+
+def _skip_benchmark_beside_other_runs(item: pytest.Item) -> None:
+    """A benchmark's figures need the machine to itself: beside other runs (--shard K/N, N > 1)
+    they would measure those runs too (DA-11's scale harness ran 4.7 pods/s beside one, 19 alone)."""
+    if item.get_closest_marker("benchmark") is not None and parse_shard(item.config.getoption("--shard"))[1] > 1:
+        pytest.skip("a benchmark, and this run shares the machine with others (--shard): its figures would measure "
+                    "them too; `dralab certify --shards 1` or `dralab perf` (PF-04) measures it alone")
 
 
 def _skip_where_not_applicable(item: pytest.Item) -> None:
@@ -312,11 +321,19 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
         _down(request.config, cluster)
 
 
+# The extra labs up, by the configuration's name: (LocalCluster or KindCluster, the run's Lab of it).
+_extra_labs = pytest.StashKey[dict]()
+# The fixtures that have given each extra lab (by id of its Lab) to a test.
+_lab_fixtures = pytest.StashKey[dict]()
+
+
 @pytest.fixture(scope="session")
 def extra_lab(request: pytest.FixtureRequest) -> Iterator[Callable[[ClusterConfig], Lab]]:
-    """Start further labs (other feature gates, other paths) on the run's provider, local or kind;
-    all are torn down at the end."""
-    started: dict[str, tuple[Any, Lab]] = {}  # LocalCluster or KindCluster, and the run's Lab of it
+    """Start further labs (other feature gates, other paths) on the run's provider, local or kind.
+    Each is torn down after the last test that needs it (_down_labs_done_with), the rest at the
+    end: a lab left up idle (a hundred kwok nodes renewing their leases) takes the CPU the
+    tests after it need."""
+    started = request.config.stash.setdefault(_extra_labs, {})
 
     def start(cfg: ClusterConfig) -> Lab:
         if cfg.name not in started:
@@ -329,6 +346,32 @@ def extra_lab(request: pytest.FixtureRequest) -> Iterator[Callable[[ClusterConfi
     finally:
         for cluster, _ in started.values():
             _down(request.config, cluster)
+        started.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    yield
+    _down_labs_done_with(item)
+
+
+def _down_labs_done_with(item: pytest.Item) -> None:
+    """After a test: tear down each extra lab no later test of the run needs, that is, no later
+    test uses a fixture that has given it to a test (a lab a test started itself, the scale
+    harness's, is done with after it; asked for again, it starts anew)."""
+    started = item.config.stash.get(_extra_labs, {})
+    if not started:
+        return
+    given = item.config.stash.setdefault(_lab_fixtures, {})
+    for name, value in _fixture_values(item).items():
+        if isinstance(value, Lab):
+            given.setdefault(id(value), set()).add(name)
+    items = item.session.items
+    later = items[items.index(item) + 1:] if item in items else []
+    for key, (cluster, lab) in list(started.items()):
+        if not any(name in i.fixturenames for i in later for name in given.get(id(lab), ())):
+            del started[key]
+            _down(item.config, cluster)
 
 
 DeployDriver = Callable[..., "DriverProfile"]
@@ -516,6 +559,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     a fault ends at once, an ERROR: whatever it found there could not be laid on the driver, and
     waiting on the broken lab would only make the run longer."""
     _skip_where_not_applicable(item)
+    _skip_benchmark_beside_other_runs(item)
     faults = item.config.stash.get(_lab_faults, {})
     for lab in _labs_set_up(item):
         if lab.log_dir in faults:
