@@ -6,9 +6,10 @@ the violations it found, so a check states every one at once, with what it saw."
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from datetime import datetime
 from typing import Any
 
-from clusters.plugin_calls import PluginCall
+from clusters.plugin_calls import CDISpec, PluginCall
 from suites.framework import cdi_specs
 from suites.framework.dra_checkpoint import PreparedClaim
 
@@ -260,11 +261,19 @@ def wrong_requests(calls: list[PluginCall], claims_seen: dict[str, dict[str, Any
 SPEC_GRACE_SECONDS = 10
 
 
-def left_specs(calls: list[PluginCall]) -> list[str]:
+def specs_now(specs: dict[str, dict[str, Any]]) -> dict[str, CDISpec]:
+    """A node's CDI specs as read now (cdi_specs.on_node), as a recorded snapshot holds them."""
+    return {path: CDISpec(kind=spec.get("kind", ""), devices=tuple(d.get("name", "") for d in spec.get("devices") or []))
+            for path, spec in specs.items()}
+
+
+def left_specs(calls: list[PluginCall], now: dict[str, dict[str, CDISpec]] | None = None,
+               at: datetime | None = None) -> list[str]:
     """KP-06 over every claim unprepared in the run: its own CDI spec files (at its prepare: a spec
     that defined a CDI device answered for it and named it) are gone from the node in every
     snapshot taken more than SPEC_GRACE_SECONDS after the unprepare succeeded, until the claim is
-    prepared there again."""
+    prepared there again. The snapshots are those the recorder took with each call, then `now`
+    (each node's specs read `at` the end of the run): the run's last unprepares have no call after them."""
     own: dict[tuple[str, str], tuple[dict[str, set[str]], dict[str, Any]]] = {}  # (node, uid) -> ({path: ids}, claim)
     unprepared: dict[tuple[str, str], PluginCall] = {}
     problems = []
@@ -287,11 +296,19 @@ def left_specs(calls: list[PluginCall]) -> list[str]:
         for key, un in list(unprepared.items()):
             if key[0] != c.node or (c.end - un.end).total_seconds() <= SPEC_GRACE_SECONDS:
                 continue
-            paths, claim = own[key]
-            left = sorted(p for p, ids in paths.items() if p in c.cdi and any(c.cdi[p].defines(i) for i in ids))
-            if left:
-                problems.append(f"on {c.node}: claim {claim.get('namespace')}/{claim.get('name')} ({key[1]}), unprepared "
-                                f"at {un.end:%H:%M:%S.%f}: its CDI spec(s) {left} were still on the node at "
-                                f"{c.end:%H:%M:%S.%f}")
+            problems += _still_there(key, own[key], un, c.cdi, f"{c.end:%H:%M:%S.%f}")
             del unprepared[key]  # judged once, on the first snapshot past the grace
+    if now is not None and at is not None:
+        for key, un in unprepared.items():
+            if key[0] in now and (at - un.end).total_seconds() > SPEC_GRACE_SECONDS:
+                problems += _still_there(key, own[key], un, now[key[0]], f"{at:%H:%M:%S.%f}, the end of the run")
     return problems
+
+
+def _still_there(key: tuple[str, str], own: tuple[dict[str, set[str]], dict[str, Any]], unprepare: PluginCall,
+                 snapshot: dict[str, CDISpec], when: str) -> list[str]:
+    """The claim's own specs (path: its CDI IDs) a snapshot past the grace still holds, as a problem."""
+    (node, uid), (paths, claim) = key, own
+    left = sorted(p for p, ids in paths.items() if p in snapshot and any(snapshot[p].defines(i) for i in ids))
+    return [f"on {node}: claim {claim.get('namespace')}/{claim.get('name')} ({uid}), unprepared at "
+            f"{unprepare.end:%H:%M:%S.%f}: its CDI spec(s) {left} were still on the node at {when}"] if left else []

@@ -13,8 +13,8 @@ import pytest
 from clusters.watch_log import WATCHED, allocations, record, versions
 from clusters.local.node import injected
 from clusters.plugin_calls import FAULT_LOG, append_to_run_trace, read
-from suites.kubelet_plugin.contract import (calls_to, changed_answers, first_prepares, left_specs, unanswered_claims,
-                                            wrong_devices, wrong_requests)
+from suites.kubelet_plugin.contract import (calls_to, changed_answers, first_prepares, left_specs, specs_now,
+                                            unanswered_claims, wrong_devices, wrong_requests)
 from suites.resource_claim_status.checks import entries_before_prepare
 
 PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
@@ -179,6 +179,16 @@ def test_a_claims_own_cdi_spec_left_past_the_grace_after_its_unprepare_is_named(
     again = read(trace(tmp_path, prepared("a", answer, own, at_second=10), unprepare, prepared("a", answer, own, at_second=20),
                        prepared("b", devices("gpu-1"), still, at_second=40)))
     assert left_specs(again) == []  # prepared again: its spec is its own once more
+    last = read(trace(tmp_path, prepared("a", answer, own, at_second=10), unprepare))  # no call after the unprepare
+    assert left_specs(last) == []
+    at = datetime(2026, 11, 28, 9, 18, 30, tzinfo=timezone.utc)
+    (problem,) = left_specs(last, {"node-1": specs_now({"/var/run/cdi/claim-a.json": {
+        "kind": "example.com/gpu", "devices": [{"name": "gpu-0"}]}})}, at)
+    assert "['/var/run/cdi/claim-a.json'] were still on the node at 09:18:30.000000, the end of the run" in problem
+    assert left_specs(last, {"node-1": {}}, at) == []  # gone by the end of the run
+    assert left_specs(last, {"node-1": specs_now({"/var/run/cdi/claim-a.json": {"kind": "example.com/gpu",
+                                                                                "devices": [{"name": "gpu-0"}]}})},
+                      datetime(2026, 11, 28, 9, 18, 15, tzinfo=timezone.utc)) == []  # within the grace
 
 
 def test_the_claim_log_keeps_each_allocated_claim_after_it_is_gone(tmp_path: Path) -> None:
