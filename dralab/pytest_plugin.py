@@ -80,8 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--requirement-ids", default=None, metavar="ID,...",
                     help="run only the tests marked with one of these requirement IDs (or ID prefixes: MD)")
     group.addoption("--shard", default="1/1", metavar="K/N",
-                    help="run only part K of N of the tests (a driver's tests together, the cluster's checks one more "
-                         "part), for N runs side by side on labs of their own (dralab certify --shards)")
+                    help="run only part K of N of the tests (a driver's tests together, the cluster's checks a part "
+                         "per suite), for N runs side by side on labs of their own (dralab certify --shards)")
     group.addoption("--progress", action="store_true",
                     help="a line per finished test (elapsed, verdict, requirement, test) instead of dots")
 
