@@ -288,13 +288,12 @@ class SuiteRun:
 
     def _part(self, k: int) -> "Shard":
         """The options of shard k: its part of the tests, its labs' names, its JUnit XML and allure results."""
-        if self.shards == 1:
-            return Shard(self.junit, self.out_dir / "allure-results", [
-                f"--junitxml={self.junit}", f"--alluredir={self.out_dir / 'allure-results'}", "--clean-alluredir",
-                f"--lab-prefix={self.lab_prefix}"])
-        junit, allure = self.out_dir / f"junit-{k}.xml", self.out_dir / f"allure-results-{k}"
+        alone = self.shards == 1
+        junit = self.junit if alone else self.out_dir / f"junit-{k}.xml"
+        allure = self.out_dir / ("allure-results" if alone else f"allure-results-{k}")
         return Shard(junit, allure, [f"--junitxml={junit}", f"--alluredir={allure}", "--clean-alluredir",
-                                     f"--lab-prefix={shard_prefix(self.lab_prefix, k)}", f"--shard={k}/{self.shards}"])
+                                     f"--lab-prefix={shard_prefix(self.lab_prefix, k)}",
+                                     *([] if alone else [f"--shard={k}/{self.shards}"])])
 
     def report(self, rc: int, nodes_hardware: dict[str, str], more: dict[str, object]) -> dict[str, object]:
         """report.json and report.html from the run's JUnit XML; NoResults when there is none."""
@@ -332,7 +331,7 @@ class SuiteRun:
               "seeds in turn (--seed and those after it), each with --budget shapes.")
 @click.option("--shards", type=click.IntRange(min=1, max=4), default=DEFAULT_SHARDS, show_default=True,
               help="On the local cluster: pytest runs side by side, each on labs of its own, a driver's tests "
-                   "in one of them and the cluster's checks in one (1: one run, one session lab).")
+                   "in one of them, the cluster's checks spread by suite (1: one run, one session lab).")
 @kubernetes_version_option("Kubernetes version of the labs (local); IDs that shipped later or whose feature gates "
                            "it lacks SKIP.")
 def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
