@@ -35,13 +35,13 @@ class Progress:
             console.print(line, highlight=False, markup=False)
 
     def note(self, text: str) -> None:
-        self._print(f"[{self._elapsed()}] {'':7} {text}")
+        self._print(f"[{self._stamp()}] {'':7} {text}")
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         suite = nodeid.split("::")[0].rsplit("/", 1)[0]
         if suite != self.suite:
             self.suite = suite
-            self._print(f"[{self._elapsed()}] == {suite}")
+            self._print(f"[{self._stamp()}] == {suite}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or report.outcome != "passed":
@@ -51,8 +51,9 @@ class Progress:
             verdict = final_verdict(self.outcomes.pop(report.nodeid, "PASS"), report.user_properties)
             ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)
             path, _, test = report.nodeid.partition("::")  # a test's parameters may hold paths too
-            self._print(f"[{self._elapsed()}] {verdict:7} {ids:8} {path.rsplit('/', 1)[-1]}::{test}")
+            self._print(f"[{self._stamp()}] {verdict:7} {ids:8} {path.rsplit('/', 1)[-1]}::{test}")
 
-    def _elapsed(self) -> str:
+    def _stamp(self) -> str:
+        """The run's elapsed time, then its shard where there is one: what opens each line."""
         minutes, seconds = divmod(int(time.monotonic() - self.start), 60)
         return f"{minutes:3d}:{seconds:02d}" + (f" {self.shard}" if self.shard else "")
