@@ -34,7 +34,7 @@ LAB_PREFIX = "self"
 CONFIGURATIONS = {METADATA_DISABLED}
 # What a seed sweep (--seeds) checks every valid variant on: the checks over the calls of the
 # generated workloads (suites/kubelet_plugin), whatever the variant's choice concerns.
-SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06"]
+SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07"]
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import hypothesis
 import yaml
 from hypothesis import strategies as st
 from kubernetes import client
 
-from suites.framework import claims, pods
+from suites.framework import claims, pods, restarts
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.pods import PodBuilder
@@ -30,14 +30,21 @@ SHRINK_SECONDS = 150
 # How long the claims of a removed shape may take to go (the resourceclaim controller deletes
 # those made from templates once their pod is gone).
 CLAIMS_GONE_SECONDS = 60
+# What a shape may restart while its pods run: the driver, or (on a lab dralab runs) what
+# suites/framework/restarts.py restarts under a pod.
+RESTARTED = ("driver", *restarts.RESTARTS)
+# Pods of one shape started at once, at most (a burst of prepares, where the node has the devices).
+MAX_COPIES = 4
+
+F = TypeVar("F")
 
 
 @dataclass
 class Run:
     """One driver's generated workloads: the first seed, how many seeds after it (each draws
     `budget` shapes), the room a pod had, the shapes tried, the claims of the shapes whose pods
-    all started (UID: namespace/name), and the shrunk case of a pod that did not start (the seeds
-    after its own are not drawn), or why nothing was drawn."""
+    all started (UID: namespace/name), the restarts their pods ran again after, and the shrunk
+    case of a shape that failed (the seeds after its own are not drawn), or why nothing was drawn."""
 
     seed: int
     budget: int
@@ -45,7 +52,8 @@ class Run:
     capacity: int = 0
     tried: list[str] = field(default_factory=list)
     started: dict[str, str] = field(default_factory=dict)
-    failure: str | None = None
+    restarted: list[str] = field(default_factory=list)
+    failure: Failure | None = None
     skipped: str | None = None
 
 
@@ -57,8 +65,10 @@ class PodShape:
     init: the second container is an init container (it exits before the others start);
     sharers: more pods using the pod's named claims whole (the kubelet prepares a claim once per
     node and unprepares it after its last pod); copies: pods of this shape started at once, each
-    with claims of its own; restart: the driver restarted on the pods' node while they run (their
-    claims then unprepared by the new process)."""
+    with claims of its own; restart: what restarts on the first pod's node while the pods run, one
+    of RESTARTED: the driver (its new process then unprepares the claims), or the kubelet or
+    containerd (the first pod's sandbox then made anew) or the node (its pods all made anew), so
+    that the kubelet prepares the claims again."""
 
     claims: tuple[tuple[int, ...], ...]
     containers: tuple[tuple[tuple[int, int | None], ...], ...]
@@ -66,7 +76,7 @@ class PodShape:
     init: bool = False
     sharers: int = 0
     copies: int = 1
-    restart: bool = False
+    restart: str | None = None
 
     @property
     def devices(self) -> int:
@@ -129,11 +139,13 @@ class PodShape:
 
 
 @st.composite
-def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False) -> PodShape:
+def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False,
+               restarted: tuple[str, ...] = RESTARTED) -> PodShape:
     """Shapes needing at most `max_devices` devices of the driver (what one node has free); with
     `one_device`, one claim of one device a pod (a profile's claimConfig configures one device
-    of a pod: its interface name, say) and no sharers. Each dimension shrinks to the plainest
-    case (named claims, no init container, no sharer, one copy, no restart)."""
+    of a pod: its interface name, say) and no sharers; `restarted`, what may restart (the
+    driver alone where dralab cannot reach the nodes). Each dimension shrinks to the plainest
+    case (named claims, no init container, no sharer, one copy, no restart, then the driver's)."""
     if one_device:
         counts: list[tuple[int, ...]] = [(1,)]
     else:
@@ -147,20 +159,32 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False) -> P
     templated = frozenset(draw(st.sets(st.sampled_from(range(len(counts))))))
     init = len(containers) > 1 and draw(st.booleans())
     sharers = 0 if one_device or len(templated) == len(counts) else draw(st.integers(0, 1))
-    copies = draw(st.integers(1, max(1, min(2, max_devices // sum(map(sum, counts))))))
-    # Restarts take the driver's time (a new pod, registration): one shape in four.
-    restart = draw(st.sampled_from((False, False, False, True)))
+    copies = draw(st.integers(1, max(1, min(MAX_COPIES, max_devices // sum(map(sum, counts))))))
+    # Restarts take 4 to 25 s (a node reboot the most): one shape in four.
+    restart = draw(st.sampled_from(restarted)) if draw(st.sampled_from((False, False, False, True))) else None
     return PodShape(claims=tuple(counts), containers=containers, templated=templated, init=init,
                     sharers=sharers, copies=copies, restart=restart)
 
 
+@dataclass(frozen=True)
+class Failure:
+    """Why the smallest failing shape failed, and the requirement it breaks: KP-03 for pods that
+    did not start, KP-07 for pods that did not run again after a restart."""
+
+    text: str
+    requirement: str = "KP-03"
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
-            attempt: Callable[[PodShape], str | None]) -> str | None:
+            attempt: Callable[[PodShape], F | None]) -> F | None:
     """Try `budget` shapes drawn with `seed`; `attempt` starts one and says why it failed, if it
     did. Returns the failure of the smallest failing shape hypothesis shrank to within
     SHRINK_SECONDS of the first failure, None if every shape passed. A shape is attempted once:
     hypothesis's replays of a failing one get its failure as seen."""
-    failed: dict[PodShape, str] = {}
+    failed: dict[PodShape, F] = {}
     shrinking_since: list[float] = []
 
     @hypothesis.settings(max_examples=budget, deadline=None, database=None, print_blob=False,
@@ -181,12 +205,12 @@ def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
     try:
         one()
     except Failed as e:
-        return str(e)
+        return e.args[0]
     return None
 
 
 class Failed(Exception):
-    """A shape that did not start, with why (explore's own: what hypothesis shrinks on)."""
+    """A shape that failed, with why (explore's own: what hypothesis shrinks on)."""
 
 
 def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, name: str) -> None:

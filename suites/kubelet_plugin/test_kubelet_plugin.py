@@ -540,8 +540,24 @@ def _exists(api, namespace: str, name: str) -> bool:
     return any(p.metadata.name == name for p in client.CoreV1Api(api).list_namespaced_pod(namespace).items)
 
 
+def _restart_under(component: str, lab: Lab, api, driver: DriverUnderTest, namespace: str, pod: client.V1Pod) -> None:
+    """Restart `component` (generated.RESTARTED) on the node of `pod` while it runs and wait until
+    it is back: the driver's pods, or the pod started anew with its claims prepared again (a
+    DriverFailure where the driver's part is why it does not, a WaitTimeout else)."""
+    if component == "driver":
+        driver.restart_on(api, pod.spec.node_name)
+        return
+    name = pod.metadata.name
+    try:
+        restarts.prepare_again(lab, api, component, namespace, name, pod.spec.containers[0].name)
+    except WaitTimeout as e:
+        if why := _why_not_started(api, namespace, name, restarts.RESTARTS[component]):
+            raise DriverFailure(str(why)) from None
+        raise WaitTimeout(f"{e}\nevents of {name}:\n{pods.events(api, namespace, name)}") from None
+
+
 @pytest.fixture(scope="module")
-def generated_run(request: pytest.FixtureRequest, api, dra_driver: DriverUnderTest) -> generated.Run:
+def generated_run(request: pytest.FixtureRequest, lab: Lab, api, dra_driver: DriverUnderTest) -> generated.Run:
     """Pod and claim shapes drawn by hypothesis (generated.py), each started, then removed, in a
     namespace of their own: once per driver, before every check over the recorded calls, which
     judge the calls they cause whichever of those checks a run selects. `--seed S` draws the same
@@ -556,24 +572,31 @@ def generated_run(request: pytest.FixtureRequest, api, dra_driver: DriverUnderTe
         return run
 
     with namespaces.fresh(api, "gen") as namespace:
-        def attempt(shape: generated.PodShape, seed: int) -> str | None:
+        def attempt(shape: generated.PodShape, seed: int) -> generated.Failure | None:
             name = f"gen-{len(run.tried)}"
             run.tried.append(f"{name} (seed {seed}): {shape}")
             generated.start(api, namespace, dra_driver, shape, name)
-            doing = f"pod(s) {', '.join(shape.pods(name))} with claims of {dra_driver.name} did not start"
+            doing, requirement = f"pod(s) {', '.join(shape.pods(name))} with claims of {dra_driver.name} did not start", "KP-03"
             try:
                 started = [pods.wait_phase(api, namespace, pod, cdi_refused=True) for pod in shape.pods(name)]
                 run.started.update(generated.claims_of(api, namespace, name))
                 if shape.restart:
-                    doing = f"{dra_driver.name} restarted on {started[0].spec.node_name} while {name} ran did not come back"
-                    dra_driver.restart_on(api, started[0].spec.node_name)
+                    node = started[0].spec.node_name
+                    doing, requirement = f"after a {shape.restart} restart on {node}, {name} did not run again", "KP-07"
+                    _restart_under(shape.restart, lab, api, dra_driver, namespace, started[0])
+                    run.restarted.append(f"{name}: {shape.restart} restart on {node}")
                 return None
             except (WaitTimeout, DriverFailure) as e:
-                return f"{doing} (seed {seed}): {e}\nthe case, to apply:\n{shape.manifests(dra_driver, name)}"
+                then = f" (then the {shape.restart} restart on the node of pod {name})" if requirement == "KP-07" else ""
+                return generated.Failure(f"{doing} (seed {seed}): {e}\nthe case, to apply{then}:\n"
+                                         f"{shape.manifests(dra_driver, name)}", requirement)
             finally:
                 generated.remove(api, namespace, name)
 
-        shapes = generated.pod_shapes(run.capacity, one_device=dra_driver.profile.claim_config is not None)
+        # The kubelet, containerd and the node restart only where dralab runs the nodes.
+        restarted = generated.RESTARTED if lab.cfg is not None else ("driver",)
+        shapes = generated.pod_shapes(run.capacity, one_device=dra_driver.profile.claim_config is not None,
+                                      restarted=restarted)
         for seed in range(run.seed, run.seed + run.seeds):
             run.failure = generated.explore(shapes, seed, budget, functools.partial(attempt, seed=seed))
             if run.failure:
@@ -591,8 +614,25 @@ def test_generated_pods_with_claims_of_the_driver_start(generated_run: generated
     evidence.add("shapes tried", generated_run.tried)
     if generated_run.skipped:
         pytest.skip(generated_run.skipped)
-    if generated_run.failure:
-        raise DriverFailure(generated_run.failure)
+    if generated_run.failure and generated_run.failure.requirement == "KP-03":
+        raise DriverFailure(str(generated_run.failure))
+
+
+@pytest.mark.requirement("KP-07")
+def test_generated_pods_run_again_after_the_restarts_drawn(generated_run: generated.Run, evidence: Evidence) -> None:
+    """Every generated shape drawn with a restart (of the driver, or where dralab runs the nodes
+    their kubelet, containerd or the node itself) ran again after it, its claims prepared again."""
+    evidence.add("restarts the generated pods ran again after", generated_run.restarted)
+    if generated_run.skipped:
+        pytest.skip(generated_run.skipped)
+    failure = generated_run.failure
+    if failure and failure.requirement == "KP-07":
+        raise DriverFailure(str(failure))
+    if not generated_run.restarted:
+        if failure:
+            raise Blocked("KP-03", f"no generated shape got as far as a restart: {failure}")
+        pytest.skip(f"none of the {len(generated_run.tried)} generated shape(s) drew a restart; another --seed or a "
+                    "larger --budget draws some")
 
 
 def _recorded_calls(lab: Lab, driver: DriverUnderTest, run: generated.Run, evidence: Evidence) -> list[PluginCall]:

@@ -20,6 +20,7 @@ from clusters.kind.cluster import KIND_CLUSTER_LABEL, KIND_NETWORK, KindCluster
 from clusters.local.kwok import SLICE_ONLY_LABEL
 from clusters.provision import provision
 from fake_hardware.lab import NODE_SYSFS_ROOT, HardwareLab
+from suites.framework import pods
 
 pytestmark = pytest.mark.e2e
 CFG = ClusterConfig(name="kind-e2e", nodes=2, slice_only_nodes=1, feature_gates={"DRADerivedAttributes": True},
@@ -29,7 +30,7 @@ CFG = ClusterConfig(name="kind-e2e", nodes=2, slice_only_nodes=1, feature_gates=
 def _pod(name: str, node: str) -> client.V1Pod:
     return client.V1Pod(metadata=client.V1ObjectMeta(name=name), spec=client.V1PodSpec(
         node_name=node, restart_policy="Never", termination_grace_period_seconds=0, containers=[client.V1Container(
-            name="c", image=versions.WORKLOAD_IMAGE, image_pull_policy="Never", command=["sleep", "3600"])]))
+            name="c", image=versions.WORKLOAD_IMAGE, image_pull_policy="Never", command=pods.until_stopped())]))
 
 
 def _running(core: client.CoreV1Api, name: str, timeout: float = 120) -> client.V1Pod:

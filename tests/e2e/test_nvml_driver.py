@@ -57,7 +57,7 @@ def test_nvml_finds_the_devices_sysfs_shows(both: Lab, api) -> None:
 def test_container_of_a_gpu_found_through_nvml_gets_its_device_node(both: Lab, api, namespace: str) -> None:
     claims.create(api, namespace, ClaimBuilder("gpu").request("gpu", NVML_DRIVER))
     pod = PodBuilder("gpu").with_claim("gpu", claim="gpu").running(
-        "sh", "-c", "for d in /dev/nvidia*; do stat -c '%n %F %t %T' $d; done; sleep 3600")
+        *pods.until_stopped("for d in /dev/nvidia*; do stat -c '%n %F %t %T' $d; done"))
     pods.run(api, namespace, pod)
     (result,) = claims.allocated(claims.read(api, namespace, "gpu"), NVML_DRIVER)
     device = next(d for d in slices_by_node(api, NVML_DRIVER)[result["pool"]] if d["name"] == result["device"])

@@ -92,9 +92,9 @@ def test_slices_carry_typed_attributes(reference_drivers: Lab, api) -> None:
 
 def test_gpu_claim_gives_metadata_cdi_env_device_nodes_and_status(reference_drivers: Lab, api, namespace: str) -> None:
     claims.create(api, namespace, ClaimBuilder("gpus").request("train", GPU, count=2))
-    pod = PodBuilder("gpu").with_claim("gpus", claim="gpus").running(
-        "sh", "-c", f"env | grep ^DRALAB_GPU | sort; ls /dev | grep dralab; echo ---; "
-                    f"cat {METADATA_DIR}/gpus/train/{GPU}-metadata.json; sleep 3600")
+    pod = PodBuilder("gpu").with_claim("gpus", claim="gpus").running(*pods.until_stopped(
+        f"env | grep ^DRALAB_GPU | sort; ls /dev | grep dralab; echo ---; "
+        f"cat {METADATA_DIR}/gpus/train/{GPU}-metadata.json"))
     pods.run(api, namespace, pod)
     env, metadata = _output(api, namespace, "gpu")
     claim = claims.read(api, namespace, "gpus")
@@ -123,7 +123,7 @@ def test_vf_claim_gives_configured_interface_deferred_metadata_and_network_statu
     config = {"interfaceName": "net1", "ips": ["10.97.0.5/24"], "hardwareAddress": "02:aa:bb:cc:dd:01"}
     claims.create(api, namespace, ClaimBuilder("vf").request("nic", VF).opaque(VF, config))
     pod = PodBuilder("vf").with_claim("vf", claim="vf").running(
-        "sh", "-c", f"ip addr show net1; echo ---; cat {METADATA_DIR}/vf/nic/{VF}-metadata.json; sleep 3600")
+        *pods.until_stopped(f"ip addr show net1; echo ---; cat {METADATA_DIR}/vf/nic/{VF}-metadata.json"))
     node = pods.run(api, namespace, pod).spec.node_name
     shown, metadata = _output(api, namespace, "vf")
     assert "inet 10.97.0.5/24" in shown and "link/ether 02:aa:bb:cc:dd:01" in shown and "UP" in shown
@@ -230,7 +230,7 @@ def test_driver_follows_a_non_default_kubelet_root_dir(lab: Lab, extra_lab) -> N
         wait_for("ServiceAccount default", lambda: client.CoreV1Api(api).read_namespaced_service_account("default", ns), 30)
         claims.create(api, ns, ClaimBuilder("gpu").request("one", GPU))
         pods.run(api, ns, PodBuilder("gpu").with_claim("gpu", claim="gpu").running(
-            "sh", "-c", f"echo ---; cat {METADATA_DIR}/gpu/one/{GPU}-metadata.json; sleep 3600"))
+            *pods.until_stopped(f"echo ---; cat {METADATA_DIR}/gpu/one/{GPU}-metadata.json")))
         _, metadata = _output(api, ns, "gpu")
         assert _first_object(metadata)["metadata"]["name"] == "gpu"
         host = node.host_path(f"{node.kubelet_root_dir}/plugins/{GPU}/dra-device-metadata/{ns}_gpu/one/metadata.json")

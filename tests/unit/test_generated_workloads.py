@@ -96,3 +96,22 @@ def test_the_same_seed_draws_the_same_shapes_in_the_same_order() -> None:
     for tried in runs:
         explore(pod_shapes(8), seed=1234, budget=10, attempt=lambda shape, tried=tried: tried.append(shape))
     assert runs[0] == runs[1] and len(runs[0]) == 10
+
+
+def test_what_restarts_is_one_the_lab_can_restart_and_bursts_fit_the_node() -> None:
+    seen: set[str | None] = set()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=LOADED)
+    @given(pod_shapes(8, restarted=("driver",)))
+    def driver_only(shape: PodShape) -> None:
+        seen.add(shape.restart)
+        assert shape.restart in (None, "driver")
+        assert 1 <= shape.copies <= generated.MAX_COPIES and shape.devices <= 8
+
+    driver_only()
+    assert seen == {None, "driver"}
+    drawn: list[PodShape] = []
+    for seed in (1, 2, 7):
+        explore(pod_shapes(8), seed=seed, budget=100, attempt=lambda shape: drawn.append(shape))
+    assert {s.restart for s in drawn} == {None, *generated.RESTARTED}
+    assert max(s.copies for s in drawn) > 2, "a burst of more than two pods at once"
