@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from clusters.config import saved_config
+from clusters.config import DNS_LABEL, saved_config
 from clusters.errors import BadInput
 from clusters.progress import console
 from drivers_under_test.profile import METADATA_DISABLED, load_profile, shipped_profiles
@@ -158,9 +158,11 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
                     "; ".join(problems), round(seconds, 1), str(report_path))
 
 
-def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None = None) -> list[Observed]:
-    """Certify each case on shared labs; the labs go at the end whatever happens. With `seeds`,
-    each run draws its generated workloads with seeds 1 to `seeds` (the same for every case)."""
+def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None = None,
+        lab_prefix: str = LAB_PREFIX) -> list[Observed]:
+    """Certify each case on shared labs (named after `lab_prefix`); the labs go at the end whatever
+    happens. With `seeds`, each run draws its generated workloads with seeds 1 to `seeds` (the
+    same for every case)."""
     results = []
     try:
         for n, case in enumerate(selected, 1):
@@ -170,7 +172,7 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
             paths, ids = selection(checked)
             suite_run = SuiteRun(out_dir / "variants" / f"{case.driver}-{case.variant}", paths, ids,
                                  drivers=[load_profile(case.driver)], variant=case.variant,
-                                 lab_prefix=LAB_PREFIX, reuse_labs=True,
+                                 lab_prefix=lab_prefix, reuse_labs=True,
                                  **({"seed": 1, "seeds": seeds} if seeds else {}))
             started = time.monotonic()
             try:
@@ -182,7 +184,7 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
             console.print(f"  {'[green]match[/green]' if result.match else '[red]MISMATCH[/red]'} in "
                           f"{result.seconds:.0f}s: {result.why or _short(result.observed)}")
     finally:
-        _remove_labs()
+        _remove_labs(lab_prefix)
     return results
 
 
@@ -190,10 +192,10 @@ def _short(observed: dict[str, str]) -> str:
     return ", ".join(f"{k} {v}" for k, v in observed.items() if v != "SKIP")
 
 
-def _remove_labs() -> None:
+def _remove_labs(lab_prefix: str) -> None:
     from clusters.local.cluster import remove
 
-    for name in lab_names(LAB_PREFIX):
+    for name in lab_names(lab_prefix):
         cfg = saved_config(name)
         if cfg is not None:
             console.print(f"removing lab {name}")
@@ -237,6 +239,13 @@ variants (MUT-02: each must be CERTIFIED); {s['wall_seconds']}s.</p>
 """
 
 
+def _lab_prefix(prefix: str) -> str:
+    if not DNS_LABEL.match(prefix + "2") or len(prefix) > 16:
+        raise BadInput(f"--lab-prefix {prefix!r}: a lab name starts with it, so it must be lower-case letters, digits "
+                       "and dashes, not starting with a dash, at most 16 characters (say --lab-prefix self2)")
+    return prefix
+
+
 @click.command()
 @click.option("--out", "out_dir", default="selfcheck", show_default=True,
               type=click.Path(file_okay=False, path_type=Path))
@@ -249,8 +258,10 @@ variants (MUT-02: each must be CERTIFIED); {s['wall_seconds']}s.</p>
 @click.option("--kind", type=click.Choice([VALID, BROKEN]), default=None, help="Only the valid or only the broken variants.")
 @click.option("--seeds", type=click.IntRange(min=1), default=None, help="A sweep for false FAILs (`make seeds`): the "
               f"valid variants, each checked on {', '.join(SWEPT)} with its generated workloads drawn with seeds 1 to N in turn.")
+@click.option("--lab-prefix", default=LAB_PREFIX, show_default=True, callback=lambda _c, _p, v: _lab_prefix(v),
+              help="Name the labs after this (two selfchecks side by side each need their own).")
 def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_only: bool, as_json: bool,
-              kind: str | None, seeds: int | None) -> None:
+              kind: str | None, seeds: int | None, lab_prefix: str) -> None:
     """Certify the reference drivers' variants and check dralab's verdicts on them (MUT-01, MUT-02):
     broken ones must FAIL what they break, valid ones must be CERTIFIED (exit 0 all as expected,
     1 a mismatch, 2 bad input)."""
@@ -275,7 +286,7 @@ def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_o
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    results = run(selected, out_dir, only, seeds)
+    results = run(selected, out_dir, only, seeds, lab_prefix)
     as_json_path, as_html = write(results, out_dir, time.monotonic() - started)
     matched = sum(r.match for r in results)
     console.print(f"selfcheck: {matched} of {len(results)} variants as expected in {time.monotonic() - started:.0f}s; "

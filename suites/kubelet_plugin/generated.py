@@ -161,7 +161,7 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False,
     sharers = 0 if one_device or len(templated) == len(counts) else draw(st.integers(0, 1))
     copies = draw(st.integers(1, max(1, min(MAX_COPIES, max_devices // sum(map(sum, counts))))))
     # Restarts take 4 to 25 s (a node reboot the most): one shape in four.
-    restart = draw(st.sampled_from(restarted)) if draw(st.sampled_from((False, False, False, True))) else None
+    restart = draw(st.sampled_from(restarted)) if draw(st.booleans()) else None
     return PodShape(claims=tuple(counts), containers=containers, templated=templated, init=init,
                     sharers=sharers, copies=copies, restart=restart)
 

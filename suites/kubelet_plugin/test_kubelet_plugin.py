@@ -622,7 +622,8 @@ def test_generated_pods_with_claims_of_the_driver_start(generated_run: generated
 def test_generated_pods_run_again_after_the_restarts_drawn(generated_run: generated.Run, evidence: Evidence) -> None:
     """Every generated shape drawn with a restart (of the driver, or where dralab runs the nodes
     their kubelet, containerd or the node itself) ran again after it, its claims prepared again."""
-    evidence.add("restarts the generated pods ran again after", generated_run.restarted)
+    evidence.observe("restarts the generated pods ran again after",
+                     "; ".join(generated_run.restarted) or "none")
     if generated_run.skipped:
         pytest.skip(generated_run.skipped)
     failure = generated_run.failure

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from dralab.cli import main
-from reports.selfcheck import BROKEN, VALID, Case, _suites_of, cases, chosen, judge, render_html
+from clusters.errors import BadInput
+from reports.selfcheck import BROKEN, VALID, Case, _lab_prefix, _suites_of, cases, chosen, judge, render_html
 from suites import catalogue
 from suites.catalogue import Checks, Level
 
@@ -151,3 +152,10 @@ def test_every_driver_must_is_broken_by_a_variant_or_says_why_none_can() -> None
     assert not missing, f"driver MUSTs no broken variant breaks (MUT-01): add one, or no_broken_variant: why: {missing}"
     stale = sorted(rid for rid, r in musts.items() if rid in broken and r.no_broken_variant)
     assert not stale, f"no_broken_variant on {stale}, which a variant breaks"
+
+
+def test_a_lab_prefix_names_labs_or_is_refused_with_the_fix() -> None:
+    assert _lab_prefix("sweep-a") == "sweep-a"
+    for bad in ("Bad", "-x", "x_y", "a" * 17):
+        with pytest.raises(BadInput, match="--lab-prefix .*say --lab-prefix self2"):
+            _lab_prefix(bad)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -35,6 +36,7 @@ var ownVariants = map[string]string{
 	variantDropDevice:             "a request's metadata lists only its first device (breaks MD-02, MD-06)",
 	variantRefusePrepare:          "NodePrepareResources fails for every claim, so no pod with a claim starts (breaks MD-01 and every check of a prepared claim)",
 	variantRestoreWithoutCDI:      "a claim prepared again is restored from the checkpoint without writing its CDI spec, which a node reboot has lost, so its pod cannot start (kubernetes#141433; breaks KP-07)",
+	variantRestoreFirstDeviceOnly: "a claim of several devices prepared again is restored from the checkpoint with a CDI spec of its first device only, so its pod cannot start again (breaks KP-07; the fixed scenarios re-prepare claims of one device)",
 	variantRestoreWithoutMetadata: "a claim prepared again is restored from the checkpoint with its devices but without their metadata, so the re-prepared claim's metadata files lose their attributes (breaks MD-18)",
 	variantTooManyAttributes:      "each device's metadata carries metadata-only attributes beyond the slice's, 33 in all, one more than v1beta1 allows (breaks MD-19)",
 	variantOneFilePerClaim:        "every device of a claim is reported for the claim's first request, so its requests share one metadata file and directory (breaks MD-05)",
@@ -49,6 +51,7 @@ const (
 	variantRefusePrepare          = "refuse-prepare"
 	variantRestoreWithoutCDI      = "restore-without-cdi"
 	variantRestoreWithoutMetadata = "restore-without-metadata"
+	variantRestoreFirstDeviceOnly = "restore-first-device-only"
 	variantTooManyAttributes      = "too-many-attributes"
 	variantOneFilePerClaim        = "one-file-per-claim"
 	variantOtherDrivers           = "other-drivers-devices"
@@ -221,7 +224,11 @@ func (d *gpuDriver) prepareOrRestore(ctx context.Context, claim *resourceapi.Res
 		logger.Info("Claim restored from the checkpoint; CDI spec not written", "claim", klog.KObj(claim), "variant", d.opts.Variant.Describe())
 		return saved.Devices, nil
 	}
-	if _, err := d.writeCDISpec(ctx, claim, saved.CDIDevices); err != nil {
+	edits := saved.CDIDevices
+	if d.opts.Variant.Is(variantRestoreFirstDeviceOnly) {
+		edits = firstOnly(edits)
+	}
+	if _, err := d.writeCDISpec(ctx, claim, edits); err != nil {
 		return nil, err
 	}
 	logger.Info("Claim restored from the checkpoint, CDI spec written again", "claim", klog.KObj(claim))
@@ -233,6 +240,15 @@ func (d *gpuDriver) prepareOrRestore(ctx context.Context, claim *resourceapi.Res
 		return devices, nil
 	}
 	return saved.Devices, nil
+}
+
+// firstOnly keeps the edits of the first device by name.
+func firstOnly(devices map[string]cdi.Edits) map[string]cdi.Edits {
+	names := slices.Sorted(maps.Keys(devices))
+	if len(names) < 2 {
+		return devices
+	}
+	return map[string]cdi.Edits{names[0]: devices[names[0]]}
 }
 
 // writeCDISpec writes the claim's CDI spec, a phase of its prepare, and returns its CDI device IDs.
