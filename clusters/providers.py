@@ -96,6 +96,15 @@ class Lab:
         return self.local.node(name)
 
     @property
+    def restartable(self) -> tuple[str, ...]:
+        """What dralab can restart under a running pod on this lab's nodes: nothing on a cluster it
+        did not start; no reboot of a kind node (its container would come back without the emulated
+        NICs and routes)."""
+        if self.cfg is None:
+            return ()
+        return ("kubelet", "containerd", "node") if self.local is not None else ("kubelet", "containerd")
+
+    @property
     def plugin_registries(self) -> tuple[str, str] | None:
         """The kubelet's plugins_registry and the driver registry the plugins' sockets go to
         instead, in a lab whose nodes run the plugin recorder (clusters/plugin_calls.py)."""

@@ -5,6 +5,7 @@ container whose CDI devices have no spec (kubernetes#141433)."""
 from __future__ import annotations
 
 import time
+from typing import Sequence
 
 from kubernetes import client
 
@@ -65,9 +66,9 @@ def _ready_anew(api: client.ApiClient, namespace: str, node: str, before: dict[s
 
 
 def prepare_again(host: Lab, api: client.ApiClient, component: str, namespace: str, pod: str,
-                  container: str = "main") -> None:
+                  containers: Sequence[str] = ("main",)) -> None:
     """Restart `component` (a key of RESTARTS) of the pod's node so that its claims are prepared
-    again, and wait until `container` has started anew and is ready (a WaitTimeout if not).
+    again, and wait until each of `containers` has started anew and is ready (a WaitTimeout if not).
 
     A rebooted node's pods all die with it; the kubelet gives each a new sandbox, which prepares
     the claims again (the rebooted kubelet has prepared none yet), and the node-files observers
@@ -79,8 +80,7 @@ def prepare_again(host: Lab, api: client.ApiClient, component: str, namespace: s
     observers = _restart_counts(api, NODE_FILES_NAMESPACE, node.name) if component == "node" else {}
     if component != "node":
         {"kubelet": node.restart_kubelet, "containerd": node.restart_containerd}[component]()
-    status = container_status(api, namespace, pod, container)
-    before = status.restart_count if status else 0
+    before = {c: status.restart_count if (status := container_status(api, namespace, pod, c)) else 0 for c in containers}
     if component == "node":
         node.reboot()
     else:
@@ -89,19 +89,22 @@ def prepare_again(host: Lab, api: client.ApiClient, component: str, namespace: s
     refused_at: list[float] = []
 
     def started_anew() -> bool:
-        now = container_status(api, namespace, pod, container)
-        if now and now.restart_count > before and now.ready:
+        pending = [c for c in containers if not ((now := container_status(api, namespace, pod, c))
+                                                  and now.restart_count > before[c] and now.ready)]
+        if not pending:
             return True
         # Refused by the runtime (CDI devices no spec defines) or by the driver, and still so after
         # the kubelet's retries: the driver's part is shown, waiting out the timeout changes nothing.
-        unresolved, refusal = refused_start(api, namespace, pod, container)
-        if unresolved or refusal:
-            refused_at[:] = refused_at or [time.monotonic()]
-            if time.monotonic() - refused_at[0] > REFUSAL_GRACE:
-                raise WaitTimeout(f"container {container} of pod {namespace}/{pod} still refused {REFUSAL_GRACE}s after "
-                                  f"its first refusal following the {RESTARTS[component]}: {unresolved or refusal}")
+        for container in pending:
+            unresolved, refusal = refused_start(api, namespace, pod, container)
+            if unresolved or refusal:
+                refused_at[:] = refused_at or [time.monotonic()]
+                if time.monotonic() - refused_at[0] > REFUSAL_GRACE:
+                    raise WaitTimeout(f"container {container} of pod {namespace}/{pod} still refused {REFUSAL_GRACE}s "
+                                      f"after its first refusal following the {RESTARTS[component]}: {unresolved or refusal}")
+                break
         return False
-    wait_for(f"container {container} of pod {namespace}/{pod} started anew and ready after the {RESTARTS[component]}",
-             started_anew, REBOOT_TIMEOUT if component == "node" else SANDBOX_TIMEOUT)
+    wait_for(f"container(s) {', '.join(containers)} of pod {namespace}/{pod} started anew and ready after the "
+             f"{RESTARTS[component]}", started_anew, REBOOT_TIMEOUT if component == "node" else SANDBOX_TIMEOUT)
     if observers:
         _ready_anew(api, NODE_FILES_NAMESPACE, node.name, observers)  # the node's files are read through them

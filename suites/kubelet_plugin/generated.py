@@ -30,8 +30,8 @@ SHRINK_SECONDS = 150
 # How long the claims of a removed shape may take to go (the resourceclaim controller deletes
 # those made from templates once their pod is gone).
 CLAIMS_GONE_SECONDS = 60
-# What a shape may restart while its pods run: the driver, or (on a lab dralab runs) what
-# suites/framework/restarts.py restarts under a pod.
+# What a shape may restart while its pods run: the driver, or what suites/framework/restarts.py
+# restarts under a pod (where the lab lets dralab: Lab.restartable).
 RESTARTED = ("driver", *restarts.RESTARTS)
 # Pods of one shape started at once, at most (a burst of prepares, where the node has the devices).
 MAX_COPIES = 4

@@ -408,7 +408,7 @@ def _why_not_started(api, namespace: str, pod: str, event: str) -> AssertionErro
     unresolved, refusal = restarts.refused_start(api, namespace, pod)
     if unresolved:
         return AssertionError(f"after the {event} the claim of pod {namespace}/{pod} was prepared again, but its CDI "
-                              f"devices resolve to no spec, so container main cannot start: {unresolved}")
+                              f"devices resolve to no spec, so its containers cannot start: {unresolved}")
     if refusal:
         return AssertionError(f"after the {event} the driver refused to prepare the claim of pod {namespace}/{pod} "
                               f"again: {refusal}")
@@ -549,7 +549,7 @@ def _restart_under(component: str, lab: Lab, api, driver: DriverUnderTest, names
         return
     name = pod.metadata.name
     try:
-        restarts.prepare_again(lab, api, component, namespace, name, pod.spec.containers[0].name)
+        restarts.prepare_again(lab, api, component, namespace, name, tuple(c.name for c in pod.spec.containers))
     except WaitTimeout as e:
         if why := _why_not_started(api, namespace, name, restarts.RESTARTS[component]):
             raise DriverFailure(str(why)) from None
@@ -593,10 +593,8 @@ def generated_run(request: pytest.FixtureRequest, lab: Lab, api, dra_driver: Dri
             finally:
                 generated.remove(api, namespace, name)
 
-        # The kubelet, containerd and the node restart only where dralab runs the nodes.
-        restarted = generated.RESTARTED if lab.cfg is not None else ("driver",)
         shapes = generated.pod_shapes(run.capacity, one_device=dra_driver.profile.claim_config is not None,
-                                      restarted=restarted)
+                                      restarted=("driver", *lab.restartable))
         for seed in range(run.seed, run.seed + run.seeds):
             run.failure = generated.explore(shapes, seed, budget, functools.partial(attempt, seed=seed))
             if run.failure:

@@ -36,7 +36,7 @@ var ownVariants = map[string]string{
 	variantDropDevice:             "a request's metadata lists only its first device (breaks MD-02, MD-06)",
 	variantRefusePrepare:          "NodePrepareResources fails for every claim, so no pod with a claim starts (breaks MD-01 and every check of a prepared claim)",
 	variantRestoreWithoutCDI:      "a claim prepared again is restored from the checkpoint without writing its CDI spec, which a node reboot has lost, so its pod cannot start (kubernetes#141433; breaks KP-07)",
-	variantRestoreFirstDeviceOnly: "a claim of several devices prepared again is restored from the checkpoint with a CDI spec of its first device only, so its pod cannot start again (breaks KP-07; the fixed scenarios re-prepare claims of one device)",
+	variantRestoreFirstDeviceOnly: "a claim of several devices prepared again is restored from the checkpoint with a CDI spec of its first device only, so its answer names CDI devices no spec defines and its pod cannot start again (breaks KP-03, KP-07; the fixed scenarios re-prepare claims of one device)",
 	variantRestoreWithoutMetadata: "a claim prepared again is restored from the checkpoint with its devices but without their metadata, so the re-prepared claim's metadata files lose their attributes (breaks MD-18)",
 	variantTooManyAttributes:      "each device's metadata carries metadata-only attributes beyond the slice's, 33 in all, one more than v1beta1 allows (breaks MD-19)",
 	variantOneFilePerClaim:        "every device of a claim is reported for the claim's first request, so its requests share one metadata file and directory (breaks MD-05)",
