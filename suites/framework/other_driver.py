@@ -1,6 +1,6 @@
 """A second DRA driver beside the driver under test, for checks of one claim served by two drivers
-(MD-07, ST-08): dralab's reference GPU driver deployed again as gpu-b.dralab.dev, on the lab's
-emulated GPUs."""
+(MD-07, ST-08, the generated workloads' claims of two drivers): dralab's reference GPU driver
+deployed again as gpu-b.dralab.dev, on the lab's emulated GPUs."""
 
 from __future__ import annotations
 
@@ -18,20 +18,34 @@ from suites.framework.drivers import DriverUnderTest
 from suites.framework.verdicts import skip
 
 
-@contextlib.contextmanager
-def reference_gpu(lab: Lab, requirement: str) -> Iterator[DriverUnderTest]:
-    """The reference GPU driver as gpu-b.dralab.dev while the context lasts; SKIP on a lab
-    without emulated GPUs."""
+def unavailable(lab: Lab) -> str | None:
+    """Why the second driver cannot run on `lab`, None if it can."""
     if lab.cfg is None or not lab.cfg.hardware:
-        pytest.skip("the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs, and "
-                    f"this {lab.provider} lab has none (a lab gets the hardware its driver profile names); to check "
-                    f"{requirement} too, certify with --hardware dgx-like (the emulated GPUs beside the driver's own devices)")
+        return ("the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs, and "
+                f"this {lab.provider} lab has none (a lab gets the hardware its driver profile names)")
+    return None
+
+
+@contextlib.contextmanager
+def deployed(lab: Lab) -> Iterator[DriverUnderTest]:
+    """The reference GPU driver as gpu-b.dralab.dev while the context lasts."""
     profile = load_profile("gpu").second_instance("b")
     deploy(lab, profile)
     try:
         yield DriverUnderTest(profile)
     finally:
         remove(lab, profile)
+
+
+@contextlib.contextmanager
+def reference_gpu(lab: Lab, requirement: str) -> Iterator[DriverUnderTest]:
+    """The reference GPU driver as gpu-b.dralab.dev while the context lasts; SKIP on a lab
+    without emulated GPUs."""
+    if why := unavailable(lab):
+        pytest.skip(f"{why}; to check {requirement} too, certify with --hardware dgx-like (the emulated GPUs beside "
+                    "the driver's own devices)")
+    with deployed(lab) as driver:
+        yield driver
 
 
 def free_on_one_node(lab: Lab, api: client.ApiClient, drivers: tuple[str, ...],

@@ -43,8 +43,9 @@ F = TypeVar("F")
 class Run:
     """One driver's generated workloads: the first seed, how many seeds after it (each draws
     `budget` shapes), the room a pod had, the shapes tried, the claims of the shapes whose pods
-    all started (UID: namespace/name), the restarts their pods ran again after, and the shrunk
-    case of a shape that failed (the seeds after its own are not drawn), or why nothing was drawn."""
+    all started (UID: namespace/name), the restarts their pods ran again after, the second driver
+    of claims of two drivers (or why none), and the shrunk case of a shape that failed (the seeds
+    after its own are not drawn), or why nothing was drawn."""
 
     seed: int
     budget: int
@@ -53,6 +54,7 @@ class Run:
     tried: list[str] = field(default_factory=list)
     started: dict[str, str] = field(default_factory=dict)
     restarted: list[str] = field(default_factory=list)
+    second_driver: str = "none"
     failure: Failure | None = None
     skipped: str | None = None
 
@@ -68,7 +70,8 @@ class PodShape:
     with claims of its own; restart: what restarts on the first pod's node while the pods run, one
     of RESTARTED: the driver (its new process then unprepares the claims), or the kubelet or
     containerd (the first pod's sandbox then made anew) or the node (its pods all made anew), so
-    that the kubelet prepares the claims again."""
+    that the kubelet prepares the claims again; others: the claims that also request a device of
+    a second driver (each driver prepares its own devices of one claim)."""
 
     claims: tuple[tuple[int, ...], ...]
     containers: tuple[tuple[tuple[int, int | None], ...], ...]
@@ -77,6 +80,7 @@ class PodShape:
     sharers: int = 0
     copies: int = 1
     restart: str | None = None
+    others: frozenset[int] = frozenset()
 
     @property
     def devices(self) -> int:
@@ -92,8 +96,11 @@ class PodShape:
     def _sharers(self, copy: str) -> list[str]:
         return [f"{copy}-s{j}" for j in range(1, self.sharers + 1)]
 
-    def objects(self, driver: DriverUnderTest, name: str) -> list[dict[str, Any]]:
-        """The claims, templates and pods, in the order they are created."""
+    def objects(self, driver: DriverUnderTest, name: str, other: DriverUnderTest | None = None) -> list[dict[str, Any]]:
+        """The claims, templates and pods, in the order they are created; `other` is the second
+        driver of the claims in `others`."""
+        if self.others and other is None:
+            raise ValueError(f"claims {sorted(self.others)} of shape {self} request a second driver's device: name it")
         objects: list[dict[str, Any]] = []
         for copy in self._copies(name):
             refs: list[tuple[str, dict[str, str]]] = []
@@ -101,6 +108,8 @@ class PodShape:
                 claim = ClaimBuilder(f"{copy}-{'t' if i in self.templated else 'c'}{i}")
                 for j, count in enumerate(counts):
                     claim.request(f"r{j}", driver.device_class, count=count)
+                if i in self.others:
+                    claim.request("other", other.device_class)  # type: ignore[union-attr]
                 if driver.profile.claim_config is not None:
                     claim.opaque(driver.name, driver.profile.claim_config)
                 built = claim.build()
@@ -133,19 +142,27 @@ class PodShape:
                 pod.with_container(f"side{k}", used)
         return pod
 
-    def manifests(self, driver: DriverUnderTest, name: str) -> str:
+    def manifests(self, driver: DriverUnderTest, name: str, other: DriverUnderTest | None = None) -> str:
         """The claims, templates and pods as YAML a vendor can apply to reproduce the case."""
-        return yaml.safe_dump_all(self.objects(driver, name), sort_keys=False)
+        return yaml.dump_all(self.objects(driver, name, other), Dumper=_Plain, sort_keys=False)
+
+
+class _Plain(yaml.SafeDumper):
+    """Every value written out where it is (containers share their command list): no YAML anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 @st.composite
 def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False,
-               restarted: tuple[str, ...] = RESTARTED) -> PodShape:
+               restarted: tuple[str, ...] = RESTARTED, other_devices: int = 0) -> PodShape:
     """Shapes needing at most `max_devices` devices of the driver (what one node has free); with
     `one_device`, one claim of one device a pod (a profile's claimConfig configures one device
     of a pod: its interface name, say) and no sharers; `restarted`, what may restart (the
-    driver alone where dralab cannot reach the nodes). Each dimension shrinks to the plainest
-    case (named claims, no init container, no sharer, one copy, no restart, then the driver's)."""
+    driver alone where dralab cannot reach the nodes); at most `other_devices` of a second
+    driver (free on that node). Each dimension shrinks to the plainest case (named claims, no
+    init container, no sharer, one copy, no restart, then the driver's, no second driver)."""
     if one_device:
         counts: list[tuple[int, ...]] = [(1,)]
     else:
@@ -162,8 +179,9 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False,
     copies = draw(st.integers(1, max(1, min(MAX_COPIES, max_devices // sum(map(sum, counts))))))
     # Restarts take 4 to 25 s (a node reboot the most): one shape in four.
     restart = draw(st.sampled_from(restarted)) if draw(st.booleans()) else None
+    others = frozenset(draw(st.sets(st.sampled_from(range(len(counts))), max_size=other_devices // copies)))
     return PodShape(claims=tuple(counts), containers=containers, templated=templated, init=init,
-                    sharers=sharers, copies=copies, restart=restart)
+                    sharers=sharers, copies=copies, restart=restart, others=others)
 
 
 @dataclass(frozen=True)
@@ -213,9 +231,10 @@ class Failed(Exception):
     """A shape that failed, with why (explore's own: what hypothesis shrinks on)."""
 
 
-def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, name: str) -> None:
+def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, name: str,
+          other: DriverUnderTest | None = None) -> None:
     resource = client.ResourceV1Api(api)
-    for obj in shape.objects(driver, name):
+    for obj in shape.objects(driver, name, other):
         if obj["kind"] == "ResourceClaim":
             resource.create_namespaced_resource_claim(namespace, obj)
         elif obj["kind"] == "ResourceClaimTemplate":

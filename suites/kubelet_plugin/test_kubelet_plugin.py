@@ -9,6 +9,7 @@ over the claims these tests create."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import time
@@ -25,7 +26,7 @@ from clusters.providers import Lab
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability
 from fake_hardware.lab import HardwareLab
-from suites.framework import cdi_specs, claims, namespaces, pods, restarts, slices
+from suites.framework import cdi_specs, claims, namespaces, other_driver, pods, restarts, slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
@@ -556,6 +557,31 @@ def _restart_under(component: str, lab: Lab, api, driver: DriverUnderTest, names
         raise WaitTimeout(f"{e}\nevents of {name}:\n{pods.events(api, namespace, name)}") from None
 
 
+# How long the second driver of the generated claims may take to publish its devices once deployed.
+SECOND_DRIVER_SLICES = 60
+
+
+def _second_driver(lab: Lab, api, room: slices.Room, run: generated.Run,
+                   stack: contextlib.ExitStack) -> tuple[DriverUnderTest | None, int]:
+    """The second driver of the generated claims of two drivers, deployed for as long as `stack`
+    lasts, and how many of its devices are free on a node where the driver under test has the
+    most; (None, 0) on a lab without one, why being in `run.second_driver`."""
+    if why := other_driver.unavailable(lab):
+        run.second_driver = f"none: {why}"
+        return None, 0
+    other = stack.enter_context(other_driver.deployed(lab))
+    nodes = room.nodes_with(run.capacity, [n.name for n in lab.nodes])
+    try:
+        theirs = wait_for(f"devices of {other.name} published", lambda: (r := slices.room(api, other.name)).most_free and r,
+                          SECOND_DRIVER_SLICES)
+    except WaitTimeout:
+        run.second_driver = f"none: {other.name} published no free device within {SECOND_DRIVER_SLICES}s"
+        return None, 0
+    free = max(theirs.free_on(n) for n in nodes)
+    run.second_driver = f"{other.name}, up to {free} device(s) a pod"
+    return other, free
+
+
 @pytest.fixture(scope="module")
 def generated_run(request: pytest.FixtureRequest, lab: Lab, api, dra_driver: DriverUnderTest) -> generated.Run:
     """Pod and claim shapes drawn by hypothesis (generated.py), each started, then removed, in a
@@ -571,11 +597,14 @@ def generated_run(request: pytest.FixtureRequest, lab: Lab, api, dra_driver: Dri
         run.skipped = f"no node has a free device of {dra_driver.name} ({room.describe()}): no pod shape to draw"
         return run
 
-    with namespaces.fresh(api, "gen") as namespace:
+    with contextlib.ExitStack() as stack:
+        namespace = stack.enter_context(namespaces.fresh(api, "gen"))
+        other, other_room = _second_driver(lab, api, room, run, stack)
+
         def attempt(shape: generated.PodShape, seed: int) -> generated.Failure | None:
             name = f"gen-{len(run.tried)}"
             run.tried.append(f"{name} (seed {seed}): {shape}")
-            generated.start(api, namespace, dra_driver, shape, name)
+            generated.start(api, namespace, dra_driver, shape, name, other)
             doing, requirement = f"pod(s) {', '.join(shape.pods(name))} with claims of {dra_driver.name} did not start", "KP-03"
             try:
                 started = [pods.wait_phase(api, namespace, pod, cdi_refused=True) for pod in shape.pods(name)]
@@ -589,12 +618,12 @@ def generated_run(request: pytest.FixtureRequest, lab: Lab, api, dra_driver: Dri
             except (WaitTimeout, DriverFailure) as e:
                 then = f" (then the {shape.restart} restart on the node of pod {name})" if requirement == "KP-07" else ""
                 return generated.Failure(f"{doing} (seed {seed}): {e}\nthe case, to apply{then}:\n"
-                                         f"{shape.manifests(dra_driver, name)}", requirement)
+                                         f"{shape.manifests(dra_driver, name, other)}", requirement)
             finally:
                 generated.remove(api, namespace, name)
 
         shapes = generated.pod_shapes(run.capacity, one_device=dra_driver.profile.claim_config is not None,
-                                      restarted=("driver", *lab.restartable))
+                                      restarted=("driver", *lab.restartable), other_devices=other_room)
         for seed in range(run.seed, run.seed + run.seeds):
             run.failure = generated.explore(shapes, seed, budget, functools.partial(attempt, seed=seed))
             if run.failure:
@@ -608,7 +637,8 @@ def test_generated_pods_with_claims_of_the_driver_start(generated_run: generated
     seeds = f"seeds {generated_run.seed} to {generated_run.seed + generated_run.seeds - 1}" if generated_run.seeds > 1 \
         else f"seed {generated_run.seed}"
     evidence.observe("generated workloads", f"{seeds}, budget {generated_run.budget} shape(s), up to "
-                                            f"{generated_run.capacity} device(s) a pod")
+                                            f"{generated_run.capacity} device(s) a pod; second driver: "
+                                            f"{generated_run.second_driver}")
     evidence.add("shapes tried", generated_run.tried)
     if generated_run.skipped:
         pytest.skip(generated_run.skipped)

@@ -3,6 +3,7 @@ container's claims exist in the pod, and the case YAML applies as the pod and cl
 
 from __future__ import annotations
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -115,3 +116,27 @@ def test_what_restarts_is_one_the_lab_can_restart_and_bursts_fit_the_node() -> N
         explore(pod_shapes(8), seed=seed, budget=100, attempt=lambda shape: drawn.append(shape))
     assert {s.restart for s in drawn} == {None, *generated.RESTARTED}
     assert max(s.copies for s in drawn) > 2, "a burst of more than two pods at once"
+
+
+def test_claims_of_two_drivers_ask_the_second_for_one_device_within_its_room() -> None:
+    other = DriverUnderTest(load_profile("gpu").second_instance("b"))
+    seen: list[PodShape] = []
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=LOADED)
+    @given(pod_shapes(8, other_devices=2))
+    def two_drivers(shape: PodShape) -> None:
+        seen.append(shape)
+        assert shape.others <= set(range(len(shape.claims))) and len(shape.others) * shape.copies <= 2
+        made = [o for o in shape.objects(GPU, "gen-0", other) if o["kind"] != "Pod"]
+        for claim in made:
+            requests = (claim["spec"].get("spec") or claim["spec"])["devices"]["requests"]
+            theirs = [r for r in requests if r["exactly"]["deviceClassName"] == other.device_class]
+            assert len(theirs) == (int(claim["metadata"]["name"][-1]) in shape.others)
+
+    two_drivers()
+    assert any(s.others for s in seen)
+    with pytest.raises(ValueError, match="second driver"):
+        next(s for s in seen if s.others).objects(GPU, "gen-0")
+    alone: list[PodShape] = []
+    explore(pod_shapes(8), seed=1, budget=30, attempt=lambda shape: alone.append(shape))
+    assert not any(s.others for s in alone), "no second driver's device without its room"

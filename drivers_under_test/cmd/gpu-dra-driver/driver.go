@@ -42,6 +42,7 @@ var ownVariants = map[string]string{
 	variantOneFilePerClaim:        "every device of a claim is reported for the claim's first request, so its requests share one metadata file and directory (breaks MD-05)",
 	variantHidesFaults:            "an unhealthy GPU stays in the ResourceSlice and the health stream reports every GPU healthy, so a fault never reaches the pods using it (breaks KP-10)",
 	variantOtherDrivers:           "a request's metadata also lists the devices other drivers were allocated for it, as this driver's (breaks MD-07)",
+	variantOtherRequests:          "the devices other drivers were allocated for the claim's other requests are answered too, as this driver's (breaks KP-03; in the fixed KP scenarios no claim has another driver's request)",
 }
 
 const (
@@ -55,6 +56,7 @@ const (
 	variantTooManyAttributes      = "too-many-attributes"
 	variantOneFilePerClaim        = "one-file-per-claim"
 	variantOtherDrivers           = "other-drivers-devices"
+	variantOtherRequests          = "other-requests-devices"
 	variantHidesFaults            = "hides-faults"
 )
 
@@ -318,8 +320,11 @@ func (d *gpuDriver) prepare(ctx context.Context, claim *resourceapi.ResourceClai
 		listed[r.Request] = true
 		prepared = append(prepared, dev)
 	}
-	if d.opts.Variant.Is(variantOtherDrivers) {
-		prepared = append(prepared, othersDevices(claim, d.opts.DriverName, requests)...)
+	switch {
+	case d.opts.Variant.Is(variantOtherDrivers):
+		prepared = append(prepared, othersDevices(claim, d.opts.DriverName, func(r string) bool { return requests[r] })...)
+	case d.opts.Variant.Is(variantOtherRequests):
+		prepared = append(prepared, othersDevices(claim, d.opts.DriverName, func(r string) bool { return !requests[r] })...)
 	}
 	if d.opts.ReportStatus && len(results) > 0 {
 		if err := dradriver.Timed(ctx, dradriver.PhaseAPIWrite, func() error { return d.reportStatus(ctx, claim, results, gpus) }); err != nil {
@@ -366,10 +371,10 @@ func (d *gpuDriver) metadataAttributes(g sysfs.GPU) map[string]resourceapi.Devic
 // othersDevices are the devices other drivers were allocated for requests, as a driver reports
 // them that takes a request's results without looking at their driver; the framework lists
 // them in this driver's metadata file, under its name. Nothing is prepared for them.
-func othersDevices(claim *resourceapi.ResourceClaim, driver string, requests map[string]bool) []kubeletplugin.Device {
+func othersDevices(claim *resourceapi.ResourceClaim, driver string, request func(string) bool) []kubeletplugin.Device {
 	var out []kubeletplugin.Device
 	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver != driver && requests[r.Request] {
+		if r.Driver != driver && request(r.Request) {
 			out = append(out, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device})
 		}
 	}
