@@ -33,6 +33,8 @@ CLAIMS_GONE_SECONDS = 60
 # What a shape may restart while its pods run: the driver, or what suites/framework/restarts.py
 # restarts under a pod (where the lab lets dralab: Lab.restartable).
 RESTARTED = ("driver", *restarts.RESTARTS)
+# Each of RESTARTED as the messages name it.
+RESTART_EVENTS = {"driver": "driver restart", **restarts.RESTARTS}
 # Pods of one shape started at once, at most (a burst of prepares, where the node has the devices).
 MAX_COPIES = 4
 

@@ -423,7 +423,7 @@ def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
         evidence: Evidence, request: pytest.FixtureRequest) -> None:
     # Restarting the node's kubelet or containerd needs a lab dralab runs (host_access SKIPs otherwise).
     host: Lab = lab if component == "driver" else request.getfixturevalue("host_access")
-    event = "driver restart" if component == "driver" else restarts.RESTARTS[component]
+    event = generated.RESTART_EVENTS[component]
     node = _running_with_claim(api, dra_driver, namespace, "restart").spec.node_name
     uid = _uid(api, namespace, "restart")
     if problems := _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"before the {event}"):
@@ -611,12 +611,13 @@ def generated_run(request: pytest.FixtureRequest, lab: Lab, api, dra_driver: Dri
                 run.started.update(generated.claims_of(api, namespace, name))
                 if shape.restart:
                     node = started[0].spec.node_name
-                    doing, requirement = f"after a {shape.restart} restart on {node}, {name} did not run again", "KP-07"
+                    event = generated.RESTART_EVENTS[shape.restart]
+                    doing, requirement = f"after a {event} on {node}, {name} did not run again", "KP-07"
                     _restart_under(shape.restart, lab, api, dra_driver, namespace, started[0])
-                    run.restarted.append(f"{name}: {shape.restart} restart on {node}")
+                    run.restarted.append(f"{name}: {event} on {node}")
                 return None
             except (WaitTimeout, DriverFailure) as e:
-                then = f" (then the {shape.restart} restart on the node of pod {name})" if requirement == "KP-07" else ""
+                then = f" (then the {event} on the node of pod {name})" if requirement == "KP-07" else ""
                 return generated.Failure(f"{doing} (seed {seed}): {e}\nthe case, to apply{then}:\n"
                                          f"{shape.manifests(dra_driver, name, other)}", requirement)
             finally:
