@@ -571,9 +571,11 @@ def _second_driver(lab: Lab, api, room: slices.Room, run: generated.Run,
         return None, 0
     other = stack.enter_context(other_driver.deployed(lab))
     nodes = room.nodes_with(run.capacity, [n.name for n in lab.nodes])
+    def published() -> slices.Room | None:
+        theirs = slices.room(api, other.name)
+        return theirs if theirs.most_free else None
     try:
-        theirs = wait_for(f"devices of {other.name} published", lambda: (r := slices.room(api, other.name)).most_free and r,
-                          SECOND_DRIVER_SLICES)
+        theirs = wait_for(f"devices of {other.name} published", published, SECOND_DRIVER_SLICES)
     except WaitTimeout:
         run.second_driver = f"none: {other.name} published no free device within {SECOND_DRIVER_SLICES}s"
         return None, 0
@@ -605,7 +607,8 @@ def generated_run(request: pytest.FixtureRequest, lab: Lab, api, dra_driver: Dri
             name = f"gen-{len(run.tried)}"
             run.tried.append(f"{name} (seed {seed}): {shape}")
             generated.start(api, namespace, dra_driver, shape, name, other)
-            doing, requirement = f"pod(s) {', '.join(shape.pods(name))} with claims of {dra_driver.name} did not start", "KP-03"
+            doing = f"pod(s) {', '.join(shape.pods(name))} with claims of {dra_driver.name} did not start"
+            requirement = "KP-03"
             try:
                 started = [pods.wait_phase(api, namespace, pod, cdi_refused=True) for pod in shape.pods(name)]
                 run.started.update(generated.claims_of(api, namespace, name))
