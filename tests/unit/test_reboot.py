@@ -121,3 +121,16 @@ def test_a_restart_whose_container_stays_refused_ends_the_wait_with_the_refusal(
                                           r".*unresolvable CDI devices"):
         restarts.prepare_again(host, None, "kubelet", "ns", "restart")  # type: ignore[arg-type]
     assert node.kubelet_restarts == 1 and time.monotonic() - started < restarts.SANDBOX_TIMEOUT / 10
+
+
+def test_what_a_lab_lets_dralab_restart_depends_on_who_runs_its_nodes() -> None:
+    from pathlib import Path
+
+    from clusters.config import ClusterConfig
+    from clusters.providers import Lab
+
+    def lab(provider: str, cfg: ClusterConfig | None, local: object = None) -> Lab:
+        return Lab(provider, Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=cfg, local=local)  # type: ignore[arg-type]
+    assert lab("kubeconfig", None).restartable == ()
+    assert lab("kind", ClusterConfig()).restartable == ("kubelet", "containerd"), "a kind node is not rebooted"
+    assert lab("local", ClusterConfig(), local=object()).restartable == tuple(restarts.RESTARTS)
