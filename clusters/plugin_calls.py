@@ -22,6 +22,8 @@ DRIVER_REGISTRY = "dralab-driver-registry"
 TRACE_FILE = "plugin-calls.jsonl"
 # Each node's faults the run injected (LocalNode's restarts, stops, reboot, sandbox kills), beside its calls.
 FAULT_LOG = "faults.jsonl"
+# The files the suites saw in containers (the generated workloads' metadata files), beside the watch logs.
+CONTAINER_FILES_LOG = "container-files.jsonl"
 
 
 def driver_registry(kubelet_root_dir: str) -> str:
@@ -102,11 +104,14 @@ def read(trace: Path) -> list[PluginCall]:
 
 
 def append_to_run_trace(lab_log_dir: Path, lab: str, trace: Path, since: datetime | None = None) -> int:
-    """Add the calls and injected faults of every node of a lab and its watch logs (its kept logs) to a run's trace,
+    """Add the calls and injected faults of every node of a lab, its watch logs and the files seen in
+    containers (its kept logs) to a run's trace,
     one JSON line each with the lab's name, in the order they started, those before `since` (an
     earlier run's on a reused lab) left out; returns how many."""
     lines = []
-    for node_trace in sorted([*lab_log_dir.glob(f"*/{TRACE_FILE}"), *lab_log_dir.glob(f"*/{FAULT_LOG}"), *(lab_log_dir / w.file for w in WATCHED if (lab_log_dir / w.file).exists())]):
+    lab_logs = [lab_log_dir / name for name in (*(w.file for w in WATCHED), CONTAINER_FILES_LOG)]
+    for node_trace in sorted([*lab_log_dir.glob(f"*/{TRACE_FILE}"), *lab_log_dir.glob(f"*/{FAULT_LOG}"),
+                              *(log for log in lab_logs if log.exists())]):
         for line in node_trace.read_text().splitlines():
             if line.strip():
                 raw = json.loads(line)

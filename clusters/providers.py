@@ -10,6 +10,7 @@ what only a local lab can do (reaching its NRI socket, its kubelets' credentials
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -125,6 +126,21 @@ class Lab:
             raise NotSupported(f"the {self.provider} provider's nodes run no plugin recorder: no kubelet-plugin calls are recorded")
         return [call for node in self.local.nodes for call in plugin_calls.read(node.plugin_calls_file)
                 if call.start >= self.taken]
+
+    def record_container_files(self, records: list[dict[str, Any]]) -> None:
+        """Keep what the suites saw in containers (one record each: when, where, what the container
+        uses, its files) for the run's trace and the checks over it."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with (self.log_dir / plugin_calls.CONTAINER_FILES_LOG).open("a") as out:
+            out.writelines(json.dumps({"kind": "ContainerFiles", **r}) + "\n" for r in records)
+
+    def container_files(self) -> list[dict[str, Any]]:
+        """Every record of files seen in a container since this run took the lab."""
+        log = self.log_dir / plugin_calls.CONTAINER_FILES_LOG
+        if not log.exists():
+            return []
+        records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        return [r for r in records if datetime.fromisoformat(r["start"]) >= self.taken]
 
     def claims_allocated(self) -> dict[str, dict[str, Any]]:
         """Each claim the run saw allocated in this lab, by UID: its last version in the claim log

@@ -142,3 +142,29 @@ def problems(obj: dict[str, Any]) -> list[str]:
             if "networkData" in device:
                 out += _network_problems(f"{dpath}.networkData", device["networkData"])
     return out
+
+
+# What a container prints of the metadata files it sees (every file under `root`), each after a
+# header line, then an end line: a workload's log tells what it found at its start.
+_HEADER, _END = "==> ", "==> end of metadata files"
+
+
+def dump_command(root: str) -> str:
+    """Shell commands printing every file under `root` with its path (none if `root` is missing)."""
+    return (f"for f in $(find {root} -type f 2>/dev/null | sort); do echo \"{_HEADER}$f\"; cat \"$f\"; echo; done; "
+            f"echo \"{_END}\"")
+
+
+def parse_dump(log: str) -> dict[str, str] | None:
+    """Path: content of each file a dump_command printed; None if its end is not in `log` yet."""
+    files: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in log.splitlines():
+        if line == _END:
+            return {path: "\n".join(lines).rstrip("\n") for path, lines in files.items()}
+        if line.startswith(_HEADER):
+            current = files.setdefault(line[len(_HEADER):], [])
+        elif current is not None:
+            current.append(line)
+    return None
+

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Callable, TypeVar
 
 import hypothesis
@@ -17,11 +18,13 @@ import yaml
 from hypothesis import strategies as st
 from kubernetes import client
 
+from suites.device_metadata import paths
 from suites.framework import claims, pods, restarts
+from suites.framework.metadata_file import dump_command, parse_dump
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.pods import PodBuilder
-from suites.framework.waits import wait_for
+from suites.framework.waits import WaitTimeout, wait_for
 
 
 # How long hypothesis may shrink a failing case: each try starts a pod and may wait out its
@@ -37,6 +40,11 @@ RESTARTED = ("driver", *restarts.RESTARTS)
 RESTART_EVENTS = {"driver": "driver restart", **restarts.RESTARTS}
 # Pods of one shape started at once, at most (a burst of prepares, where the node has the devices).
 MAX_COPIES = 4
+# What each container of a generated pod runs: it prints the device metadata files it finds, which
+# the MD checks over the trace judge (suites/device_metadata/in_containers.py), then waits.
+COMMAND = pods.until_stopped(dump_command(paths.CONTAINER_ROOT))
+# How long a started container may take to print its files.
+DUMP_SECONDS = 30
 
 F = TypeVar("F")
 
@@ -125,14 +133,14 @@ class PodShape:
             objects.append(self._pod(copy, refs).build())
             named = [(c, ref) for c, ref in refs if "resourceClaimName" in ref]
             for sharer_name in self._sharers(copy):
-                sharer = PodBuilder(sharer_name)
+                sharer = PodBuilder(sharer_name, command=list(COMMAND))
                 sharer.claims = [{"name": c, **ref} for c, ref in named]
                 sharer.container_claims = [{"name": c} for c, _ in named]
                 objects.append(sharer.build())
         return objects
 
     def _pod(self, name: str, refs: list[tuple[str, dict[str, str]]]) -> PodBuilder:
-        pod = PodBuilder(name)
+        pod = PodBuilder(name, command=list(COMMAND))
         pod.claims = [{"name": c, **ref} for c, ref in refs]
         uses = [[{"name": f"c{c}", **({"request": f"r{r}"} if r is not None else {})} for c, r in used]
                 for used in self.containers]
@@ -243,6 +251,36 @@ def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, na
             resource.create_namespaced_resource_claim_template(namespace, obj)
         else:
             pods.create(api, namespace, obj)
+
+
+def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str, Any]]:
+    """What each regular container of the started pods printed of the metadata files it found at
+    its start, with its node, the claims it uses and the pod's claims (name, claim, UID, whether
+    made from a template): records for Lab.record_container_files. A container whose print did
+    not end within DUMP_SECONDS is left out (nothing seen, nothing judged)."""
+    core, records = client.CoreV1Api(api), []
+    for name in pod_names:
+        pod = core.read_namespaced_pod(name, namespace)
+        made = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses or []}
+        pod_claims = []
+        for ref in pod.spec.resource_claims or []:
+            claim = ref.resource_claim_name or made.get(ref.name)
+            uid = claims.read(api, namespace, claim)["metadata"]["uid"] if claim else None
+            pod_claims.append({"name": ref.name, "claim": claim, "uid": uid,
+                               "template": ref.resource_claim_template_name is not None})
+        for container in pod.spec.containers:
+            def printed(c: str = container.name) -> dict[str, str] | None:
+                return parse_dump(pods.logs(api, namespace, name, container=c))
+            try:
+                files = wait_for(f"container {container.name} of {namespace}/{name} to print its metadata files",
+                                 printed, DUMP_SECONDS)
+            except WaitTimeout:
+                continue
+            uses = [{"name": c.name, "request": c.request} for c in container.resources.claims or []]
+            records.append({"start": datetime.now(timezone.utc).isoformat(), "node": pod.spec.node_name,
+                            "namespace": namespace, "pod": name, "container": container.name, "uses": uses,
+                            "pod_claims": pod_claims, "files": files})
+    return records
 
 
 def _ours(name: str, n: str) -> bool:

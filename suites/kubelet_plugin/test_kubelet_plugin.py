@@ -612,6 +612,7 @@ def generated_run(request: pytest.FixtureRequest, lab: Lab, api, dra_driver: Dri
             try:
                 started = [pods.wait_phase(api, namespace, pod, cdi_refused=True) for pod in shape.pods(name)]
                 run.started.update(generated.claims_of(api, namespace, name))
+                lab.record_container_files(generated.files_seen(api, namespace, shape.pods(name)))
                 if shape.restart:
                     node = started[0].spec.node_name
                     event = generated.RESTART_EVENTS[shape.restart]

@@ -12,7 +12,7 @@ import pytest
 
 from clusters.watch_log import WATCHED, allocations, record, versions
 from clusters.local.node import injected
-from clusters.plugin_calls import FAULT_LOG, append_to_run_trace, read
+from clusters.plugin_calls import CONTAINER_FILES_LOG, FAULT_LOG, append_to_run_trace, read
 from suites.kubelet_plugin.contract import (calls_to, changed_answers, first_prepares, left_specs, specs_now,
                                             unanswered_claims, wrong_devices, wrong_requests)
 from suites.resource_claim_status.checks import entries_before_prepare
@@ -107,16 +107,18 @@ def test_a_labs_node_traces_join_the_runs_trace_in_order_of_start(tmp_path: Path
                                                    "end": "2026-11-28T09:18:11.000001+00:00", "uid": "a"}) + "\n")
     (logs / "pods.jsonl").write_text(json.dumps({"kind": "Pod", "start": "2026-11-28T09:18:11.5+00:00",
                                                  "end": "2026-11-28T09:18:11.5+00:00", "uid": "p"}) + "\n")
+    (logs / CONTAINER_FILES_LOG).write_text(json.dumps({"kind": "ContainerFiles", "start": "2026-11-28T09:18:11.7+00:00",
+                                                        "pod": "gen-0", "files": {}}) + "\n")
     trace = tmp_path / "results" / "trace.jsonl"
-    assert append_to_run_trace(logs, "cert", trace) == 5
+    assert append_to_run_trace(logs, "cert", trace) == 6
     rows = [json.loads(line) for line in trace.read_text().splitlines()]
     # "10.5Z" sorts after "10.503Z" as text; 10.5 s is before 10.503 s. The watch logs' lines join by time too.
     assert [(r["lab"], r.get("node", r.get("kind")), r["start"][17:23]) for r in rows] == [
         ("cert", "node-1", "10.5Z"), ("cert", "node-2", "10.503"), ("cert", "ResourceClaim", "11.000"), ("cert", "Pod", "11.5+0"),
-        ("cert", "node-1", "12Z")]
+        ("cert", "ContainerFiles", "11.7+0"), ("cert", "node-1", "12Z")]
     # A reused lab: what its nodes recorded before this run took it is an earlier run's.
     later = tmp_path / "later" / "trace.jsonl"
-    assert append_to_run_trace(logs, "cert", later, since=datetime(2026, 11, 28, 9, 18, 11, tzinfo=timezone.utc)) == 3
+    assert append_to_run_trace(logs, "cert", later, since=datetime(2026, 11, 28, 9, 18, 11, tzinfo=timezone.utc)) == 4
 
 
 def spec(*names: str, claims: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -1,0 +1,101 @@
+"""The MD rules over every container the run saw (MUT-03): what the generated workloads' containers
+found under the metadata root at their start (Lab.container_files, in the trace), judged against
+the claims' allocations as the claim log saw them. A container has a file of the driver for each
+request of it that it uses (MD-01 for a claim referenced by name, MD-08 for one made from a
+template), none for any other request (MD-04), and each file lists exactly the devices the
+allocation gives the driver for that request, in a metadata object of that claim (MD-02)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from suites.device_metadata import paths
+from suites.framework.metadata_file import MetadataError, parse_stream
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A file a container must have: its claim (UID, name) and request, and the devices
+    (pool, name) the allocation gives the driver for that request."""
+
+    uid: str
+    claim: str
+    request: str
+    template: bool
+    devices: tuple[tuple[str, str], ...]
+
+
+def _base(request: str) -> str:
+    return request.split("/", 1)[0]
+
+
+def expected(record: dict[str, Any], allocated: dict[str, dict[str, Any]], driver: str) -> dict[str, Expected] | None:
+    """Path: the file the container of `record` must have of `driver`, for each request of the
+    driver in the claims it uses (`allocated`: the claim log's last version of each allocated
+    claim, by UID); None if the allocation of a claim it uses is not known."""
+    pod_claims = {c["name"]: c for c in record["pod_claims"]}
+    files: dict[str, Expected] = {}
+    for use in record["uses"]:
+        ref = pod_claims.get(use["name"])
+        claim = allocated.get((ref or {}).get("uid") or "")
+        if claim is None:
+            return None
+        results = [r for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+                   if r.get("driver") == driver]
+        for request in sorted({_base(r["request"]) for r in results}):
+            if use.get("request") not in (None, request):
+                continue
+            devices = tuple(sorted((r["pool"], r["device"]) for r in results if _base(r["request"]) == request))
+            name = ref["name"] if ref["template"] else ref["claim"]
+            files[paths.in_container(name, request, driver, ref["template"])] = \
+                Expected(ref["uid"], ref["claim"], request, ref["template"], devices)
+    return files
+
+
+def problems(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]], driver: str) -> dict[str, list[str]]:
+    """Each violation of MD-01, MD-02, MD-04 and MD-08 over `records`, by requirement; a container
+    whose claims' allocations are unknown is left out (see judged)."""
+    found: dict[str, list[str]] = {"MD-01": [], "MD-02": [], "MD-04": [], "MD-08": []}
+    suffix = f"/{driver}-metadata.json"
+    for record in records:
+        want = expected(record, allocated, driver)
+        if want is None:
+            continue
+        where = f"container {record['container']} of pod {record['namespace']}/{record['pod']} on {record['node']}"
+        seen = {path: text for path, text in record["files"].items() if path.endswith(suffix)}
+        for path, e in sorted(want.items()):
+            if path not in seen:
+                found["MD-08" if e.template else "MD-01"].append(
+                    f"{where} uses request {e.request} of claim {e.claim} but has no file at {path} "
+                    f"(its files of {driver}: {sorted(seen) or 'none'})")
+            elif why := _content_problem(seen[path], e, driver):
+                found["MD-02"].append(f"{where}: {path}: {why}")
+        for path in sorted(set(seen) - set(want)):
+            found["MD-04"].append(f"{where} has {path}, a request it does not use (it uses {record['uses']}; "
+                                  f"its files of {driver} should be {sorted(want) or 'none'})")
+    return found
+
+
+def judged(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]], driver: str) -> list[dict[str, Any]]:
+    """The records whose containers use a request of `driver` and whose claims' allocations are known."""
+    return [r for r in records if expected(r, allocated, driver)]
+
+
+def _content_problem(text: str, e: Expected, driver: str) -> str | None:
+    try:
+        obj = parse_stream(text).first_known()
+    except MetadataError as err:
+        return f"not a readable metadata stream: {err}"
+    if (obj.get("metadata") or {}).get("uid") != e.uid:
+        return f"metadata of claim UID {(obj.get('metadata') or {}).get('uid')}, want {e.uid} (claim {e.claim})"
+    requests = obj.get("requests") or []
+    if [_base(r.get("name", "")) for r in requests] != [e.request]:
+        return f"requests {[r.get('name') for r in requests]}, want exactly [{e.request!r}]"
+    listed = tuple(sorted((d.get("pool"), d.get("name")) for d in requests[0].get("devices") or []
+                          if d.get("driver") == driver))
+    others = [d for d in requests[0].get("devices") or [] if d.get("driver") != driver]
+    if listed != e.devices or others:
+        return (f"lists devices {list(listed)}{f' and {len(others)} of other drivers' if others else ''}; the allocation "
+                f"gives {driver} {list(e.devices)} for request {e.request}")
+    return None

@@ -1,0 +1,65 @@
+"""The MD rules over every container the run saw (in_containers.py): the generated workloads of
+the KP suite, which ran before this suite, recorded what each of their containers found under the
+metadata root at its start; each rule is judged on all of them, beside the fixed scenarios."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clusters.providers import Lab
+from suites.device_metadata import in_containers
+from suites.framework.drivers import DriverUnderTest
+from suites.framework.evidence import Evidence
+
+pytestmark = pytest.mark.e2e
+
+
+def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, evidence: Evidence,
+           subject: str = "") -> None:
+    """`requirement` over the containers the run saw using requests of the driver (the subject,
+    before its properties; `subject` narrows it to those using claims of that kind)."""
+    records, allocated = lab.container_files(), lab.claims_allocated()
+    judged = in_containers.judged(records, allocated, driver.name)
+    if subject == "template":
+        judged = [r for r in judged if any(c["template"] for c in r["pod_claims"])]
+    evidence.observe("containers seen", f"{len(judged)} container(s) using requests of {driver.name}"
+                     f"{' through a claim made from a template' if subject else ''}, of {len(records)} recorded")
+    if not judged:
+        pytest.skip(f"no container the run saw used a request of {driver.name}{' through a template' if subject else ''}:"
+                    " the KP suite's generated workloads record them, before this suite runs (certify without --only,"
+                    " or --only KP,MD); on a cluster dralab did not start the claims' allocations are not logged")
+    problems = in_containers.problems(judged, allocated, driver.name)[requirement]
+    evidence.add("what the containers with a violation found", [_shown(r) for r in judged
+                                                               if any(f"pod {r['namespace']}/{r['pod']} " in p for p in problems)][:10])
+    assert not problems, f"{verdict}:\n" + "\n".join(problems)
+
+
+def _shown(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: record[k] for k in ("node", "namespace", "pod", "container", "uses", "pod_claims", "files")}
+
+
+@pytest.mark.requirement("MD-01")
+def test_every_container_has_the_file_of_each_request_it_uses(lab: Lab, metadata_driver: DriverUnderTest,
+                                                              evidence: Evidence) -> None:
+    _judge("MD-01", "containers lack the metadata file of a request they use", lab, metadata_driver, evidence)
+
+
+@pytest.mark.requirement("MD-02")
+def test_every_file_a_container_has_lists_its_requests_allocation(lab: Lab, metadata_driver: DriverUnderTest,
+                                                                  evidence: Evidence) -> None:
+    _judge("MD-02", "metadata files differ from their claims' allocation", lab, metadata_driver, evidence)
+
+
+@pytest.mark.requirement("MD-04")
+def test_no_container_has_the_file_of_a_request_it_does_not_use(lab: Lab, metadata_driver: DriverUnderTest,
+                                                                evidence: Evidence) -> None:
+    _judge("MD-04", "containers see the metadata of requests they do not use", lab, metadata_driver, evidence)
+
+
+@pytest.mark.requirement("MD-08")
+def test_every_container_of_a_template_claim_has_its_file_at_the_template_path(
+        lab: Lab, metadata_driver: DriverUnderTest, evidence: Evidence) -> None:
+    _judge("MD-08", "containers lack the metadata file of a template claim's request", lab, metadata_driver, evidence,
+           subject="template")

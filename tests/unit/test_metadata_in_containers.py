@@ -1,0 +1,81 @@
+"""The MD rules over the files generated containers found (suites/device_metadata/in_containers.py)
+and how a container prints them (metadata_file.dump_command, parse_dump)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from suites.device_metadata import in_containers, paths
+from suites.framework.metadata_file import dump_command, parse_dump
+
+D = "gpu.dralab.dev"
+ROOT = paths.CONTAINER_ROOT
+
+
+def _claim(uid: str, results: list[tuple[str, str, str]]) -> dict:
+    return {"uid": uid, "status": {"allocation": {"devices": {"results": [
+        {"driver": driver, "request": request, "pool": "node-1", "device": device} for driver, request, device in results]}}}}
+
+
+def _file(uid: str, request: str, devices: list[str], driver: str = D) -> str:
+    obj = {"apiVersion": "metadata.resource.k8s.io/v1beta1", "kind": "DeviceMetadata",
+           "metadata": {"name": "c", "namespace": "n", "uid": uid, "generation": 1},
+           "requests": [{"name": request, "devices": [{"driver": driver, "pool": "node-1", "name": d} for d in devices]}]}
+    return json.dumps(obj)
+
+
+ALLOCATED = {"u1": _claim("u1", [(D, "r0", "gpu-0"), (D, "r0", "gpu-1"), (D, "r1", "gpu-2"), ("other.dev", "other", "gpu-0")]),
+             "u2": _claim("u2", [(D, "r0", "gpu-3")])}
+C0 = f"{ROOT}/resourceclaims/gen-0-c0"
+T1 = f"{ROOT}/resourceclaimtemplates/c1"
+GOOD = {f"{C0}/r0/{D}-metadata.json": _file("u1", "r0", ["gpu-1", "gpu-0"]),
+        f"{C0}/r1/{D}-metadata.json": _file("u1", "r1", ["gpu-2"]),
+        f"{C0}/other/other.dev-metadata.json": "{}"}
+
+
+def _record(uses: list[dict], files: dict[str, str]) -> dict:
+    return {"node": "node-1", "namespace": "n", "pod": "gen-0", "container": "main", "uses": uses, "files": files,
+            "pod_claims": [{"name": "c0", "claim": "gen-0-c0", "uid": "u1", "template": False},
+                           {"name": "c1", "claim": "gen-0-c1-x7k", "uid": "u2", "template": True}]}
+
+
+def test_a_container_with_the_files_of_what_it_uses_and_no_other_passes() -> None:
+    whole = _record([{"name": "c0", "request": None}], GOOD)
+    by_request = _record([{"name": "c0", "request": "r1"}, {"name": "c1", "request": None}],
+                         {f"{C0}/r1/{D}-metadata.json": GOOD[f"{C0}/r1/{D}-metadata.json"],
+                          f"{T1}/r0/{D}-metadata.json": _file("u2", "r0", ["gpu-3"])})
+    assert in_containers.problems([whole, by_request], ALLOCATED, D) == {"MD-01": [], "MD-02": [], "MD-04": [], "MD-08": []}
+    assert in_containers.judged([whole, _record([], {})], ALLOCATED, D) == [whole], "a container using nothing is no subject"
+
+
+def test_each_violation_is_named_under_its_requirement() -> None:
+    missing = dict(GOOD)
+    del missing[f"{C0}/r1/{D}-metadata.json"]
+    found = in_containers.problems([
+        _record([{"name": "c0", "request": None}], missing),
+        _record([{"name": "c0", "request": "r0"}], GOOD),
+        _record([{"name": "c0", "request": "r1"}, {"name": "c1", "request": None}],
+                {f"{C0}/r1/{D}-metadata.json": _file("u1", "r1", ["gpu-2", "gpu-0"])}),
+    ], ALLOCATED, D)
+    assert [p.split(" but ")[0] for p in found["MD-01"]] == ["container main of pod n/gen-0 on node-1 uses request r1 of claim gen-0-c0"]
+    assert len(found["MD-04"]) == 1 and f"{C0}/r1/{D}-metadata.json, a request it does not use" in found["MD-04"][0]
+    assert len(found["MD-02"]) == 1 and "lists devices [('node-1', 'gpu-0'), ('node-1', 'gpu-2')]" in found["MD-02"][0]
+    assert len(found["MD-08"]) == 1 and f"no file at {T1}/r0/{D}-metadata.json" in found["MD-08"][0]
+
+
+def test_a_container_whose_claims_allocation_is_unknown_is_not_judged() -> None:
+    record = _record([{"name": "c0", "request": None}], {})
+    assert in_containers.judged([record], {}, D) == []
+    assert not any(in_containers.problems([record], {}, D).values())
+
+
+def test_a_container_prints_its_files_and_the_print_is_read_back(tmp_path: Path) -> None:
+    (tmp_path / "resourceclaims/c/r0").mkdir(parents=True)
+    (tmp_path / "resourceclaims/c/r0/x-metadata.json").write_text('{"a": 1}\n{"b": 2}')
+    printed = subprocess.run(["sh", "-c", dump_command(str(tmp_path))], capture_output=True, text=True, check=True).stdout
+    assert parse_dump(printed) == {f"{tmp_path}/resourceclaims/c/r0/x-metadata.json": '{"a": 1}\n{"b": 2}'}
+    assert parse_dump(printed.split("==> end")[0]) is None, "not yet at its end: nothing read"
+    assert parse_dump(subprocess.run(["sh", "-c", dump_command(str(tmp_path / "none"))], capture_output=True, text=True,
+                                     check=True).stdout) == {}
