@@ -91,6 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: needs a running cluster")
     config.addinivalue_line("markers", "allure_label: allure label (set from the requirement marker)")
     config.addinivalue_line("markers", "benchmark: prints figures; never asserts timing")
+    config.addinivalue_line("markers", "over_the_run: judges what the whole run observed, so it runs after the other tests")
     hardware = config.getoption("--hardware", None)
     if hardware and hardware != NO_HARDWARE:
         from fake_hardware.profile import load_node_profile
@@ -233,7 +234,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Allure labels from each test's requirement marker, so reports group by KEP and ID; with
     --requirement-ids only the tests of those IDs run, and DEP-01 with them; DEP tests first,
-    so a driver that does not come up blocks the rest instead of failing each of them."""
+    so a driver that does not come up blocks the rest instead of failing each of them, and those
+    over the whole run last (the generated workloads' containers they judge come from the KP suite)."""
     for item in items:
         for mark in item.iter_markers("requirement"):
             req = mark.args[0]
@@ -247,7 +249,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                                            for part in (m.args[0], m.args[0].split("-")[0])}]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
-    items.sort(key=lambda i: not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")))
+    items.sort(key=lambda i: (not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")),
+                              i.get_closest_marker("over_the_run") is not None))
     shard, shards = parse_shard(config.getoption("--shard"))
     if shards > 1:
         groups = {i.nodeid: shards_of_run.group_of(getattr(i, "callspec", None) and i.callspec.params or {},

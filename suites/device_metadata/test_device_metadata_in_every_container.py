@@ -1,6 +1,7 @@
 """The MD rules over every container the run saw (in_containers.py): the generated workloads of
-the KP suite, which ran before this suite, recorded what each of their containers found under the
-metadata root at its start; each rule is judged on all of them, beside the fixed scenarios."""
+the KP suite recorded what each of their containers found under the metadata root at its start;
+each rule is judged on all of them, beside the fixed scenarios, after the other tests
+(over_the_run)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from suites.device_metadata import in_containers
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.over_the_run]
 
 
 def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, evidence: Evidence,
