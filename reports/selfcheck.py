@@ -32,9 +32,10 @@ VALID, BROKEN = "valid", "broken"
 LAB_PREFIX = "self"
 # Configurations the suites deploy by name (MD-15 turns metadata off): neither valid nor broken.
 CONFIGURATIONS = {METADATA_DISABLED}
-# What a seed sweep (--seeds) checks every valid variant on: the checks over the calls of the
-# generated workloads (suites/kubelet_plugin), whatever the variant's choice concerns.
-SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07"]
+# What a seed sweep (--seeds) checks every valid variant on: the checks over the calls and the
+# containers of the generated workloads (suites/kubelet_plugin, suites/device_metadata/in_containers.py),
+# whatever the variant's choice concerns.
+SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-04", "MD-08"]
 
 
 @dataclass(frozen=True)
