@@ -269,11 +269,12 @@ def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str,
             pod_claims.append({"name": ref.name, "claim": claim, "uid": uid,
                                "template": ref.resource_claim_template_name is not None})
         for container in pod.spec.containers:
-            def printed(c: str = container.name) -> dict[str, str] | None:
-                return parse_dump(pods.logs(api, namespace, name, container=c))
+            def printed(c: str = container.name) -> tuple[dict[str, str]] | None:
+                files = parse_dump(pods.logs(api, namespace, name, container=c))
+                return None if files is None else (files,)  # none found is an answer too
             try:
-                files = wait_for(f"container {container.name} of {namespace}/{name} to print its metadata files",
-                                 printed, DUMP_SECONDS)
+                (files,) = wait_for(f"container {container.name} of {namespace}/{name} to print its metadata files",
+                                    printed, DUMP_SECONDS)
             except WaitTimeout:
                 continue
             uses = [{"name": c.name, "request": c.request} for c in container.resources.claims or []]
