@@ -2,8 +2,11 @@
 over what real drivers differ on, so that the KP rules are checked on calls no fixed scenario
 makes: several claims per pod (one NodePrepareResources with all of them), several requests per
 claim and devices per request, claims a container uses whole or by request, claims no container
-uses, several containers. The checks over the recorded calls (contract.py) judge what the driver
-answered; a pod that does not start is this module's own finding, with its shape as YAML."""
+uses, several containers, bursts of pods, claims of two drivers, restarts under running pods.
+The checks over the recorded calls (contract.py) judge what the driver answered, the MD checks
+over what the containers found (suites/device_metadata/in_containers.py) what they were given; a
+pod that does not start, or does not run again after a restart, is this module's own finding,
+with its shape as YAML."""
 
 from __future__ import annotations
 
