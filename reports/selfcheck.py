@@ -35,7 +35,7 @@ CONFIGURATIONS = {METADATA_DISABLED}
 # What a seed sweep (--seeds) checks every valid variant on: the checks over the calls and the
 # containers of the generated workloads (suites/kubelet_plugin, suites/device_metadata/in_containers.py),
 # whatever the variant's choice concerns.
-SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-04", "MD-08"]
+SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-04", "MD-08", "MD-10"]
 
 
 @dataclass(frozen=True)

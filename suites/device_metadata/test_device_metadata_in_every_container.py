@@ -5,7 +5,7 @@ each rule is judged on all of them, beside the fixed scenarios, after the other 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -17,28 +17,37 @@ from suites.framework.evidence import Evidence
 pytestmark = [pytest.mark.e2e, pytest.mark.over_the_run]
 
 
+# Narrower subjects: the containers using a claim made from a template, the init containers.
+SUBJECTS: dict[str, tuple[Callable[[dict[str, Any]], bool], str]] = {
+    "template": (lambda r: any(c["template"] for c in r["pod_claims"]), " through a claim made from a template"),
+    "init": (lambda r: bool(r.get("init")), " in an init container"),
+}
+
+
 def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, evidence: Evidence,
-           subject: str = "") -> None:
-    """`requirement` over the containers the run saw using requests of the driver (the subject,
-    before its properties; `subject` narrows it to those using claims of that kind)."""
+           subject: str | None = None, rules: tuple[str, ...] = ()) -> None:
+    """`requirement` (by the rules of in_containers.problems it names, or `rules`) over the
+    containers the run saw using requests of the driver (the subject, before its properties;
+    `subject` narrows it, a key of SUBJECTS)."""
     records, allocated = lab.container_files(), lab.claims_allocated()
     judged = in_containers.judged(records, allocated, driver.name)
-    if subject == "template":
-        judged = [r for r in judged if any(c["template"] for c in r["pod_claims"])]
-    evidence.observe("containers seen", f"{len(judged)} container(s) using requests of {driver.name}"
-                     f"{' through a claim made from a template' if subject else ''}, of {len(records)} recorded")
+    keep, words = SUBJECTS[subject] if subject else ((lambda r: True), "")
+    judged = [r for r in judged if keep(r)]
+    evidence.observe("containers seen", f"{len(judged)} container(s) using requests of {driver.name}{words}, "
+                                        f"of {len(records)} recorded")
     if not judged:
-        pytest.skip(f"no container the run saw used a request of {driver.name}{' through a template' if subject else ''}:"
-                    " the KP suite's generated workloads record them, before this suite runs (certify without --only,"
-                    " or --only KP,MD); on a cluster dralab did not start the claims' allocations are not logged")
-    problems = in_containers.problems(judged, allocated, driver.name)[requirement]
+        pytest.skip(f"no container the run saw used a request of {driver.name}{words}: the KP suite's generated "
+                    "workloads record them, before this suite runs (certify without --only, or --only KP,MD); on a "
+                    "cluster dralab did not start the claims' allocations are not logged")
+    found = in_containers.problems(judged, allocated, driver.name)
+    problems = [p for rule in rules or (requirement,) for p in found[rule]]
     evidence.add("what the containers with a violation found", [_shown(r) for r in judged
                                                                if any(f"pod {r['namespace']}/{r['pod']} " in p for p in problems)][:10])
     assert not problems, f"{verdict}:\n" + "\n".join(problems)
 
 
 def _shown(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: record[k] for k in ("node", "namespace", "pod", "container", "uses", "pod_claims", "files")}
+    return {k: record.get(k) for k in ("node", "namespace", "pod", "container", "init", "uses", "pod_claims", "files")}
 
 
 @pytest.mark.requirement("MD-01")
@@ -64,3 +73,11 @@ def test_every_container_of_a_template_claim_has_its_file_at_the_template_path(
         lab: Lab, metadata_driver: DriverUnderTest, evidence: Evidence) -> None:
     _judge("MD-08", "containers lack the metadata file of a template claim's request", lab, metadata_driver, evidence,
            subject="template")
+
+
+@pytest.mark.requirement("MD-10")
+def test_every_init_container_has_the_files_of_what_it_uses_and_no_other(
+        lab: Lab, metadata_driver: DriverUnderTest, evidence: Evidence) -> None:
+    _judge("MD-10", "init containers do not see the metadata files of what they use, and only those", lab,
+           metadata_driver, evidence, subject="init", rules=("MD-01", "MD-08", "MD-04", "MD-02"))
+

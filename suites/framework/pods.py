@@ -45,6 +45,7 @@ class PodBuilder:
     image: str = field(default_factory=workload.image)
     sidecars: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # more containers: name -> resources.claims
     init_containers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name -> resources.claims
+    init_command: list[str] = field(default_factory=lambda: ["sh", "-c", "exit 0"])
 
     def on_node(self, node: str) -> "PodBuilder":
         """Through the scheduler, not spec.nodeName: the scheduler is part of what is tested."""
@@ -92,9 +93,12 @@ class PodBuilder:
         self.sidecars[name] = claims
         return self
 
-    def with_init_container(self, name: str, claims: list[dict[str, Any]]) -> "PodBuilder":
-        """An init container using `claims`: it exits at once, before the pod's containers start."""
+    def with_init_container(self, name: str, claims: list[dict[str, Any]], *command: str) -> "PodBuilder":
+        """An init container using `claims`: it runs `command` (by default it exits at once), before
+        the pod's containers start."""
         self.init_containers[name] = claims
+        if command:
+            self.init_command = list(command)
         return self
 
     def with_limit(self, resource: str, count: int) -> "PodBuilder":
@@ -113,7 +117,7 @@ class PodBuilder:
                                 "nodeSelector": self.node_selector, "tolerations": self.tolerations,
                                 "restartPolicy": self.restart_policy, "resourceClaims": self.claims}
         if self.init_containers:
-            spec["initContainers"] = [other(name, ["sh", "-c", "exit 0"], uses) for name, uses in self.init_containers.items()]
+            spec["initContainers"] = [other(name, self.init_command, uses) for name, uses in self.init_containers.items()]
         if self.node_name:
             spec["nodeName"] = self.node_name
         return {"apiVersion": "v1", "kind": "Pod",

@@ -46,6 +46,7 @@ MAX_COPIES = 4
 # What each container of a generated pod runs: it prints the device metadata files it finds, which
 # the MD checks over the trace judge (suites/device_metadata/in_containers.py), then waits.
 COMMAND = pods.until_stopped(dump_command(paths.CONTAINER_ROOT))
+INIT_COMMAND = ["sh", "-c", dump_command(paths.CONTAINER_ROOT)]  # an init container prints them and ends
 # How long a started container may take to print its files.
 DUMP_SECONDS = 30
 
@@ -150,7 +151,7 @@ class PodShape:
         pod.container_claims = uses[0]
         for k, used in enumerate(uses[1:], start=1):
             if k == 1 and self.init:
-                pod.with_init_container("init", used)
+                pod.with_init_container("init", used, *INIT_COMMAND)
             else:
                 pod.with_container(f"side{k}", used)
         return pod
@@ -257,10 +258,11 @@ def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, na
 
 
 def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str, Any]]:
-    """What each regular container of the started pods printed of the metadata files it found at
-    its start, with its node, the claims it uses and the pod's claims (name, claim, UID, whether
-    made from a template): records for Lab.record_container_files. A container whose print did
-    not end within DUMP_SECONDS is left out (nothing seen, nothing judged)."""
+    """What each container of the started pods (init containers, ended by then, among them)
+    printed of the metadata files it found at its start, with its node, the claims it uses and the
+    pod's claims (name, claim, UID, whether made from a template): records for
+    Lab.record_container_files. A container whose print did not end within DUMP_SECONDS is left
+    out (nothing seen, nothing judged)."""
     core, records = client.CoreV1Api(api), []
     for name in pod_names:
         pod = core.read_namespaced_pod(name, namespace)
@@ -271,7 +273,8 @@ def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str,
             uid = claims.read(api, namespace, claim)["metadata"]["uid"] if claim else None
             pod_claims.append({"name": ref.name, "claim": claim, "uid": uid,
                                "template": ref.resource_claim_template_name is not None})
-        for container in pod.spec.containers:
+        init = {c.name for c in pod.spec.init_containers or []}
+        for container in [*(pod.spec.init_containers or []), *pod.spec.containers]:
             def printed(c: str = container.name) -> tuple[dict[str, str]] | None:
                 files = parse_dump(pods.logs(api, namespace, name, container=c))
                 return None if files is None else (files,)  # none found is an answer too
@@ -282,8 +285,8 @@ def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str,
                 continue
             uses = [{"name": c.name, "request": c.request} for c in container.resources.claims or []]
             records.append({"start": datetime.now(timezone.utc).isoformat(), "node": pod.spec.node_name,
-                            "namespace": namespace, "pod": name, "container": container.name, "uses": uses,
-                            "pod_claims": pod_claims, "files": files})
+                            "namespace": namespace, "pod": name, "container": container.name,
+                            "init": container.name in init, "uses": uses, "pod_claims": pod_claims, "files": files})
     return records
 
 

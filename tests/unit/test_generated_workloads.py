@@ -37,6 +37,9 @@ def test_shapes_fit_the_node_and_reference_only_their_own_claims(drawn: tuple[in
                     for c, n in refs.items()}
         containers = pod["spec"]["containers"] + pod["spec"].get("initContainers", [])
         assert len(pod["spec"].get("initContainers", [])) == (shape.init and "-s" not in pod["metadata"]["name"])
+        # Every container prints the metadata files it finds (the MD checks over the run judge them).
+        assert [c["command"] for c in pod["spec"].get("initContainers", [])] in ([], [generated.INIT_COMMAND])
+        assert all(c["command"] == generated.COMMAND for c in pod["spec"]["containers"])
         for container in containers:
             used = container["resources"]["claims"]
             for ref in used:
