@@ -4,12 +4,20 @@ the `driver` fixture runs once per driver, the driver deployed once per module."
 
 from __future__ import annotations
 
+import random
+from typing import Callable
+
 import pytest
 
 from clusters.config import ClusterConfig
 from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF
 from clusters.providers import Lab
 from suites.framework.drivers import DriverUnderTest
+from suites.kubelet_plugin import generated, generated_run
+
+# A bound for one generated shape (its pods started and waited for, a restart, removal): what cuts a
+# hung run short, not an expectation of speed (a shape takes about 10 s).
+SECONDS_A_SHAPE = 60
 
 REFERENCE_DRIVERS = ["gpu", "net"]
 
@@ -26,6 +34,32 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("driver", names, indirect=True, scope="module")
     if "driver_profile_name" in metafunc.fixturenames:
         metafunc.parametrize("driver_profile_name", chosen or ALL_REFERENCE_DRIVERS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests that ask for the generated workloads may draw them first: --budget shapes for
+    each of --seeds seeds, so their time limit grows with the shapes drawn."""
+    limit = float(config.getini("timeout") or 0) + SECONDS_A_SHAPE * config.getoption("--budget") * config.getoption("--seeds")
+    for item in items:
+        if {"generated_run", "generated_workloads"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.timeout(limit))
+
+
+@pytest.fixture(scope="session")
+def generated_workloads(request: pytest.FixtureRequest, lab: Lab, api) -> Callable[[DriverUnderTest], generated.Run]:
+    """A driver's generated workloads (suites/kubelet_plugin/generated_run.py), drawn the first time
+    a check of any suite asks for them and kept for the run: `--seed S` draws the same shapes
+    again, `--seeds N` draws with S, S+1, ... in turn, `--budget` shapes each."""
+    runs: dict[str, generated.Run] = {}
+    config = request.config
+
+    def of(driver: DriverUnderTest) -> generated.Run:
+        if driver.name not in runs:
+            chosen = config.getoption("--seed")
+            runs[driver.name] = generated_run.draw(lab, api, driver, chosen if chosen is not None else random.randrange(2**32),
+                                                   config.getoption("--budget"), config.getoption("--seeds"))
+        return runs[driver.name]
+    return of
 
 
 @pytest.fixture(scope="module")

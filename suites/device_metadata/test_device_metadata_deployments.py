@@ -25,7 +25,7 @@ from suites.framework.metadata_file import parse_stream
 from suites.framework.node_files import NodeFiles
 from suites.framework.spec_drift import Drift
 from suites.framework.verdicts import Blocked, DriverFailure, require
-from suites.framework.waits import WaitTimeout, wait_for
+from suites.framework.waits import WaitTimeout
 
 pytestmark = pytest.mark.e2e
 KEP = "KEP-5304"

@@ -1,7 +1,7 @@
-"""The MD rules over every container the run saw (in_containers.py): the generated workloads of
-the KP suite recorded what each of their containers found under the metadata root at its start;
-each rule is judged on all of them, beside the fixed scenarios, after the other tests
-(over_the_run)."""
+"""The MD rules over every container the run saw (in_containers.py): the generated workloads
+(drawn by the first check of any suite that asks for them) recorded what each of their
+containers found under the metadata root at its start; each rule is judged on all of them,
+beside the fixed scenarios, after the other tests (over_the_run)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from clusters.providers import Lab
 from suites.device_metadata import in_containers
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
+from suites.kubelet_plugin import generated
 
 pytestmark = [pytest.mark.e2e, pytest.mark.over_the_run]
 
@@ -24,11 +25,13 @@ SUBJECTS: dict[str, tuple[Callable[[dict[str, Any]], bool], str]] = {
 }
 
 
-def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, evidence: Evidence,
+def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, run: generated.Run, evidence: Evidence,
            subject: str | None = None, rules: tuple[str, ...] = ()) -> None:
     """`requirement` (by the rules of in_containers.problems it names, or `rules`) over the
     containers the run saw using requests of the driver (the subject, before its properties;
-    `subject` narrows it, a key of SUBJECTS)."""
+    `subject` narrows it, a key of SUBJECTS), the driver's generated workloads `run` among them."""
+    if run.skipped:
+        pytest.skip(run.skipped)
     records, allocated = lab.container_files(), lab.claims_allocated()
     judged = in_containers.judged(records, allocated, driver.name)
     keep, words = SUBJECTS[subject] if subject else ((lambda r: True), "")
@@ -36,9 +39,9 @@ def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, ev
     evidence.observe("containers seen", f"{len(judged)} container(s) using requests of {driver.name}{words}, "
                                         f"of {len(records)} recorded")
     if not judged:
-        pytest.skip(f"no container the run saw used a request of {driver.name}{words}: the KP suite's generated "
-                    "workloads record them, before this suite runs (certify without --only, or --only KP,MD); on a "
-                    "cluster dralab did not start the claims' allocations are not logged")
+        pytest.skip(f"no container the run saw used a request of {driver.name}{words} (seed {run.seed}; another "
+                    "--seed or a larger --budget draws some), or the claims' allocations are not logged (a cluster "
+                    "dralab did not start)")
     found = in_containers.problems(judged, allocated, driver.name)
     problems = [p for rule in rules or (requirement,) for p in found[rule]]
     evidence.add("what the containers with a violation found", [_shown(r) for r in judged
@@ -50,34 +53,40 @@ def _shown(record: dict[str, Any]) -> dict[str, Any]:
     return {k: record.get(k) for k in ("node", "namespace", "pod", "container", "init", "uses", "pod_claims", "files")}
 
 
+@pytest.fixture
+def workloads(generated_workloads: Callable[[DriverUnderTest], generated.Run],
+              metadata_driver: DriverUnderTest) -> generated.Run:
+    """The driver's generated workloads, drawn now if no check drew them yet (suites/conftest.py)."""
+    return generated_workloads(metadata_driver)
+
+
 @pytest.mark.requirement("MD-01")
-def test_every_container_has_the_file_of_each_request_it_uses(lab: Lab, metadata_driver: DriverUnderTest,
-                                                              evidence: Evidence) -> None:
-    _judge("MD-01", "containers lack the metadata file of a request they use", lab, metadata_driver, evidence)
+def test_every_container_has_the_file_of_each_request_it_uses(
+        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    _judge("MD-01", "containers lack the metadata file of a request they use", lab, metadata_driver, workloads, evidence)
 
 
 @pytest.mark.requirement("MD-02")
-def test_every_file_a_container_has_lists_its_requests_allocation(lab: Lab, metadata_driver: DriverUnderTest,
-                                                                  evidence: Evidence) -> None:
-    _judge("MD-02", "metadata files differ from their claims' allocation", lab, metadata_driver, evidence)
+def test_every_file_a_container_has_lists_its_requests_allocation(
+        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    _judge("MD-02", "metadata files differ from their claims' allocation", lab, metadata_driver, workloads, evidence)
 
 
 @pytest.mark.requirement("MD-04")
-def test_no_container_has_the_file_of_a_request_it_does_not_use(lab: Lab, metadata_driver: DriverUnderTest,
-                                                                evidence: Evidence) -> None:
-    _judge("MD-04", "containers see the metadata of requests they do not use", lab, metadata_driver, evidence)
+def test_no_container_has_the_file_of_a_request_it_does_not_use(
+        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    _judge("MD-04", "containers see the metadata of requests they do not use", lab, metadata_driver, workloads, evidence)
 
 
 @pytest.mark.requirement("MD-08")
 def test_every_container_of_a_template_claim_has_its_file_at_the_template_path(
-        lab: Lab, metadata_driver: DriverUnderTest, evidence: Evidence) -> None:
-    _judge("MD-08", "containers lack the metadata file of a template claim's request", lab, metadata_driver, evidence,
-           subject="template")
+        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    _judge("MD-08", "containers lack the metadata file of a template claim's request", lab, metadata_driver, workloads,
+           evidence, subject="template")
 
 
 @pytest.mark.requirement("MD-10")
 def test_every_init_container_has_the_files_of_what_it_uses_and_no_other(
-        lab: Lab, metadata_driver: DriverUnderTest, evidence: Evidence) -> None:
+        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
     _judge("MD-10", "init containers do not see the metadata files of what they use, and only those", lab,
-           metadata_driver, evidence, subject="init", rules=("MD-01", "MD-08", "MD-04", "MD-02"))
-
+           metadata_driver, workloads, evidence, subject="init", rules=("MD-01", "MD-08", "MD-04", "MD-02"))

@@ -108,3 +108,16 @@ def prepare_again(host: Lab, api: client.ApiClient, component: str, namespace: s
              f"{RESTARTS[component]}", started_anew, REBOOT_TIMEOUT if component == "node" else SANDBOX_TIMEOUT)
     if observers:
         _ready_anew(api, NODE_FILES_NAMESPACE, node.name, observers)  # the node's files are read through them
+
+
+def why_not_started(api: client.ApiClient, namespace: str, pod: str, event: str) -> AssertionError | None:
+    """The driver's part in a container not starting again after `event`, from what the runtime
+    and the kubelet said; None if they blame nothing of the driver's."""
+    unresolved, refusal = refused_start(api, namespace, pod)
+    if unresolved:
+        return AssertionError(f"after the {event} the claim of pod {namespace}/{pod} was prepared again, but its CDI "
+                              f"devices resolve to no spec, so its containers cannot start: {unresolved}")
+    if refusal:
+        return AssertionError(f"after the {event} the driver refused to prepare the claim of pod {namespace}/{pod} "
+                              f"again: {refusal}")
+    return None

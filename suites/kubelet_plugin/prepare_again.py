@@ -16,7 +16,6 @@ from drivers_under_test.deploy import drivers_image
 from suites.framework import pods
 from suites.framework.dra_checkpoint import PreparedClaim, PreparedDevice
 from suites.framework.pods import ObservationFailed, PodBuilder
-from suites.framework.waits import wait_for
 
 # The probe's own deadline for the call is the kubelet's (45 s); this leaves it room to start.
 PROBE_TIMEOUT = 90

@@ -9,9 +9,6 @@ over the claims these tests create."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import random
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -26,7 +23,7 @@ from clusters.providers import Lab
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability
 from fake_hardware.lab import HardwareLab
-from suites.framework import cdi_specs, claims, namespaces, other_driver, pods, restarts, slices
+from suites.framework import cdi_specs, claims, pods, restarts
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
@@ -403,19 +400,6 @@ def _claim_problems(lab: Lab, api, files: NodeFiles, driver: DriverUnderTest, no
     return contract.prepare_problems(prepared, observe.claim_of(api, prepared), driver.name, state.specs)
 
 
-def _why_not_started(api, namespace: str, pod: str, event: str) -> AssertionError | None:
-    """The driver's part in a container not starting again after `event`, from what the runtime
-    and the kubelet said; None if they blame nothing of the driver's."""
-    unresolved, refusal = restarts.refused_start(api, namespace, pod)
-    if unresolved:
-        return AssertionError(f"after the {event} the claim of pod {namespace}/{pod} was prepared again, but its CDI "
-                              f"devices resolve to no spec, so its containers cannot start: {unresolved}")
-    if refusal:
-        return AssertionError(f"after the {event} the driver refused to prepare the claim of pod {namespace}/{pod} "
-                              f"again: {refusal}")
-    return None
-
-
 @pytest.mark.requirement("KP-07")
 @pytest.mark.parametrize("component", ["driver", *restarts.RESTARTS])
 def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
@@ -440,7 +424,7 @@ def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
         try:
             restarts.prepare_again(host, api, component, namespace, "restart")
         except WaitTimeout as e:
-            raise _why_not_started(api, namespace, "restart", event) or WaitTimeout(
+            raise restarts.why_not_started(api, namespace, "restart", event) or WaitTimeout(
                 f"{e}\nevents of restart:\n{pods.events(api, namespace, 'restart')}") from None
     problems = _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"after the {event}")
     assert not problems, "\n".join(f"after the {event}: {p}" for p in problems)
@@ -541,99 +525,12 @@ def _exists(api, namespace: str, name: str) -> bool:
     return any(p.metadata.name == name for p in client.CoreV1Api(api).list_namespaced_pod(namespace).items)
 
 
-def _restart_under(component: str, lab: Lab, api, driver: DriverUnderTest, namespace: str, pod: client.V1Pod) -> None:
-    """Restart `component` (generated.RESTARTED) on the node of `pod` while it runs and wait until
-    it is back: the driver's pods, or the pod started anew with its claims prepared again (a
-    DriverFailure where the driver's part is why it does not, a WaitTimeout else)."""
-    if component == "driver":
-        driver.restart_on(api, pod.spec.node_name)
-        return
-    name = pod.metadata.name
-    try:
-        restarts.prepare_again(lab, api, component, namespace, name, tuple(c.name for c in pod.spec.containers))
-    except WaitTimeout as e:
-        if why := _why_not_started(api, namespace, name, restarts.RESTARTS[component]):
-            raise DriverFailure(str(why)) from None
-        raise WaitTimeout(f"{e}\nevents of {name}:\n{pods.events(api, namespace, name)}") from None
-
-
-# How long the second driver of the generated claims may take to publish its devices once deployed.
-SECOND_DRIVER_SLICES = 60
-
-
-def _second_driver(lab: Lab, api, room: slices.Room, run: generated.Run,
-                   stack: contextlib.ExitStack) -> tuple[DriverUnderTest | None, int]:
-    """The second driver of the generated claims of two drivers, deployed for as long as `stack`
-    lasts, and how many of its devices are free on a node where the driver under test has the
-    most; (None, 0) on a lab without one, why being in `run.second_driver`."""
-    if why := other_driver.unavailable(lab):
-        run.second_driver = f"none: {why}"
-        return None, 0
-    other = stack.enter_context(other_driver.deployed(lab))
-    nodes = room.nodes_with(run.capacity, [n.name for n in lab.nodes])
-    def published() -> slices.Room | None:
-        theirs = slices.room(api, other.name)
-        return theirs if theirs.most_free else None
-    try:
-        theirs = wait_for(f"devices of {other.name} published", published, SECOND_DRIVER_SLICES)
-    except WaitTimeout:
-        run.second_driver = f"none: {other.name} published no free device within {SECOND_DRIVER_SLICES}s"
-        return None, 0
-    free = max(theirs.free_on(n) for n in nodes)
-    run.second_driver = f"{other.name}, up to {free} device(s) a pod"
-    return other, free
-
-
 @pytest.fixture(scope="module")
-def generated_run(request: pytest.FixtureRequest, lab: Lab, api, dra_driver: DriverUnderTest) -> generated.Run:
-    """Pod and claim shapes drawn by hypothesis (generated.py), each started, then removed, in a
-    namespace of their own: once per driver, before every check over the recorded calls, which
-    judge the calls they cause whichever of those checks a run selects. `--seed S` draws the same
-    shapes again; `--seeds N` draws with S, S+1, ... in turn."""
-    budget, chosen = request.config.getoption("--budget"), request.config.getoption("--seed")
-    run = generated.Run(seed=chosen if chosen is not None else random.randrange(2**32), budget=budget,
-                        seeds=request.config.getoption("--seeds"))
-    room = slices.room(api, dra_driver.name)
-    run.capacity = room.most_free
-    if run.capacity == 0:
-        run.skipped = f"no node has a free device of {dra_driver.name} ({room.describe()}): no pod shape to draw"
-        return run
-
-    with contextlib.ExitStack() as stack:
-        namespace = stack.enter_context(namespaces.fresh(api, "gen"))
-        other, other_room = _second_driver(lab, api, room, run, stack)
-
-        def attempt(shape: generated.PodShape, seed: int) -> generated.Failure | None:
-            name = f"gen-{len(run.tried)}"
-            run.tried.append(f"{name} (seed {seed}): {shape}")
-            generated.start(api, namespace, dra_driver, shape, name, other)
-            doing = f"pod(s) {', '.join(shape.pods(name))} with claims of {dra_driver.name} did not start"
-            requirement = "KP-03"
-            try:
-                started = [pods.wait_phase(api, namespace, pod, cdi_refused=True) for pod in shape.pods(name)]
-                run.started.update(generated.claims_of(api, namespace, name))
-                lab.record_container_files(generated.files_seen(api, namespace, shape.pods(name)))
-                if shape.restart:
-                    node = started[0].spec.node_name
-                    event = generated.RESTART_EVENTS[shape.restart]
-                    doing, requirement = f"after a {event} on {node}, {name} did not run again", "KP-07"
-                    _restart_under(shape.restart, lab, api, dra_driver, namespace, started[0])
-                    run.restarted.append(f"{name}: {event} on {node}")
-                return None
-            except (WaitTimeout, DriverFailure) as e:
-                then = f" (then the {event} on the node of pod {name})" if requirement == "KP-07" else ""
-                return generated.Failure(f"{doing} (seed {seed}): {e}\nthe case, to apply{then}:\n"
-                                         f"{shape.manifests(dra_driver, name, other)}", requirement)
-            finally:
-                generated.remove(api, namespace, name)
-
-        shapes = generated.pod_shapes(run.capacity, one_device=dra_driver.profile.claim_config is not None,
-                                      restarted=("driver", *lab.restartable), other_devices=other_room)
-        for seed in range(run.seed, run.seed + run.seeds):
-            run.failure = generated.explore(shapes, seed, budget, functools.partial(attempt, seed=seed))
-            if run.failure:
-                break
-    return run
+def generated_run(generated_workloads: Callable[[DriverUnderTest], generated.Run],
+                  dra_driver: DriverUnderTest) -> generated.Run:
+    """The driver's generated workloads (suites/conftest.py: drawn once a run, before the first
+    check that asks for them, whichever suite it is in)."""
+    return generated_workloads(dra_driver)
 
 
 @pytest.mark.requirement("KP-03")
