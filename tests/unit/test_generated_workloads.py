@@ -115,8 +115,7 @@ def test_what_restarts_is_one_the_lab_can_restart_and_bursts_fit_the_node() -> N
     driver_only()
     assert seen == {None, "driver"}
     drawn: list[PodShape] = []
-    for seed in (1, 2, 7):
-        explore(pod_shapes(8), seed=seed, budget=100, attempt=lambda shape: drawn.append(shape))
+    explore(pod_shapes(8), seed=1, budget=30, attempt=lambda shape: drawn.append(shape))
     assert {s.restart for s in drawn} == {None, *generated.RESTARTED}
     assert max(s.copies for s in drawn) > 2, "a burst of more than two pods at once"
 
