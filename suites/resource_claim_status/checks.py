@@ -156,6 +156,45 @@ def entries_before_prepare(versions: list[dict[str, Any]], calls: list[PluginCal
     return problems
 
 
+def others_dropped(before: dict[str, Any], after: dict[str, Any], driver: str) -> dict[str, list[str]]:
+    """By driver, the entries of drivers other than `driver` that claim version `before` has and
+    the next one, `after`, lacks though their devices are still allocated in it (ST-08): dropped
+    by a write, not by the claim's deallocation."""
+    allocated = {(r["driver"], r["pool"], r["device"]) for r in claims.allocated(after)}
+    kept = {(e["driver"], e["pool"], e["device"]) for e in claims.device_status(after)}
+    dropped: dict[str, list[str]] = {}
+    for e in claims.device_status(before):
+        key = (e["driver"], e["pool"], e["device"])
+        if e["driver"] != driver and key in allocated and key not in kept:
+            dropped.setdefault(e["driver"], []).append(f"{e['pool']}/{e['device']}")
+    return dropped
+
+
+def others_dropped_over_the_run(versions: list[dict[str, Any]], driver: str) -> tuple[int, list[dict[str, Any]], list[str]]:
+    """ST-08 over a run's claim log (`versions`, in the order seen): how many writes changed
+    `driver`'s entries of a claim already holding another driver's (the subject), the claim
+    versions of those that dropped another driver's entries (whose devices stayed allocated),
+    and what each dropped. A write is one MODIFIED event that keeps the allocation (allocating or
+    deallocating is not the driver's); a claim listed anew after a lost watch may span several
+    writes, so it is not judged."""
+    judged, violating, problems = 0, [], []
+    last: dict[str, dict[str, Any]] = {}
+    for after in versions:
+        before, last[after["uid"]] = last.get(after["uid"]), after
+        if before is None or after.get("event") != "MODIFIED" or not claims.allocated(after) or \
+                claims.allocated(before) != claims.allocated(after) or \
+                claims.device_status(before, driver) == claims.device_status(after, driver) or \
+                all(e["driver"] == driver for e in claims.device_status(before)):
+            continue
+        judged += 1
+        if dropped := others_dropped(before, after, driver):
+            violating += [before, after]
+            problems += [f"{after['start']} claim {after['namespace']}/{after['name']} ({after['uid']}): resourceVersion "
+                         f"{after['resourceVersion']}, a write of {driver}'s entries, removed the entries {other} owns: "
+                         f"{devices}, still allocated" for other, devices in dropped.items()]
+    return judged, violating, problems
+
+
 def network_data_matches_the_pod(o: Observed, ev: Evidence) -> None:  # ST-02
     def with_network() -> list[dict[str, Any]]:
         entries = claims.device_status(o.read(), o.driver.name)

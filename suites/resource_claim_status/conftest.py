@@ -13,6 +13,8 @@ import pytest
 pytest.register_assert_rewrite("suites.resource_claim_status.checks")
 
 from clusters.providers import Lab  # noqa: E402
+from drivers_under_test.profile import Capability  # noqa: E402
+from suites.framework.drivers import DriverUnderTest  # noqa: E402
 from suites.framework import claims, namespaces, pods, slices  # noqa: E402
 from suites.framework.claims import ClaimBuilder  # noqa: E402
 from suites.framework.verdicts import require  # noqa: E402
@@ -33,6 +35,13 @@ def published(api, nodes: list[str]) -> contextlib.AbstractContextManager[None]:
     """ResourceSlices of both slice-only drivers on `nodes`."""
     devices = [{"name": f"dev-{i}", "attributes": {"index": {"int": i}}} for i in range(DEVICES_PER_NODE)]
     return slices.publishing(api, [slices.resource_slice(d, n, devices) for d in (DRIVER_A, DRIVER_B) for n in nodes])
+
+
+@pytest.fixture(scope="module")
+def status_driver(driver: DriverUnderTest) -> DriverUnderTest:
+    """The driver under test, SKIP unless its profile claims device-status."""
+    driver.requires(Capability.DEVICE_STATUS)
+    return driver
 
 
 @pytest.fixture(scope="session")

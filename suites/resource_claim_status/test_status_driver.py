@@ -28,12 +28,6 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def status_driver(driver: DriverUnderTest) -> DriverUnderTest:
-    driver.requires(Capability.DEVICE_STATUS)
-    return driver
-
-
-@pytest.fixture(scope="module")
 def observed(lab: Lab, api, status_driver: DriverUnderTest) -> Iterator[checks.Observed]:
     with namespaces.fresh(api, prefix="st") as ns:
         yield checks.start(lab, api, status_driver, ns, "status", count=checks.devices_to_observe(api, status_driver))
@@ -118,14 +112,12 @@ def _refused_removal(said: str, other: str) -> str | None:
 
 def _others_removed(versions: list[dict[str, Any]], driver: str) -> list[str]:
     """Each update that removed an entry of another driver than `driver`, with who wrote it."""
-    def others(claim: dict[str, Any]) -> set[tuple[str, str, str]]:
-        return {(e["driver"], e["pool"], e["device"]) for e in claims.device_status(claim) if e["driver"] != driver}
     removed = []
     for before, after in zip(versions, versions[1:]):
-        if gone := others(before) - others(after):
+        if gone := checks.others_dropped(before, after, driver):
             managers = sorted({f.get("manager", "?") for f in after["metadata"].get("managedFields") or []
                                if f.get("subresource") == "status"})
-            removed.append(f"resourceVersion {after['metadata']['resourceVersion']} removed {sorted(gone)} "
+            removed.append(f"resourceVersion {after['metadata']['resourceVersion']} removed {gone} "
                            f"(status field managers then: {managers})")
     return removed
 

@@ -15,7 +15,7 @@ from clusters.local.node import injected
 from clusters.plugin_calls import CONTAINER_FILES_LOG, FAULT_LOG, append_to_run_trace, read
 from suites.kubelet_plugin.contract import (calls_to, changed_answers, first_prepares, left_specs, specs_now,
                                             unanswered_claims, wrong_devices, wrong_requests)
-from suites.resource_claim_status.checks import entries_before_prepare
+from suites.resource_claim_status.checks import entries_before_prepare, others_dropped_over_the_run
 
 PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 UNPREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
@@ -219,6 +219,32 @@ def test_status_entries_seen_before_the_claims_first_prepare_are_named_once_a_cl
     assert "claim ns/claim-b (b)" in problems[0] and "before the first NodePrepareResources of it at 09:18:20.123456" in problems[0]
     assert "claim ns/claim-c (c)" in problems[1] and "none recorded" in problems[1]
     assert entries_before_prepare(versions[:1], calls, "other.example.com") == []  # another driver's entries aside
+
+
+def shared(rv: int, event: str, *entries: tuple[str, str], allocated: bool = True) -> dict[str, Any]:
+    """Version `rv` of claim s, allocated gpu-0 of gpu.example.com and nic-0 of net.example.com,
+    with status.devices entries (driver, data)."""
+    results = [{"driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"},
+               {"driver": "net.example.com", "pool": "node-1", "device": "nic-0"}]
+    devices = [{"driver": d, "pool": "node-1", "device": "gpu-0" if d.startswith("gpu") else "nic-0", "data": {"v": v}}
+               for d, v in entries]
+    return {"uid": "s", "namespace": "ns", "name": "s", "event": event, "resourceVersion": str(rv),
+            "start": f"2026-11-28T09:18:{rv:02d}+00:00",
+            "status": {"allocation": {"devices": {"results": results}} if allocated else None, "devices": devices}}
+
+
+def test_a_write_of_the_drivers_status_that_drops_another_drivers_entries_is_named() -> None:
+    gpu, net = ("gpu.example.com", "1"), ("net.example.com", "1")
+    versions = [shared(1, "ADDED", net), shared(2, "MODIFIED", net, gpu),  # the driver's write keeps net's: judged, fine
+                shared(3, "MODIFIED", ("gpu.example.com", "2")),  # its next write drops net's entry
+                shared(4, "MODIFIED", ("gpu.example.com", "2"), net),  # net writes its own again: not the driver's
+                shared(5, "ADDED", ("gpu.example.com", "3")),  # listed anew after a lost watch: several writes maybe
+                shared(6, "MODIFIED", allocated=False)]  # deallocated: every entry goes, not by a write of the driver
+    judged, violating, problems = others_dropped_over_the_run(versions, "gpu.example.com")
+    assert judged == 2 and [v["resourceVersion"] for v in violating] == ["2", "3"]
+    assert problems == ["2026-11-28T09:18:03+00:00 claim ns/s (s): resourceVersion 3, a write of gpu.example.com's entries, "
+                        "removed the entries net.example.com owns: ['node-1/nic-0'], still allocated"]
+    assert others_dropped_over_the_run(versions, "net.example.com")[2] == []  # net's writes never dropped gpu's
 
 
 def test_the_claim_versions_of_a_run_are_those_of_claims_it_created(tmp_path: Path) -> None:

@@ -1,0 +1,39 @@
+"""ST-08 over every claim the run saw: each write of the driver's status.devices entries into a
+claim that already held another driver's keeps them, judged on the claim log (the generated
+workloads' claims of two drivers among them, drawn by the first check that asks for them),
+after the other tests (over_the_run)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+
+from clusters.providers import Lab
+from suites.framework import claims
+from suites.framework.drivers import DriverUnderTest
+from suites.framework.evidence import Evidence
+from suites.kubelet_plugin import generated
+from suites.resource_claim_status import checks
+
+pytestmark = [pytest.mark.e2e, pytest.mark.over_the_run]
+
+
+@pytest.mark.requirement("ST-08")
+def test_no_status_write_of_the_run_dropped_the_entries_of_another_driver(
+        lab: Lab, status_driver: DriverUnderTest, generated_workloads: Callable[[DriverUnderTest], generated.Run],
+        evidence: Evidence) -> None:
+    run = generated_workloads(status_driver)
+    versions = lab.claim_versions()
+    judged, violating, problems = checks.others_dropped_over_the_run(versions, status_driver.name)
+    evidence.observe("writes judged", f"{judged} write(s) of {status_driver.name}'s entries into a claim holding another "
+                                      f"driver's, in {len(versions)} claim version(s) of {len({v['uid'] for v in versions})} "
+                                      f"claim(s); the generated workloads' second driver: {run.second_driver}")
+    if not judged:
+        pytest.skip(f"no write of {status_driver.name}'s status entries into a claim already holding another driver's "
+                    f"was seen (seed {run.seed}; the generated claims of two drivers: {run.second_driver}): the fixed "
+                    "ST-08 scenario judges its own claim")
+    evidence.add("status.devices before and after each violating write",
+                  [{"claim": f"{v['namespace']}/{v['name']}", "resourceVersion": v["resourceVersion"],
+                    "devices": claims.device_status(v)} for v in violating][:20])
+    assert not problems, f"writes of {status_driver.name}'s status dropped other drivers' entries:\n" + "\n".join(problems)
