@@ -4,6 +4,7 @@ them, and the suite's self-check calls them against the broken variants and expe
 from __future__ import annotations
 
 import ipaddress
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -154,6 +155,22 @@ def entries_before_prepare(versions: list[dict[str, Any]], calls: list[PluginCal
             problems.append(f"{seen:%H:%M:%S.%f} claim {v['namespace']}/{v['name']} ({v['uid']}): entries of {driver} "
                             f"for {sorted(e['device'] for e in entries)} in status.devices before {when}")
     return problems
+
+
+REFUSED_FOR = re.compile(r'"([^"]+)" is forbidden')  # the API server naming the driver an entry was refused for
+
+
+def refused_for_another(said: str, driver: DriverUnderTest) -> tuple[str, str] | None:
+    """The other driver and the line of the API server's refusal of a write of `driver` (by a
+    service account of its namespace) that changed that driver's entries, in what was said (the
+    kubelet's event, the driver's log): since 1.36 it authorizes each entry for its driver's name
+    (resourceclaims/driver), so a driver without rights to another's cannot drop its entries (ST-08)."""
+    account = f"system:serviceaccount:{driver.profile.namespace}:"
+    for line in said.splitlines():
+        other = next((name for name in REFUSED_FOR.findall(line) if name != driver.name), None)
+        if other and account in line:
+            return other, line.strip()
+    return None
 
 
 def others_dropped(before: dict[str, Any], after: dict[str, Any], driver: str) -> dict[str, list[str]]:

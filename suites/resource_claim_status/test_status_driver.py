@@ -102,14 +102,6 @@ SETTLE = 3
 POD_GONE_TIMEOUT = 90
 
 
-def _refused_removal(said: str, other: str) -> str | None:
-    """The API server's refusal of a write that changed `other`'s entries, in what was said (the
-    kubelet's event, the driver's log): since 1.36 it authorizes each entry for its driver's name
-    (resourceclaims/driver), so a driver without rights to `other` cannot drop its entries."""
-    forbidden = f'"{other}" is forbidden'
-    return next((line.strip() for line in said.splitlines() if forbidden in line), None)
-
-
 def _others_removed(versions: list[dict[str, Any]], driver: str) -> list[str]:
     """Each update that removed an entry of another driver than `driver`, with who wrote it."""
     removed = []
@@ -146,10 +138,10 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status
             try:
                 pods.wait_phase(api, namespace, "shared")
             except DriverFailure as e:
-                if refused := _refused_removal(str(e), other.name):
+                if refused := checks.refused_for_another(str(e), status_driver):
                     raise AssertionError(f"{status_driver.name} wrote claim shared's status.devices without the entries "
-                                         f"{other.name} owns; the API server refused it and the driver failed the "
-                                         f"prepare: {refused}") from None
+                                         f"{refused[0]} owns; the API server refused it and the driver failed the "
+                                         f"prepare: {refused[1]}") from None
                 raise Blocked("KP-03", f"the drivers did not prepare the claim this check needs: {e}") from None
             try:
                 wait_for(f"{status_driver.name}'s entry in claim shared", lambda: claims.device_status(
@@ -157,10 +149,10 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status
             except WaitTimeout:
                 logs = "\n".join(text for pod in status_driver.pods_on(api, node)
                                  for _, text in driver_evidence.container_logs(api, pod))
-                if refused := _refused_removal(logs, other.name):
+                if refused := checks.refused_for_another(logs, status_driver):
                     raise AssertionError(f"{status_driver.name} wrote claim shared's status.devices without the entries "
-                                         f"{other.name} owns; the API server refused it (the driver's log): "
-                                         f"{refused}") from None
+                                         f"{refused[0]} owns; the API server refused it (the driver's log): "
+                                         f"{refused[1]}") from None
                 pytest.skip(f"{status_driver.name} wrote no status entry for its device {mine.pool}/{mine.name} of claim "
                             f"shared within {ENTRY_TIMEOUT}s of its pod running: no write of its to judge")
             time.sleep(SETTLE)

@@ -1,7 +1,8 @@
 """ST-08 over every claim the run saw: each write of the driver's status.devices entries into a
 claim that already held another driver's keeps them, judged on the claim log (the generated
 workloads' claims of two drivers among them, drawn by the first check that asks for them),
-after the other tests (over_the_run)."""
+after the other tests (over_the_run); a generated pod whose prepare failed because the API
+server refused such a write FAILs it too."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ def test_no_status_write_of_the_run_dropped_the_entries_of_another_driver(
         lab: Lab, status_driver: DriverUnderTest, generated_workloads: Callable[[DriverUnderTest], generated.Run],
         evidence: Evidence) -> None:
     run = generated_workloads(status_driver)
+    if run.failure and (refused := checks.refused_for_another(run.failure.text, status_driver)):
+        raise AssertionError(f"{status_driver.name} wrote a claim's status.devices without the entries {refused[0]} owns; "
+                             f"the API server refused it and the driver failed the prepare of a generated pod: "
+                             f"{refused[1]}\n\n{run.failure.text}")
     versions = lab.claim_versions()
     judged, violating, problems = checks.others_dropped_over_the_run(versions, status_driver.name)
     evidence.observe("writes judged", f"{judged} write(s) of {status_driver.name}'s entries into a claim holding another "

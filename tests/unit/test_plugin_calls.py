@@ -15,7 +15,7 @@ from clusters.local.node import injected
 from clusters.plugin_calls import CONTAINER_FILES_LOG, FAULT_LOG, append_to_run_trace, read
 from suites.kubelet_plugin.contract import (calls_to, changed_answers, first_prepares, left_specs, specs_now,
                                             unanswered_claims, wrong_devices, wrong_requests)
-from suites.resource_claim_status.checks import entries_before_prepare, others_dropped_over_the_run
+from suites.resource_claim_status.checks import entries_before_prepare, others_dropped_over_the_run, refused_for_another
 
 PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 UNPREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
@@ -245,6 +245,20 @@ def test_a_write_of_the_drivers_status_that_drops_another_drivers_entries_is_nam
     assert problems == ["2026-11-28T09:18:03+00:00 claim ns/s (s): resourceVersion 3, a write of gpu.example.com's entries, "
                         "removed the entries net.example.com owns: ['node-1/nic-0'], still allocated"]
     assert others_dropped_over_the_run(versions, "net.example.com")[2] == []  # net's writes never dropped gpu's
+
+
+def test_a_refused_write_of_the_drivers_status_names_the_other_driver_only_when_the_driver_wrote_it() -> None:
+    from drivers_under_test.profile import load_profile
+    from suites.framework.drivers import DriverUnderTest
+
+    gpu = DriverUnderTest(load_profile("gpu"))
+    said = ('Failed to prepare: write status.devices of claim ns/c: ResourceClaim.resource.k8s.io "c" is invalid: '
+            'status.devices: Forbidden: ...: resourceclaims.resource.k8s.io "{other}" is forbidden: User '
+            '"system:serviceaccount:{ns}:driver" cannot associated-node:update resource "resourceclaims/driver"')
+    line = said.format(other="gpu-b.dralab.dev", ns=gpu.profile.namespace)
+    assert refused_for_another(f"event:\n{line}\n", gpu) == ("gpu-b.dralab.dev", line)
+    assert refused_for_another(said.format(other=gpu.name, ns=gpu.profile.namespace), gpu) is None  # its own entries
+    assert refused_for_another(said.format(other="gpu-b.dralab.dev", ns="dralab-gpu-b"), gpu) is None  # the other's write
 
 
 def test_the_claim_versions_of_a_run_are_those_of_claims_it_created(tmp_path: Path) -> None:
