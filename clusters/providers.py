@@ -41,6 +41,8 @@ class NodeHandle(Protocol):
     def kubelet_kubeconfig(self) -> Path: ...
     def kill_pod_sandbox(self, pod_uid: str) -> None: ...
     def reboot(self) -> None: ...
+    @property
+    def plugin_calls_file(self) -> Path: ...
 
 
 @dataclass
@@ -62,6 +64,10 @@ class RemoteNode:
     @property
     def kubelet_kubeconfig(self) -> Path:
         raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab has no kubelet credentials of it")
+
+    @property
+    def plugin_calls_file(self) -> Path:
+        raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: it runs no plugin recorder of dralab's")
 
 
 @dataclass
@@ -108,10 +114,11 @@ class Lab:
     @property
     def plugin_registries(self) -> tuple[str, str] | None:
         """The kubelet's plugins_registry and the driver registry the plugins' sockets go to
-        instead, in a lab whose nodes run the plugin recorder (clusters/plugin_calls.py)."""
-        if self.local is None:
+        instead, in a lab whose nodes run the plugin recorder (clusters/plugin_calls.py): every lab
+        dralab started, local or kind."""
+        if self.cfg is None:
             return None
-        root = self.local.cfg.kubelet_root_dir
+        root = self.cfg.kubelet_root_dir
         return plugin_calls.kubelet_registry(root), plugin_calls.driver_registry(root)
 
     def registration_dir(self, node: NodeHandle) -> str:
@@ -122,9 +129,9 @@ class Lab:
     def plugin_calls(self) -> list[plugin_calls.PluginCall]:
         """Every call between the kubelets and their plugins recorded since this run took the lab,
         node by node."""
-        if self.local is None:
+        if self.plugin_registries is None:
             raise NotSupported(f"the {self.provider} provider's nodes run no plugin recorder: no kubelet-plugin calls are recorded")
-        return [call for node in self.local.nodes for call in plugin_calls.read(node.plugin_calls_file)
+        return [call for node in self.nodes for call in plugin_calls.read(node.plugin_calls_file)
                 if call.start >= self.taken]
 
     def record_container_files(self, records: list[dict[str, Any]]) -> None:

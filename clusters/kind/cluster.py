@@ -21,7 +21,7 @@ import yaml
 from clusters import versions
 from clusters.config import ClusterConfig, labs_root, state_file
 from clusters.errors import BadInput, LabBroken
-from clusters.kind import engine, hardware, nodeimage
+from clusters.kind import engine, hardware, nodeimage, recorder
 from clusters.kind.config import cluster_name, host_has_cgroup_v1, kind_config, kind_dir
 from clusters.kind.node import KindNode
 from clusters.local import kwok, supervisor
@@ -126,7 +126,9 @@ class KindCluster:
             self._timed("engine and image", start)
             config = self.dir / "kind-config.yaml"
             restrict_oom = "CAP_SYS_RESOURCE" in engine.refused_capabilities()
-            mounts = hardware.mounts(self.cfg) if self.cfg.hardware else {}
+            mounts = recorder.mounts(self.cfg, self.tools.drivers_under_test, self.log_dir)
+            for node, hardware_mounts in (hardware.mounts(self.cfg) if self.cfg.hardware else {}).items():
+                mounts[node] |= hardware_mounts
             config.write_text(yaml.safe_dump(kind_config(self.cfg, host_has_cgroup_v1(), image.ref, image.kubeadm_config,
                                                          restrict_oom, mounts), sort_keys=False))
             KindCLI(self.name, self.kubeconfig, image.ref, kind, self.log).create(config)
@@ -134,6 +136,8 @@ class KindCluster:
             nodes = self._registered_nodes()
             containers = node_containers(nodes)
             self._pod_network(docker, nodes, containers)
+            for node in self.cfg.node_names():
+                recorder.start(self.cfg, node, containers[node], docker, self.log)
             if self.cfg.hardware:
                 hardware.bring_up(self.cfg, self.tools, containers, docker, self.log_dir)
             self.import_images([img.archive for img in images])
@@ -158,7 +162,7 @@ class KindCluster:
         containers = node_containers(json.loads(self._kubectl("get", "nodes", "-o", "json"))["items"])
         docker = engine.docker()
         server = yaml.safe_load(self.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-        return [KindNode(name, containers[name], docker, self.log_dir, self.dir, server, self.cfg.kubelet_root_dir)
+        return [KindNode(name, containers[name], docker, self.log_dir / name, self.dir, server, self.cfg.kubelet_root_dir)
                 for name in self.cfg.node_names()]
 
     def dead_parts(self) -> list[str]:
@@ -167,14 +171,24 @@ class KindCluster:
         if not engine.engine_running():
             return [f"the Docker engine does not answer (`docker info` fails); dralab's dockerd log: "
                     f"{engine.engine_dir() / 'logs' / 'dockerd.log'}"]
+        containers = self.containers()
         dead = [f"kind node container {name} is {status}; last lines of `docker logs {name}`:\n{self.container_log(name)}"
-                for name, (state, status) in sorted(self.containers().items()) if state != "running"]
+                for name, (state, status) in sorted(containers.items()) if state != "running"]
+        dead += [f"the plugin recorder in kind node container {name} is not running (its log: "
+                 f"{self.log_dir}/<node>/{recorder.LOG})" for name, (state, _) in sorted(containers.items())
+                 if state == "running" and not name.endswith("-control-plane") and self._recorder_down(name)]
         dirs = [self.dir] + ([self.cfg.lab_dir] if self.cfg.hardware else [])
         return dead + [problem for d in dirs for problem in supervisor.describe_down(d)]
 
     def container_log(self, container: str, lines: int = 8) -> str:
         logs = subprocess.run([engine.docker(), "logs", "--tail", str(lines), container], capture_output=True, text=True)
         return ANSI.sub("", logs.stdout + logs.stderr).strip()
+
+    def _recorder_down(self, container: str) -> bool:
+        """Whether a running worker's processes lack the recorder (unknown if `docker top` fails:
+        the container's own state is reported then)."""
+        top = subprocess.run([engine.docker(), "top", container, "-eo", "pid,args"], capture_output=True, text=True)
+        return top.returncode == 0 and not recorder.running(top.stdout)
 
     def containers(self) -> dict[str, tuple[str, str]]:
         """kind's node containers of this cluster: name -> (state, Docker's status line), e.g.

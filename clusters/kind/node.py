@@ -17,8 +17,9 @@ from pathlib import Path
 
 import yaml
 
+from clusters import plugin_calls
 from clusters.errors import LabBroken, NotSupported
-from clusters.local.node import kill_pod_sandbox
+from clusters.local.node import injected, kill_pod_sandbox
 from clusters.local.waits import wait_for
 from clusters.progress import run_logged
 
@@ -56,7 +57,7 @@ class KindNode:
     name: str
     container: str
     docker: str
-    log_dir: Path
+    log_dir: Path  # the node's own under the lab's, mounted in its container: the recorder's trace goes there
     state_dir: Path  # the kind lab's, not copied with its logs: credentials go there
     server: str  # the API server as the host reaches it
     kubelet_root_dir: str = "/var/lib/kubelet"
@@ -76,6 +77,11 @@ class KindNode:
         path.write_text(yaml.safe_dump(conf))
         path.chmod(0o600)
         return path
+
+    @property
+    def plugin_calls_file(self) -> Path:
+        """The trace of the calls between this node's kubelet and its plugins (clusters/kind/recorder.py)."""
+        return self.log_dir / plugin_calls.TRACE_FILE
 
     def in_node(self, *cmd: str) -> list[str]:
         """`cmd` run in the node's container."""
@@ -98,6 +104,7 @@ class KindNode:
     def ctr(self, *args: str) -> list[str]:
         return self.in_node("ctr", "-n", "k8s.io", *args)
 
+    @injected("kubelet stopped")
     def stop_kubelet(self) -> None:
         self._systemctl("stop", "kubelet")
 
@@ -108,16 +115,19 @@ class KindNode:
         wait_for(f"kubelet on kind node {self.name} to be healthy",
                  lambda: self.exec("bash", "-c", KUBELET_HEALTHZ, check=False).stdout.rstrip().endswith("ok"), timeout)
 
+    @injected("kubelet restarted")
     def restart_kubelet(self) -> None:
         self._systemctl("restart", "kubelet")
         self.wait_kubelet()
 
+    @injected("containerd restarted")
     def restart_containerd(self) -> None:
         # As on a real node, the containers and their shims keep running.
         self._systemctl("restart", "containerd")
         wait_for(f"containerd on kind node {self.name}", lambda: self.exec("ctr", "version", check=False).returncode == 0,
                  30)
 
+    @injected("pod sandbox killed")
     def kill_pod_sandbox(self, pod_uid: str) -> None:
         kill_pod_sandbox(self.ctr, pod_uid, self.name, self.log_dir / "sandbox-kill.log")
 

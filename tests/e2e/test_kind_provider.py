@@ -13,7 +13,7 @@ import time
 import pytest
 from kubernetes import client
 
-from clusters import residue, versions
+from clusters import plugin_calls, residue, versions
 from clusters.config import ClusterConfig
 from clusters.kind import engine
 from clusters.kind.cluster import KIND_CLUSTER_LABEL, KIND_NETWORK, KindCluster
@@ -100,6 +100,9 @@ def test_kind_cluster_comes_up_with_cdi_nri_hardware_and_pod_network_and_goes_wi
         probe.unlink()
         assert seen.stdout == "{}", f"host_path wrote {probe}, which the node does not see: {seen.stderr}"
         handle.restart_kubelet()
+        assert cluster.dead_parts() == [], "the plugin recorder runs in every worker, beside the kubelet it outlives"
+        faults = (handle.log_dir / plugin_calls.FAULT_LOG).read_text()
+        assert '"fault": "kubelet restarted"' in faults, f"the restart is not in the node's fault log: {faults}"
         for i, node in enumerate(workers):
             core.create_namespaced_pod("default", _pod(f"p{i}", node))
         peer_ip = _running(core, "p1").status.pod_ip

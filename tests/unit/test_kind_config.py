@@ -9,7 +9,7 @@ import yaml
 
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
-from clusters.kind import hardware
+from clusters.kind import hardware, recorder
 from clusters.kind.config import CONTAINERD_PATCHES, RESTRICT_OOM_SCORE_ADJ, host_has_cgroup_v1, kind_config
 
 IMAGE = "dralab.dev/kind-node:v1.37.1-0123456789ab"
@@ -73,6 +73,15 @@ def test_a_workers_hardware_mounts_are_its_trees_and_device_node_dirs(tmp_path: 
                                                "/dev/vfio": node_dir / "dev" / "vfio",
                                                "/dev/infiniband": node_dir / "dev" / "infiniband"}}
     assert (node_dir / "dev" / "infiniband").is_dir()  # kind mounts only what exists
+
+
+def test_every_worker_gets_the_recorder_and_its_own_log_dir_of_the_lab(tmp_path: Path) -> None:
+    mounts = recorder.mounts(SKEW, tmp_path / "bin", tmp_path / "logs")
+    assert mounts == {n: {"/var/log/dralab": tmp_path / "logs" / n, "/opt/dralab/bin": tmp_path / "bin"}
+                      for n in ("node-1", "node-2")}
+    assert (tmp_path / "logs" / "node-2").is_dir()  # before the containers: the recorder's trace lands on the host
+    assert recorder.running("PID COMMAND\n7 /kind/bin/kubelet\n9 /opt/dralab/bin/plugin-recorder --driver-registry=/x\n")
+    assert not recorder.running("PID COMMAND\n9 sh -c exec /opt/dralab/bin/plugin-recorderx\n")
 
 
 def test_a_moved_kubelet_root_dir_is_every_kubelets_root_dir_flag() -> None:
