@@ -158,6 +158,10 @@ class Lab:
         """Every version of every claim created since this run took the lab, as the claim log saw them."""
         return watch_log.versions(self.log_dir / watch_log.CLAIM_LOG, self.taken)
 
+    def pod_versions(self) -> list[dict[str, Any]]:
+        """Every version of every pod created since this run took the lab, as the pod log saw them."""
+        return watch_log.versions(self.log_dir / watch_log.POD_LOG, self.taken)
+
     def check_components(self) -> None:
         if self.local is not None:
             self.local.check_components()

@@ -17,6 +17,7 @@ import urllib3
 from kubernetes import client, watch
 
 CLAIM_LOG = "claims.jsonl"
+POD_LOG = "pods.jsonl"
 
 
 def _claim(obj: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +59,7 @@ def _custom(plural: str) -> Callable[[client.ApiClient], tuple[Callable[..., Any
 
 WATCHED = (Watched(CLAIM_LOG, "ResourceClaim", _custom("resourceclaims"), _claim),
            Watched("slices.jsonl", "ResourceSlice", _custom("resourceslices"), _slice),
-           Watched("pods.jsonl", "Pod", lambda api: (client.CoreV1Api(api).list_pod_for_all_namespaces, ()), _pod))
+           Watched(POD_LOG, "Pod", lambda api: (client.CoreV1Api(api).list_pod_for_all_namespaces, ()), _pod))
 
 
 def record(watched: Watched, event: str, obj: dict[str, Any]) -> dict[str, Any]:

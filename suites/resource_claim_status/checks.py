@@ -212,6 +212,24 @@ def others_dropped_over_the_run(versions: list[dict[str, Any]], driver: str) -> 
     return judged, violating, problems
 
 
+def not_ready_over_the_run(versions: list[dict[str, Any]], pod_versions: list[dict[str, Any]],
+                           driver: str) -> tuple[int, list[str]]:
+    """ST-07 over a run's claim and pod logs: how many entries of `driver` the claims a pod of the
+    run ran with (Running: their devices configured) carried (the subject), and each of them that
+    never showed a Ready=True condition in any version of its claim."""
+    ran = {(p["namespace"], name) for p in pod_versions if (p.get("status") or {}).get("phase") == "Running"
+           for name in [*(c.get("resourceClaimName") for c in (p.get("spec") or {}).get("resourceClaims") or []),
+                        *(c.get("resourceClaimName") for c in p["status"].get("resourceClaimStatuses") or [])] if name}
+    ready: dict[tuple[str, str, str, str], bool] = {}
+    for v in versions:
+        if (v["namespace"], v["name"]) in ran:
+            for e in claims.device_status(v, driver):
+                key = (f"{v['namespace']}/{v['name']} ({v['uid']})", e["pool"], e["device"], v["uid"])
+                ready[key] = ready.get(key, False) or _ready(e)
+    return len(ready), [f"claim {claim}: the entry of {driver} for {pool}/{device} never carried a Ready=True condition, "
+                        "though a pod ran with the claim" for (claim, pool, device, _), r in ready.items() if not r]
+
+
 def network_data_matches_the_pod(o: Observed, ev: Evidence) -> None:  # ST-02
     def with_network() -> list[dict[str, Any]]:
         entries = claims.device_status(o.read(), o.driver.name)

@@ -1,8 +1,9 @@
-"""ST-08 over every claim the run saw: each write of the driver's status.devices entries into a
-claim that already held another driver's keeps them, judged on the claim log (the generated
+"""ST-08 and ST-07 over every claim the run saw: each write of the driver's status.devices entries
+into a claim that already held another driver's keeps them, judged on the claim log (the generated
 workloads' claims of two drivers among them, drawn by the first check that asks for them),
 after the other tests (over_the_run); a generated pod whose prepare failed because the API
-server refused such a write FAILs it too."""
+server refused such a write FAILs it too; and each entry of a claim a pod ran with becomes Ready
+(a SHOULD: a WARNING)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,16 @@ def test_no_status_write_of_the_run_dropped_the_entries_of_another_driver(
                   [{"claim": f"{v['namespace']}/{v['name']}", "resourceVersion": v["resourceVersion"],
                     "devices": claims.device_status(v)} for v in violating][:20])
     assert not problems, f"writes of {status_driver.name}'s status dropped other drivers' entries:\n" + "\n".join(problems)
+
+
+@pytest.mark.requirement("ST-07")
+def test_every_entry_of_a_claim_a_pod_ran_with_became_ready(
+        lab: Lab, status_driver: DriverUnderTest, generated_workloads: Callable[[DriverUnderTest], generated.Run],
+        evidence: Evidence) -> None:
+    run = generated_workloads(status_driver)
+    judged, problems = checks.not_ready_over_the_run(lab.claim_versions(), lab.pod_versions(), status_driver.name)
+    evidence.observe("entries judged", f"{judged} entry(ies) of {status_driver.name} in claims a pod of the run ran with")
+    if not judged:
+        pytest.skip(f"no claim a pod of the run ran with carried an entry of {status_driver.name} (seed {run.seed})")
+    # API reference, AllocatedDeviceStatus.conditions: the Ready condition "should" be True once configured.
+    assert not problems, f"{len(problems)} of {judged} entries never became Ready:\n" + "\n".join(problems[:20])

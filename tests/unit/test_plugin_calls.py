@@ -15,7 +15,8 @@ from clusters.local.node import injected
 from clusters.plugin_calls import CONTAINER_FILES_LOG, FAULT_LOG, append_to_run_trace, read
 from suites.kubelet_plugin.contract import (calls_to, changed_answers, first_prepares, left_specs, specs_now,
                                             unanswered_claims, wrong_devices, wrong_requests)
-from suites.resource_claim_status.checks import entries_before_prepare, others_dropped_over_the_run, refused_for_another
+from suites.resource_claim_status.checks import (entries_before_prepare, not_ready_over_the_run, others_dropped_over_the_run,
+                                                 refused_for_another)
 
 PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 UNPREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
@@ -259,6 +260,23 @@ def test_a_refused_write_of_the_drivers_status_names_the_other_driver_only_when_
     assert refused_for_another(f"event:\n{line}\n", gpu) == ("gpu-b.dralab.dev", line)
     assert refused_for_another(said.format(other=gpu.name, ns=gpu.profile.namespace), gpu) is None  # its own entries
     assert refused_for_another(said.format(other="gpu-b.dralab.dev", ns="dralab-gpu-b"), gpu) is None  # the other's write
+
+
+def test_an_entry_of_a_claim_a_pod_ran_with_that_never_became_ready_is_named() -> None:
+    def claim(uid: str, *entries: tuple[str, bool]) -> dict[str, Any]:
+        conditions = lambda ready: [{"type": "Ready", "status": "True"}] if ready else []  # noqa: E731
+        return {"uid": uid, "namespace": "ns", "name": f"claim-{uid}", "status": {"devices": [
+            {"driver": "gpu.example.com", "pool": "node-1", "device": d, "conditions": conditions(r)} for d, r in entries]}}
+    pods = [{"namespace": "ns", "name": "p", "spec": {"resourceClaims": [{"name": "c", "resourceClaimName": "claim-a"}]},
+             "status": {"phase": "Running", "resourceClaimStatuses": [{"name": "t", "resourceClaimName": "claim-b"}]}},
+            {"namespace": "ns", "name": "q", "spec": {"resourceClaims": [{"name": "c", "resourceClaimName": "claim-c"}]},
+             "status": {"phase": "Pending"}}]
+    versions = [claim("a", ("gpu-0", False), ("gpu-1", False)), claim("a", ("gpu-0", True), ("gpu-1", False)),  # gpu-1 never
+                claim("b", ("gpu-2", False)), claim("b", ("gpu-2", True)),  # from a template: Ready later
+                claim("c", ("gpu-3", False))]  # its pod never ran: not configured, not judged
+    judged, problems = not_ready_over_the_run(versions, pods, "gpu.example.com")
+    assert judged == 3 and problems == ["claim ns/claim-a (a): the entry of gpu.example.com for node-1/gpu-1 never carried a "
+                                        "Ready=True condition, though a pod ran with the claim"]
 
 
 def test_the_claim_versions_of_a_run_are_those_of_claims_it_created(tmp_path: Path) -> None:
