@@ -220,14 +220,14 @@ def not_ready_over_the_run(versions: list[dict[str, Any]], pod_versions: list[di
     ran = {(p["namespace"], name) for p in pod_versions if (p.get("status") or {}).get("phase") == "Running"
            for name in [*(c.get("resourceClaimName") for c in (p.get("spec") or {}).get("resourceClaims") or []),
                         *(c.get("resourceClaimName") for c in p["status"].get("resourceClaimStatuses") or [])] if name}
-    ready: dict[tuple[str, str, str, str], bool] = {}
+    ready: dict[tuple[str, str, str], bool] = {}  # (claim, its UID named), pool, device
     for v in versions:
         if (v["namespace"], v["name"]) in ran:
             for e in claims.device_status(v, driver):
-                key = (f"{v['namespace']}/{v['name']} ({v['uid']})", e["pool"], e["device"], v["uid"])
+                key = (f"{v['namespace']}/{v['name']} ({v['uid']})", e["pool"], e["device"])
                 ready[key] = ready.get(key, False) or _ready(e)
     return len(ready), [f"claim {claim}: the entry of {driver} for {pool}/{device} never carried a Ready=True condition, "
-                        "though a pod ran with the claim" for (claim, pool, device, _), r in ready.items() if not r]
+                        "though a pod ran with the claim" for (claim, pool, device), r in ready.items() if not r]
 
 
 def network_data_matches_the_pod(o: Observed, ev: Evidence) -> None:  # ST-02
