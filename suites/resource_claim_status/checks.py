@@ -173,6 +173,14 @@ def refused_for_another(said: str, driver: DriverUnderTest) -> tuple[str, str] |
     return None
 
 
+def fail_if_refused(said: str, driver: DriverUnderTest, claim: str, how: str, more: str = "") -> None:
+    """ST-08's FAIL when `said` holds the API server's refusal of a write of `driver` to `claim`
+    (as named in the message) without another driver's entries; `how`: where it was seen."""
+    if refused := refused_for_another(said, driver):
+        raise AssertionError(f"{driver.name} wrote {claim} status.devices without the entries {refused[0]} owns; the API "
+                             f"server refused it {how}: {refused[1]}{more}") from None  # the caller's exception is in `said`
+
+
 def others_dropped(before: dict[str, Any], after: dict[str, Any], driver: str) -> dict[str, list[str]]:
     """By driver, the entries of drivers other than `driver` that claim version `before` has and
     the next one, `after`, lacks though their devices are still allocated in it (ST-08): dropped

@@ -138,10 +138,7 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status
             try:
                 pods.wait_phase(api, namespace, "shared")
             except DriverFailure as e:
-                if refused := checks.refused_for_another(str(e), status_driver):
-                    raise AssertionError(f"{status_driver.name} wrote claim shared's status.devices without the entries "
-                                         f"{refused[0]} owns; the API server refused it and the driver failed the "
-                                         f"prepare: {refused[1]}") from None
+                checks.fail_if_refused(str(e), status_driver, "claim shared's", "and the driver failed the prepare")
                 raise Blocked("KP-03", f"the drivers did not prepare the claim this check needs: {e}") from None
             try:
                 wait_for(f"{status_driver.name}'s entry in claim shared", lambda: claims.device_status(
@@ -149,10 +146,7 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status
             except WaitTimeout:
                 logs = "\n".join(text for pod in status_driver.pods_on(api, node)
                                  for _, text in driver_evidence.container_logs(api, pod))
-                if refused := checks.refused_for_another(logs, status_driver):
-                    raise AssertionError(f"{status_driver.name} wrote claim shared's status.devices without the entries "
-                                         f"{refused[0]} owns; the API server refused it (the driver's log): "
-                                         f"{refused[1]}") from None
+                checks.fail_if_refused(logs, status_driver, "claim shared's", "(the driver's log)")
                 pytest.skip(f"{status_driver.name} wrote no status entry for its device {mine.pool}/{mine.name} of claim "
                             f"shared within {ENTRY_TIMEOUT}s of its pod running: no write of its to judge")
             time.sleep(SETTLE)

@@ -15,8 +15,8 @@ from clusters.local.node import injected
 from clusters.plugin_calls import CONTAINER_FILES_LOG, FAULT_LOG, append_to_run_trace, read
 from suites.kubelet_plugin.contract import (calls_to, changed_answers, first_prepares, left_specs, specs_now,
                                             unanswered_claims, wrong_devices, wrong_requests)
-from suites.resource_claim_status.checks import (entries_before_prepare, not_ready_over_the_run, others_dropped_over_the_run,
-                                                 refused_for_another)
+from suites.resource_claim_status.checks import (entries_before_prepare, fail_if_refused, not_ready_over_the_run,
+                                                 others_dropped_over_the_run, refused_for_another)
 
 PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 UNPREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
@@ -260,6 +260,11 @@ def test_a_refused_write_of_the_drivers_status_names_the_other_driver_only_when_
     assert refused_for_another(f"event:\n{line}\n", gpu) == ("gpu-b.dralab.dev", line)
     assert refused_for_another(said.format(other=gpu.name, ns=gpu.profile.namespace), gpu) is None  # its own entries
     assert refused_for_another(said.format(other="gpu-b.dralab.dev", ns="dralab-gpu-b"), gpu) is None  # the other's write
+    with pytest.raises(AssertionError) as failed:
+        fail_if_refused(line, gpu, "claim shared's", "(the driver's log)")
+    assert str(failed.value) == (f"gpu.dralab.dev wrote claim shared's status.devices without the entries gpu-b.dralab.dev "
+                                 f"owns; the API server refused it (the driver's log): {line}")
+    fail_if_refused("nothing refused", gpu, "claim shared's", "(the driver's log)")
 
 
 def test_an_entry_of_a_claim_a_pod_ran_with_that_never_became_ready_is_named() -> None:
