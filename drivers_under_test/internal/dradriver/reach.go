@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -18,29 +19,31 @@ import (
 // call with three or more claims (the fixed scenarios give a pod at most two), or a claim whose
 // later request has several devices (theirs have several only in the first).
 const (
-	VariantThirdClaimUnanswered     = "third-claim-unanswered"
-	VariantThirdClaimForeignDevices = "third-claim-foreign-devices"
-	VariantThirdClaimUnresolvable   = "third-claim-unresolvable"
-	VariantThirdClaimDeviceTwice    = "third-claim-device-twice"
-	VariantThirdClaimRefused        = "third-claim-refused"
-	VariantThirdClaimLateSpec       = "third-claim-late-spec"
-	VariantUnprepareFirstClaimOnly  = "unprepare-first-claim-only"
-	VariantLateRequestNoNames       = "late-request-no-names"
-	VariantLateRequestMisnamed      = "late-request-misnamed"
-	VariantLateRequestUnresolvable  = "late-request-unresolvable"
+	VariantThirdClaimUnanswered      = "third-claim-unanswered"
+	VariantThirdClaimForeignDevices  = "third-claim-foreign-devices"
+	VariantThirdClaimUnresolvable    = "third-claim-unresolvable"
+	VariantThirdClaimDeviceTwice     = "third-claim-device-twice"
+	VariantThirdClaimRefused         = "third-claim-refused"
+	VariantThirdClaimLateSpec        = "third-claim-late-spec"
+	VariantUnprepareFirstClaimOnly   = "unprepare-first-claim-only"
+	VariantLateRequestNoNames        = "late-request-no-names"
+	VariantLateRequestMisnamed       = "late-request-misnamed"
+	VariantLateRequestUnresolvable   = "late-request-unresolvable"
+	VariantLateRequestMetadataShared = "late-request-metadata-shared"
 )
 
 var reachVariants = map[string]string{
-	VariantThirdClaimUnanswered:     "a NodePrepareResources call with three or more claims has no answer for the last of them (breaks KP-03)",
-	VariantThirdClaimForeignDevices: "a NodePrepareResources call with three or more claims answers the last of them with the first one's devices (breaks KP-03)",
-	VariantThirdClaimUnresolvable:   "a NodePrepareResources call with three or more claims answers the last of them with CDI device IDs no spec defines (breaks KP-03)",
-	VariantThirdClaimDeviceTwice:    "a NodePrepareResources call with three or more claims answers the first device of the last of them twice (breaks KP-03)",
-	VariantThirdClaimRefused:        "a NodePrepareResources call with three or more claims answers the last of them with an error, though it could prepare it (breaks KP-03)",
-	VariantThirdClaimLateSpec:       "a NodePrepareResources call with three or more claims writes the last one's CDI spec 3 s after answering (breaks KP-03)",
-	VariantUnprepareFirstClaimOnly:  "a NodeUnprepareResources call with three or more claims removes the CDI spec of the first only (breaks KP-06)",
-	VariantLateRequestNoNames:       "the devices of a claim's later request, when it has several, are answered with no request names (breaks KP-04)",
-	VariantLateRequestMisnamed:      "the devices of a claim's later request, when it has several, are answered with the first request's name (breaks KP-04)",
-	VariantLateRequestUnresolvable:  "the devices of a claim's later request, when it has several, are answered with CDI device IDs no spec defines (breaks KP-03)",
+	VariantThirdClaimUnanswered:      "a NodePrepareResources call with three or more claims has no answer for the last of them (breaks KP-03)",
+	VariantThirdClaimForeignDevices:  "a NodePrepareResources call with three or more claims answers the last of them with the first one's devices (breaks KP-03)",
+	VariantThirdClaimUnresolvable:    "a NodePrepareResources call with three or more claims answers the last of them with CDI device IDs no spec defines (breaks KP-03)",
+	VariantThirdClaimDeviceTwice:     "a NodePrepareResources call with three or more claims answers the first device of the last of them twice (breaks KP-03)",
+	VariantThirdClaimRefused:         "a NodePrepareResources call with three or more claims answers the last of them with an error, though it could prepare it (breaks KP-03)",
+	VariantThirdClaimLateSpec:        "a NodePrepareResources call with three or more claims writes the last one's CDI spec 3 s after answering (breaks KP-03)",
+	VariantUnprepareFirstClaimOnly:   "a NodeUnprepareResources call with three or more claims removes the CDI spec of the first only (breaks KP-06)",
+	VariantLateRequestNoNames:        "the devices of a claim's later request, when it has several, are answered with no request names (breaks KP-04)",
+	VariantLateRequestMisnamed:       "the devices of a claim's later request, when it has several, are answered with the first request's name (breaks KP-04)",
+	VariantLateRequestUnresolvable:   "the devices of a claim's later request, when it has several, are answered with CDI device IDs no spec defines (breaks KP-03)",
+	VariantLateRequestMetadataShared: "the metadata CDI device of a claim's later request, when it has several devices, is answered with the first request's devices too: a container using only the first request mounts the later one's file (breaks MD-04)",
 }
 
 // reachOption is the interceptor of the selected variant of these, nil for none.
@@ -72,11 +75,26 @@ func (o *Options) reachOption() grpc.UnaryServerInterceptor {
 	case v.Is(VariantUnprepareFirstClaimOnly):
 		return o.unprepareFirstOnly
 	case v.Is(VariantLateRequestNoNames):
-		return onLateRequest(func(d *drapb.Device, _ string) { d.RequestNames = nil })
+		return onLateRequest(func(late, _ []*drapb.Device) {
+			for _, d := range late {
+				d.RequestNames = nil
+			}
+		})
 	case v.Is(VariantLateRequestMisnamed):
-		return onLateRequest(func(d *drapb.Device, first string) { d.RequestNames = []string{first} })
+		return onLateRequest(func(late, first []*drapb.Device) {
+			for _, d := range late {
+				d.RequestNames = first[0].RequestNames
+			}
+		})
 	case v.Is(VariantLateRequestUnresolvable):
-		return onLateRequest(func(d *drapb.Device, _ string) { unresolvable([]*drapb.Device{d}) })
+		return onLateRequest(func(late, _ []*drapb.Device) { unresolvable(late) })
+	case v.Is(VariantLateRequestMetadataShared):
+		return onLateRequest(func(late, first []*drapb.Device) {
+			shared := o.metadataIDs(late[0])
+			for _, d := range first {
+				d.CdiDeviceIds = append(d.CdiDeviceIds, shared...)
+			}
+		})
 	}
 	return nil
 }
@@ -100,9 +118,9 @@ func onThirdClaim(bend func(answer *drapb.NodePrepareResourcesResponse, first, l
 	}
 }
 
-// onLateRequest bends each device of a claim's later request (the last by name of two or more)
-// when that request has several devices; first is the claim's first request.
-func onLateRequest(bend func(device *drapb.Device, first string)) grpc.UnaryServerInterceptor {
+// onLateRequest bends a claim's later request (the last by name of two or more) when that
+// request has several devices, given its devices and those of the claim's first request.
+func onLateRequest(bend func(late, first []*drapb.Device)) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
 		answer, ok := prepareAnswer(resp, err)
@@ -124,12 +142,22 @@ func onLateRequest(bend func(device *drapb.Device, first string)) grpc.UnaryServ
 			if len(names) < 2 || len(byRequest[names[len(names)-1]]) < 2 {
 				continue
 			}
-			for _, d := range byRequest[names[len(names)-1]] {
-				bend(d, names[0])
-			}
+			bend(byRequest[names[len(names)-1]], byRequest[names[0]])
 		}
 		return resp, err
 	}
+}
+
+// metadataIDs are the CDI device IDs of a device's answer that mount the framework's metadata
+// file of its request (kind <driver>/metadata).
+func (o *Options) metadataIDs(d *drapb.Device) []string {
+	var ids []string
+	for _, id := range d.CdiDeviceIds {
+		if strings.HasPrefix(id, o.DriverName+"/metadata=") {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func unresolvable(devices []*drapb.Device) {
