@@ -32,10 +32,12 @@ VALID, BROKEN = "valid", "broken"
 LAB_PREFIX = "self"
 # Configurations the suites deploy by name (MD-15 turns metadata off): neither valid nor broken.
 CONFIGURATIONS = {METADATA_DISABLED}
-# What a seed sweep (--seeds) checks every valid variant on: the checks over the calls and the
-# containers of the generated workloads (suites/kubelet_plugin, suites/device_metadata/in_containers.py),
-# whatever the variant's choice concerns.
-SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-04", "MD-08", "MD-10"]
+# What a seed sweep (--seeds) checks every valid variant on: the checks over the calls, the
+# containers and the claims of the generated workloads (suites/kubelet_plugin, suites/device_metadata/
+# in_containers.py, suites/resource_claim_status/test_status_over_the_run.py), whatever the
+# variant's choice concerns.
+SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-04", "MD-08", "MD-10", "MD-16",
+         "ST-02", "ST-07", "ST-08"]
 
 
 @dataclass(frozen=True)
@@ -109,11 +111,12 @@ def _checked_on(case: Case, only: str | None) -> list[str]:
 
 def _suites_of(case: Case, only: str | None, sweep: bool = False) -> str:
     """certify's --only for a case: what it breaks or warns on; for a valid variant coming up (DEP)
-    and the requirements it is checked on (in a seed sweep, those of SWEPT its driver has)."""
+    and the requirements it is checked on (in a seed sweep, those of SWEPT its driver has, of them
+    what --only names)."""
     if case.kind == BROKEN:
         return ",".join(case.breaks + case.warns)
     if sweep:
-        return ",".join(["DEP", *_named(certifiable(load_profile(case.driver)), SWEPT)])
+        return ",".join(["DEP", *_named(_named(certifiable(load_profile(case.driver)), SWEPT), only)])
     return ",".join(["DEP", *_checked_on(case, only)])
 
 

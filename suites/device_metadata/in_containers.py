@@ -3,7 +3,9 @@ found under the metadata root at their start (Lab.container_files, in the trace)
 the claims' allocations as the claim log saw them. A container has a file of the driver for each
 request of it that it uses (MD-01 for a claim referenced by name, MD-08 for one made from a
 template), none for any other request (MD-04), and each file lists exactly the devices the
-allocation gives the driver for that request, in a metadata object of that claim (MD-02)."""
+allocation gives the driver for that request, in a metadata object of that claim (MD-02), each
+with networkData that describes the interface a pod of the claim has (MD-16, deferred metadata:
+what the containers printed of their interfaces at their start)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 
 from suites.device_metadata import paths
 from suites.framework.metadata_file import MetadataError, parse_stream
+from suites.resource_claim_status import network_data
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,14 @@ def expected(record: dict[str, Any], allocated: dict[str, dict[str, Any]], drive
     return files
 
 
-def problems(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]], driver: str) -> dict[str, list[str]]:
-    """Each violation of MD-01, MD-02, MD-04 and MD-08 over `records`, by requirement; a container
-    whose claims' allocations are unknown is left out (see judged)."""
-    found: dict[str, list[str]] = {"MD-01": [], "MD-02": [], "MD-04": [], "MD-08": []}
+def problems(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]], driver: str,
+             deferred: bool = False) -> dict[str, list[str]]:
+    """Each violation of MD-01, MD-02, MD-04, MD-08 and, for a driver of deferred metadata, MD-16
+    over `records`, by requirement; a container whose claims' allocations are unknown is left out
+    (see judged)."""
+    found: dict[str, list[str]] = {"MD-01": [], "MD-02": [], "MD-04": [], "MD-08": [], "MD-16": []}
     suffix = f"/{driver}-metadata.json"
+    pods = network_data.pods_of_claims(records)
     for record in records:
         want = expected(record, allocated, driver)
         if want is None:
@@ -71,6 +77,8 @@ def problems(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]]
                     f"(its files of {driver}: {sorted(seen) or 'none'})")
             elif why := _content_problem(seen[path], e, driver):
                 found["MD-02"].append(f"{where}: {path}: {why}")
+            elif deferred and (why := _network_problem(seen[path], driver, pods.get(e.uid) or {})):
+                found["MD-16"].append(f"{where}: {path}: {why}")
         for path in sorted(set(seen) - set(want)):
             found["MD-04"].append(f"{where} has {path}, a request it does not use (it uses {record['uses']}; "
                                   f"its files of {driver} should be {sorted(want) or 'none'})")
@@ -98,4 +106,18 @@ def _content_problem(text: str, e: Expected, driver: str) -> str | None:
     if listed != e.devices or others:
         return (f"lists devices {list(listed)}{f' and {len(others)} of other drivers' if others else ''}; the allocation "
                 f"gives {driver} {list(e.devices)} for request {e.request}")
+    return None
+
+
+def _network_problem(text: str, driver: str, pods: dict[str, tuple[str, network_data.Interfaces]]) -> str | None:
+    """Why the devices of `driver` a file (read at a container's start, its content otherwise
+    right) lists lack networkData, or have networkData that describes no interface of the claim's
+    `pods` (pod: when, interfaces; a VF is in one pod's namespace, whoever shares its claim)."""
+    devices = [d for d in parse_stream(text).first_known()["requests"][0].get("devices") or [] if d.get("driver") == driver]
+    for d in devices:
+        if not network_data.reported(d.get("networkData")):
+            return f"device {d.get('pool')}/{d.get('name')} has no networkData at the container's start"
+        why = {pod: network_data.not_described(d["networkData"], interfaces) for pod, (_, interfaces) in sorted(pods.items())}
+        if why and all(why.values()):
+            return f"device {d.get('pool')}/{d.get('name')}: " + "; ".join(f"pod {p}: {w}" for p, w in why.items())
     return None

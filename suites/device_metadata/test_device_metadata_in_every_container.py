@@ -10,6 +10,7 @@ from typing import Any, Callable
 import pytest
 
 from clusters.providers import Lab
+from drivers_under_test.profile import Capability
 from suites.device_metadata import in_containers
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
@@ -42,7 +43,7 @@ def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, ru
         pytest.skip(f"no container the run saw used a request of {driver.name}{words} (seed {run.seed}; another "
                     "--seed or a larger --budget draws some), or the claims' allocations are not logged (a cluster "
                     "dralab did not start)")
-    found = in_containers.problems(judged, allocated, driver.name)
+    found = in_containers.problems(judged, allocated, driver.name, driver.has(Capability.METADATA_DEFERRED))
     problems = [p for rule in rules or (requirement,) for p in found[rule]]
     evidence.add("what the containers with a violation found", [_shown(r) for r in judged
                                                                if any(f"pod {r['namespace']}/{r['pod']} " in p for p in problems)][:10])
@@ -90,3 +91,11 @@ def test_every_init_container_has_the_files_of_what_it_uses_and_no_other(
         lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
     _judge("MD-10", "init containers do not see the metadata files of what they use, and only those", lab,
            metadata_driver, workloads, evidence, subject="init", rules=("MD-01", "MD-08", "MD-04", "MD-02"))
+
+
+@pytest.mark.requirement("MD-16")
+def test_every_container_finds_network_data_that_describes_the_pods_interface(
+        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    metadata_driver.requires(Capability.METADATA_DEFERRED)
+    _judge("MD-16", "metadata files lack networkData at the container's start, or it does not describe the pod's "
+                    "interface", lab, metadata_driver, workloads, evidence)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from kubernetes import client
 
 from suites.device_metadata import paths
-from suites.framework import claims, pods, restarts
+from suites.framework import claims, netif, pods, restarts
 from suites.framework.metadata_file import dump_command, parse_dump
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
@@ -43,10 +43,12 @@ RESTARTED = ("driver", *restarts.RESTARTS)
 RESTART_EVENTS = {"driver": "driver restart", **restarts.RESTARTS}
 # Pods of one shape started at once, at most (a burst of prepares, where the node has the devices).
 MAX_COPIES = 4
-# What each container of a generated pod runs: it prints the device metadata files it finds, which
-# the MD checks over the trace judge (suites/device_metadata/in_containers.py), then waits.
-COMMAND = pods.until_stopped(dump_command(paths.CONTAINER_ROOT))
-INIT_COMMAND = ["sh", "-c", dump_command(paths.CONTAINER_ROOT)]  # an init container prints them and ends
+# What each container of a generated pod runs: it prints its network interfaces and the device
+# metadata files it finds, which the checks over the trace judge (suites/device_metadata/
+# in_containers.py, suites/resource_claim_status/network_over_the_run.py), then waits.
+DUMP = f"{netif.dump_command()}; {dump_command(paths.CONTAINER_ROOT)}"
+COMMAND = pods.until_stopped(DUMP)
+INIT_COMMAND = ["sh", "-c", DUMP]  # an init container prints them and ends
 # How long a started container may take to print its files.
 DUMP_SECONDS = 30
 
@@ -259,8 +261,8 @@ def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, na
 
 def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str, Any]]:
     """What each container of the started pods (init containers, ended by then, among them)
-    printed of the metadata files it found at its start, with its node, the claims it uses and the
-    pod's claims (name, claim, UID, whether made from a template): records for
+    printed of the metadata files it found at its start and of its interfaces, with its node, the
+    claims it uses and the pod's claims (name, claim, UID, whether made from a template): records for
     Lab.record_container_files. A container whose print did not end within DUMP_SECONDS is left
     out (nothing seen, nothing judged)."""
     core, records = client.CoreV1Api(api), []
@@ -275,18 +277,20 @@ def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str,
                                "template": ref.resource_claim_template_name is not None})
         init = {c.name for c in pod.spec.init_containers or []}
         for container in [*(pod.spec.init_containers or []), *pod.spec.containers]:
-            def printed(c: str = container.name) -> tuple[dict[str, str]] | None:
-                files = parse_dump(pods.logs(api, namespace, name, container=c))
-                return None if files is None else (files,)  # none found is an answer too
+            def printed(c: str = container.name) -> tuple[dict[str, str], list[dict[str, object]] | None] | None:
+                log = pods.logs(api, namespace, name, container=c)
+                files = parse_dump(log)  # printed after the interfaces
+                return None if files is None else (files, netif.parse_dump(log))  # none found is an answer too
             try:
-                (files,) = wait_for(f"container {container.name} of {namespace}/{name} to print its metadata files",
-                                    printed, DUMP_SECONDS)
+                files, interfaces = wait_for(f"container {container.name} of {namespace}/{name} to print its "
+                                             "interfaces and metadata files", printed, DUMP_SECONDS)
             except WaitTimeout:
                 continue
             uses = [{"name": c.name, "request": c.request} for c in container.resources.claims or []]
             records.append({"start": datetime.now(timezone.utc).isoformat(), "node": pod.spec.node_name,
                             "namespace": namespace, "pod": name, "container": container.name,
-                            "init": container.name in init, "uses": uses, "pod_claims": pod_claims, "files": files})
+                            "init": container.name in init, "uses": uses, "pod_claims": pod_claims, "files": files,
+                            "interfaces": interfaces})
     return records
 
 

@@ -78,3 +78,35 @@ def matches_the_pod(subject: str, nd: dict[str, Any] | None, observe: Observe, e
     assert seen is not None, f"{subject}: the pod has no interface with networkData's {how_found(fields)}"
     wrong = mismatches(fields, seen)
     assert not wrong, f"{subject}: networkData " + "; ".join(wrong)
+
+
+def not_described(nd: dict[str, Any] | None, interfaces: list[dict[str, Any]]) -> str | None:
+    """Why networkData `nd` does not describe one of `interfaces` (netif.parse's, a pod's), None
+    when it does; non-canonical CIDRs in ips are a reason too."""
+    fields = reported(nd)
+    if not fields:
+        return f"networkData {nd or '(none)'} reports none of {', '.join(FIELDS)}"
+    if not_canonical := [ip for ip in fields.get("ips", []) if _address(ip) != ip]:
+        return f"ips {not_canonical} are not canonical CIDRs"
+    seen = pick(fields, interfaces)
+    if seen is None:
+        return f"the pod has no interface with networkData's {how_found(fields)} (it has " \
+               f"{sorted(str(i['interfaceName']) for i in interfaces)})"
+    return "; ".join(mismatches(fields, seen)) or None
+
+
+Interfaces = list[dict[str, Any]]
+
+
+def pods_of_claims(records: list[dict[str, Any]]) -> dict[str, dict[str, tuple[str, Interfaces]]]:
+    """Claim UID: pod (namespace/name): when its first container record was taken and the
+    interfaces it printed, for the container records (Lab.container_files) that printed them. The
+    containers of a pod share its network namespace."""
+    out: dict[str, dict[str, tuple[str, Interfaces]]] = {}
+    for r in records:
+        if r.get("interfaces") is None:
+            continue
+        for c in r["pod_claims"]:
+            if c.get("uid"):
+                out.setdefault(c["uid"], {}).setdefault(f"{r['namespace']}/{r['pod']}", (r["start"], r["interfaces"]))
+    return out

@@ -2,8 +2,9 @@
 into a claim that already held another driver's keeps them, judged on the claim log (the generated
 workloads' claims of two drivers among them, drawn by the first check that asks for them),
 after the other tests (over_the_run); a generated pod whose prepare failed because the API
-server refused such a write FAILs it too; and each entry of a claim a pod ran with becomes Ready
-(a SHOULD: a WARNING)."""
+server refused such a write FAILs it too; each entry of a claim a pod ran with becomes Ready
+(a SHOULD: a WARNING); and the networkData of each entry of a claim a generated pod used describes
+the interface the pod has (the interfaces its containers printed at their start)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Callable
 import pytest
 
 from clusters.providers import Lab
+from drivers_under_test.profile import Capability
 from suites.framework import claims
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
@@ -55,3 +57,24 @@ def test_every_entry_of_a_claim_a_pod_ran_with_became_ready(
         pytest.skip(f"no claim a pod of the run ran with carried an entry of {status_driver.name} (seed {run.seed})")
     # API reference, AllocatedDeviceStatus.conditions: the Ready condition "should" be True once configured.
     assert not problems, f"{len(problems)} of {judged} entries never became Ready:\n" + "\n".join(problems[:20])
+
+
+@pytest.mark.requirement("ST-02")
+def test_the_network_data_of_every_entry_describes_the_pods_interface(
+        lab: Lab, status_driver: DriverUnderTest, generated_workloads: Callable[[DriverUnderTest], generated.Run],
+        evidence: Evidence) -> None:
+    status_driver.requires(Capability.NETWORK_DATA)
+    run = generated_workloads(status_driver)
+    if run.skipped:
+        pytest.skip(run.skipped)
+    judged, problems = checks.network_data_over_the_run(lab.claim_versions(), lab.container_files(), status_driver.name)
+    evidence.observe("devices judged", f"{judged} device(s) of {status_driver.name} in claims of generated pods that "
+                                       "printed their interfaces")
+    if not judged:
+        pytest.skip(f"no generated pod that printed its interfaces used a device of {status_driver.name} (seed "
+                    f"{run.seed}), or the claims' allocations are not logged (a cluster dralab did not start)")
+    evidence.add("interfaces the pods printed", [{k: r[k] for k in ("namespace", "pod", "container", "interfaces")}
+                                                 for r in lab.container_files()
+                                                 if any(f"pod {r['namespace']}/{r['pod']}:" in p for p in problems)][:10])
+    assert not problems, f"{len(problems)} of {judged} devices' networkData do not describe the pod's interface:\n" + \
+        "\n".join(problems[:20])

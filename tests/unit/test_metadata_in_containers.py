@@ -46,7 +46,7 @@ def test_a_container_with_the_files_of_what_it_uses_and_no_other_passes() -> Non
     by_request = _record([{"name": "c0", "request": "r1"}, {"name": "c1", "request": None}],
                          {f"{C0}/r1/{D}-metadata.json": GOOD[f"{C0}/r1/{D}-metadata.json"],
                           f"{T1}/r0/{D}-metadata.json": _file("u2", "r0", ["gpu-3"])})
-    assert in_containers.problems([whole, by_request], ALLOCATED, D) == {"MD-01": [], "MD-02": [], "MD-04": [], "MD-08": []}
+    assert in_containers.problems([whole, by_request], ALLOCATED, D) == {"MD-01": [], "MD-02": [], "MD-04": [], "MD-08": [], "MD-16": []}
     assert in_containers.judged([whole, _record([], {})], ALLOCATED, D) == [whole], "a container using nothing is no subject"
 
 
@@ -63,6 +63,36 @@ def test_each_violation_is_named_under_its_requirement() -> None:
     assert len(found["MD-04"]) == 1 and f"{C0}/r1/{D}-metadata.json, a request it does not use" in found["MD-04"][0]
     assert len(found["MD-02"]) == 1 and "lists devices [('node-1', 'gpu-0'), ('node-1', 'gpu-2')]" in found["MD-02"][0]
     assert len(found["MD-08"]) == 1 and f"no file at {T1}/r0/{D}-metadata.json" in found["MD-08"][0]
+
+
+def _with_network(text: str, nd: dict | None) -> str:
+    obj = json.loads(text)
+    for d in obj["requests"][0]["devices"]:
+        d.update({"networkData": nd} if nd else {})
+    return json.dumps(obj)
+
+
+NET1 = {"interfaceName": "net1", "ips": ["10.97.0.5/24"], "hardwareAddress": "02:aa:bb:cc:dd:01"}
+ETH0 = {"interfaceName": "eth0", "ips": ["10.100.1.7/24"], "hardwareAddress": "6e:41:0c:d2:9a:17"}
+
+
+def test_md16_a_deferred_drivers_file_has_network_data_of_an_interface_a_pod_of_the_claim_has() -> None:
+    r1 = f"{C0}/r1/{D}-metadata.json"
+
+    def seen(nd: dict | None, pod: str = "gen-0", interfaces: list | None = None) -> dict:
+        record = _record([{"name": "c0", "request": "r1"}], {r1: _with_network(GOOD[r1], nd)})
+        return {**record, "pod": pod, "start": "2026-11-29T05:00:00+00:00", "interfaces": interfaces or [ETH0, NET1]}
+
+    def md16(*records: dict) -> list[str]:
+        return in_containers.problems(list(records), ALLOCATED, D, deferred=True)["MD-16"]
+
+    assert md16(seen(NET1)) == []
+    assert not any(in_containers.problems([seen(None)], ALLOCATED, D).values()), "judged for deferred metadata only"
+    assert md16(seen(None)) == [f"container main of pod n/gen-0 on node-1: {r1}: device node-1/gpu-2 has no networkData "
+                                "at the container's start"]
+    assert "pod n/gen-0: the pod has no interface with networkData's interfaceName net2" in md16(seen({"interfaceName": "net2"}))[0]
+    # a claim shared by two pods: the VF is in the other pod's namespace
+    assert md16(seen(NET1, "gen-0", [ETH0]), seen(NET1, "gen-1")) == []
 
 
 def test_a_container_whose_claims_allocation_is_unknown_is_not_judged() -> None:

@@ -6,13 +6,14 @@ reference network driver and its variants write them (profile net: claimConfig n
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
 
 from suites.framework.evidence import Evidence
-from suites.framework.netif import interface
-from suites.resource_claim_status import network_data
+from suites.framework.netif import dump_command, interface, parse, parse_dump
+from suites.resource_claim_status import checks, network_data
 
 IP_ADDR = {
     "lo": """1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue qlen 1000
@@ -118,3 +119,58 @@ def test_a_wrong_mac_fails_and_a_missing_one_is_not_compared() -> None:
 
 def test_link_local_addresses_are_not_required_in_ips() -> None:
     judge({"interfaceName": "net1", "ips": ["2001:db8::5/64", "10.97.0.5/24"]})  # order aside
+
+
+# What a generated pod's container prints (netif.dump_command), parsed: the three interfaces above.
+PRINTED = parse("".join(IP_ADDR.values()))
+NET1 = {"interfaceName": "net1", "ips": ["10.97.0.5/24", "2001:db8::5/64"], "hardwareAddress": "02:aa:bb:cc:dd:01"}
+
+
+def test_an_ip_addr_listing_parses_into_each_interface_and_a_dump_reads_back() -> None:
+    assert [i["interfaceName"] for i in PRINTED] == ["lo", "eth0", "net1"]
+    assert PRINTED[2] == NET1, "link-local left out, the MAC kept"
+    printed = subprocess.run(["sh", "-c", dump_command()], capture_output=True, text=True, check=True).stdout
+    assert [i["interfaceName"] for i in parse_dump(printed) or []][:1] == ["lo"]
+    assert parse_dump(printed.split("==> end")[0]) is None, "not yet at its end: nothing read"
+
+
+def test_network_data_is_described_by_a_printed_interface_or_said_why_not() -> None:
+    assert network_data.not_described(REFERENCE["networkData"], PRINTED) is None
+    assert network_data.not_described(WITHOUT_MAC["networkData"], PRINTED) is None
+    assert "ips ['10.97.0.6/24', '2001:db8::5/64'], the pod's net1 has" in str(
+        network_data.not_described(MISMATCH["networkData"], PRINTED))
+    assert "not canonical" in str(network_data.not_described({"ips": ["2001:DB8::5/64"]}, PRINTED))
+    assert "reports none of" in str(network_data.not_described({}, PRINTED))
+    assert "no interface with networkData's interfaceName net2" in str(
+        network_data.not_described({"interfaceName": "net2"}, PRINTED))
+
+
+def _version(when: str, nd: dict[str, Any] | None, uid: str = "u1") -> dict[str, Any]:
+    entry = {**REFERENCE, "networkData": nd} if nd else None
+    return {"uid": uid, "namespace": "n", "name": "gen-0-c0", "start": f"2026-11-29T05:00:{when}+00:00",
+            "status": {"allocation": {"devices": {"results": [{"driver": "vf.dralab.dev", "request": "r0",
+                                                               "pool": "node-1", "device": "ens1f0-vf0"}]}},
+                       **({"devices": [entry]} if entry else {})}}
+
+
+def _printed(pod: str, when: str, interfaces: list[dict[str, Any]] | None = PRINTED) -> dict[str, Any]:
+    return {"start": f"2026-11-29T05:00:{when}+00:00", "namespace": "n", "pod": pod, "container": "main",
+            "interfaces": interfaces, "pod_claims": [{"name": "c0", "claim": "gen-0-c0", "uid": "u1", "template": False}]}
+
+
+def test_st02_over_the_run_judges_each_device_on_the_entry_of_its_pods_start() -> None:
+    over = checks.network_data_over_the_run
+    # written before the container printed, then a restart gave other data: judged on the first
+    assert over([_version("01", NET1), _version("09", {"interfaceName": "net9"})], [_printed("gen-0", "05")],
+                "vf.dralab.dev") == (1, [])
+    # written only after the container printed: judged on that first later version
+    assert over([_version("01", None), _version("07", NET1)], [_printed("gen-0", "05")], "vf.dralab.dev") == (1, [])
+    # a claim shared by two pods: the VF is in one pod's namespace
+    assert over([_version("01", NET1)], [_printed("gen-0", "05"), _printed("gen-1", "06", PRINTED[:2])],
+                "vf.dralab.dev") == (1, [])
+    judged, problems = over([_version("01", MISMATCH["networkData"])], [_printed("gen-0", "05")], "vf.dralab.dev")
+    assert judged == 1 and problems[0].startswith("claim n/gen-0-c0 (u1), device node-1/ens1f0-vf0 of vf.dralab.dev: "
+                                                  "pod n/gen-0: ips ['10.97.0.6/24'")
+    assert "no entry with networkData" in over([_version("01", None)], [_printed("gen-0", "05")], "vf.dralab.dev")[1][0]
+    assert over([_version("01", NET1)], [_printed("gen-0", "05", None)], "vf.dralab.dev") == (0, []), \
+        "a container that printed no interfaces judges nothing"
