@@ -31,11 +31,13 @@ import (
 var ownVariants = map[string]string{
 	variantNetworkDataMismatch: "networkData reports an IP other than the one configured in the pod (breaks ST-02, MD-16)",
 	variantForeignDevice:       "the metadata update also lists a VF the claim was not given (breaks MD-17)",
+	variantTemplateNetworkData: "networkData of a claim made from a ResourceClaimTemplate reports an IP other than the one configured in the pod (breaks ST-02, MD-16; the fixed scenarios' claims are named)",
 }
 
 const (
 	variantNetworkDataMismatch = "networkdata-mismatch"
 	variantForeignDevice       = "foreign-device"
+	variantTemplateNetworkData = "template-claim-network-data"
 )
 
 // vfConfig is the opaque configuration a claim gives this driver for a request.
@@ -151,7 +153,8 @@ func (d *vfDriver) prepare(claim *resourceapi.ResourceClaim) ([]kubeletplugin.De
 	if err != nil {
 		return nil, err
 	}
-	pc := &preparedClaim{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+	_, template := claim.Annotations[resourceapi.PodResourceClaimAnnotation]
+	pc := &preparedClaim{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, Template: template}
 	if old, ok := d.state.Claims[claim.UID]; ok {
 		pc = old // prepare again (kubelet restart): keep what is attached
 	}
@@ -256,10 +259,12 @@ func (d *vfDriver) attach(ctx context.Context, podUID types.UID, netnsPath strin
 	return d.state.Save()
 }
 
-// networkData is what the driver reports for an attached VF: the fields --network-data-fields names.
-func (d *vfDriver) networkData(a *netdev.Attached) *resourceapi.NetworkDeviceData {
+// networkData is what the driver reports for a VF of pc attached as a: the fields
+// --network-data-fields names.
+func (d *vfDriver) networkData(pc *preparedClaim, a *netdev.Attached) *resourceapi.NetworkDeviceData {
 	ips := append([]string(nil), a.IPs...)
-	if d.opts.Variant.Is(variantNetworkDataMismatch) && len(ips) > 0 {
+	wrong := d.opts.Variant.Is(variantNetworkDataMismatch) || (d.opts.Variant.Is(variantTemplateNetworkData) && pc.Template)
+	if wrong && len(ips) > 0 {
 		ips[0] = nextAddress(ips[0])
 	}
 	return d.fields.of(resourceapi.NetworkDeviceData{InterfaceName: a.InterfaceName, IPs: ips, HardwareAddress: a.HardwareAddress})
@@ -277,7 +282,7 @@ func (d *vfDriver) publish(ctx context.Context, pc *preparedClaim) error {
 	byRequest := map[string][]kubeletplugin.Device{}
 	var entries []dradriver.DeviceStatus
 	for _, dev := range pc.Devices {
-		nd := d.networkData(dev.Attached)
+		nd := d.networkData(pc, dev.Attached)
 		attrs := map[string]resourceapi.DeviceAttribute{}
 		for k, v := range d.attributes(dev.VF) {
 			attrs[string(k)] = v

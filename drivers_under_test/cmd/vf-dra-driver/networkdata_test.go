@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+
+	"dralab.dev/drivers/internal/netdev"
 )
 
 var full = resourceapi.NetworkDeviceData{InterfaceName: "net1", IPs: []string{"10.97.0.5/24"}, HardwareAddress: "02:aa:bb:cc:dd:01"}
@@ -46,5 +48,21 @@ func TestUnknownNetworkDataFieldsAreRefused(t *testing.T) {
 		if err := fs.Parse([]string{"--network-data-fields=" + list}); err == nil || !strings.Contains(err.Error(), "networkData field") {
 			t.Errorf("%q: got %v", list, err)
 		}
+	}
+}
+
+func TestTheTemplateVariantReportsAnotherIPForClaimsOfTemplatesOnly(t *testing.T) {
+	fs := flag.NewFlagSet("vf-dra-driver", flag.ContinueOnError)
+	c := newConfig(fs)
+	if err := fs.Parse([]string{"--break=" + variantTemplateNetworkData}); err != nil {
+		t.Fatal(err)
+	}
+	d := &vfDriver{opts: c.opts, fields: c.fields}
+	attached := &netdev.Attached{InterfaceName: "net1", IPs: []string{"10.97.0.5/24"}, HardwareAddress: "02:aa:bb:cc:dd:01"}
+	if got := d.networkData(&preparedClaim{}, attached); !reflect.DeepEqual(*got, full) {
+		t.Errorf("a named claim: got %+v, want %+v", *got, full)
+	}
+	if got := d.networkData(&preparedClaim{Template: true}, attached); !reflect.DeepEqual(got.IPs, []string{"10.97.0.6/24"}) {
+		t.Errorf("a claim of a template: got ips %v, want the next address", got.IPs)
 	}
 }

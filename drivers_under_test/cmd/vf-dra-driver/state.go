@@ -16,6 +16,8 @@ type preparedClaim struct {
 	UID       types.UID    `json:"uid"`
 	Pods      []types.UID  `json:"pods"` // status.reservedFor
 	Devices   []preparedVF `json:"devices"`
+	// Template: made from a ResourceClaimTemplate for its pod (variantTemplateNetworkData's trigger).
+	Template bool `json:"template,omitempty"`
 }
 
 type preparedVF struct {
