@@ -77,6 +77,15 @@ def cases() -> list[Case]:
     return found
 
 
+# A seed sweep's case of a reference driver itself, no variant (certify checks it on its own).
+REFERENCE = "reference"
+
+
+def references() -> list[Case]:
+    """The reference drivers themselves, as valid cases: those with valid variants."""
+    return [Case(REFERENCE, driver, VALID) for driver in sorted({c.driver for c in cases() if c.kind == VALID})]
+
+
 def chosen(all_cases: list[Case], only: str | None, variants: tuple[str, ...]) -> list[Case]:
     """The cases `--variant` names (driver:variant or variant), then those that concern `--only`'s
     IDs or suites: broken ones breaking or warning on one of them, valid ones whose driver the
@@ -175,7 +184,8 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
             checked = _suites_of(case, only, sweep=bool(seeds))
             paths, ids = selection(checked)
             suite_run = SuiteRun(out_dir / "variants" / f"{case.driver}-{case.variant}", paths, ids,
-                                 drivers=[load_profile(case.driver)], variant=case.variant,
+                                 drivers=[load_profile(case.driver)],
+                                 variant=None if case.variant == REFERENCE else case.variant,
                                  lab_prefix=lab_prefix, reuse_labs=True,
                                  **({"seed": 1, "seeds": seeds} if seeds else {}))
             started = time.monotonic()
@@ -261,7 +271,7 @@ def _lab_prefix(prefix: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list of {variant, driver, kind, breaks, checked_on}.")
 @click.option("--kind", type=click.Choice([VALID, BROKEN]), default=None, help="Only the valid or only the broken variants.")
 @click.option("--seeds", type=click.IntRange(min=1), default=None, help="A sweep for false FAILs (`make seeds`): the "
-              f"valid variants, each checked on {', '.join(SWEPT)} with its generated workloads drawn with seeds 1 to N in turn.")
+              f"reference DRA drivers and their valid variants, each checked on {', '.join(SWEPT)} with its generated workloads drawn with seeds 1 to N in turn.")
 @click.option("--lab-prefix", default=LAB_PREFIX, show_default=True, callback=lambda _c, _p, v: _lab_prefix(v),
               help="Name the labs after this (two selfchecks side by side each need their own).")
 def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_only: bool, as_json: bool,
@@ -269,7 +279,7 @@ def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_o
     """Certify the reference drivers' variants and check dralab's verdicts on them (MUT-01, MUT-02):
     broken ones must FAIL what they break, valid ones must be CERTIFIED (exit 0 all as expected,
     1 a mismatch, 2 bad input)."""
-    selected = [c for c in chosen(cases(), only, variants) if kind in (None, c.kind)]
+    selected = [c for c in chosen((references() if seeds else []) + cases(), only, variants) if kind in (None, c.kind)]
     if seeds:
         selected = [c for c in selected if c.kind == VALID and _named(certifiable(load_profile(c.driver)), SWEPT)]
     if list_only:

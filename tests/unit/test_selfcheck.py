@@ -105,6 +105,7 @@ def test_a_seed_sweep_checks_every_valid_variant_of_a_dra_driver_on_the_generate
     assert listing and {e["kind"] for e in listing} == {"valid"}
     assert {e["driver"] for e in listing} <= {"gpu", "net"}  # the DRA drivers: the generated workloads are theirs
     assert all(e["checked_on"][:2] == ["DEP", "KP-03"] for e in listing)
+    assert [e["variant"] for e in listing[:2]] == ["reference", "reference"], "the reference drivers themselves first"
 
 
 def test_a_warning_of_an_id_the_run_did_not_check_is_not_expected() -> None:
