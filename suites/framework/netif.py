@@ -35,8 +35,8 @@ def interface(observe: Callable[[str], str | None], name: str) -> dict[str, obje
 
 
 # What a container prints of its interfaces, between a header and an end line: a workload's log
-# tells what network it had at its start.
-_HEADER, _END = "==> ip addr", "==> end of ip addr"
+# tells what network it had at its start. Not "==> ": metadata_file.parse_dump's file headers.
+_HEADER, _END = "--> ip addr", "--> end of ip addr"
 
 
 def dump_command() -> str:

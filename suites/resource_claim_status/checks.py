@@ -253,13 +253,15 @@ def network_data_over_the_run(versions: list[dict[str, Any]], records: list[dict
     judged, problems = 0, []
     for uid, seen in network_data.pods_of_claims(records).items():
         history = by_uid.get(uid) or []
-        allocated = {(r["pool"], r["device"]) for v in history[-1:] for r in claims.allocated(v, driver)}
+        # The last allocation the claim had: deallocated or deleted, its last versions have none.
+        last = [v for v in history if claims.allocated(v, driver)][-1:]
+        allocated = {(r["pool"], r["device"]) for v in last for r in claims.allocated(v, driver)}
         for pool, device in sorted(allocated):
             judged += 1
             why = {pod: _network_data_problem(history, when, driver, pool, device, interfaces)
                    for pod, (when, interfaces) in sorted(seen.items())}
             if all(why.values()):
-                claim = f"{history[-1]['namespace']}/{history[-1]['name']} ({uid})"
+                claim = f"{last[0]['namespace']}/{last[0]['name']} ({uid})"
                 problems.append(f"claim {claim}, device {pool}/{device} of {driver}: " +
                                 "; ".join(f"pod {pod}: {w}" for pod, w in why.items()))
     return judged, problems

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from suites.framework import metadata_file
 from suites.framework.evidence import Evidence
 from suites.framework.netif import dump_command, interface, parse, parse_dump
 from suites.resource_claim_status import checks, network_data
@@ -129,9 +130,12 @@ NET1 = {"interfaceName": "net1", "ips": ["10.97.0.5/24", "2001:db8::5/64"], "har
 def test_an_ip_addr_listing_parses_into_each_interface_and_a_dump_reads_back() -> None:
     assert [i["interfaceName"] for i in PRINTED] == ["lo", "eth0", "net1"]
     assert PRINTED[2] == NET1, "link-local left out, the MAC kept"
-    printed = subprocess.run(["sh", "-c", dump_command()], capture_output=True, text=True, check=True).stdout
+    # as a generated container prints them: its interfaces, then its metadata files (none here)
+    printed = subprocess.run(["sh", "-c", f"{dump_command()}; {metadata_file.dump_command('/nonexistent')}"],
+                             capture_output=True, text=True, check=True).stdout
     assert [i["interfaceName"] for i in parse_dump(printed) or []][:1] == ["lo"]
-    assert parse_dump(printed.split("==> end")[0]) is None, "not yet at its end: nothing read"
+    assert metadata_file.parse_dump(printed) == {}, "the interfaces are no metadata file"
+    assert parse_dump(printed.split("--> end")[0]) is None, "not yet at its end: nothing read"
 
 
 def test_network_data_is_described_by_a_printed_interface_or_said_why_not() -> None:
@@ -171,6 +175,9 @@ def test_st02_over_the_run_judges_each_device_on_the_entry_of_its_pods_start() -
     judged, problems = over([_version("01", MISMATCH["networkData"])], [_printed("gen-0", "05")], "vf.dralab.dev")
     assert judged == 1 and problems[0].startswith("claim n/gen-0-c0 (u1), device node-1/ens1f0-vf0 of vf.dralab.dev: "
                                                   "pod n/gen-0: ips ['10.97.0.6/24'")
+    deallocated = {**_version("09", None), "status": {}}
+    assert over([_version("01", NET1), deallocated], [_printed("gen-0", "05")], "vf.dralab.dev") == (1, []), \
+        "judged on the claim's last allocation"
     assert "no entry with networkData" in over([_version("01", None)], [_printed("gen-0", "05")], "vf.dralab.dev")[1][0]
     assert over([_version("01", NET1)], [_printed("gen-0", "05", None)], "vf.dralab.dev") == (0, []), \
         "a container that printed no interfaces judges nothing"
