@@ -43,7 +43,7 @@ var reachVariants = map[string]string{
 	VariantLateRequestNoNames:        "the devices of a claim's later request, when it has several, are answered with no request names (breaks KP-04)",
 	VariantLateRequestMisnamed:       "the devices of a claim's later request, when it has several, are answered with the first request's name (breaks KP-04)",
 	VariantLateRequestUnresolvable:   "the devices of a claim's later request, when it has several, are answered with CDI device IDs no spec defines (breaks KP-03)",
-	VariantLateRequestMetadataShared: "the metadata CDI device of a claim's later request, when it has several devices, is answered with the first request's devices too: a container using only the first request mounts the later one's file (breaks MD-04)",
+	VariantLateRequestMetadataShared: "the metadata CDI devices of a claim whose later request has several devices are answered with every device of its first and later request: a container using one of them mounts the other's file too (breaks MD-04)",
 }
 
 // reachOption is the interceptor of the selected variant of these, nil for none.
@@ -90,9 +90,12 @@ func (o *Options) reachOption() grpc.UnaryServerInterceptor {
 		return onLateRequest(func(late, _ []*drapb.Device) { unresolvable(late) })
 	case v.Is(VariantLateRequestMetadataShared):
 		return onLateRequest(func(late, first []*drapb.Device) {
-			shared := o.metadataIDs(late[0])
+			lateIDs, firstIDs := o.metadataIDs(late[0]), o.metadataIDs(first[0])
 			for _, d := range first {
-				d.CdiDeviceIds = append(d.CdiDeviceIds, shared...)
+				d.CdiDeviceIds = append(d.CdiDeviceIds, lateIDs...)
+			}
+			for _, d := range late {
+				d.CdiDeviceIds = append(d.CdiDeviceIds, firstIDs...)
 			}
 		})
 	}

@@ -64,11 +64,12 @@ func TestLateRequestVariantsBendOnlyALaterRequestOfSeveralDevices(t *testing.T) 
 	}
 }
 
-func TestLateRequestMetadataSharedMountsTheLaterFileWithTheFirstRequest(t *testing.T) {
+func TestLateRequestMetadataSharedMountsEachRequestsFileWithTheOther(t *testing.T) {
 	o := parse(t, "--break="+VariantLateRequestMetadataShared)
 	for _, d := range prepareOf(t, o.reachOption(), "a").Claims["a"].Devices {
 		want := map[string]string{"gpu-0": "[gpu.dralab.dev/gpu=a-gpu-0 gpu.dralab.dev/metadata=a_r0 gpu.dralab.dev/metadata=a_r1]",
-			"gpu-1": "[gpu.dralab.dev/gpu=a-gpu-1 gpu.dralab.dev/metadata=a_r1]", "gpu-2": "[gpu.dralab.dev/gpu=a-gpu-2 gpu.dralab.dev/metadata=a_r1]"}
+			"gpu-1": "[gpu.dralab.dev/gpu=a-gpu-1 gpu.dralab.dev/metadata=a_r1 gpu.dralab.dev/metadata=a_r0]",
+			"gpu-2": "[gpu.dralab.dev/gpu=a-gpu-2 gpu.dralab.dev/metadata=a_r1 gpu.dralab.dev/metadata=a_r0]"}
 		if got := fmt.Sprint(d.CdiDeviceIds); got != want[d.DeviceName] {
 			t.Errorf("%s: CDI devices %s, want %s", d.DeviceName, got, want[d.DeviceName])
 		}
