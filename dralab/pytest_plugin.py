@@ -30,6 +30,7 @@ from suites.framework.drivers import DriverUnderTest
 from suites.framework import waits
 from suites.framework.evidence import Evidence
 from suites.framework.verdicts import Blocked
+from suites.kubelet_plugin import generated
 
 if TYPE_CHECKING:
     from drivers_under_test.profile import DriverProfile
@@ -712,6 +713,9 @@ def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) 
         attached.insert(0, ("lab diagnosis", verdict.why))
     elif labs:  # the driver is at fault: its side of the story
         attached += [(f"evidence: {label}", text) for label, text in _drivers_evidence(item, labs[0])]
+    if verdict.verdict == verdicts.FAIL:  # a check over the run: the generated cases it names, to apply
+        attached += [(f"the generated case {name}, to apply", manifests) for name, manifests in
+                     generated.cases_named(item.config.stash.get(generated.RUNS, {}).values(), str(error)).items()]
     if verdict.verdict == verdicts.WARNING:
         report.outcome, report.longrepr = "passed", None
         item.user_properties.append((WARNING, str(error).splitlines()[0] if str(error) else type(error).__name__))

@@ -50,8 +50,8 @@ def generated_workloads(request: pytest.FixtureRequest, lab: Lab, api) -> Callab
     """A driver's generated workloads (suites/kubelet_plugin/generated_run.py), drawn the first time
     a check of any suite asks for them and kept for the run: `--seed S` draws the same shapes
     again, `--seeds N` draws with S, S+1, ... in turn, `--budget` shapes each."""
-    runs: dict[str, generated.Run] = {}
     config = request.config
+    runs = config.stash.setdefault(generated.RUNS, {})
 
     def of(driver: DriverUnderTest) -> generated.Run:
         if driver.name not in runs:

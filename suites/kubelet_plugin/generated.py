@@ -11,12 +11,14 @@ with its shape as YAML."""
 from __future__ import annotations
 
 import functools
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import hypothesis
+import pytest
 import yaml
 from hypothesis import strategies as st
 from kubernetes import client
@@ -61,18 +63,39 @@ class Run:
     `budget` shapes), the room a pod had, the shapes tried, the claims of the shapes whose pods
     all started (UID: namespace/name), the restarts their pods ran again after, the second driver
     of claims of two drivers (or why none), and the shrunk case of a shape that failed (the seeds
-    after its own are not drawn), or why nothing was drawn."""
+    after its own are not drawn), or why nothing was drawn; the namespace of its objects and each
+    shape's manifests by its name, for a check over the run that names one (cases_named)."""
 
     seed: int
     budget: int
     seeds: int = 1
     capacity: int = 0
+    namespace: str = ""
+    manifests: dict[str, str] = field(default_factory=dict)
     tried: list[str] = field(default_factory=list)
     started: dict[str, str] = field(default_factory=dict)
     restarted: list[str] = field(default_factory=list)
     second_driver: str = "none"
     failure: Failure | None = None
     skipped: str | None = None
+
+
+# The session's runs, by driver name (suites/conftest.py keeps them), for the plugin to attach the
+# cases a FAIL names.
+RUNS = pytest.StashKey[dict[str, Run]]()
+
+
+def cases_named(runs: Iterable[Run], text: str, most: int = 3) -> dict[str, str]:
+    """namespace/shape: the manifests of each generated shape that `text` (a check's failure)
+    names by an object of it (namespace/gen-N, namespace/gen-N-c0, ...), at most `most`."""
+    found: dict[str, str] = {}
+    for run in runs:
+        if not run.namespace:
+            continue
+        for name in re.findall(rf"\b{re.escape(run.namespace)}/(gen-\d+)\b", text):
+            if name in run.manifests and len(found) < most:
+                found.setdefault(f"{run.namespace}/{name}", run.manifests[name])
+    return found
 
 
 @dataclass(frozen=True)

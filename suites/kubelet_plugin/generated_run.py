@@ -74,12 +74,13 @@ def draw(lab: Lab, api: Any, dra_driver: DriverUnderTest, seed: int, budget: int
         return run
 
     with contextlib.ExitStack() as stack:
-        namespace = stack.enter_context(namespaces.fresh(api, "gen"))
+        namespace = run.namespace = stack.enter_context(namespaces.fresh(api, "gen"))
         other, other_room = _second_driver(lab, api, room, run, stack)
 
         def attempt(shape: generated.PodShape, seed: int) -> generated.Failure | None:
             name = f"gen-{len(run.tried)}"
             run.tried.append(f"{name} (seed {seed}): {shape}")
+            run.manifests[name] = shape.manifests(dra_driver, name, other)
             generated.start(api, namespace, dra_driver, shape, name, other)
             doing = f"pod(s) {', '.join(shape.pods(name))} with claims of {dra_driver.name} did not start"
             requirement = "KP-03"
@@ -97,7 +98,7 @@ def draw(lab: Lab, api: Any, dra_driver: DriverUnderTest, seed: int, budget: int
             except (WaitTimeout, DriverFailure) as e:
                 then = f" (then the {event} on the node of pod {name})" if requirement == "KP-07" else ""
                 return generated.Failure(f"{doing} (seed {seed}): {e}\nthe case, to apply{then}:\n"
-                                         f"{shape.manifests(dra_driver, name, other)}", requirement)
+                                         f"{run.manifests[name]}", requirement)
             finally:
                 generated.remove(api, namespace, name)
 

@@ -142,3 +142,14 @@ def test_claims_of_two_drivers_ask_the_second_for_one_device_within_its_room() -
     alone: list[PodShape] = []
     explore(pod_shapes(8), seed=1, budget=30, attempt=lambda shape: alone.append(shape))
     assert not any(s.others for s in alone), "no second driver's device without its room"
+
+
+def test_a_failure_over_the_run_gets_the_manifests_of_the_generated_shapes_it_names() -> None:
+    run = generated.Run(seed=1, budget=10, namespace="gen-2efe5def", manifests={"gen-3": "kind: Pod\n", "gen-12": "kind: Pod # 12\n"})
+    other = generated.Run(seed=1, budget=10, namespace="gen-0a0b0c0d", manifests={"gen-3": "kind: Pod # other\n"})
+    text = ("claim gen-2efe5def/gen-3-c1 (58ac0235): answered device(s) ...\n"
+            "container main of pod gen-2efe5def/gen-12 on node-1 ...; pod gen-2efe5def/gen-3-s1 again")
+    assert generated.cases_named([run, other], text) == {"gen-2efe5def/gen-3": "kind: Pod\n",
+                                                          "gen-2efe5def/gen-12": "kind: Pod # 12\n"}
+    assert generated.cases_named([run], "gen-3 of another namespace: gen-9/gen-3") == {}
+    assert len(generated.cases_named([run], text, most=1)) == 1
