@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify certify-nvml selfcheck seeds matrix qualify test test-e2e test-long test-faults test-kind test-ci-templates perf-check perf-allocator
+.PHONY: packages setup certify certify-nvml selfcheck seeds matrix qualify test test-unit test-e2e test-long test-faults test-kind test-ci-templates perf-check perf-allocator
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -92,10 +92,15 @@ LONG_RUNS = tests/e2e/test_selfcheck.py tests/e2e/test_public_drivers.py
 test: setup
 	cd drivers_under_test && go test ./...
 	cd reports/perf/allocbench && go test -bench . -benchtime 1x ./...
-	$(PYTHON) -m pytest tests suites $(PERF_RUNS:%=--ignore=%) $(LONG_RUNS:%=--ignore=%) $(E2E_RUNS:%=--ignore=%) \
-		--ignore=$(CI_TEMPLATES) $(FAULT_RUNS:%='--deselect=%') \
+	$(MAKE) test-unit
+	$(PYTHON) -m pytest tests suites --ignore=tests/unit $(PERF_RUNS:%=--ignore=%) $(LONG_RUNS:%=--ignore=%) \
+		$(E2E_RUNS:%=--ignore=%) --ignore=$(CI_TEMPLATES) $(FAULT_RUNS:%='--deselect=%') \
 		--durations=25
 	$(DRALAB) residue
+
+# The Python unit tests alone (no lab), one worker a core (pytest-xdist).
+test-unit: packages
+	$(PYTHON) -m pytest -n 2 tests/unit
 
 test-e2e: setup
 	$(PYTHON) -m pytest $(E2E_RUNS) $(FAULT_RUNS:%='--deselect=%') --durations=10
