@@ -33,7 +33,7 @@ selfcheck: setup
 	$(DRALAB) selfcheck --out $(SELFCHECK)
 
 # MUT-03's sweep for false FAILs, not part of test: the reference DRA drivers and every valid variant of
-# them certified on the checks over generated workloads (KP-03 to KP-07; MD-01, -02, -04, -08, -10, -16;
+# them certified on the checks over generated workloads (KP-03 to KP-07; MD-01 to -04, -08, -10, -16, -19;
 # ST-02, -07, -08), drawn with seeds 1 to $(SEEDS) in turn, none may FAIL; selfcheck.json and .html in
 # $(SWEEP). 13 to 32 minutes a case with 10 seeds (794-1891 s measured), 21 cases.
 SEEDS ?= 10

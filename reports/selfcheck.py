@@ -36,8 +36,8 @@ CONFIGURATIONS = {METADATA_DISABLED}
 # containers and the claims of the generated workloads (suites/kubelet_plugin, suites/device_metadata/
 # in_containers.py, suites/resource_claim_status/test_status_over_the_run.py), whatever the
 # variant's choice concerns.
-SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-04", "MD-08", "MD-10", "MD-16",
-         "ST-02", "ST-07", "ST-08"]
+SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-10", "MD-16",
+         "MD-19", "ST-02", "ST-07", "ST-08"]
 
 
 @dataclass(frozen=True)

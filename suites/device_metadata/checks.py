@@ -9,7 +9,7 @@ from kubernetes import client
 
 from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
-from suites.device_metadata import paths
+from suites.device_metadata import in_containers, paths
 from suites.device_metadata.scenario import Scenario
 from suites.framework import pods, slices
 from suites.framework.metadata_file import KNOWN_VERSIONS, V1BETA1, parse_stream, problems
@@ -53,7 +53,6 @@ def content(s: Scenario, ev: Evidence) -> None:  # MD-02
                 f"devices {listed} differ from the claim's allocation {sorted(s.allocated(request))}"
 
 
-ATTRIBUTE_TYPES = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 
 
 def attributes_typed_and_agree(s: Scenario, ev: Evidence) -> None:  # MD-03
@@ -62,15 +61,11 @@ def attributes_typed_and_agree(s: Scenario, ev: Evidence) -> None:  # MD-03
     for r in s.requests:
         for device in s.stream_in(r.container, r.name).first_known()["requests"][0]["devices"]:
             attrs = device.get("attributes", {})
-            # Both sides qualified: "index" in one and "<driver>/index" in the other are one attribute.
             in_slice = slices.qualified(published.get((device["pool"], device["name"]), {}), s.driver.name)
             ev.add(f"{device['name']}: file vs slice", {"file": attrs, "slice (qualified names)": in_slice})
             seen += len(attrs)
-            for name, value in attrs.items():
-                assert len(value) == 1 and next(iter(value)) in ATTRIBUTE_TYPES, f"{name}: {value}"
-                want = in_slice.get(slices.qualified_name(name, s.driver.name))
-                if want is not None:
-                    assert value == want, f"{device['name']} attribute {name}: file {value}, slice {want}"
+            found = in_containers.attribute_problems(device, published, s.driver.name)
+            assert not found, "; ".join(found)
     # The framework writes a file without attributes when a driver gives none: valid, nothing to judge.
     require(seen, f"no device in {s.driver.name}'s metadata files carries attributes",
             "MD-03 judges attributes a driver writes; a driver that writes none has nothing to check")

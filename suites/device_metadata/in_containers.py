@@ -5,7 +5,8 @@ request of it that it uses (MD-01 for a claim referenced by name, MD-08 for one 
 template), none for any other request (MD-04), and each file lists exactly the devices the
 allocation gives the driver for that request, in a metadata object of that claim (MD-02), each
 with networkData that describes the interface a pod of the claim has (MD-16, deferred metadata:
-what the containers printed of their interfaces at their start)."""
+what the containers printed of their interfaces at their start), with typed attributes that
+agree with those its ResourceSlice publishes (MD-03), every object valid v1beta1 (MD-19)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,41 @@ from dataclasses import dataclass
 from typing import Any
 
 from suites.device_metadata import paths
+from suites.framework import metadata_file, slices
 from suites.framework.metadata_file import MetadataError, parse_stream
 from suites.resource_claim_status import network_data
+
+ATTRIBUTE_TYPES = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
+Published = dict[tuple[str, str], dict[str, Any]]  # (pool, device): its attributes in the driver's slices
+
+
+def attribute_problems(device: dict[str, Any], published: Published, driver: str) -> list[str]:
+    """How a device of a metadata file breaks MD-03: an attribute that is not one typed value, or
+    whose value differs from its device's in the slices (`published`; both sides qualified:
+    "index" in one and "<driver>/index" in the other are one attribute)."""
+    in_slice = slices.qualified(published.get((device.get("pool", ""), device.get("name", "")), {}), driver)
+    found = []
+    for name, value in (device.get("attributes") or {}).items():
+        if not (isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ATTRIBUTE_TYPES):
+            found.append(f"{device.get('name')} attribute {name}: {value} is not one typed value")
+        elif (want := in_slice.get(slices.qualified_name(name, driver))) is not None and value != want:
+            found.append(f"{device.get('name')} attribute {name}: file {value}, slice {want}")
+    return found
+
+
+def attributes_seen(records: list[dict[str, Any]], driver: str) -> int:
+    """How many attributes the devices of `driver` carry in the readable files of `driver` the
+    containers of `records` saw (MD-03's subject)."""
+    count = 0
+    for record in records:
+        for path, text in record["files"].items():
+            if path.endswith(f"/{driver}-metadata.json"):
+                try:
+                    devices = parse_stream(text).first_known()["requests"][0].get("devices") or []
+                except (MetadataError, KeyError, IndexError):
+                    continue  # MD-02's
+                count += sum(len(d.get("attributes") or {}) for d in devices if d.get("driver") == driver)
+    return count
 
 
 @dataclass(frozen=True)
@@ -57,11 +91,11 @@ def expected(record: dict[str, Any], allocated: dict[str, dict[str, Any]], drive
 
 
 def problems(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]], driver: str,
-             deferred: bool = False) -> dict[str, list[str]]:
-    """Each violation of MD-01, MD-02, MD-04, MD-08 and, for a driver of deferred metadata, MD-16
-    over `records`, by requirement; a container whose claims' allocations are unknown is left out
-    (see judged)."""
-    found: dict[str, list[str]] = {"MD-01": [], "MD-02": [], "MD-04": [], "MD-08": [], "MD-16": []}
+             deferred: bool = False, published: Published | None = None) -> dict[str, list[str]]:
+    """Each violation of MD-01, MD-02, MD-04, MD-08, MD-19, MD-03 (with the slices' attributes,
+    `published`) and, for a driver of deferred metadata, MD-16 over `records`, by requirement; a
+    container whose claims' allocations are unknown is left out (see judged)."""
+    found: dict[str, list[str]] = {r: [] for r in ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19")}
     suffix = f"/{driver}-metadata.json"
     pods = network_data.pods_of_claims(records)
     for record in records:
@@ -77,8 +111,15 @@ def problems(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]]
                     f"(its files of {driver}: {sorted(seen) or 'none'})")
             elif why := _content_problem(seen[path], e, driver):
                 found["MD-02"].append(f"{where}: {path}: {why}")
-            elif deferred and (why := _network_problem(seen[path], driver, pods.get(e.uid) or {})):
-                found["MD-16"].append(f"{where}: {path}: {why}")
+            else:
+                stream = parse_stream(seen[path])
+                found["MD-19"] += [f"{where}: {path}: {obj.get('apiVersion')}: {p}" for obj in stream.objects
+                                   for p in metadata_file.problems(obj)]
+                if published is not None:
+                    found["MD-03"] += [f"{where}: {path}: {p}" for d in stream.first_known()["requests"][0].get("devices") or []
+                                       if d.get("driver") == driver for p in attribute_problems(d, published, driver)]
+                if deferred and (why := _network_problem(seen[path], driver, pods.get(e.uid) or {})):
+                    found["MD-16"].append(f"{where}: {path}: {why}")
         for path in sorted(set(seen) - set(want)):
             found["MD-04"].append(f"{where} has {path}, a request it does not use (it uses {record['uses']}; "
                                   f"its files of {driver} should be {sorted(want) or 'none'})")

@@ -12,6 +12,7 @@ import pytest
 from clusters.providers import Lab
 from drivers_under_test.profile import Capability
 from suites.device_metadata import in_containers
+from suites.framework import slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.kubelet_plugin import generated
@@ -27,10 +28,11 @@ SUBJECTS: dict[str, tuple[Callable[[dict[str, Any]], bool], str]] = {
 
 
 def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, run: generated.Run, evidence: Evidence,
-           subject: str | None = None, rules: tuple[str, ...] = ()) -> None:
+           subject: str | None = None, rules: tuple[str, ...] = (), published: in_containers.Published | None = None) -> None:
     """`requirement` (by the rules of in_containers.problems it names, or `rules`) over the
     containers the run saw using requests of the driver (the subject, before its properties;
-    `subject` narrows it, a key of SUBJECTS), the driver's generated workloads `run` among them."""
+    `subject` narrows it, a key of SUBJECTS), the driver's generated workloads `run` among them;
+    `published`, the attributes of the driver's devices in its slices (MD-03)."""
     if run.skipped:
         pytest.skip(run.skipped)
     records, allocated = lab.container_files(), lab.claims_allocated()
@@ -43,7 +45,7 @@ def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, ru
         pytest.skip(f"no container the run saw used a request of {driver.name}{words} (seed {run.seed}; another "
                     "--seed or a larger --budget draws some), or the claims' allocations are not logged (a cluster "
                     "dralab did not start)")
-    found = in_containers.problems(judged, allocated, driver.name, driver.has(Capability.METADATA_DEFERRED))
+    found = in_containers.problems(judged, allocated, driver.name, driver.has(Capability.METADATA_DEFERRED), published)
     problems = [p for rule in rules or (requirement,) for p in found[rule]]
     evidence.add("what the containers with a violation found", [_shown(r) for r in judged
                                                                if any(f"pod {r['namespace']}/{r['pod']} " in p for p in problems)][:10])
@@ -99,3 +101,23 @@ def test_every_container_finds_network_data_that_describes_the_pods_interface(
     metadata_driver.requires(Capability.METADATA_DEFERRED)
     _judge("MD-16", "metadata files lack networkData at the container's start, or it does not describe the pod's "
                     "interface", lab, metadata_driver, workloads, evidence)
+
+
+@pytest.mark.requirement("MD-03")
+def test_every_file_a_container_has_carries_the_attributes_its_slices_publish(
+        lab: Lab, api, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    seen = in_containers.attributes_seen(lab.container_files(), metadata_driver.name)
+    evidence.observe("attributes seen", f"{seen} attribute(s) of {metadata_driver.name}'s devices in the files recorded")
+    if not seen:  # the framework writes a file without attributes when a driver gives none: nothing to judge
+        pytest.skip(f"no device in the metadata files of {metadata_driver.name} the run's containers saw carries "
+                    f"attributes (seed {workloads.seed})")
+    published = {(d.pool, d.name): d.attributes for d in slices.published(api, metadata_driver.name)}
+    _judge("MD-03", "metadata files carry attributes that are not one typed value or differ from the slices'", lab,
+           metadata_driver, workloads, evidence, published=published)
+
+
+@pytest.mark.requirement("MD-19")
+def test_every_object_of_every_file_a_container_has_is_valid_v1beta1(
+        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    _judge("MD-19", "metadata files hold objects that break the v1beta1 validation rules", lab, metadata_driver,
+           workloads, evidence)

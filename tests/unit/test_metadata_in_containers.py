@@ -46,7 +46,7 @@ def test_a_container_with_the_files_of_what_it_uses_and_no_other_passes() -> Non
     by_request = _record([{"name": "c0", "request": "r1"}, {"name": "c1", "request": None}],
                          {f"{C0}/r1/{D}-metadata.json": GOOD[f"{C0}/r1/{D}-metadata.json"],
                           f"{T1}/r0/{D}-metadata.json": _file("u2", "r0", ["gpu-3"])})
-    assert in_containers.problems([whole, by_request], ALLOCATED, D) == {"MD-01": [], "MD-02": [], "MD-04": [], "MD-08": [], "MD-16": []}
+    assert in_containers.problems([whole, by_request], ALLOCATED, D) == {r: [] for r in ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19")}
     assert in_containers.judged([whole, _record([], {})], ALLOCATED, D) == [whole], "a container using nothing is no subject"
 
 
@@ -93,6 +93,35 @@ def test_md16_a_deferred_drivers_file_has_network_data_of_an_interface_a_pod_of_
     assert "pod n/gen-0: the pod has no interface with networkData's interfaceName net2" in md16(seen({"interfaceName": "net2"}))[0]
     # a claim shared by two pods: the VF is in the other pod's namespace
     assert md16(seen(NET1, "gen-0", [ETH0]), seen(NET1, "gen-1")) == []
+
+
+def _with_attributes(text: str, attributes: dict, api_version: str | None = None) -> str:
+    obj = json.loads(text)
+    for d in obj["requests"][0]["devices"]:
+        d["attributes"] = attributes
+    if api_version:
+        obj["apiVersion"] = api_version
+    return json.dumps(obj)
+
+
+def test_md03_and_md19_judge_every_file_a_container_has() -> None:
+    r1 = f"{C0}/r1/{D}-metadata.json"
+    published = {("node-1", "gpu-2"): {"index": {"int": 2}, "dralab.dev/model": {"string": "emulated"}}}
+
+    def found(attributes: dict, rule: str, api_version: str | None = None) -> list[str]:
+        record = _record([{"name": "c0", "request": "r1"}], {r1: _with_attributes(GOOD[r1], attributes, api_version)})
+        return in_containers.problems([record], ALLOCATED, D, published=published)[rule]
+
+    # qualified or not, one attribute; one the slice lacks is not compared
+    assert found({f"{D}/index": {"int": 2}, "dralab.dev/model": {"string": "emulated"}, "extra": {"bool": True}}, "MD-03") == []
+    assert found({"index": {"int": 3}}, "MD-03") == [f"container main of pod n/gen-0 on node-1: {r1}: gpu-2 attribute "
+                                                     "index: file {'int': 3}, slice {'int': 2}"]
+    assert "is not one typed value" in found({"index": {"int": 2, "string": "2"}}, "MD-03")[0]
+    assert found({}, "MD-19") == []
+    assert found({f"a{i}": {"int": i} for i in range(33)}, "MD-19"), "33 attributes break the v1beta1 rules"
+    records = [_record([{"name": "c0", "request": "r1"}], {r1: _with_attributes(GOOD[r1], {"index": {"int": 2}})}),
+               _record([], {f"{C0}/r1/{D}-metadata.json": "not json"})]
+    assert in_containers.attributes_seen(records, D) == 1
 
 
 def test_a_container_whose_claims_allocation_is_unknown_is_not_judged() -> None:

@@ -96,7 +96,8 @@ def test_every_shipped_valid_variant_is_checked_on_some_requirement_of_its_drive
 def test_a_seed_sweep_checks_every_valid_variant_of_a_dra_driver_on_the_generated_workloads_checks() -> None:
     attribute_domain = next(c for c in cases() if c.name == "gpu:attribute-domain")  # concerns MD only
     assert _suites_of(attribute_domain, None, sweep=True).split(",") == [
-        "DEP", "KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-04", "MD-08", "MD-10", "ST-07", "ST-08"]
+        "DEP", "KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-10", "MD-19",
+        "ST-07", "ST-08"]
     several_pools = next(c for c in cases() if c.name == "net:several-pools")  # a network driver's: MD-16, ST-02 too
     assert {"MD-16", "ST-02"} <= set(_suites_of(several_pools, None, sweep=True).split(","))
     assert _suites_of(several_pools, "ST-02,MD-16", sweep=True) == "DEP,MD-16,ST-02", "--only narrows a sweep"
