@@ -240,13 +240,14 @@ def not_ready_over_the_run(versions: list[dict[str, Any]], pod_versions: list[di
 
 def network_data_over_the_run(versions: list[dict[str, Any]], records: list[dict[str, Any]],
                               driver: str) -> tuple[int, list[str]]:
-    """ST-02 over a run's claim log and its generated pods' container records: each device of
-    `driver` in a claim a recorded pod used gets an entry whose networkData describes the
-    interface some pod of the claim has (a VF is in one pod's network namespace, whoever shares
-    its claim). Each pod is judged on the entry as the claim stood when its container printed
-    its interfaces or, for a driver that writes it later, on its first version with networkData
-    after that (a restart later in the run may give the pod other interfaces). The devices
-    judged and the problems."""
+    """ST-02 over a run's claim log and its generated pods' container records: the networkData of
+    each device of `driver` in a claim a recorded pod used describes the interface some pod of
+    the claim has (a VF is in one pod's network namespace, whoever shares its claim). Each pod is
+    judged on the entry as the claim stood when its container printed its interfaces or, for a
+    driver that writes it later, on its first version with networkData after that (a restart
+    later in the run may give the pod other interfaces); a device with networkData in no
+    version is not judged (a generated pod may be gone before a driver that reports later
+    writes it; the fixed scenario waits for it). The devices judged and the problems."""
     by_uid: dict[str, list[dict[str, Any]]] = {}
     for v in versions:
         by_uid.setdefault(v["uid"], []).append(v)
@@ -257,20 +258,24 @@ def network_data_over_the_run(versions: list[dict[str, Any]], records: list[dict
         last = [v for v in history if claims.allocated(v, driver)][-1:]
         allocated = {(r["pool"], r["device"]) for v in last for r in claims.allocated(v, driver)}
         for pool, device in sorted(allocated):
-            judged += 1
-            why = {pod: _network_data_problem(history, when, driver, pool, device, interfaces)
-                   for pod, (when, interfaces) in sorted(seen.items())}
-            if all(why.values()):
+            why = {pod: w for pod, (when, interfaces) in sorted(seen.items())
+                   if (w := _network_data_problem(history, when, driver, pool, device, interfaces)) != NOT_REPORTED}
+            judged += bool(why)
+            if why and all(why.values()):
                 claim = f"{last[0]['namespace']}/{last[0]['name']} ({uid})"
                 problems.append(f"claim {claim}, device {pool}/{device} of {driver}: " +
                                 "; ".join(f"pod {pod}: {w}" for pod, w in why.items()))
     return judged, problems
 
 
+NOT_REPORTED = "no networkData when its container started, nor after"
+
+
 def _network_data_problem(history: list[dict[str, Any]], when: str, driver: str, pool: str, device: str,
                           interfaces: list[dict[str, Any]]) -> str | None:
     """Why the entry of `device` in a claim's `history`, as it stood at `when` (or first reported
-    networkData after), does not describe `interfaces`; None if it does."""
+    networkData after), does not describe `interfaces`: NOT_REPORTED if it has none; None if it
+    describes them."""
     def reported(v: dict[str, Any]) -> dict[str, Any] | None:
         entry = next((e for e in claims.device_status(v, driver) if (e["pool"], e["device"]) == (pool, device)), None)
         return (entry or {}).get("networkData") if network_data.reported((entry or {}).get("networkData")) else None
@@ -278,9 +283,7 @@ def _network_data_problem(history: list[dict[str, Any]], when: str, driver: str,
     before = [v for v in history if datetime.fromisoformat(v["start"]) <= at][-1:]
     after = (reported(v) for v in history if datetime.fromisoformat(v["start"]) > at)
     nd = next((nd for nd in [*map(reported, before), *after] if nd), None)
-    if nd is None:
-        return "no entry with networkData when its container started, nor after"
-    return network_data.not_described(nd, interfaces)
+    return NOT_REPORTED if nd is None else network_data.not_described(nd, interfaces)
 
 
 def network_data_matches_the_pod(o: Observed, ev: Evidence) -> None:  # ST-02

@@ -178,6 +178,7 @@ def test_st02_over_the_run_judges_each_device_on_the_entry_of_its_pods_start() -
     deallocated = {**_version("09", None), "status": {}}
     assert over([_version("01", NET1), deallocated], [_printed("gen-0", "05")], "vf.dralab.dev") == (1, []), \
         "judged on the claim's last allocation"
-    assert "no entry with networkData" in over([_version("01", None)], [_printed("gen-0", "05")], "vf.dralab.dev")[1][0]
+    assert over([_version("01", None)], [_printed("gen-0", "05")], "vf.dralab.dev") == (0, []), \
+        "networkData in no version: not judged (the pod may be gone before a later writer reports it)"
     assert over([_version("01", NET1)], [_printed("gen-0", "05", None)], "vf.dralab.dev") == (0, []), \
         "a container that printed no interfaces judges nothing"
