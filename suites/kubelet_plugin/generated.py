@@ -207,11 +207,16 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False,
     else:
         counts = draw(st.lists(st.lists(st.integers(1, 2), min_size=1, max_size=2).map(tuple), min_size=1, max_size=3)
                       .filter(lambda cs: sum(map(sum, cs)) <= max_devices))
-    uses = [(c, r) for c, requests in enumerate(counts) for r in (None, *range(len(requests)))]
-    containers = draw(st.lists(st.lists(st.sampled_from(uses), min_size=0, max_size=3, unique=True).map(tuple),
-                               min_size=1, max_size=3).map(tuple))
-    # A container uses a claim whole or by request, not both (the API server refuses the mix).
-    containers = tuple(tuple(u for u in used if u[1] is None or (u[0], None) not in used) for used in containers)
+    # Each container takes of each claim nothing, the whole claim, one request (twice as likely:
+    # MD-04's subject, which a list drawn from all the uses made rare) or each request by name;
+    # never a claim whole and by request (the API server refuses the mix).
+    def of_claim(c: int, requests: tuple[int, ...]) -> st.SearchStrategy[tuple[tuple[int, int | None], ...]]:
+        singles = [((c, r),) for r in range(len(requests))]
+        every = [tuple((c, r) for r in range(len(requests)))] if len(requests) > 1 else []
+        return st.sampled_from([(), ((c, None),), *singles, *singles, *every])
+    container = st.tuples(*(of_claim(c, requests) for c, requests in enumerate(counts))).map(
+        lambda per_claim: tuple(use for uses in per_claim for use in uses))
+    containers = draw(st.lists(container, min_size=1, max_size=3).map(tuple))
     templated = frozenset(draw(st.sets(st.sampled_from(range(len(counts))))))
     init = len(containers) > 1 and draw(st.booleans())
     sharers = 0 if one_device or len(templated) == len(counts) else draw(st.integers(0, 1))

@@ -115,7 +115,7 @@ def test_what_restarts_is_one_the_lab_can_restart_and_bursts_fit_the_node() -> N
     driver_only()
     assert seen == {None, "driver"}
     drawn: list[PodShape] = []
-    explore(pod_shapes(8), seed=1, budget=30, attempt=lambda shape: drawn.append(shape))
+    explore(pod_shapes(8), seed=2, budget=40, attempt=lambda shape: drawn.append(shape))
     assert {s.restart for s in drawn} == {None, *generated.RESTARTED}
     assert max(s.copies for s in drawn) > 2, "a burst of more than two pods at once"
 
@@ -153,3 +153,12 @@ def test_a_failure_over_the_run_gets_the_manifests_of_the_generated_shapes_it_na
                                                           "gen-2efe5def/gen-12": "kind: Pod # 12\n"}
     assert generated.cases_named([run], "gen-3 of another namespace: gen-9/gen-3") == {}
     assert len(generated.cases_named([run], text, most=1)) == 1
+
+
+def test_a_container_often_uses_one_request_of_a_claim_of_several_alone() -> None:
+    """MD-04's subject: one request of a claim alone, the other's file absent."""
+    drawn: list[PodShape] = []
+    explore(pod_shapes(8), seed=1, budget=30, attempt=lambda shape: drawn.append(shape))
+    alone = [s for s in drawn if any(len(s.claims[c]) > 1 and [u for u in used if u[0] == c] == [(c, r)]
+                                     for used in s.containers for c, r in used if r is not None)]
+    assert len(alone) >= 10, f"{len(alone)} of {len(drawn)} shapes have a container using one request of several alone"
