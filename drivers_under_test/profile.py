@@ -162,6 +162,9 @@ class Variant(Model):
         "for a valid variant (MUT-02): the requirement IDs or suites (MD, ST-01) its choice can change the outcome "
         "of; `dralab selfcheck` certifies it on those and DEP instead of on every requirement of the driver "
         "(empty: every one)"))
+    seeds: int = Field(default=1, ge=1, description=(
+        "for a broken variant whose fault only the generated workloads show (MUT-03): how many seeds of them "
+        "`dralab selfcheck` draws in turn, each --budget shapes, so that a shape showing it comes up in every run"))
 
     _lab_owned = field_validator("parameters")(_not_lab_owned)
 

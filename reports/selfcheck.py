@@ -51,6 +51,7 @@ class Case:
     warns: list[str] = field(default_factory=list)
     violations: dict[str, str] = field(default_factory=dict)  # ID -> what its FAIL message must say (a regex)
     concerns: list[str] = field(default_factory=list)  # a valid variant: the IDs or suites its choice can change
+    seeds: int = 1  # of generated workloads, drawn in turn (Variant.seeds)
 
     @property
     def name(self) -> str:
@@ -73,7 +74,7 @@ def cases() -> list[Case]:
             if variant in CONFIGURATIONS:
                 continue
             found.append(Case(variant, profile.name, BROKEN if v.breaks else VALID, list(v.breaks), list(v.warns),
-                              dict(v.violations), list(v.concerns)))
+                              dict(v.violations), list(v.concerns), v.seeds))
     return found
 
 
@@ -187,7 +188,7 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
                                  drivers=[load_profile(case.driver)],
                                  variant=None if case.variant == REFERENCE else case.variant,
                                  lab_prefix=lab_prefix, reuse_labs=True,
-                                 **({"seed": 1, "seeds": seeds} if seeds else {}))
+                                 **({"seed": 1, "seeds": seeds} if seeds else {"seeds": case.seeds}))
             started = time.monotonic()
             try:
                 report = suite_run.report(suite_run.pytest(), {}, {})

@@ -165,3 +165,9 @@ def test_a_lab_prefix_names_labs_or_is_refused_with_the_fix() -> None:
     for bad in ("Bad", "-x", "x_y", "a" * 17):
         with pytest.raises(BadInput, match="--lab-prefix .*say --lab-prefix self2"):
             _lab_prefix(bad)
+
+
+def test_a_variant_only_the_generated_workloads_show_draws_the_seeds_its_profile_names() -> None:
+    by_name = {c.name: c for c in cases()}
+    assert by_name["gpu:third-claim-unanswered"].seeds == 2 and by_name["gpu:restore-first-device-only"].seeds == 2
+    assert by_name["gpu:any-request"].seeds == 1, "a fixed scenario shows it: one seed"
