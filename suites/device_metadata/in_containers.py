@@ -113,12 +113,12 @@ def problems(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]]
                 found["MD-02"].append(f"{where}: {path}: {why}")
             else:
                 stream = parse_stream(seen[path])
+                devices = [d for d in stream.first_known()["requests"][0].get("devices") or [] if d.get("driver") == driver]
                 found["MD-19"] += [f"{where}: {path}: {obj.get('apiVersion')}: {p}" for obj in stream.objects
                                    for p in metadata_file.problems(obj)]
                 if published is not None:
-                    found["MD-03"] += [f"{where}: {path}: {p}" for d in stream.first_known()["requests"][0].get("devices") or []
-                                       if d.get("driver") == driver for p in attribute_problems(d, published, driver)]
-                if deferred and (why := _network_problem(seen[path], driver, pods.get(e.uid) or {})):
+                    found["MD-03"] += [f"{where}: {path}: {p}" for d in devices for p in attribute_problems(d, published, driver)]
+                if deferred and (why := _network_problem(devices, pods.get(e.uid) or {})):
                     found["MD-16"].append(f"{where}: {path}: {why}")
         for path in sorted(set(seen) - set(want)):
             found["MD-04"].append(f"{where} has {path}, a request it does not use (it uses {record['uses']}; "
@@ -150,11 +150,10 @@ def _content_problem(text: str, e: Expected, driver: str) -> str | None:
     return None
 
 
-def _network_problem(text: str, driver: str, pods: dict[str, tuple[str, network_data.Interfaces]]) -> str | None:
-    """Why the devices of `driver` a file (read at a container's start, its content otherwise
-    right) lists lack networkData, or have networkData that describes no interface of the claim's
+def _network_problem(devices: list[dict[str, Any]], pods: dict[str, tuple[str, network_data.Interfaces]]) -> str | None:
+    """Why the driver's `devices` of a file (read at a container's start, its content otherwise
+    right) lack networkData, or have networkData that describes no interface of the claim's
     `pods` (pod: when, interfaces; a VF is in one pod's namespace, whoever shares its claim)."""
-    devices = [d for d in parse_stream(text).first_known()["requests"][0].get("devices") or [] if d.get("driver") == driver]
     for d in devices:
         if not network_data.reported(d.get("networkData")):
             return f"device {d.get('pool')}/{d.get('name')} has no networkData at the container's start"

@@ -71,18 +71,15 @@ def matches_the_pod(subject: str, nd: dict[str, Any] | None, observe: Observe, e
     """Assert that networkData `nd` of `subject` (a device) reports something and that what it
     reports is what the pod sees."""
     fields = reported(nd)
-    assert fields, f"{subject}: networkData {nd or '(none)'} reports none of {', '.join(FIELDS)}"
-    interfaces = pod_interfaces(observe, fields)
+    interfaces = pod_interfaces(observe, fields) if fields else []
     ev.add(f"{subject}: the pod's interfaces, networkData {fields}", interfaces)
-    seen = pick(fields, interfaces)
-    assert seen is not None, f"{subject}: the pod has no interface with networkData's {how_found(fields)}"
-    wrong = mismatches(fields, seen)
-    assert not wrong, f"{subject}: networkData " + "; ".join(wrong)
+    why = not_described(nd, interfaces)
+    assert why is None, f"{subject}: {why}"
 
 
 def not_described(nd: dict[str, Any] | None, interfaces: list[dict[str, Any]]) -> str | None:
-    """Why networkData `nd` does not describe one of `interfaces` (netif.parse's, a pod's), None
-    when it does; non-canonical CIDRs in ips are a reason too."""
+    """Why networkData `nd` does not describe one of `interfaces` (pod_interfaces' or netif.parse's,
+    a pod's), None when it does; non-canonical CIDRs in ips are a reason too."""
     fields = reported(nd)
     if not fields:
         return f"networkData {nd or '(none)'} reports none of {', '.join(FIELDS)}"
@@ -92,7 +89,8 @@ def not_described(nd: dict[str, Any] | None, interfaces: list[dict[str, Any]]) -
     if seen is None:
         return f"the pod has no interface with networkData's {how_found(fields)} (it has " \
                f"{sorted(str(i['interfaceName']) for i in interfaces)})"
-    return "; ".join(mismatches(fields, seen)) or None
+    wrong = mismatches(fields, seen)
+    return "networkData " + "; ".join(wrong) if wrong else None
 
 
 Interfaces = list[dict[str, Any]]

@@ -174,7 +174,7 @@ def test_st02_over_the_run_judges_each_device_on_the_entry_of_its_pods_start() -
                 "vf.dralab.dev") == (1, [])
     judged, problems = over([_version("01", MISMATCH["networkData"])], [_printed("gen-0", "05")], "vf.dralab.dev")
     assert judged == 1 and problems[0].startswith("claim n/gen-0-c0 (u1), device node-1/ens1f0-vf0 of vf.dralab.dev: "
-                                                  "pod n/gen-0: ips ['10.97.0.6/24'")
+                                                  "pod n/gen-0: networkData ips ['10.97.0.6/24'")
     deallocated = {**_version("09", None), "status": {}}
     assert over([_version("01", NET1), deallocated], [_printed("gen-0", "05")], "vf.dralab.dev") == (1, []), \
         "judged on the claim's last allocation"
