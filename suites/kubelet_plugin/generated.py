@@ -47,7 +47,7 @@ RESTART_EVENTS = {"driver": "driver restart", **restarts.RESTARTS}
 MAX_COPIES = 4
 # What each container of a generated pod runs: it prints its network interfaces and the device
 # metadata files it finds, which the checks over the trace judge (suites/device_metadata/
-# in_containers.py, suites/resource_claim_status/network_over_the_run.py), then waits.
+# in_containers.py, suites/resource_claim_status/test_status_over_the_run.py), then waits.
 DUMP = f"{netif.dump_command()}; {dump_command(paths.CONTAINER_ROOT)}"
 COMMAND = pods.until_stopped(DUMP)
 INIT_COMMAND = ["sh", "-c", DUMP]  # an init container prints them and ends
