@@ -198,6 +198,9 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
             results.append(result)
             console.print(f"  {'[green]match[/green]' if result.match else '[red]MISMATCH[/red]'} in "
                           f"{result.seconds:.0f}s: {result.why or _short(result.observed)}")
+            if any(r["verdict"] == "ERROR" for r in report["requirements"]) or not report["requirements"]:
+                # A lab that broke under this variant is not one to reuse: the next starts afresh.
+                _remove_labs(lab_prefix)
     finally:
         _remove_labs(lab_prefix)
     return results

@@ -171,3 +171,28 @@ def test_a_variant_only_the_generated_workloads_show_draws_the_seeds_its_profile
     by_name = {c.name: c for c in cases()}
     assert by_name["gpu:third-claim-unanswered"].seeds == 2 and by_name["gpu:restore-first-device-only"].seeds == 2
     assert by_name["gpu:any-request"].seeds == 1, "a fixed scenario shows it: one seed"
+
+
+def test_a_lab_that_broke_under_a_variant_is_removed_before_the_next(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from reports import selfcheck
+
+    reports = iter([_report("INCOMPLETE", MD_14=("ERROR", "lab component node-1-kubelet is down")),
+                    _report("NOT CERTIFIED", MD_14=("FAIL", "still there after unprepare")),
+                    _report("NOT CERTIFIED", MD_14=("FAIL", "still there after unprepare"))])
+
+    class FakeRun:
+        def __init__(self, out_dir: Path, *args: object, **kwargs: object) -> None:
+            self.out_dir = out_dir
+
+        def pytest(self) -> int:
+            return 1
+
+        def report(self, *args: object) -> dict:
+            return next(reports)
+
+    removed: list[str] = []
+    monkeypatch.setattr(selfcheck, "SuiteRun", FakeRun)
+    monkeypatch.setattr(selfcheck, "_remove_labs", removed.append)
+    results = selfcheck.run([LEAVE, LEAVE, LEAVE], tmp_path, None, lab_prefix="t")
+    assert [r.match for r in results] == [False, True, True]
+    assert removed == ["t", "t"], "after the variant the lab broke under, then at the end; not after the others"
