@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -57,8 +58,17 @@ def kill_all(path: str) -> None:
             pass
 
 
-def remove(path: str) -> list[str]:
-    """rmdir the trees bottom-up; returns the directories that could not be removed."""
+def remove(path: str, within: float = 10.0) -> list[str]:
+    """rmdir the trees bottom-up, again until `within` seconds have passed while some stay (a
+    task just killed leaves its cgroup busy until it has fully exited); returns the directories
+    that could not be removed."""
+    deadline = time.monotonic() + within
+    while (failed := _remove_once(path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return failed
+
+
+def _remove_once(path: str) -> list[str]:
     failed = []
     for tree in trees(path):
         for d in sorted((p for p in [tree, *tree.rglob("*")] if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
