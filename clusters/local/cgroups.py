@@ -58,6 +58,14 @@ def kill_all(path: str) -> None:
             pass
 
 
+def _dirs(tree: Path) -> list[Path]:
+    """The tree's directories, top first; those that vanish while it is walked left out."""
+    found = []
+    for top, dirs, _files in os.walk(tree):  # os.walk skips what vanishes; Path.rglob raises
+        found += [Path(top, d) for d in dirs]
+    return [tree, *found] if tree.is_dir() else found
+
+
 def remove(path: str, within: float = 10.0) -> list[str]:
     """rmdir the trees bottom-up, again until `within` seconds have passed while some stay (a
     task just killed leaves its cgroup busy until it has fully exited); returns the directories
@@ -71,9 +79,11 @@ def remove(path: str, within: float = 10.0) -> list[str]:
 def _remove_once(path: str) -> list[str]:
     failed = []
     for tree in trees(path):
-        for d in sorted((p for p in [tree, *tree.rglob("*")] if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        for d in sorted(_dirs(tree), key=lambda p: len(p.parts), reverse=True):
             try:
                 d.rmdir()
+            except FileNotFoundError:
+                continue  # gone meanwhile (its runtime removed it)
             except OSError as e:
                 failed.append(f"{d}: {e.strerror}")
         # The shared parent (/dralab) goes with the last lab.
