@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +65,7 @@ def find(lab: str | None = None) -> list[Residue]:
     candidates = [lab_dir] if lab_dir else (sorted(labs.iterdir()) if labs.is_dir() else [])
     for d in candidates:
         if d.exists():
-            sockets = [str(p) for p in d.rglob("*.sock")][:5]
+            # os.walk passes over what it cannot list (a dead FUSE mount: ENOTCONN); rglob raised.
+            sockets = [os.path.join(top, f) for top, _dirs, files in os.walk(d) for f in files if f.endswith(".sock")][:5]
             found.append(Residue("files", f"{d}" + (f" (sockets: {', '.join(sockets)})" if sockets else "")))
     return found + _kind(lab)
