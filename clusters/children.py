@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import signal
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from clusters.progress import console
@@ -34,6 +36,34 @@ def raise_terminated(signum: int, _frame: object) -> None:
 
 def _ignored(signum: int, _frame: object) -> None:
     console.print(f"[yellow]{signal.Signals(signum).name} again: still tearing down[/yellow]")
+
+
+@contextmanager
+def interrupts_kept() -> Iterator[None]:
+    """Ctrl-C and SIGTERM interrupt the block as usual, and one that Python dropped is raised when
+    the block ends: raised inside a finalizer (a collected Popen's __del__, say), an exception is
+    only printed, and a bring-up interrupted there would run to the end and leave its lab up."""
+    caught: list[KeyboardInterrupt] = []
+
+    def on_int(_signum: int, _frame: object) -> None:
+        caught.append(KeyboardInterrupt())
+        raise caught[-1]
+
+    def on_term(signum: int, frame: object) -> None:
+        try:
+            raise_terminated(signum, frame)
+        except Terminated as e:
+            caught.append(e)
+            raise
+
+    previous = {s: signal.signal(s, handler) for s, handler in ((signal.SIGINT, on_int), (signal.SIGTERM, on_term))}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if caught:
+        raise caught[0]
 
 
 def interrupt_on_sigterm() -> None:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from clusters.children import raise_terminated
+from clusters.children import interrupts_kept
 from clusters.config import ClusterConfig, labs_root, saved_config, state_file
 from clusters.errors import BadInput, LabBroken
 from clusters.local import cgroups, configs, hardware, kwok, network, preflight, supervisor
@@ -110,16 +109,14 @@ class LocalCluster:
             cluster.lab_dir.mkdir(parents=True)
             # Written first (it takes the slot): a crashed bring-up can always be found and torn down.
             cluster.state_file(cfg.name).write_text(cfg.model_dump_json(indent=2))
-        previous = signal.signal(signal.SIGTERM, raise_terminated)
         try:
-            cluster._bring_up()
+            with interrupts_kept():
+                cluster._bring_up()
         except BaseException:
             console.print(f"[red]bring-up of lab {cfg.name!r} failed: tearing down; logs kept under "
                           f"{labs_root() / 'logs' / cfg.name}[/red]")
             cluster.down()
             raise
-        finally:
-            signal.signal(signal.SIGTERM, previous)
         return cluster
 
     def _bring_up(self) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
 import pytest
 
-from clusters.children import Interrupted, interrupt_on_sigterm, run_to_completion
+from clusters.children import Interrupted, interrupt_on_sigterm, interrupts_kept, run_to_completion
 
 # Interrupts its parent as a terminal's Ctrl-C would, then "tears down" for a moment and exits 5.
 CHILD = """
@@ -59,3 +60,23 @@ def test_sigterm_is_passed_on_to_the_child_and_its_teardown_awaited(tmp_path) ->
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert raised.value.returncode == 7 and marker.read_text() == "torn down"
+
+
+class _Finalized:
+    """Ctrl-C arrives while a finalizer runs, as it did in a collected Popen's __del__ during a bring-up."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100):  # the handler runs between bytecodes, so here, where its raise is dropped
+            pass
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the drop itself
+def test_an_interrupt_dropped_by_a_finalizer_is_raised_when_the_block_ends() -> None:
+    before, after = signal.getsignal(signal.SIGINT), []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_kept():
+            _Finalized()  # collected at once: its __del__ runs and swallows the KeyboardInterrupt
+            after.append("the block went on")
+    assert after == ["the block went on"]
+    assert signal.getsignal(signal.SIGINT) == before
