@@ -6,6 +6,7 @@ require (
 	github.com/Mellanox/rdmamap v1.2.0
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/containerd/nri v0.12.5
+	github.com/fsnotify/fsnotify v1.9.0
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/jaypipes/ghw v0.27.0
 	github.com/jaypipes/pcidb v1.1.1

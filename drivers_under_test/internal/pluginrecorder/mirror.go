@@ -8,18 +8,23 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
 // Mirror keeps, for every registration socket in the driver registry, a recording stand-in of
-// the same name in the kubelet's registry: created when the plugin's appears, replaced when the
-// plugin's is (a restarted plugin listens anew: the kubelet must see a new socket too, as it
-// would have), removed when the plugin's goes (the kubelet unregisters it).
+// the same name in the kubelet's registry, and does to it what the plugin does to its own, event
+// by event, so that the kubelet's plugin watcher sees what it would have seen: a socket created
+// (or moved in) gets a stand-in, replaced when the plugin listens anew (the kubelet registers it
+// again); a socket removed removes the stand-in (the kubelet unregisters it); a socket moved away
+// moves the stand-in away, which the kubelet's watcher ignores (it keeps the plugin registered),
+// while the plugin's services stay reachable through their stand-ins.
 type Mirror struct {
 	DriverRegistry  string   // where plugins put their registration sockets
 	KubeletRegistry string   // the kubelet's plugins_registry
@@ -29,11 +34,9 @@ type Mirror struct {
 
 	mu      sync.Mutex
 	plugins map[string]*standIn
+	moved   []*standIn   // moved away by their plugin: only their services are still served
+	served  atomic.Int64 // names service stand-ins apart, also from those of moved and replaced ones
 }
-
-// poll is how often the driver registry is looked at: a socket's appearance reaches the kubelet
-// this much later than it would without the recorder.
-const poll = 50 * time.Millisecond
 
 func (m *Mirror) Run(ctx context.Context) error {
 	for _, dir := range []string{m.DriverRegistry, m.KubeletRegistry, m.ServiceDir} {
@@ -41,16 +44,43 @@ func (m *Mirror) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.Add(m.DriverRegistry); err != nil {
+		return err
+	}
 	m.plugins = map[string]*standIn{}
 	defer m.stopAll()
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
+	// Sockets there before the watch, as the kubelet's watcher walks its directory when it starts.
+	entries, _ := os.ReadDir(m.DriverRegistry)
+	for _, e := range entries {
+		m.created(e.Name())
+	}
 	for {
-		m.sync()
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			name := filepath.Base(ev.Name)
+			switch {
+			case ev.Has(fsnotify.Create): // also a socket moved in
+				m.created(name)
+			case ev.Has(fsnotify.Remove):
+				m.removed(name)
+			case ev.Has(fsnotify.Rename):
+				m.movedAway(name)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			m.event("", "watch error", err) // an overflowed queue: the trace must say events were lost
 		}
 	}
 }
@@ -67,39 +97,51 @@ func identify(info os.FileInfo) identity {
 	return identity{st.Ino, st.Ctim}
 }
 
-// sync compares the driver registry's sockets (by name and identity) with the stand-ins.
-func (m *Mirror) sync() {
-	found := map[string]identity{}
-	entries, _ := os.ReadDir(m.DriverRegistry)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || e.Type()&os.ModeSocket == 0 { // as the kubelet's watcher skips them
-			continue
-		}
-		if info, err := e.Info(); err == nil {
-			found[e.Name()] = identify(info)
-		}
+func (m *Mirror) created(name string) {
+	info, err := os.Lstat(filepath.Join(m.DriverRegistry, name))
+	if strings.HasPrefix(name, ".") || err != nil || info.Mode()&os.ModeSocket == 0 { // as the kubelet's watcher skips them
+		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for name, s := range m.plugins {
-		if id, ok := found[name]; !ok || id != s.id {
-			s.stop()
-			delete(m.plugins, name)
-			m.event(name, "socket removed")
+	id := identify(info)
+	if s, ok := m.plugins[name]; ok {
+		if s.id == id { // seen by the first walk and by the watch
+			return
 		}
+		s.stop()
+		delete(m.plugins, name)
 	}
-	for name, id := range found {
-		if _, ok := m.plugins[name]; ok {
-			continue
-		}
-		s, err := m.start(name, id)
-		if err != nil {
-			m.event(name, "stand-in not started", err)
-			continue
-		}
-		m.plugins[name] = s
-		m.event(name, "socket created")
+	s, err := m.start(name, id)
+	if err != nil {
+		m.event(name, "stand-in not started", err)
+		return
 	}
+	m.plugins[name] = s
+	m.event(name, "socket created")
+}
+
+func (m *Mirror) removed(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.plugins[name]; ok {
+		s.stop()
+		delete(m.plugins, name)
+		m.event(name, "socket removed")
+	}
+}
+
+func (m *Mirror) movedAway(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.plugins[name]
+	if !ok {
+		return
+	}
+	delete(m.plugins, name)
+	s.moveAway()
+	m.moved = append(m.moved, s)
+	m.event(name, "socket moved away")
 }
 
 func (m *Mirror) event(socket, what string, errs ...error) {
@@ -117,46 +159,64 @@ func (m *Mirror) stopAll() {
 	for _, s := range m.plugins {
 		s.stop()
 	}
+	for _, s := range m.moved {
+		s.stop()
+	}
 }
 
 // standIn is one plugin's: its registration socket in the kubelet's registry, and a socket for
 // each service endpoint its registration names.
 type standIn struct {
-	name     string
-	id       identity
-	mirror   *Mirror
-	conns    []*grpc.ClientConn
-	servers  []*grpc.Server
-	sockets  []string
-	mu       sync.Mutex
-	services map[string]string // the plugin's endpoint -> the stand-in's
+	name         string
+	id           identity
+	mirror       *Mirror
+	mu           sync.Mutex
+	registration *served
+	services     map[string]*served // by the plugin's endpoint
+}
+
+// served is a stand-in socket and the connection it forwards to.
+type served struct {
+	server  *grpc.Server
+	socket  string
+	backend *grpc.ClientConn
+}
+
+func (s *served) stop() {
+	s.server.Stop()
+	_ = os.Remove(s.socket)
+	_ = s.backend.Close()
 }
 
 func (m *Mirror) start(name string, id identity) (*standIn, error) {
-	s := &standIn{name: name, id: id, mirror: m, services: map[string]string{}}
-	conn, err := dial(filepath.Join(m.DriverRegistry, name))
+	s := &standIn{name: name, id: id, mirror: m, services: map[string]*served{}}
+	f := &forwarder{rec: m.Recorder, socket: name, rewrite: s.endpoint}
+	reg, err := serve(f, filepath.Join(m.DriverRegistry, name), filepath.Join(m.KubeletRegistry, name))
 	if err != nil {
 		return nil, err
 	}
-	s.conns = append(s.conns, conn)
-	f := &forwarder{backend: conn, rec: m.Recorder, socket: name, rewrite: s.endpoint}
-	if err := s.serve(f.server(), filepath.Join(m.KubeletRegistry, name)); err != nil {
-		s.stop()
-		return nil, err
-	}
+	s.registration = reg
 	return s, nil
 }
 
-func (s *standIn) serve(server *grpc.Server, socket string) error {
+// serve puts a stand-in at socket that forwards to backend.
+func serve(f *forwarder, backend, socket string) (*served, error) {
+	conn, err := dial(backend)
+	if err != nil {
+		return nil, err
+	}
+	f.backend = conn
 	_ = os.Remove(socket)
 	l, err := net.Listen("unix", socket)
 	if err != nil {
-		return err
+		_ = conn.Close()
+		return nil, err
 	}
-	s.servers = append(s.servers, server)
-	s.sockets = append(s.sockets, socket)
+	// Removed by stop, by name: a moved stand-in's old name may be a new stand-in's by then.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	server := f.server()
 	go func() { _ = server.Serve(l) }()
-	return nil
+	return &served{server: server, socket: socket, backend: conn}, nil
 }
 
 // endpoint puts the stand-in's service socket in the plugin's registration answer, started the
@@ -173,36 +233,39 @@ func (s *standIn) endpoint(method string, answer []byte) []byte {
 	defer s.mu.Unlock()
 	ours, ok := s.services[info.Endpoint]
 	if !ok {
-		ours = filepath.Join(s.mirror.ServiceDir, fmt.Sprintf("%s-%d.sock", strings.TrimSuffix(s.name, ".sock"), len(s.services)))
-		conn, err := dial(info.Endpoint)
-		if err == nil {
-			s.conns = append(s.conns, conn)
-			f := &forwarder{backend: conn, rec: s.mirror.Recorder, socket: s.name, cdiDirs: s.mirror.CDIDirs}
-			err = s.serve(f.server(), ours)
-		}
-		if err != nil { // the kubelet then talks to the plugin unrecorded: say so in the trace
+		socket := filepath.Join(s.mirror.ServiceDir, fmt.Sprintf("%s-%d.sock", strings.TrimSuffix(s.name, ".sock"), s.mirror.served.Add(1)))
+		f := &forwarder{rec: s.mirror.Recorder, socket: s.name, cdiDirs: s.mirror.CDIDirs}
+		var err error
+		if ours, err = serve(f, info.Endpoint, socket); err != nil { // the kubelet then talks to the plugin unrecorded: say so in the trace
 			s.mirror.event(s.name, "service stand-in not started", err)
 			return answer
 		}
 		s.services[info.Endpoint] = ours
 	}
-	info.Endpoint = ours
+	info.Endpoint = ours.socket
 	if b, err := proto.Marshal(info); err == nil {
 		return b
 	}
 	return answer
 }
 
+// moveAway does to the registration stand-in what the plugin did to its socket: the kubelet's
+// watcher sees it renamed, to a hidden name it ignores, and keeps the plugin registered.
+func (s *standIn) moveAway() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hidden := filepath.Join(s.mirror.KubeletRegistry, fmt.Sprintf(".%s.moved-%d", s.name, s.mirror.served.Add(1)))
+	if os.Rename(s.registration.socket, hidden) == nil {
+		s.registration.socket = hidden
+	}
+	s.registration.stop() // the kubelet dials a registration socket only when one appears
+}
+
 func (s *standIn) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, server := range s.servers {
-		server.Stop()
-	}
-	for _, socket := range s.sockets {
-		_ = os.Remove(socket)
-	}
-	for _, c := range s.conns {
-		_ = c.Close()
+	s.registration.stop()
+	for _, service := range s.services {
+		service.stop()
 	}
 }

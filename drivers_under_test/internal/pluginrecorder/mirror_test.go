@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -25,10 +26,11 @@ import (
 type plugin struct {
 	registerapi.UnimplementedRegistrationServer
 	drapb.UnimplementedDRAPluginServer
-	endpoint string
-	cdiDir   string // where it writes a claim's CDI spec before answering its prepare
-	servers  []*grpc.Server
-	notified chan *registerapi.RegistrationStatus
+	endpoint  string
+	cdiDir    string // where it writes a claim's CDI spec before answering its prepare
+	servers   []*grpc.Server
+	listeners []net.Listener
+	notified  chan *registerapi.RegistrationStatus
 }
 
 func (p *plugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
@@ -71,6 +73,7 @@ func startPlugin(t *testing.T, registry, dir, name string) *plugin {
 		s := grpc.NewServer()
 		register(s)
 		p.servers = append(p.servers, s)
+		p.listeners = append(p.listeners, l)
 		go func() { _ = s.Serve(l) }()
 	}
 	return p
@@ -79,6 +82,9 @@ func startPlugin(t *testing.T, registry, dir, name string) *plugin {
 func (p *plugin) stop() {
 	for _, s := range p.servers {
 		s.Stop()
+	}
+	for _, l := range p.listeners { // Stop alone misses one its Serve has not taken yet: the socket would stay
+		_ = l.Close()
 	}
 }
 
@@ -268,5 +274,57 @@ func TestARestartedPluginGetsANewStandIn(t *testing.T) {
 	info, err := registerapi.NewRegistrationClient(connect(t, standIn)).GetInfo(ctx, &registerapi.InfoRequest{})
 	if err != nil || info.Name != "gpu.example.com" {
 		t.Fatalf("the new stand-in should answer for the restarted plugin: %v %v", info, err)
+	}
+}
+
+// A plugin that moves its registration socket away (to a hidden name the kubelet's watcher
+// ignores) stays registered without the recorder: the kubelet's registry must see a rename too,
+// not a removal, which would unregister it, and the plugin's services must stay reachable.
+func TestAMovedSocketIsMovedNotRemoved(t *testing.T) {
+	root := shortTempDir(t)
+	m, _ := newMirror(root)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = m.Run(ctx) }()
+	waitFor(t, "the registries", func() bool { return exists(m.KubeletRegistry) })
+	standIn := filepath.Join(m.KubeletRegistry, "gpu.example.com-reg.sock")
+	p := startPlugin(t, m.DriverRegistry, root, "gpu.example.com")
+	defer p.stop()
+	waitFor(t, "the stand-in", func() bool { return exists(standIn) })
+	info, err := registerapi.NewRegistrationClient(connect(t, standIn)).GetInfo(ctx, &registerapi.InfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kubelet.Close()
+	if err := kubelet.Add(m.KubeletRegistry); err != nil {
+		t.Fatal(err)
+	}
+	hidden := filepath.Join(m.DriverRegistry, ".gpu.example.com-reg.sock")
+	if err := os.Rename(filepath.Join(m.DriverRegistry, "gpu.example.com-reg.sock"), hidden); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(hidden); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stand-in moved away", func() bool { return !exists(standIn) })
+	for deadline := time.After(200 * time.Millisecond); ; {
+		select {
+		case ev := <-kubelet.Events:
+			if ev.Name == standIn && !ev.Has(fsnotify.Rename) {
+				t.Fatalf("the kubelet's registry saw %v, not a rename", ev)
+			}
+			continue
+		case <-deadline:
+		}
+		break
+	}
+	resp, err := drapb.NewDRAPluginClient(connect(t, info.Endpoint)).NodePrepareResources(ctx,
+		&drapb.NodePrepareResourcesRequest{Claims: []*drapb.Claim{{Uid: "uid-1", Namespace: "ns", Name: "c"}}})
+	if err != nil || len(resp.Claims) != 1 {
+		t.Fatalf("the service stand-in should still forward to the plugin: %v %v", resp, err)
 	}
 }
