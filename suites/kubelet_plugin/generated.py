@@ -245,19 +245,28 @@ def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
     """Try `budget` shapes drawn with `seed`; `attempt` starts one and says why it failed, if it
     did. Returns the failure of the smallest failing shape hypothesis shrank to within
     SHRINK_SECONDS of the first failure, None if every shape passed. A shape is attempted once:
-    hypothesis's replays of a failing one get its failure as seen."""
+    hypothesis's replays of a failing one get its failure as seen. An exception out of `attempt`
+    (the lab broke, say) ends the exploration and is raised as it is: hypothesis would replay
+    the shape on the broken lab (a second node reboot) and bury the cause in a FlakyFailure."""
     failed: dict[PodShape, F] = {}
     shrinking_since: list[float] = []
+    aborted: list[Exception] = []
 
     @hypothesis.settings(max_examples=budget, deadline=None, database=None, print_blob=False,
                          suppress_health_check=list(hypothesis.HealthCheck))
     @hypothesis.seed(seed)
     @hypothesis.given(shapes)
     def one(shape: PodShape) -> None:
+        if aborted:
+            return
         if shape not in failed:
             if shrinking_since and time.monotonic() - shrinking_since[0] > SHRINK_SECONDS:
                 return  # shrinking's time is up: the smallest failing shape so far is the case
-            failure = attempt(shape)
+            try:
+                failure = attempt(shape)
+            except Exception as e:
+                aborted.append(e)
+                return
             if failure is None:
                 return
             failed[shape] = failure
@@ -268,6 +277,8 @@ def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
         one()
     except Failed as e:
         return e.args[0]
+    if aborted:
+        raise aborted[0]
     return None
 
 

@@ -8,6 +8,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from clusters.errors import LabBroken
 from drivers_under_test.profile import load_profile
 from suites.framework.drivers import DriverUnderTest
 from suites.kubelet_plugin import generated
@@ -93,6 +94,20 @@ def test_shrinking_stops_when_its_time_is_up(monkeypatch) -> None:
     failure = explore(pod_shapes(8), seed=4, budget=30, attempt=attempt)
     failing = [s for s in tried if len(s.claims) >= 2]
     assert failing == [failing[0]] and failure == str(failing[0])
+
+
+def test_a_broken_lab_ends_the_exploration_at_once_with_its_own_error() -> None:
+    tried: list[PodShape] = []
+
+    def attempt(shape: PodShape) -> str | None:
+        tried.append(shape)
+        if len(tried) == 3:
+            raise LabBroken("lab component node-1-kubelet is down")
+        return None
+
+    with pytest.raises(LabBroken, match="node-1-kubelet is down"):
+        explore(pod_shapes(8), seed=4, budget=30, attempt=attempt)
+    assert len(tried) == 3, "no shape is tried, nor the failing one replayed, on a broken lab"
 
 
 def test_the_same_seed_draws_the_same_shapes_in_the_same_order() -> None:
