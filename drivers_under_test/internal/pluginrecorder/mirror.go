@@ -250,15 +250,18 @@ func (s *standIn) endpoint(method string, answer []byte) []byte {
 }
 
 // moveAway does to the registration stand-in what the plugin did to its socket: the kubelet's
-// watcher sees it renamed, to a hidden name it ignores, and keeps the plugin registered.
+// watcher sees it renamed, to a hidden name it ignores, and keeps the plugin registered. The
+// stand-in keeps serving, as the plugin's own server does: a plugin may move its socket within
+// a call (NotifyRegistrationStatus), whose answer must still reach the kubelet. Nothing dials a
+// hidden socket, so its file goes at once.
 func (s *standIn) moveAway() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hidden := filepath.Join(s.mirror.KubeletRegistry, fmt.Sprintf(".%s.moved-%d", s.name, s.mirror.served.Add(1)))
 	if os.Rename(s.registration.socket, hidden) == nil {
 		s.registration.socket = hidden
+		_ = os.Remove(hidden)
 	}
-	s.registration.stop() // the kubelet dials a registration socket only when one appears
 }
 
 func (s *standIn) stop() {

@@ -31,6 +31,7 @@ type plugin struct {
 	servers   []*grpc.Server
 	listeners []net.Listener
 	notified  chan *registerapi.RegistrationStatus
+	onNotify  func() // within the call, before its answer
 }
 
 func (p *plugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
@@ -40,6 +41,9 @@ func (p *plugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerap
 
 func (p *plugin) NotifyRegistrationStatus(_ context.Context, s *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
 	p.notified <- s
+	if p.onNotify != nil {
+		p.onNotify()
+	}
 	return &registerapi.RegistrationStatusResponse{}, nil
 }
 
@@ -278,8 +282,9 @@ func TestARestartedPluginGetsANewStandIn(t *testing.T) {
 }
 
 // A plugin that moves its registration socket away (to a hidden name the kubelet's watcher
-// ignores) stays registered without the recorder: the kubelet's registry must see a rename too,
-// not a removal, which would unregister it, and the plugin's services must stay reachable.
+// ignores) once registered, within NotifyRegistrationStatus, stays registered without the
+// recorder: the kubelet's registry must see a rename too, not a removal, which would unregister
+// it; the call must still be answered, and the plugin's services stay reachable.
 func TestAMovedSocketIsMovedNotRemoved(t *testing.T) {
 	root := shortTempDir(t)
 	m, _ := newMirror(root)
@@ -291,7 +296,8 @@ func TestAMovedSocketIsMovedNotRemoved(t *testing.T) {
 	p := startPlugin(t, m.DriverRegistry, root, "gpu.example.com")
 	defer p.stop()
 	waitFor(t, "the stand-in", func() bool { return exists(standIn) })
-	info, err := registerapi.NewRegistrationClient(connect(t, standIn)).GetInfo(ctx, &registerapi.InfoRequest{})
+	registration := registerapi.NewRegistrationClient(connect(t, standIn))
+	info, err := registration.GetInfo(ctx, &registerapi.InfoRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,14 +309,19 @@ func TestAMovedSocketIsMovedNotRemoved(t *testing.T) {
 	if err := kubelet.Add(m.KubeletRegistry); err != nil {
 		t.Fatal(err)
 	}
-	hidden := filepath.Join(m.DriverRegistry, ".gpu.example.com-reg.sock")
-	if err := os.Rename(filepath.Join(m.DriverRegistry, "gpu.example.com-reg.sock"), hidden); err != nil {
-		t.Fatal(err)
+	p.onNotify = func() {
+		hidden := filepath.Join(m.DriverRegistry, ".gpu.example.com-reg.sock")
+		if err := os.Rename(filepath.Join(m.DriverRegistry, "gpu.example.com-reg.sock"), hidden); err != nil {
+			t.Error(err)
+		}
+		if err := os.Remove(hidden); err != nil {
+			t.Error(err)
+		}
+		waitFor(t, "the stand-in moved away", func() bool { return !exists(standIn) })
 	}
-	if err := os.Remove(hidden); err != nil {
-		t.Fatal(err)
+	if _, err := registration.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
+		t.Fatalf("the kubelet's NotifyRegistrationStatus should be answered: %v", err)
 	}
-	waitFor(t, "the stand-in moved away", func() bool { return !exists(standIn) })
 	for deadline := time.After(200 * time.Millisecond); ; {
 		select {
 		case ev := <-kubelet.Events:
