@@ -252,13 +252,18 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-func TestARestartedPluginGetsANewStandIn(t *testing.T) {
+// runningMirror runs a mirror under a fresh root until the test ends, its registries made.
+func runningMirror(t *testing.T) (*Mirror, string) {
 	root := shortTempDir(t)
 	m, _ := newMirror(root)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = m.Run(ctx) }()
-	waitFor(t, "the registries", func() bool { return exists(m.DriverRegistry) })
+	go func() { _ = m.Run(t.Context()) }()
+	waitFor(t, "the registries", func() bool { return exists(m.KubeletRegistry) })
+	return m, root
+}
+
+func TestARestartedPluginGetsANewStandIn(t *testing.T) {
+	m, root := runningMirror(t)
+	ctx := t.Context()
 	standIn := filepath.Join(m.KubeletRegistry, "gpu.example.com-reg.sock")
 	inode := func() identity {
 		info, err := os.Stat(standIn)
@@ -271,7 +276,7 @@ func TestARestartedPluginGetsANewStandIn(t *testing.T) {
 	waitFor(t, "the stand-in", func() bool { return inode() != (identity{}) })
 	before := inode()
 	first.stop()
-	// Restarted within one look of the recorder: only the socket's inode tells.
+	// Restarted at once, under the same name: the stand-in must still be a new one.
 	second := startPlugin(t, m.DriverRegistry, root, "gpu.example.com")
 	defer second.stop()
 	waitFor(t, "a new stand-in", func() bool { return inode() != (identity{}) && inode() != before })
@@ -286,12 +291,8 @@ func TestARestartedPluginGetsANewStandIn(t *testing.T) {
 // recorder: the kubelet's registry must see a rename too, not a removal, which would unregister
 // it; the call must still be answered, and the plugin's services stay reachable.
 func TestAMovedSocketIsMovedNotRemoved(t *testing.T) {
-	root := shortTempDir(t)
-	m, _ := newMirror(root)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = m.Run(ctx) }()
-	waitFor(t, "the registries", func() bool { return exists(m.KubeletRegistry) })
+	m, root := runningMirror(t)
+	ctx := t.Context()
 	standIn := filepath.Join(m.KubeletRegistry, "gpu.example.com-reg.sock")
 	p := startPlugin(t, m.DriverRegistry, root, "gpu.example.com")
 	defer p.stop()
