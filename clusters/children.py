@@ -45,18 +45,17 @@ def interrupts_kept() -> Iterator[None]:
     only printed, and a bring-up interrupted there would run to the end and leave its lab up."""
     caught: list[KeyboardInterrupt] = []
 
-    def on_int(_signum: int, _frame: object) -> None:
-        caught.append(KeyboardInterrupt())
-        raise caught[-1]
+    def kept(handler: Any) -> Any:
+        def on(signum: int, frame: object) -> None:
+            try:
+                handler(signum, frame)
+            except KeyboardInterrupt as e:
+                caught.append(e)
+                raise
+        return on
 
-    def on_term(signum: int, frame: object) -> None:
-        try:
-            raise_terminated(signum, frame)
-        except Terminated as e:
-            caught.append(e)
-            raise
-
-    previous = {s: signal.signal(s, handler) for s, handler in ((signal.SIGINT, on_int), (signal.SIGTERM, on_term))}
+    previous = {s: signal.signal(s, kept(handler))
+                for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, raise_terminated))}
     try:
         yield
     finally:
