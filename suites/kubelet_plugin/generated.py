@@ -246,8 +246,9 @@ def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
     did. Returns the failure of the smallest failing shape hypothesis shrank to within
     SHRINK_SECONDS of the first failure, None if every shape passed. A shape is attempted once:
     hypothesis's replays of a failing one get its failure as seen. An exception out of `attempt`
-    (the lab broke, say) ends the exploration and is raised as it is: hypothesis would replay
-    the shape on the broken lab (a second node reboot) and bury the cause in a FlakyFailure."""
+    (the lab broke, say) ends the exploration: hypothesis would replay the shape on the broken
+    lab (a second node reboot) and bury the cause in a FlakyFailure. It is raised as it is,
+    unless a shape failed before it, on a lab that still worked: that failure is returned."""
     failed: dict[PodShape, F] = {}
     shrinking_since: list[float] = []
     aborted: list[Exception] = []
@@ -257,9 +258,9 @@ def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
     @hypothesis.seed(seed)
     @hypothesis.given(shapes)
     def one(shape: PodShape) -> None:
-        if aborted:
-            return
         if shape not in failed:
+            if aborted:  # no shape is tried on a broken lab; those that failed before still fail
+                return
             if shrinking_since and time.monotonic() - shrinking_since[0] > SHRINK_SECONDS:
                 return  # shrinking's time is up: the smallest failing shape so far is the case
             try:

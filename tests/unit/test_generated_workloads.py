@@ -110,6 +110,20 @@ def test_a_broken_lab_ends_the_exploration_at_once_with_its_own_error() -> None:
     assert len(tried) == 3, "no shape is tried, nor the failing one replayed, on a broken lab"
 
 
+def test_a_lab_that_breaks_while_shrinking_keeps_the_failure_seen_before() -> None:
+    tried: list[PodShape] = []
+
+    def attempt(shape: PodShape) -> str | None:
+        tried.append(shape)
+        if any(len(s.claims) >= 2 for s in tried[:-1]):  # shrinking has begun: the lab breaks
+            raise LabBroken("lab component node-1-kubelet is down")
+        return "did not start" if len(shape.claims) >= 2 else None
+
+    assert explore(pod_shapes(8), seed=4, budget=30, attempt=attempt) == "did not start"
+    first_failing = next(i for i, s in enumerate(tried) if len(s.claims) >= 2)
+    assert len(tried) == first_failing + 2, "one shape more (the lab broke under it), then none"
+
+
 def test_the_same_seed_draws_the_same_shapes_in_the_same_order() -> None:
     runs: list[list[PodShape]] = [[], []]
     for tried in runs:
