@@ -35,7 +35,7 @@ type Mirror struct {
 	mu      sync.Mutex
 	plugins map[string]*standIn
 	moved   []*standIn   // moved away by their plugin: only their services are still served
-	served  atomic.Int64 // names service stand-ins apart, also from those of moved and replaced ones
+	served  atomic.Int64 // names stand-in sockets apart (services, moved registrations), also across replaced ones
 }
 
 func (m *Mirror) Run(ctx context.Context) error {
