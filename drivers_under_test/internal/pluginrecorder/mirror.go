@@ -39,6 +39,11 @@ type Mirror struct {
 }
 
 func (m *Mirror) Run(ctx context.Context) error {
+	// The service dir is the recorder's alone. A recorder killed with its node (a reboot) leaves
+	// its stand-ins' sockets there, under numbers this run may never reach again.
+	if err := os.RemoveAll(m.ServiceDir); err != nil {
+		return err
+	}
 	for _, dir := range []string{m.DriverRegistry, m.KubeletRegistry, m.ServiceDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return err

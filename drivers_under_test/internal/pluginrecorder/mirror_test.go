@@ -340,3 +340,24 @@ func TestAMovedSocketIsMovedNotRemoved(t *testing.T) {
 		t.Fatalf("the service stand-in should still forward to the plugin: %v %v", resp, err)
 	}
 }
+
+func TestAServiceStandInLeftByAKilledRecorderIsRemoved(t *testing.T) {
+	root := shortTempDir(t)
+	m, _ := newMirror(root)
+	if err := os.MkdirAll(m.ServiceDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	// As a recorder killed by a reboot leaves it: a socket nothing listens on any more.
+	left := filepath.Join(m.ServiceDir, "gpu.example.com-reg-4.sock")
+	l, err := net.Listen("unix", left)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	_ = l.Close()
+	go func() { _ = m.Run(t.Context()) }()
+	waitFor(t, "the registries", func() bool { return exists(m.KubeletRegistry) })
+	if exists(left) {
+		t.Fatalf("%s was left by an earlier recorder and should be gone", left)
+	}
+}
