@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -201,7 +202,8 @@ class LocalNode:
     def _healthy(self, port: int) -> bool:
         """A component's healthz answers OK, inside the node's network namespace."""
         probe = f"import urllib.request as u; u.urlopen('http://127.0.0.1:{port}/healthz', timeout=2)"
-        return network.in_netns(self.netns, "python3", "-c", probe, check=False).returncode == 0
+        # dralab's own interpreter without site: a python3 on PATH may be a shim (pyenv's took 0.6 s a probe).
+        return network.in_netns(self.netns, sys.executable, "-I", "-S", "-c", probe, check=False).returncode == 0
 
     def wait_kube_proxy(self, timeout: float = 30) -> None:
         wait_for(f"kube-proxy on {self.name} to program Services", lambda: self._healthy(10256),
