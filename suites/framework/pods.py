@@ -130,12 +130,13 @@ def create(api: client.ApiClient, namespace: str, pod: PodBuilder | dict[str, An
     return body["metadata"]["name"]
 
 
-def delete(api: client.ApiClient, namespace: str, name: str, timeout: float = POD_TIMEOUT) -> None:
-    """Delete the pod and wait until it is gone (its claims are then unreserved)."""
+def delete(api: client.ApiClient, namespace: str, names: list[str], timeout: float = POD_TIMEOUT) -> None:
+    """Delete the pods, all at once, and wait until they are gone (their claims are then unreserved)."""
     core = client.CoreV1Api(api)
-    core.delete_namespaced_pod(name, namespace)
-    wait_for(f"pod {namespace}/{name} to be gone",
-             lambda: not core.list_namespaced_pod(namespace, field_selector=f"metadata.name={name}").items, timeout)
+    for name in names:
+        core.delete_namespaced_pod(name, namespace)
+    wait_for(f"pod(s) {', '.join(names)} in {namespace} to be gone",
+             lambda: not {p.metadata.name for p in core.list_namespaced_pod(namespace).items} & set(names), timeout)
 
 
 def events(api: client.ApiClient, namespace: str, name: str) -> str:

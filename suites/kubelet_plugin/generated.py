@@ -352,9 +352,7 @@ def remove(api: Any, namespace: str, name: str) -> None:
     shape is left, so that the next shape finds the devices free."""
     core, resource = client.CoreV1Api(api), client.ResourceV1Api(api)
     ours = functools.partial(_ours, name)
-    for pod in core.list_namespaced_pod(namespace).items:
-        if ours(pod.metadata.name):
-            pods.delete(api, namespace, pod.metadata.name)
+    pods.delete(api, namespace, [p.metadata.name for p in core.list_namespaced_pod(namespace).items if ours(p.metadata.name)])
     for template in resource.list_namespaced_resource_claim_template(namespace).items:
         if ours(template.metadata.name):
             resource.delete_namespaced_resource_claim_template(template.metadata.name, namespace)
