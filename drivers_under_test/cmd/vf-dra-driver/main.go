@@ -33,7 +33,7 @@ type config struct {
 
 func newConfig(fs *flag.FlagSet) *config {
 	c := &config{opts: dradriver.RegisterFlags(fs, "vf.dralab.dev", ownVariants)}
-	fs.DurationVar(&c.poll, "poll", 2*time.Second, "how often sysfs is checked for VFs that vanish or return")
+	fs.DurationVar(&c.poll, "poll", 5*time.Second, "how often sysfs is checked for VFs that vanish or return (as the GPU driver looks for GPUs)")
 	fs.StringVar(&c.nriSocket, "nri-socket", api.DefaultSocketPath, "the container runtime's NRI socket")
 	_ = c.fields.Set(strings.Join(allNetworkFields, ","))
 	fs.Var(&c.fields, "network-data-fields", "comma-separated networkData fields to report, each optional in the API: "+
