@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,16 +40,12 @@ type Mirror struct {
 }
 
 func (m *Mirror) Run(ctx context.Context) error {
-	// The service dir is the recorder's alone. A recorder killed with its node (a reboot) leaves
-	// its stand-ins' sockets there, under numbers this run may never reach again.
-	if err := os.RemoveAll(m.ServiceDir); err != nil {
-		return err
-	}
 	for _, dir := range []string{m.DriverRegistry, m.KubeletRegistry, m.ServiceDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return err
 		}
 	}
+	m.removeLeftStandIns()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -86,6 +83,20 @@ func (m *Mirror) Run(ctx context.Context) error {
 				return nil
 			}
 			m.event("", "watch error", err) // an overflowed queue: the trace must say events were lost
+		}
+	}
+}
+
+// A service stand-in's socket: the plugin's registration socket's name and the mirror's counter.
+var serviceSocket = regexp.MustCompile(`-[0-9]+\.sock$`)
+
+// removeLeftStandIns removes the service stand-ins' sockets an earlier recorder left: one killed
+// with its node (a reboot) leaves them, under numbers this run may never reach again.
+func (m *Mirror) removeLeftStandIns() {
+	entries, _ := os.ReadDir(m.ServiceDir)
+	for _, e := range entries {
+		if e.Type()&os.ModeSocket != 0 && serviceSocket.MatchString(e.Name()) {
+			_ = os.Remove(filepath.Join(m.ServiceDir, e.Name()))
 		}
 	}
 }
