@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-from kubernetes import client
-
 from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
 from suites.device_metadata import in_containers, paths
@@ -212,9 +210,7 @@ def cleanup(s: Scenario, ev: Evidence) -> None:  # MD-14
     claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
     dirs = s.cdi_dirs(ev)
     assert s.cdi_spec(dirs, "dev") is not None, f"{no_spec(s, dirs, 'dev')} while the pod runs"
-    client.CoreV1Api(s.api).delete_namespaced_pod(s.pod, s.namespace)
-    wait_for(f"pod {s.pod} gone", lambda: not client.CoreV1Api(s.api).list_namespaced_pod(
-        s.namespace, field_selector=f"metadata.name={s.pod}").items, 60)
+    pods.delete(s.api, s.namespace, [s.pod], 60)
 
     def left() -> dict[str, object]:
         return {"claim dir": sorted(s.files.listing(s.node, claim_dir)), "CDI specs": s.cdi_specs(dirs, s.driver.name)}

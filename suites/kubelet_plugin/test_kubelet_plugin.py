@@ -177,8 +177,7 @@ def test_the_driver_registers_again_after_a_kubelet_restart(host_access: Lab, ap
     # Registered before: a pod with a claim ran on the node (then freed its device, for a driver
     # with one device per node).
     node = _running_with_claim(api, dra_driver, namespace, "before").spec.node_name
-    client.CoreV1Api(api).delete_namespaced_pod("before", namespace)
-    wait_for("pod before to be gone", lambda: not _exists(api, namespace, "before"), UNPREPARE_TIMEOUT)
+    pods.delete(api, namespace, ["before"], UNPREPARE_TIMEOUT)
     claims.delete(api, namespace, "before")
     host_access.node(node).restart_kubelet()
     evidence.observe("restarted", f"the kubelet of {node}, once a pod with a claim of {dra_driver.name} had run there")
@@ -519,10 +518,6 @@ def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(host_access: Lab
     except WaitTimeout:
         raise AssertionError(f"{HEALTH_TIMEOUT}s after the fault of {gpu} cleared, device {pool}/{name} is not shown "
                              f"healthy again: {asdict(now())}") from None
-
-
-def _exists(api, namespace: str, name: str) -> bool:
-    return any(p.metadata.name == name for p in client.CoreV1Api(api).list_namespaced_pod(namespace).items)
 
 
 @pytest.fixture(scope="module")
