@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from clusters import plugin_calls, watch_log
+from clusters import nri_log, plugin_calls, watch_log
 from clusters.config import ClusterConfig
 from clusters.errors import NotSupported
 from clusters.kind.cluster import KindCluster
@@ -161,6 +161,11 @@ class Lab:
     def pod_versions(self) -> list[dict[str, Any]]:
         """Every version of every pod created since this run took the lab, as the pod log saw them."""
         return watch_log.versions(self.log_dir / watch_log.POD_LOG, self.taken)
+
+    def nri_errors(self) -> list[str]:
+        """containerd's lines against NRI plugins since this run took the lab (clusters/nri_log.py);
+        none where the nodes' containerd logs are not at hand (a cluster dralab did not start)."""
+        return nri_log.errors(self.log_dir, self.taken)
 
     def check_components(self) -> None:
         if self.local is not None:

@@ -12,7 +12,7 @@ import pytest
 from clusters.providers import Lab
 from drivers_under_test.profile import Capability
 from suites.device_metadata import in_containers
-from suites.framework import slices
+from suites.framework import nri, slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.kubelet_plugin import generated
@@ -49,7 +49,7 @@ def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, ru
     problems = [p for rule in rules or (requirement,) for p in found[rule]]
     evidence.add("what the containers with a violation found", [_shown(r) for r in judged
                                                                if any(f"pod {r['namespace']}/{r['pod']} " in p for p in problems)][:10])
-    assert not problems, f"{verdict}:\n" + "\n".join(problems)
+    assert not problems, f"{verdict}:\n" + "\n".join(problems) + nri.explain(lab, evidence)
 
 
 def _shown(record: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import pytest
 
 from clusters.providers import Lab
 from drivers_under_test.profile import Capability
-from suites.framework import claims
+from suites.framework import claims, nri
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.kubelet_plugin import generated
@@ -77,4 +77,4 @@ def test_the_network_data_of_every_entry_describes_the_pods_interface(
                                                  for r in lab.container_files()
                                                  if any(f"pod {r['namespace']}/{r['pod']}:" in p for p in problems)][:10])
     assert not problems, f"{len(problems)} of {judged} devices' networkData do not describe the pod's interface:\n" + \
-        "\n".join(problems[:20])
+        "\n".join(problems[:20]) + nri.explain(lab, evidence)
