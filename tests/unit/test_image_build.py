@@ -196,3 +196,26 @@ def test_a_dynamic_binary_ldd_cannot_read_is_refused(tmp_path: Path) -> None:
     done = build("--tag", REF, "--out", str(tmp_path / "o.tar"), "--file", f"{unknown}:/plugin")
     assert done.exit_code == 2 and "ldd cannot list the shared libraries" in done.output, done.output
     assert "CGO_ENABLED=0" in done.output and not (tmp_path / "o.tar").exists()
+
+
+def test_a_cached_archive_keeps_its_mtime_while_in_use_and_is_touched_once_stale(tmp_path: Path, monkeypatch) -> None:
+    """The nodes' import record keys an archive by its mtime: storing the same image again (every
+    lab start does) must not change it, or each live lab imports the image again; an hour on it
+    is touched, so that _prune sees it in use."""
+    import os
+    import time
+
+    from clusters.provision import IN_USE_REFRESH_SECONDS, store_image
+    from clusters.provision.images import ImageSpec
+
+    monkeypatch.setenv("DRALAB_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "f").write_text("x")
+    spec = ImageSpec(ref="dralab.dev/t:1", files={"/f": tmp_path / "f"})
+    archive = store_image(spec).archive
+    recent = time.time() - 60
+    os.utime(archive, (recent, recent))
+    assert store_image(spec).archive == archive and archive.stat().st_mtime == recent
+    stale = time.time() - IN_USE_REFRESH_SECONDS - 60
+    os.utime(archive, (stale, stale))
+    store_image(spec)
+    assert archive.stat().st_mtime > recent
