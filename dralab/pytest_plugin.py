@@ -214,8 +214,13 @@ def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | Ki
         plugin_calls.append_to_run_trace(cluster.log_dir, cluster.cfg.name,
                                          Path(config.getoption("--results-dir")) / "trace.jsonl", since=taken)
     finally:
-        if not config.getoption("--reuse-labs") or config.getoption("--cluster") == "kind":
+        if not _kept_up(config):
             cluster.down()
+
+
+def _kept_up(config: pytest.Config) -> bool:
+    """Whether the labs dralab starts outlive the run: with --reuse-labs, but for kind's."""
+    return bool(config.getoption("--reuse-labs")) and config.getoption("--cluster") != "kind"
 
 
 def logs_dir(config: pytest.Config) -> Path:
@@ -385,8 +390,8 @@ DeployDriver = Callable[..., "DriverProfile"]
 def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDriver]:
     """deploy_driver(profile, variant=None) deploys a driver profile into the session lab once
     (again only when the variant changes, or after `with deploy_driver.uninstalled(profile):`);
-    every deployed profile is removed at the end. With --driver-variant, the profiles that have it
-    are deployed in it instead of as they are."""
+    every deployed profile is removed at the end from a lab that outlives the run. With
+    --driver-variant, the profiles that have it are deployed in it instead of as they are."""
     from drivers_under_test.deploy import DeployFailed, deploy, remove, remove_slices, uninstall
     from drivers_under_test.profile import load_profile
 
@@ -433,8 +438,11 @@ def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDr
     try:
         yield deploy_one
     finally:
-        for profile, _ in deployed.values():
-            remove(lab, profile)
+        # A lab dralab started goes down right after, unless kept up: removing the drivers from it
+        # first (about 15 s a driver, waiting for its pods and slices to go) would be thrown away.
+        if lab.cfg is None or _kept_up(request.config):
+            for profile, _ in deployed.values():
+                remove(lab, profile)
 
 
 @pytest.fixture(scope="session")
