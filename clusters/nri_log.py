@@ -22,7 +22,8 @@ def errors(log_dir: Path, since: datetime) -> list[str]:
     for log in sorted(log_dir.rglob("*containerd.log")):
         for line in log.read_text(errors="replace").splitlines():
             m = _LINE.match(line)
-            if m and _time(m["time"]) >= since:
+            # A line whose time does not parse is kept: quoted once too often rather than lost.
+            if m and ((when := _time(m["time"])) is None or when >= since):
                 found.append(f"{log.parent.name}: {line}")
     return found
 
@@ -32,7 +33,10 @@ def closed(lines: list[str]) -> bool:
     return any(CLOSED in line for line in lines)
 
 
-def _time(stamp: str) -> datetime:
-    # Nanoseconds do not parse: keep microseconds.
-    head, _, frac = stamp.rstrip("Z").partition(".")
-    return datetime.fromisoformat(f"{head}.{(frac + '000000')[:6]}+00:00")
+def _time(stamp: str) -> datetime | None:
+    # Nanoseconds do not parse: keep microseconds. UTC ("Z") or an offset, as the node's zone is.
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", stamp)
+    if m is None:
+        return None
+    zone = "+00:00" if m[3] == "Z" else m[3]
+    return datetime.fromisoformat(f"{m[1]}.{((m[2] or '') + '000000')[:6]}{zone}")

@@ -46,3 +46,9 @@ def test_a_failed_notification_alone_is_evidence_but_not_the_message(tmp_path: P
 def test_nothing_is_added_when_containerd_said_nothing(tmp_path: Path) -> None:
     evidence = Evidence()
     assert nri.explain(_lab(tmp_path, BEFORE, CNI, INFO), evidence) == "" and evidence.items == []
+
+
+def test_times_with_an_offset_count_and_an_unreadable_time_is_kept(tmp_path: Path) -> None:
+    offset = STOP.replace("2026-11-29T12:25:00Z", "2026-11-29T12:30:00.5+01:00")  # 11:30 UTC: before the run
+    odd = STOP.replace("2026-11-29T12:25:00Z", "yesterday")
+    assert _lab(tmp_path, offset, odd).nri_errors() == [f"node-2: {odd}"]
