@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
-from clusters import nri_log, plugin_calls, watch_log
+from clusters import audit, nri_log, plugin_calls, watch_log
 from clusters.config import ClusterConfig
 from clusters.errors import NotSupported
 from clusters.kind.cluster import KindCluster
@@ -88,11 +88,13 @@ class Lab:
     # When this run took the lab on: what its nodes recorded before is an earlier run's (a lab reused
     # across runs, as selfcheck's variants share one), not this run's to judge.
     taken: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    # The API server's audit log of claim status writes (clusters/audit.py): a local lab's only.
+    audit_log: Path | None = None
 
     def api(self):  # -> kubernetes.client.ApiClient
-        from kubernetes import config
+        from clusters.api_client import client_for
 
-        return config.new_client_from_config(config_file=str(self.kubeconfig))
+        return client_for(self.kubeconfig)
 
     def node(self, name: str) -> NodeHandle:
         return next(n for n in self.nodes if n.name == name)
@@ -176,7 +178,8 @@ def local_lab(cluster: LocalCluster) -> Lab:
     return Lab(provider="local", kubeconfig=cluster.kubeconfig, kubectl=cluster.tools.kubectl,
                log_dir=cluster.log_dir, nodes=list(cluster.nodes),
                slice_only_nodes=cluster.cfg.slice_only_node_names(), local=cluster, cfg=cluster.cfg,
-               import_images=cluster.import_images, dead_parts=lambda: supervisor.describe_down(cluster.lab_dir))
+               import_images=cluster.import_images, dead_parts=lambda: supervisor.describe_down(cluster.lab_dir),
+               audit_log=cluster.log_dir / audit.LOG_NAME)
 
 
 def kind_lab(cluster: KindCluster) -> Lab:
@@ -188,9 +191,11 @@ def kind_lab(cluster: KindCluster) -> Lab:
 
 
 def kubeconfig_lab(kubeconfig: Path, kubectl: Path, log_dir: Path, kubelet_root_dir: str) -> Lab:
-    from kubernetes import client, config
+    from kubernetes import client
 
-    api = config.new_client_from_config(config_file=str(kubeconfig))
+    from clusters.api_client import client_for
+
+    api = client_for(kubeconfig)
     nodes = client.CoreV1Api(api).list_node().items
     kubelet_nodes = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL not in (n.metadata.labels or {})]
     slice_only = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL in (n.metadata.labels or {})]

@@ -265,8 +265,11 @@ def build(tag: str, out: Path, files: tuple[str, ...], dirs: tuple[str, ...], en
     # A library given explicitly wins over the host's.
     libraries = {p: src for p, src in _shared_libraries(contents.files, architecture).items()
                  if p not in contents.origins}
+    # The base a container expects (/tmp, /var/tmp, /etc's users, groups and name service), where not given.
+    base_dirs, texts = images.base(set(contents.origins) | set(contents.dirs))
     spec = images.ImageSpec(
-        ref=ref, files={**contents.files, **libraries}, symlinks=contents.symlinks, dirs=tuple(contents.dirs),
+        ref=ref, files={**contents.files, **libraries}, symlinks=contents.symlinks,
+        dirs=tuple(contents.dirs) + base_dirs, texts=texts,
         entrypoint=[_check_entrypoint(entrypoint, contents)] if entrypoint else [], cmd=list(cmd),
         env=_environment(env), workdir=workdir, os=os_name, architecture=architecture)
     archive, digest = images.oci_archive(spec)

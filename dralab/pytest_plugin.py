@@ -171,11 +171,10 @@ _watch_logs = pytest.StashKey[dict]()
 
 
 def _start_watch_logs(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | KindCluster
-    from kubernetes import config as kube_config
-
     from clusters import watch_log
+    from clusters.api_client import client_for
 
-    api = kube_config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    api = client_for(cluster.kubeconfig)
     config.stash.setdefault(_watch_logs, {})[cluster.cfg.name] = (watch_log.start_all(api, cluster.log_dir),
                                                                   datetime.now(timezone.utc))
 
@@ -272,9 +271,11 @@ _server_version = pytest.StashKey[str]()
 def _kubeconfig_server_version(config: pytest.Config) -> str:
     """The --kubeconfig cluster's Kubernetes version, as its API server reports it."""
     if _server_version not in config.stash:
-        from kubernetes import client, config as kube_config
+        from kubernetes import client
 
-        api = kube_config.new_client_from_config(config_file=config.getoption("--kubeconfig"))
+        from clusters.api_client import client_for
+
+        api = client_for(config.getoption("--kubeconfig"))
         config.stash[_server_version] = client.VersionApi(api).get_code().git_version
     return config.stash[_server_version]
 

@@ -79,5 +79,7 @@ def image_archive(name: str, module: GoModule, image: BuiltImage) -> Path:
                            f"{module.path}@{module.version}: {', '.join(missing)}; give paths relative to the "
                            "module's root")
         libraries = c_library_files(binaries.values()) if image.cgo else {}
-        spec = images.ImageSpec(ref=image.tag, files={**libraries, **binaries, **files}, dirs=images.BASE_DIRS)
+        contents = {**libraries, **binaries, **files}
+        dirs, texts = images.base(set(contents))
+        spec = images.ImageSpec(ref=image.tag, files=contents, dirs=dirs, texts=texts)
         return store_image(spec).archive

@@ -106,9 +106,9 @@ def recorded(cluster: str, kubernetes_version: str, kubeconfig: str | None = Non
     environment names it."""
     host = ""
     if kubeconfig:
-        from kubernetes import config
+        from clusters.api_client import client_for
 
-        host = config.new_client_from_config(config_file=kubeconfig).configuration.host
+        host = client_for(kubeconfig).configuration.host
     path = _record_path(cluster, kubernetes_version, host)
     if not path.exists():
         return f"not run (`dralab qualify --cluster {cluster}` runs Kubernetes' own DRA e2e suite on such a cluster)"

@@ -86,9 +86,11 @@ def foreign_cluster(kubeconfig: Path, kubelet_root_dir: str, tools: Toolchain, s
 def suite_version_for(kubeconfig: Path) -> str:
     """The suite's version for a cluster: the one dralab builds of the API server's minor version,
     else the default, said (specs of behaviour newer than the cluster then fail there)."""
-    from kubernetes import client, config
+    from kubernetes import client
 
-    api = config.new_client_from_config(config_file=str(kubeconfig))
+    from clusters.api_client import client_for
+
+    api = client_for(kubeconfig)
     server = client.VersionApi(api).get_code().git_version
     same_minor = [v for v in versions.KUBERNETES_VERSIONS if v.split(".")[:2] == server.split("-")[0].split(".")[:2]]
     if same_minor:
@@ -101,9 +103,11 @@ def suite_version_for(kubeconfig: Path) -> str:
 
 def served_apis(kubeconfig: Path) -> set[str]:
     """Every group/version the cluster's API server serves, by discovery."""
-    from kubernetes import client, config
+    from kubernetes import client
 
-    api = config.new_client_from_config(config_file=str(kubeconfig))
+    from clusters.api_client import client_for
+
+    api = client_for(kubeconfig)
     return {v.group_version for g in client.ApisApi(api).get_api_versions().groups for v in g.versions}
 
 

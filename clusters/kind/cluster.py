@@ -201,9 +201,9 @@ class KindCluster:
         return {name: (state, status) for name, state, status in (line.split("\t") for line in out.splitlines())}
 
     def api(self):  # -> kubernetes.client.ApiClient
-        from kubernetes import config
+        from clusters.api_client import client_for
 
-        return config.new_client_from_config(config_file=str(self.kubeconfig))
+        return client_for(self.kubeconfig)
 
     def _kubectl(self, *args: str) -> str:
         return subprocess.run([str(self.tools.kubectl), "--kubeconfig", str(self.kubeconfig), *args],

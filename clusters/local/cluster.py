@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from clusters import audit
 from clusters.children import interrupts_kept
 from clusters.config import ClusterConfig, labs_root, saved_config, state_file
 from clusters.errors import BadInput, LabBroken
@@ -128,7 +129,8 @@ class LocalCluster:
             network.create_mount_ns_dir(cfg)
             cgroups.create(cfg.cgroup_parent)  # the nodes' shared parent, before they are set up in parallel
             etcd = self._start("etcd", configs.etcd_command(self.tools, cfg, self.lab_dir / "etcd"))
-            apiserver = self._start("kube-apiserver", configs.apiserver_command(self.tools, cfg, pki, pki["ca"].cert))
+            apiserver = self._start("kube-apiserver", configs.apiserver_command(
+                self.tools, cfg, pki, pki["ca"].cert, audit.apiserver_flags(self.lab_dir, self.log_dir)))
             _parallel(lambda n: n.create(self._pki, self.server), self.nodes)
             if cfg.hardware:  # before the kubelets, so drivers find their devices from the start
                 hardware.bring_up(cfg, self.state_file(cfg.name), self.log_dir,
@@ -183,9 +185,9 @@ class LocalCluster:
         return supervisor.start(name, cmd, lab_dir=self.lab_dir, log_dir=self.log_dir, env=env)
 
     def api(self):  # -> kubernetes.client.ApiClient
-        from kubernetes import config
+        from clusters.api_client import client_for
 
-        return config.new_client_from_config(config_file=str(self.kubeconfig))
+        return client_for(self.kubeconfig)
 
     # Health -------------------------------------------------------------------------------
 

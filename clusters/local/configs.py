@@ -137,7 +137,8 @@ def etcd_command(tools: Toolchain, cfg: ClusterConfig, data_dir: Path) -> list[s
             f"--initial-cluster=lab={peer}", "--unsafe-no-fsync", "--log-level=warn"]
 
 
-def apiserver_command(tools: Toolchain, cfg: ClusterConfig, pki: dict[str, CertKey], ca: Path) -> list[str]:
+def apiserver_command(tools: Toolchain, cfg: ClusterConfig, pki: dict[str, CertKey], ca: Path,
+                      audit_flags: list[str] = ()) -> list[str]:
     cmd = [
         str(tools.kube("kube-apiserver")),
         f"--etcd-servers=http://{cfg.host_ip}:{ETCD_PORT}",
@@ -151,7 +152,7 @@ def apiserver_command(tools: Toolchain, cfg: ClusterConfig, pki: dict[str, CertK
         f"--service-account-key-file={pki['sa'].cert}", f"--service-account-signing-key-file={pki['sa'].key}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
-        "--allow-privileged=true", "--profiling=false", "--v=1",
+        "--allow-privileged=true", "--profiling=false", "--v=1", *audit_flags,
     ]
     return cmd + _gate_flags(cfg, "kube-apiserver") + (
         [f"--runtime-config={flag_map(cfg.runtime_config)}"] if cfg.runtime_config else [])

@@ -198,8 +198,10 @@ def c_library_files(binaries: Iterable[Path]) -> dict[str, Path]:
 
 def busybox_image(ref: str, files: dict[str, Path] | None = None, entrypoint: list[str] | None = None) -> images.ImageSpec:
     """An image with Debian's static busybox as its shell and tools, and `files` beside it."""
-    return images.ImageSpec(ref=ref, files={"/bin/busybox": Path("/bin/busybox"), **(files or {})},
-                            symlinks={f"/bin/{a}": "busybox" for a in _busybox_applets()}, dirs=images.BASE_DIRS,
+    contents = {"/bin/busybox": Path("/bin/busybox"), **(files or {})}
+    dirs, texts = images.base(set(contents))
+    return images.ImageSpec(ref=ref, files=contents, symlinks={f"/bin/{a}": "busybox" for a in _busybox_applets()},
+                            dirs=dirs, texts=texts,
                             entrypoint=entrypoint or [], cmd=[] if entrypoint else ["/bin/sh"])
 
 

@@ -21,8 +21,17 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"
 DEFAULT_PATH = "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-# Where the runtime mounts (proc, sys, dev, run) and where programs expect to write (tmp).
-BASE_DIRS = ("/tmp", "/etc", "/proc", "/sys", "/dev", "/var/run")
+# Where the runtime mounts (proc, sys, dev, run) and where programs expect to write (tmp, var/tmp,
+# root's home): a container image's base has them (a driver made by `dralab image build` crash-looped
+# without /tmp: dranet's "stat /tmp: no such file or directory").
+BASE_DIRS = ("/tmp", "/var/tmp", "/etc", "/proc", "/sys", "/dev", "/var/run", "/root")
+STICKY_DIRS = {"tmp", "var/tmp"}  # mode 1777, as in every distribution's base image
+# The /etc files a base image has: the users and groups a program looks up, how names resolve.
+BASE_TEXTS = {
+    "/etc/passwd": "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+    "/etc/group": "root:x:0:\nnogroup:x:65534:\n",
+    "/etc/nsswitch.conf": "hosts: files dns\n",
+}
 
 
 @dataclass
@@ -31,6 +40,7 @@ class ImageSpec:
 
     ref: str
     files: dict[str, Path] = field(default_factory=dict)  # path in image -> host file
+    texts: dict[str, str] = field(default_factory=dict)  # path in image -> its content (mode 0644)
     symlinks: dict[str, str] = field(default_factory=dict)  # path in image -> target
     dirs: tuple[str, ...] = ()
     entrypoint: list[str] = field(default_factory=list)
@@ -45,6 +55,12 @@ class ImageSpec:
         return {"architecture": self.architecture, "os": self.os}
 
 
+def base(given: set[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The dirs and texts of a base image (ImageSpec's), leaving out the paths an image's maker
+    gave (`given`): theirs win."""
+    return tuple(d for d in BASE_DIRS if d not in given), {p: t for p, t in BASE_TEXTS.items() if p not in given}
+
+
 def _add(tar: tarfile.TarFile, info: tarfile.TarInfo, content: IO[bytes] | None = None) -> None:
     info.mtime = 0
     info.uid = info.gid = 0
@@ -53,12 +69,12 @@ def _add(tar: tarfile.TarFile, info: tarfile.TarInfo, content: IO[bytes] | None 
 
 def layer_tar(spec: ImageSpec) -> bytes:
     buf = io.BytesIO()
-    paths = set(spec.files) | set(spec.symlinks) | set(spec.dirs)
+    paths = set(spec.files) | set(spec.texts) | set(spec.symlinks) | set(spec.dirs)
     parents = {str(p) for path in paths for p in Path(path.lstrip("/")).parents if str(p) != "."}
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for d in sorted(parents | {d.lstrip("/") for d in spec.dirs}):
             info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d in STICKY_DIRS else 0o755
             _add(tar, info)
         for path, src in sorted(spec.files.items()):
             info = tarfile.TarInfo(path.lstrip("/"))
@@ -66,6 +82,11 @@ def layer_tar(spec: ImageSpec) -> bytes:
             info.size, info.mode = st.st_size, stat.S_IMODE(st.st_mode)  # an executable stays one
             with src.open("rb") as content:
                 _add(tar, info, content)
+        for path, text in sorted(spec.texts.items()):
+            data = text.encode()
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode = len(data), 0o644
+            _add(tar, info, io.BytesIO(data))
         for path, target in sorted(spec.symlinks.items()):
             info = tarfile.TarInfo(path.lstrip("/"))
             info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777

@@ -8,6 +8,8 @@ from typing import Any
 
 from kubernetes import client, config
 
+from clusters.api_client import canonical
+
 
 def token(api: client.ApiClient, namespace: str, service_account: str, pod: client.V1Pod | None = None) -> str:
     """A token of the service account; bound to `pod`, it carries the pod's node
@@ -26,7 +28,7 @@ def acting_as(kubeconfig: Path, bearer_token: str | None = None) -> client.ApiCl
     if bearer_token is not None:
         cfg.cert_file = cfg.key_file = None
         cfg.api_key = {"authorization": f"Bearer {bearer_token}"}
-    return client.ApiClient(cfg)
+    return canonical(client.ApiClient(cfg))
 
 
 def who_am_i(api: client.ApiClient) -> dict[str, Any]:

@@ -12,13 +12,14 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from clusters import audit
 from clusters.plugin_calls import PluginCall
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import PROFILE_LABEL
 from suites.framework import claims, identities, pods, slices
 from suites.framework.drivers import DriverUnderTest
-from suites.framework.verdicts import require
+from suites.framework.verdicts import Blocked, require
 from suites.framework.waits import WaitTimeout, wait_for
 from suites.kubelet_plugin import contract
 from suites.resource_claim_status import network_data
@@ -170,6 +171,34 @@ def refused_for_another(said: str, driver: DriverUnderTest) -> tuple[str, str] |
         if other and account in line:
             return other, line.strip()
     return None
+
+
+def refused_by_the_cluster(lab: Lab, driver: DriverUnderTest) -> list[audit.StatusWrite]:
+    """The driver's status writes of this run that the API server refused for a status field the
+    write did not send (the audit log of a local lab; none known elsewhere): ST-09's finding, the
+    cluster's fault, not the driver's."""
+    if lab.audit_log is None:
+        return []
+    account = f"system:serviceaccount:{driver.profile.namespace}:"
+    since = lab.taken.strftime("%Y-%m-%dT%H:%M:%S")
+    return [w for w in audit.status_writes(lab.audit_log)
+            if w.user.startswith(account) and w.time >= since and w.refused_for_unsent()]
+
+
+def blocked_by_the_cluster(lab: Lab, driver: DriverUnderTest) -> Blocked | None:
+    """BLOCKED by ST-09 for a driver ST check that failed where the cluster refused the driver's
+    status writes for fields they did not send; None when it refused none."""
+    refused = refused_by_the_cluster(lab, driver)
+    if not refused:
+        return None
+    claims_named = sorted({f"{w.namespace}/{w.claim}" for w in refused})
+    first = refused[0]
+    return Blocked("ST-09", f"the API server refused {len(refused)} status write(s) of {driver.name} ({first.user}) to "
+                            f"{len(claims_named)} claim(s) ({', '.join(claims_named[:3])}) for "
+                            f"status.{' and status.'.join(first.refused_for_unsent())}, which the write did not send: "
+                            f"{first.message!r} ({first.time}, {first.verb} of {first.namespace}/{first.claim}; "
+                            f"the API server's audit log {lab.audit_log}). The cluster's fault (ST-09), so no verdict "
+                            "on the driver's status")
 
 
 def fail_if_refused(said: str, driver: DriverUnderTest, claim: str, how: str, more: str = "") -> None:

@@ -1,20 +1,25 @@
 """KEP-4817 status.devices as the API server enforces it, for any conformant cluster: validation
 limits at and one past their boundaries (ST-03), entries dropped on deallocation and kept across
-field managers (ST-05), the shipped networkData field names (ST-02 spec drift). The claims are
+field managers (ST-05), the shipped networkData field names (ST-02 spec drift), a status apply
+accepted whatever encoding the claim was created with (ST-09). The claims are
 allocated by the real scheduler; their devices exist only as ResourceSlices, so no driver
 writes their status but the checks."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 from typing import Any, Callable, Iterator
 
 import pytest
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
+from clusters.api_client import as_python_client_sends, canonical_json
 from suites.framework.evidence import Evidence
-from suites.framework import claims, namespaces, spec_drift, validation
+from suites.framework import claims, namespaces, pods, spec_drift, validation
+from suites.framework.claims import ClaimBuilder
 from suites.framework.spec_drift import Drift
 from suites.framework.validation import Cause
 from suites.framework.waits import wait_for
@@ -23,6 +28,7 @@ from suites.resource_claim_status.conftest import DRIVER_A, DRIVER_B, PublishedO
 pytestmark = pytest.mark.e2e
 KEP = "KEP-4817"
 DATA_MAX = 10 * 1024
+DRIVER_LIKE_MANAGER = "st-a.dralab.dev-driver"  # a field manager of a driver's kind (dranet uses its name)
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +44,8 @@ def conditions(n: int) -> list[dict[str, Any]]:
 
 
 def data_of_length(n: int) -> dict[str, str]:
-    """A JSON object whose serialized form (as the client sends it) is exactly n bytes."""
-    overhead = len(json.dumps({"pad": ""}))
+    """A JSON object whose serialized form (as dralab's clients send it, canonically) is exactly n bytes."""
+    overhead = len(canonical_json({"pad": ""}))
     return {"pad": "x" * (n - overhead)}
 
 
@@ -145,3 +151,49 @@ def test_entries_of_deallocated_devices_disappear(api, published_only: Published
                                                                    lambda c: not claims.allocated(c)), 60)
     evidence.add("status after deallocation", after.get("status"))
     assert not claims.device_status(after), f"entries of deallocated devices remain: {claims.device_status(after)}"
+
+
+# ST-09: how a client encoded a claim's opaque parameters must not decide whether a driver may apply its status.
+PARAMETERS = {"zeta": 1, "alpha": "a"}  # not in sorted order, as a client keeping its own key order sends them
+ENCODINGS = {"canonically (as kubectl and client-go send it)": contextlib.nullcontext,
+             "as the kubernetes Python client sends it": as_python_client_sends}
+UPSTREAM_FIX = ("the status update's immutability check of status.allocation (ValidateImmutableField, "
+                "pkg/apis/resource/validation) compares the raw opaque parameters byte for byte after server-side apply "
+                "re-encoded them on its round trip through unstructured form (compact, sorted keys); it would need to "
+                "compare them as JSON values, or the apply keep the stored bytes of the fields it did not set")
+
+
+@pytest.mark.requirement("ST-09")
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_a_status_apply_is_accepted_whatever_the_claims_encoding(api, published_only: PublishedOnly,
+                                                                 holders_namespace: str, evidence: Evidence,
+                                                                 request, encoding: str) -> None:
+    name = "apply-" + ("canonical" if ENCODINGS[encoding] is contextlib.nullcontext else "python")
+    claim = ClaimBuilder(name).request("a", DRIVER_A).opaque(DRIVER_A, PARAMETERS)
+    with ENCODINGS[encoding]():
+        c = pods.allocate_through(api, holders_namespace, claim, published_only.nodes[0], pod=f"{name}-holder")
+    stored = c["status"]["allocation"]["devices"].get("config")
+    evidence.add(f"the claim created {encoding} with parameters {PARAMETERS}; its allocation's config as the API "
+                 "server returns it (key order kept)", stored)
+    assert stored, f"the scheduler copied no config into the allocation of {holders_namespace}/{name}"
+    entries = [entry(c, DRIVER_A, data={"by": "a driver-like field manager"})]
+    try:
+        claims.apply_status(api, holders_namespace, name, entries, manager=DRIVER_LIKE_MANAGER)
+    except ApiException as e:
+        evidence.add("the API server's answer to the apply", e.body)
+        spec_drift.record(request, Drift(KEP, "status.devices by server-side apply",
+                                         "a driver reports status.devices by server-side apply, as its own field "
+                                         "manager, changing only its own entries",
+                                         f"refused for a claim created {encoding}: {_message(e)}"))
+        raise AssertionError(
+            f"the API server refused a server-side apply of status.devices (field manager {DRIVER_LIKE_MANAGER}, "
+            f"only status.devices sent) to a claim created {encoding}: {_message(e)}. A driver that applies its "
+            f"status is refused on such claims for a field it did not send. Upstream: {UPSTREAM_FIX}") from None
+    devices = claims.device_status(claims.read(api, holders_namespace, name))
+    evidence.add("status.devices after the apply", devices)
+    assert [d["device"] for d in devices] == [entries[0]["device"]], \
+        f"the apply was accepted, but status.devices is {devices}, want the one entry applied: {entries}"
+
+
+def _message(e: ApiException) -> str:
+    return json.loads(e.body or "{}").get("message") or f"{e.status} {e.reason}"

@@ -187,6 +187,7 @@ def test_switching_variant_removes_the_other_variants_objects() -> None:
 VALID_VARIANTS = {
     ("gpu", "no-ready-condition"): "no status conditions",
     ("gpu", "status-first-device"): "status for some devices only",
+    ("gpu", "status-apply"): "status.devices by server-side apply",
     ("gpu", "one-device-per-node"): "one device per node",
     ("gpu", "several-pools"): "several pools",
     ("gpu", "several-slices"): "several slices",
@@ -198,6 +199,7 @@ VALID_VARIANTS = {
     ("gpu", "cdi-etc"): "another CDI spec directory",
     ("gpu", "leave-socket"): "a socket left after uninstall (a SHOULD missed: a WARNING)",
     ("net", "no-ready-condition"): "no status conditions",
+    ("net", "status-apply"): "status.devices by server-side apply",
     ("net", "one-vf-per-node"): "one device per node",
     ("net", "several-pools"): "several pools",
     ("net", "slow-prepare"): "slow but correct prepare",

@@ -98,8 +98,28 @@ def test_a_static_binary_brings_nothing(tmp_path: Path) -> None:
     out = tmp_path / "static.tar"
     done = build("--tag", REF, "--out", str(out), "--file", f"{binary}:/usr/bin/plugin")
     assert done.exit_code == 0, done.output
-    assert sorted(read_image(out)[2]) == ["usr", "usr/bin", "usr/bin/plugin"]
+    assert sorted(read_image(out)[2]) == sorted(["usr", "usr/bin", "usr/bin/plugin", *BASE])
     assert archive_problems(out) == []
+
+
+# What every image gets beside what its maker gives: the base a container expects.
+BASE = ["dev", "etc", "etc/group", "etc/nsswitch.conf", "etc/passwd", "proc", "root", "sys", "tmp", "var", "var/run",
+        "var/tmp"]
+
+
+def test_an_image_has_the_base_a_container_expects(tmp_path: Path) -> None:
+    (tmp_path / "plugin").write_text("#!/bin/sh\n")
+    (tmp_path / "plugin").chmod(0o755)
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "passwd").write_text("acme:x:1000:1000::/home/acme:/bin/sh\n")
+    out = tmp_path / "image.tar"
+    done = build("--tag", REF, "--out", str(out), "--file", f"{tmp_path / 'plugin'}:/usr/bin/plugin",
+                 "--dir", f"{tmp_path / 'etc'}:/etc")
+    assert done.exit_code == 0, done.output
+    layer = read_image(out)[2]
+    assert {d: oct(layer[d][0].mode) for d in ("tmp", "var/tmp")} == {"tmp": "0o1777", "var/tmp": "0o1777"}
+    assert layer["etc/passwd"][1] == b"acme:x:1000:1000::/home/acme:/bin/sh\n", "the maker's /etc wins over the base"
+    assert layer["etc/nsswitch.conf"][1] == b"hosts: files dns\n" and layer["etc/group"][1].startswith(b"root:x:0:")
 
 
 def test_a_directory_is_added_recursively_with_modes_and_symlinks(tmp_path: Path) -> None:

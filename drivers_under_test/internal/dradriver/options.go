@@ -42,6 +42,7 @@ type Options struct {
 	Pools           int
 	SlicesPerPool   int
 	StatusDevices   string
+	StatusWrite     string
 	ReadyCondition  bool
 	AttributeDomain string
 	Variant         *variant.Selected
@@ -53,6 +54,12 @@ type Options struct {
 const (
 	StatusDevicesAll   = "all"
 	StatusDevicesFirst = "first"
+)
+
+// What --status-write takes.
+const (
+	StatusWriteUpdate = "update"
+	StatusWriteApply  = "apply"
 )
 
 // Variants every reference DRA driver has: they break what the framework does with metadata
@@ -135,6 +142,8 @@ func RegisterFlags(fs *flag.FlagSet, driverName string, own map[string]string) *
 	fs.IntVar(&o.SlicesPerPool, "slices-per-pool", 1, "publish each pool in this many ResourceSlices")
 	fs.StringVar(&o.StatusDevices, "status-devices", StatusDevicesAll, "with --report-status, the allocated devices of a claim that get a status.devices entry: "+
 		StatusDevicesAll+", or "+StatusDevicesFirst+" (only the first of the claim's devices on this node)")
+	fs.StringVar(&o.StatusWrite, "status-write", StatusWriteUpdate, "with --report-status, how status.devices is written: "+
+		StatusWriteUpdate+" (read, modify, update) or "+StatusWriteApply+" (server-side apply as the driver's field manager, as dranet writes it)")
 	fs.BoolVar(&o.ReadyCondition, "ready-condition", true, "give status.devices entries a Ready condition once the device is configured (the API says they should)")
 	fs.StringVar(&o.AttributeDomain, "attribute-domain", "",
 		"publish the driver's own device attributes qualified with this domain, e.g. dralab.dev/index (default: unqualified, in the driver name's domain)")
@@ -170,6 +179,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--slices-per-pool %d: a pool has at least one slice", o.SlicesPerPool)
 	case o.StatusDevices != StatusDevicesAll && o.StatusDevices != StatusDevicesFirst:
 		return fmt.Errorf("--status-devices %q: want %s or %s", o.StatusDevices, StatusDevicesAll, StatusDevicesFirst)
+	case o.StatusWrite != StatusWriteUpdate && o.StatusWrite != StatusWriteApply:
+		return fmt.Errorf("--status-write %q: want %s or %s", o.StatusWrite, StatusWriteUpdate, StatusWriteApply)
 	}
 	// The domain of a qualified attribute name is a DNS subdomain of at most 63 characters.
 	if d := o.AttributeDomain; d != "" && (len(d) > 63 || len(validation.IsDNS1123Subdomain(d)) > 0) {

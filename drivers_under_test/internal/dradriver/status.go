@@ -8,6 +8,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
+	resourceapply "k8s.io/client-go/applyconfigurations/resource/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
@@ -38,9 +40,13 @@ func (e DeviceStatus) entry(driver string) (resourceapi.AllocatedDeviceStatus, e
 
 // WriteClaimStatus writes the status.devices entries the driver reports for a claim's devices
 // on this node, as its options choose: for every device or only the first (--status-devices),
-// with or without a Ready condition (--ready-condition). claim is as for WriteStatus.
+// with or without a Ready condition (--ready-condition), updated or applied (--status-write).
+// claim is as for WriteStatus.
 func (o *Options) WriteClaimStatus(ctx context.Context, client kubernetes.Interface, claim *resourceapi.ResourceClaim, entries []DeviceStatus) error {
-	if o.Variant.Is(VariantReplaceStatus) {
+	switch {
+	case o.StatusWrite == StatusWriteApply:
+		return ApplyStatus(ctx, client, o.DriverName, claim, o.reported(entries))
+	case o.Variant.Is(VariantReplaceStatus):
 		return writeStatus(ctx, client, o.DriverName, claim, o.reported(entries), false)
 	}
 	return WriteStatus(ctx, client, o.DriverName, claim, o.reported(entries))
@@ -65,10 +71,8 @@ func ClaimRef(namespace, name string) *resourceapi.ResourceClaim {
 
 // WriteStatus replaces the driver's entries for these devices in a claim's status.devices and
 // keeps every other entry. claim is the claim as last read (the one the framework read for
-// prepare saves a request) or a ClaimRef; it is not modified. It reads, modifies and updates
-// (reading again on conflict) rather than applying server-side: in v1.37.1 a server-side apply
-// to the status of a claim whose allocation holds a config without `requests` is refused with
-// "status.allocation: Invalid value: null: field cannot be modified once set".
+// prepare saves a request) or a ClaimRef; it is not modified. It reads, modifies and updates,
+// reading again on conflict (ApplyStatus applies server-side instead).
 func WriteStatus(ctx context.Context, client kubernetes.Interface, driver string, claim *resourceapi.ResourceClaim, entries []DeviceStatus) error {
 	return writeStatus(ctx, client, driver, claim, entries, true)
 }
@@ -112,4 +116,48 @@ func writeStatus(ctx context.Context, client kubernetes.Interface, driver string
 		return fmt.Errorf("write status.devices of claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
 	return nil
+}
+
+// ApplyStatus sets the driver's entries of a claim's status.devices to these by server-side
+// apply, as field manager `driver`: the server keeps the entries other managers own. claim
+// names the claim (its namespace and name). v1.35-v1.37 refuse such an apply when the claim's
+// opaque config parameters were not sent canonically (compact JSON, sorted keys): dralab's ST-09.
+func ApplyStatus(ctx context.Context, client kubernetes.Interface, driver string, claim *resourceapi.ResourceClaim, entries []DeviceStatus) error {
+	status := resourceapply.ResourceClaimStatus()
+	for _, e := range entries {
+		entry, err := e.entry(driver)
+		if err != nil {
+			return err
+		}
+		status.WithDevices(applied(entry))
+	}
+	_, err := client.ResourceV1().ResourceClaims(claim.Namespace).ApplyStatus(ctx,
+		resourceapply.ResourceClaim(claim.Name, claim.Namespace).WithStatus(status), metav1.ApplyOptions{FieldManager: driver, Force: true})
+	if err != nil {
+		return fmt.Errorf("apply status.devices of claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	return nil
+}
+
+// applied is an entry as an apply configuration, with only the fields the entry sets.
+func applied(e resourceapi.AllocatedDeviceStatus) *resourceapply.AllocatedDeviceStatusApplyConfiguration {
+	out := resourceapply.AllocatedDeviceStatus().WithDriver(e.Driver).WithPool(e.Pool).WithDevice(e.Device)
+	for _, c := range e.Conditions {
+		out.WithConditions(metaapply.Condition().WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).
+			WithMessage(c.Message).WithLastTransitionTime(c.LastTransitionTime))
+	}
+	if e.Data != nil {
+		out.WithData(*e.Data)
+	}
+	if nd := e.NetworkData; nd != nil {
+		data := resourceapply.NetworkDeviceData().WithIPs(nd.IPs...)
+		if nd.InterfaceName != "" {
+			data.WithInterfaceName(nd.InterfaceName)
+		}
+		if nd.HardwareAddress != "" {
+			data.WithHardwareAddress(nd.HardwareAddress)
+		}
+		out.WithNetworkData(data)
+	}
+	return out
 }

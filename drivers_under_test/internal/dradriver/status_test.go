@@ -3,6 +3,7 @@ package dradriver
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -107,5 +108,18 @@ func TestStatusFromAStaleClaimIsReadAgain(t *testing.T) {
 func TestReplaceStatusDeletesTheOtherDriversEntries(t *testing.T) {
 	if got := written(t, "--break="+VariantReplaceStatus); len(got) != 2 {
 		t.Errorf("entries (device: Ready) %v, want the driver's two", got)
+	}
+}
+
+func TestStatusAppliedServerSide(t *testing.T) {
+	if got := written(t, "--status-write=apply"); len(got) != 2 || !got["gpu-0"] || !got["gpu-1"] {
+		t.Errorf("entries (device: Ready) %v, want both Ready, applied beside the other driver's", got)
+	}
+}
+
+func TestStatusWriteTakesUpdateOrApply(t *testing.T) {
+	o := parse(t, "--status-write=patch")
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), `--status-write "patch"`) {
+		t.Errorf("Validate: %v, want --status-write refused", err)
 	}
 }
