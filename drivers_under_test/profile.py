@@ -162,6 +162,8 @@ class Variant(Model):
         "for a valid variant (MUT-02): the requirement IDs or suites (MD, ST-01) its choice can change the outcome "
         "of; `dralab selfcheck` certifies it on those and DEP instead of on every requirement of the driver "
         "(empty: every one)"))
+    claims_serve_one_pod: bool | None = Field(default=None, alias="claimsServeOnePod", description=(
+        "the profile's claimsServeOnePod in this variant"))
     seeds: int = Field(default=1, ge=1, description=(
         "for a broken variant whose fault only the generated workloads show (MUT-03): how many seeds of them "
         "`dralab selfcheck` draws in turn, each --budget shapes, so that a shape showing it comes up in every run"))
@@ -238,6 +240,9 @@ class DriverProfile(Model):
     # Opaque parameters the suites put in their claims for this driver (a network driver needs
     # an interface to configure); none by default.
     claim_config: dict[str, Any] | None = Field(default=None, alias="claimConfig")
+    claims_serve_one_pod: bool = Field(default=False, alias="claimsServeOnePod", description=(
+        "each claim serves one pod at a time (its device moves into that pod's network namespace, say): the "
+        "suites' pods share no claim, and a claim of one pod must still be prepared"))
     variants: dict[str, Variant] = Field(default_factory=dict)
     # Where the profile file is; set by load_profile, resolves the relative paths above.
     source: Path = Field(default=Path("."), exclude=True)

@@ -188,6 +188,7 @@ VALID_VARIANTS = {
     ("gpu", "no-ready-condition"): "no status conditions",
     ("gpu", "status-first-device"): "status for some devices only",
     ("gpu", "status-apply"): "status.devices by server-side apply",
+    ("gpu", "one-pod-per-claim"): "a claim serves one pod at a time (declared: claimsServeOnePod)",
     ("gpu", "one-device-per-node"): "one device per node",
     ("gpu", "several-pools"): "several pools",
     ("gpu", "several-slices"): "several slices",

@@ -70,6 +70,19 @@ def test_a_profile_with_a_claim_config_gets_one_device_a_pod() -> None:
     one()
 
 
+def test_a_profile_whose_claims_serve_one_pod_gets_no_shared_claim() -> None:
+    seen = {True: set(), False: set()}
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=LOADED, database=None, derandomize=True)
+    @given(pod_shapes(8), pod_shapes(8, shared=False))
+    def drawn(shareable: PodShape, one_pod: PodShape) -> None:
+        seen[True].add(shareable.sharers)
+        seen[False].add(one_pod.sharers)
+
+    drawn()
+    assert seen == {True: {0, 1}, False: {0}}
+
+
 def test_a_failing_shape_is_shrunk_once_tried_and_its_failure_returned(monkeypatch) -> None:
     tried: list[PodShape] = []
 

@@ -197,6 +197,11 @@ func (d *gpuDriver) PrepareResourceClaims(ctx context.Context, claims []*resourc
 			result[claim.UID] = kubeletplugin.PrepareResult{Err: err}
 			continue
 		}
+		if err := d.opts.TooManyPods(claim); err != nil {
+			klog.FromContext(ctx).Error(err, "NodePrepareResources", "claim", klog.KObj(claim))
+			result[claim.UID] = kubeletplugin.PrepareResult{Err: err}
+			continue
+		}
 		devices, err := d.prepareOrRestore(ctx, claim)
 		result[claim.UID] = kubeletplugin.PrepareResult{Err: err, Devices: devices}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -43,6 +44,7 @@ type Options struct {
 	SlicesPerPool   int
 	StatusDevices   string
 	StatusWrite     string
+	PodsPerClaim    int
 	ReadyCondition  bool
 	AttributeDomain string
 	Variant         *variant.Selected
@@ -55,6 +57,15 @@ const (
 	StatusDevicesAll   = "all"
 	StatusDevicesFirst = "first"
 )
+
+// TooManyPods is the refusal of a claim reserved for more pods than --pods-per-claim allows; nil if it is not.
+func (o *Options) TooManyPods(claim *resourceapi.ResourceClaim) error {
+	if n := len(claim.Status.ReservedFor); o.PodsPerClaim > 0 && n > o.PodsPerClaim {
+		return fmt.Errorf("claim %s/%s is reserved for %d pods: %s serves at most %d pod(s) a claim", claim.Namespace,
+			claim.Name, n, o.DriverName, o.PodsPerClaim)
+	}
+	return nil
+}
 
 // What --status-write takes.
 const (
@@ -144,6 +155,8 @@ func RegisterFlags(fs *flag.FlagSet, driverName string, own map[string]string) *
 		StatusDevicesAll+", or "+StatusDevicesFirst+" (only the first of the claim's devices on this node)")
 	fs.StringVar(&o.StatusWrite, "status-write", StatusWriteUpdate, "with --report-status, how status.devices is written: "+
 		StatusWriteUpdate+" (read, modify, update) or "+StatusWriteApply+" (server-side apply as the driver's field manager, as dranet writes it)")
+	fs.IntVar(&o.PodsPerClaim, "pods-per-claim", 0, "refuse to prepare a claim reserved for more pods than this, as a driver "+
+		"whose device moves into one pod's namespace does (0: any number); its profile declares claimsServeOnePod")
 	fs.BoolVar(&o.ReadyCondition, "ready-condition", true, "give status.devices entries a Ready condition once the device is configured (the API says they should)")
 	fs.StringVar(&o.AttributeDomain, "attribute-domain", "",
 		"publish the driver's own device attributes qualified with this domain, e.g. dralab.dev/index (default: unqualified, in the driver name's domain)")
@@ -179,6 +192,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--slices-per-pool %d: a pool has at least one slice", o.SlicesPerPool)
 	case o.StatusDevices != StatusDevicesAll && o.StatusDevices != StatusDevicesFirst:
 		return fmt.Errorf("--status-devices %q: want %s or %s", o.StatusDevices, StatusDevicesAll, StatusDevicesFirst)
+	case o.PodsPerClaim < 0:
+		return fmt.Errorf("--pods-per-claim %d must not be negative", o.PodsPerClaim)
 	case o.StatusWrite != StatusWriteUpdate && o.StatusWrite != StatusWriteApply:
 		return fmt.Errorf("--status-write %q: want %s or %s", o.StatusWrite, StatusWriteUpdate, StatusWriteApply)
 	}

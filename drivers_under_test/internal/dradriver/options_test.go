@@ -84,3 +84,20 @@ func TestStaticInventoryPublishesWhatItFoundAtStart(t *testing.T) {
 		}
 	}
 }
+
+func TestPodsPerClaimRefusesAClaimReservedForMore(t *testing.T) {
+	claim := &resourceapi.ResourceClaim{Status: resourceapi.ResourceClaimStatus{ReservedFor: []resourceapi.ResourceClaimConsumerReference{
+		{Resource: "pods", Name: "a", UID: "1"}, {Resource: "pods", Name: "b", UID: "2"}}}}
+	claim.Namespace, claim.Name = "ns", "shared"
+	if err := parse(t).TooManyPods(claim); err != nil {
+		t.Errorf("by default: %v, want any number of pods served", err)
+	}
+	err := parse(t, "--pods-per-claim=1").TooManyPods(claim)
+	if err == nil || !strings.Contains(err.Error(), "claim ns/shared is reserved for 2 pods") {
+		t.Errorf("--pods-per-claim=1: %v, want the claim of two pods refused", err)
+	}
+	claim.Status.ReservedFor = claim.Status.ReservedFor[:1]
+	if err := parse(t, "--pods-per-claim=1").TooManyPods(claim); err != nil {
+		t.Errorf("--pods-per-claim=1, one pod: %v, want it served", err)
+	}
+}
