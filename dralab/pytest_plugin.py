@@ -406,11 +406,7 @@ def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDr
         if variant is None and default_variant in profile.variants:
             variant = default_variant
         label = f"driver profile {profile.name}{f' (variant {variant})' if variant else ''}"
-        chosen = profile.variant(variant)
-        if chosen is not None and chosen.device_classes is not None:  # the suites request through its classes
-            profile = profile.model_copy(update={"device_classes": chosen.device_classes})
-        if chosen is not None and chosen.claims_serve_one_pod is not None:
-            profile = profile.model_copy(update={"claims_serve_one_pod": chosen.claims_serve_one_pod})
+        profile = profile.in_variant(variant)  # the suites request through its classes
         # Neither this deployment nor the driver as DEP-01 deployed it came up: nothing to test.
         as_dep01 = default_variant if default_variant in profile.variants else None
         why = failed.get((profile.name, variant)) or failed.get((profile.name, as_dep01))

@@ -325,6 +325,15 @@ class DriverProfile(Model):
             raise BadInput(f"driver profile {self.name} has no variant {name!r} (its variants: {known})")
         return self.variants[name]
 
+    def in_variant(self, name: str | None) -> "DriverProfile":
+        """The profile as the suites see it deployed in variant `name`: with the device classes and
+        the claimsServeOnePod the variant sets, where it sets them."""
+        chosen = self.variant(name)
+        if chosen is None:
+            return self
+        changed = {"device_classes": chosen.device_classes, "claims_serve_one_pod": chosen.claims_serve_one_pod}
+        return self.model_copy(update={k: v for k, v in changed.items() if v is not None})
+
     def broken_variants(self) -> list[str]:
         return sorted(n for n, v in self.variants.items() if v.breaks)
 

@@ -5,7 +5,8 @@ mounts the tree where the node and the host see it, and answers the server's que
 write to an attribute the kernel acts on (sriov_numvfs, driver_override, a driver's bind/unbind/
 new_id/remove_id, the bus's drivers_probe) goes to fake_hardware.kernel while the writer waits, and
 its errno is what write(2) returns. Every half second it also returns to the node the netdevs whose
-namespace was destroyed, as the kernel does for a real NIC's (a veth would die with it). When the
+namespace was destroyed, as the kernel does for a real NIC's (a veth would die with it), and lists
+the node's own links (lo, eth0, cni0, pods' veth ends) in class/net as virtual netdevs. When the
 agent dies, the server unmounts the tree and exits (its parent-death signal).
 
     python -m fake_hardware.agent --lab-config LAB_DIR/cluster.json --node node-1 \\
@@ -28,6 +29,7 @@ from fake_hardware.kernel import ACTED_ATTRIBUTES, NodeKernel
 from fake_hardware.lab import NODE_SYSFS_ROOT, HardwareLab, NodeHardware
 
 RENEW_SECONDS = 0.5
+LINKS_SECONDS = 2.0  # the node's own links change with pods starting and going: an `ip` call each time
 
 
 def fuse_command(binary: Path, hw: NodeHardware, node_mount_ns: Path | None) -> list[str]:
@@ -46,7 +48,7 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
         raise SystemExit(f"the FUSE server did not mount the tree (exit {server.wait()}); its errors are above")
     ready_file.write_text(f"{os.getpid()}\n")
     logging.info("serving %s at %s", kernel.root, ", ".join(command[command.index("--mount") + 1::2]))
-    checked = time.monotonic()
+    checked = linked = time.monotonic()
     while True:
         # The server asks one write at a time and waits for its answer: a line is never left buffered.
         if select.select([server.stdout], [], [], RENEW_SECONDS)[0]:
@@ -63,6 +65,9 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
         if time.monotonic() - checked >= RENEW_SECONDS:  # not after every write: writes come in bursts
             checked = time.monotonic()
             kernel.return_lost_netdevs(set(os.listdir("/sys/class/net")), checked)  # fabric ends are host links
+        if time.monotonic() - linked >= LINKS_SECONDS:
+            linked = time.monotonic()
+            kernel.sync_node_links()
 
 
 def main(argv: list[str] | None = None) -> None:

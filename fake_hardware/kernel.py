@@ -20,7 +20,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fake_hardware import sysfs
+from fake_hardware import netdevs, sysfs
 from fake_hardware.lab import NodeHardware
 from fake_hardware.topology import PciFunction
 
@@ -218,6 +218,14 @@ class NodeKernel:
                 os.chmod(node, mode)  # mknod's mode is masked by the umask
 
     # Namespaces ------------------------------------------------------------------------
+
+    def sync_node_links(self) -> None:
+        """The node's own links (its namespace's, but the emulated netdevs) as virtual netdevs in
+        class/net, as the kernel lists every link of the namespace: drivers that scan class/net
+        against netlink (dranet) find each link they see."""
+        emulated = {fn.netdev for fn in self.hw.plan.functions if fn.netdev}
+        sysfs.sync_virtual_links(self.root, {name: link for name, link in netdevs.links_of(self.hw.netns).items()
+                                             if name not in emulated})
 
     def return_lost_netdevs(self, host_links: set[str], now: float) -> None:
         """Netdevs whose namespace was destroyed (a pod's, with a VF still in it) come back to the

@@ -5,12 +5,19 @@ between devices of different nodes. (This VM has no dummy or macvlan links; veth
 
 from __future__ import annotations
 
+import json
 import subprocess
 from typing import Sequence
 
 from clusters.errors import LabBroken
 from clusters.local.network import links_named, sh
+from fake_hardware.sysfs import VirtualLink
 from fake_hardware.topology import PciFunction
+
+# `ip -j link`'s link_type and flags as the kernel's numbers (ARPHRD_*, IFF_*), as sysfs shows them.
+ARP_TYPES = {"ether": 1, "loopback": 772, "none": 65534}
+IFF = {"UP": 0x1, "BROADCAST": 0x2, "LOOPBACK": 0x8, "POINTOPOINT": 0x10, "NOARP": 0x80, "PROMISC": 0x100,
+       "MULTICAST": 0x1000, "LOWER_UP": 0x10000}
 
 
 def _batch(commands: Sequence[str], netns: str | None = None) -> None:
@@ -20,6 +27,17 @@ def _batch(commands: Sequence[str], netns: str | None = None) -> None:
     result = subprocess.run(cmd, input="\n".join(commands) + "\n", capture_output=True, text=True)
     if result.returncode != 0:
         raise LabBroken(f"`{' '.join(cmd)}` failed: {result.stderr.strip()}")
+
+
+def links_of(netns: str) -> dict[str, VirtualLink]:
+    """Every link of the namespace by name, as `ip -j link` shows it; none if it is gone."""
+    result = subprocess.run(["ip", "-n", netns, "-j", "link", "show"], capture_output=True, text=True)
+    if result.returncode != 0:
+        return {}
+    return {link["ifname"]: VirtualLink(
+        ifindex=link["ifindex"], address=link.get("address", "00:00:00:00:00:00"), mtu=link.get("mtu", 1500),
+        operstate=link.get("operstate", "UNKNOWN").lower(), arp_type=ARP_TYPES.get(link.get("link_type", ""), 1),
+        flags=sum(IFF.get(f, 0) for f in link.get("flags", []))) for link in json.loads(result.stdout or "[]")}
 
 
 def create_fabric(bridge: str) -> None:

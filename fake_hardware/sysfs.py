@@ -10,6 +10,8 @@
     class/infiniband_verbs/uverbs<n> -> ../../devices/.../<BDF>/infiniband_verbs/uverbs<n>, and
     class/infiniband_mad/{umad,issm}<n> likewise (RDMA NICs' character devices: ibdev, dev, device);
     class/infiniband_{verbs,mad}/abi_version
+    class/net/<ifname>              -> ../../devices/virtual/net/<ifname> for the node's own links (lo,
+                                       eth0, cni0, pods' veth ends), kept in step with its namespace
     devices/system/{node,cpu,memory} (system_tree.py)
 
 Every link is relative, so the tree works wherever it is mounted (a driver container sees it
@@ -294,6 +296,46 @@ def set_gpu_health(root: Path, fn: PciFunction, healthy: bool) -> None:
 
 def set_num_vfs(root: Path, pf: PciFunction, count: int) -> None:
     write_atomic(device_dir(root, pf) / "sriov_numvfs", f"{count}\n")
+
+
+@dataclass(frozen=True)
+class VirtualLink:
+    """A link of the node's own (no PCI function behind it), as `ip -j link` shows it."""
+
+    ifindex: int
+    address: str
+    mtu: int
+    operstate: str  # up, down, unknown
+    arp_type: int  # 1 ether, 772 loopback (the kernel's ARPHRD_*)
+    flags: int  # IFF_*
+
+
+def sync_virtual_links(root: Path, links: dict[str, VirtualLink]) -> None:
+    """devices/virtual/net/<name> and class/net/<name> for each of the node's own links, as the
+    kernel shows virtual netdevs (no device link); those of links gone are removed. The tree's
+    PCI netdevs are not touched: their names are never in `links`."""
+    virtual = root / "devices" / "virtual" / "net"
+    for gone in (set(os.listdir(virtual)) if virtual.is_dir() else set()) - set(links):
+        if gone.startswith("."):
+            continue
+        (root / "class" / "net" / gone).unlink(missing_ok=True)
+        shutil.rmtree(virtual / gone, ignore_errors=True)
+    for name, link in links.items():
+        attributes = {**{k: v for k, v in NETDEV_ATTRIBUTES.items() if k != "duplex"},  # no duplex: EINVAL
+                      "address": link.address, "mtu": str(link.mtu), "ifindex": str(link.ifindex),
+                      "iflink": str(link.ifindex), "operstate": link.operstate, "type": str(link.arp_type),
+                      "flags": hex(link.flags), "carrier": "1" if link.operstate != "down" else "0",
+                      "uevent": f"INTERFACE={name}\nIFINDEX={link.ifindex}"}
+        seen = virtual / name / "ifindex"
+        if seen.is_file() and seen.read_text().strip() == str(link.ifindex):
+            continue  # the same link, seen before
+        def write(directory: Path, attributes: dict[str, str] = attributes) -> None:
+            directory.mkdir(parents=True)
+            for attribute, value in attributes.items():
+                (directory / attribute).write_text(f"{value}\n")
+            os.symlink("../../../../class/net", directory / "subsystem")
+        _rename_in(virtual / name, write)
+        link_atomic(root / "class" / "net" / name, virtual / name)
 
 
 def write_tree(root: Path, plan: NodePlan) -> None:

@@ -159,6 +159,10 @@ def environment(cluster: str, drivers: list[DriverProfile], variant: str | None,
                               or [f"{reference.ref} {reference.digest}"]}
     if variant:
         env["driver variant"] = variant
+    one_pod = [d.name for d in drivers if d.in_variant(variant if variant in d.variants else None).claims_serve_one_pod]
+    if one_pod:
+        env["claims serve one pod"] = (f"{', '.join(one_pod)} (claimsServeOnePod): the suites' pods share no claim; "
+                                       "requirements about claims shared by pods were judged on none")
     env["cluster qualification"] = qualification.recorded(cluster, kubernetes_version, kubeconfig)
     if cluster in ("local", "kind"):
         gates = at_version(SESSION_LAB, kubernetes_version, known_feature_gates(tools))[0].feature_gates

@@ -219,3 +219,21 @@ def test_rdma_character_devices_past_the_fixed_minors_take_the_dynamic_majors() 
     assert (numbers[64]["umad64"], numbers[64]["issm64"]) == ((238, 0), (238, 8128))
     assert numbers[70] == {"uverbs70": (239, 38), "umad70": (238, 6), "issm70": (238, 8134)}
     assert sysfs.rdma_char_devices(plan.by_name("gpu0")) == []
+
+
+def test_the_nodes_own_links_are_virtual_netdevs_kept_in_step(tmp_path: Path) -> None:
+    lo = sysfs.VirtualLink(ifindex=1, address="00:00:00:00:00:00", mtu=65536, operstate="unknown", arp_type=772,
+                           flags=0x10049)
+    eth0 = sysfs.VirtualLink(ifindex=2, address="02:42:0a:63:01:01", mtu=1500, operstate="up", arp_type=1,
+                             flags=0x11043)
+    (tmp_path / "class" / "net").mkdir(parents=True)
+    sysfs.sync_virtual_links(tmp_path, {"lo": lo, "eth0": eth0})
+    net = tmp_path / "class" / "net"
+    assert sorted(os.listdir(net)) == ["eth0", "lo"]
+    assert os.readlink(net / "eth0") == "../../devices/virtual/net/eth0"
+    assert (net / "eth0" / "address").read_text() == "02:42:0a:63:01:01\n"
+    assert (net / "lo" / "type").read_text() == "772\n" and (net / "lo" / "flags").read_text() == "0x10049\n"
+    assert not (net / "eth0" / "device").exists(), "a virtual netdev has no device behind it"
+    assert os.path.realpath(net / "eth0" / "subsystem") == os.path.realpath(net)
+    sysfs.sync_virtual_links(tmp_path, {"lo": lo})  # eth0 went (a pod's veth end, say)
+    assert os.listdir(net) == ["lo"] and os.listdir(tmp_path / "devices" / "virtual" / "net") == ["lo"]
