@@ -88,6 +88,10 @@ E2E_RUNS = tests/e2e/test_kind_provider.py tests/e2e/test_qualify.py tests/e2e/t
 # `make test-long`, about 12 minutes, not part of test (which they took over the 60-minute budget).
 LONG_RUNS = tests/e2e/test_selfcheck.py tests/e2e/test_public_drivers.py
 
+# ST-09's reproduction FAILs on the Kubernetes versions dralab builds: the cluster's bug (README, the refusal of
+# status applies), which certify reports as such; tests/e2e/test_certify.py checks that it does, in make test.
+CLUSTER_REFUSES = suites/resource_claim_status/test_status_api.py::test_a_status_apply_is_accepted_whatever_the_claims_encoding[as the kubernetes Python client sends it]
+
 # Go unit tests of the reference drivers (as root: the netns tests make namespaces) and of the
 # allocator benchmark (both variants place alike; one timed iteration each), unit tests,
 # the local lab's own e2e tests (up, down, residue, faults, stopping, certify's bad input and Ctrl-C, a
@@ -99,7 +103,7 @@ test: setup
 	$(MAKE) test-unit
 	$(PYTHON) -m pytest tests suites --ignore=tests/unit $(PERF_RUNS:%=--ignore=%) $(LONG_RUNS:%=--ignore=%) \
 		$(E2E_RUNS:%=--ignore=%) --ignore=$(CI_TEMPLATES) $(FAULT_RUNS:%='--deselect=%') \
-		--durations=25
+		'--deselect=$(CLUSTER_REFUSES)' --durations=25
 	$(DRALAB) residue
 
 # The Python unit tests alone (no lab), one worker a core (pytest-xdist).

@@ -6,7 +6,8 @@ write to an attribute the kernel acts on (sriov_numvfs, driver_override, a drive
 new_id/remove_id, the bus's drivers_probe) goes to fake_hardware.kernel while the writer waits, and
 its errno is what write(2) returns. Every half second it also returns to the node the netdevs whose
 namespace was destroyed, as the kernel does for a real NIC's (a veth would die with it), and lists
-the node's own links (lo, eth0, cni0, pods' veth ends) in class/net as virtual netdevs. When the
+the node's own links (lo, eth0, cni0, pods' veth ends) in class/net as virtual netdevs, at each
+change `ip monitor link` reports. When the
 agent dies, the server unmounts the tree and exits (its parent-death signal).
 
     python -m fake_hardware.agent --lab-config LAB_DIR/cluster.json --node node-1 \\
@@ -25,11 +26,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from fake_hardware import netdevs
 from fake_hardware.kernel import ACTED_ATTRIBUTES, NodeKernel
 from fake_hardware.lab import NODE_SYSFS_ROOT, HardwareLab, NodeHardware
 
 RENEW_SECONDS = 0.5
-LINKS_SECONDS = 2.0  # the node's own links change with pods starting and going: an `ip` call each time
 
 
 def fuse_command(binary: Path, hw: NodeHardware, node_mount_ns: Path | None) -> list[str]:
@@ -48,10 +49,20 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
         raise SystemExit(f"the FUSE server did not mount the tree (exit {server.wait()}); its errors are above")
     ready_file.write_text(f"{os.getpid()}\n")
     logging.info("serving %s at %s", kernel.root, ", ".join(command[command.index("--mount") + 1::2]))
-    checked = linked = time.monotonic()
+    # The node's own links follow its namespace's: synced at each link event, as the kernel adds a
+    # netdev's class/net entry as it registers it (dranet reads class/net for every link it sees).
+    links = netdevs.watch_links(kernel.hw.netns)
+    kernel.sync_node_links()
+    checked = time.monotonic()
     while True:
         # The server asks one write at a time and waits for its answer: a line is never left buffered.
-        if select.select([server.stdout], [], [], RENEW_SECONDS)[0]:
+        readable = select.select([server.stdout, *([links.stdout] if links.stdout else [])], [], [], RENEW_SECONDS)[0]
+        if links.stdout in readable:
+            if not os.read(links.stdout.fileno(), 1 << 16):  # the namespace went (the node is being torn down)
+                links.stdout.close()
+                links.stdout = None
+            kernel.sync_node_links()
+        if server.stdout in readable:
             line = server.stdout.readline()
             if not line:
                 raise SystemExit(f"the FUSE server exited ({server.wait()}): the tree is no longer served")
@@ -65,9 +76,6 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
         if time.monotonic() - checked >= RENEW_SECONDS:  # not after every write: writes come in bursts
             checked = time.monotonic()
             kernel.return_lost_netdevs(set(os.listdir("/sys/class/net")), checked)  # fabric ends are host links
-        if time.monotonic() - linked >= LINKS_SECONDS:
-            linked = time.monotonic()
-            kernel.sync_node_links()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,6 +20,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusters.errors import LabBroken
 from fake_hardware import netdevs, sysfs
 from fake_hardware.lab import NodeHardware
 from fake_hardware.topology import PciFunction
@@ -230,15 +231,23 @@ class NodeKernel:
     def return_lost_netdevs(self, host_links: set[str], now: float) -> None:
         """Netdevs whose namespace was destroyed (a pod's, with a VF still in it) come back to the
         node. Missing for LOST_SECONDS first: plugging a function writes the tree just before its
-        netdev is created, maybe in another process (a fault)."""
+        netdev is created, maybe in another process (a fault). One that cannot be made again now (a
+        link of its name is there: a driver or a fault made it meanwhile) is tried again next time;
+        the node lives on, as it would with a real NIC."""
         lost = self.hw.lost_netdevs(host_links)
         since = {fn.bdf: self.lost_since.get(fn.bdf, now) for fn in lost}
-        back = [fn for fn in lost if now - since[fn.bdf] >= LOST_SECONDS]
+        back, failed = [], []
+        for fn in (fn for fn in lost if now - since[fn.bdf] >= LOST_SECONDS):
+            try:
+                self.hw.return_netdevs([fn])
+                back.append(fn)
+            except LabBroken as e:
+                log.warning("netdev %s of %s not returned to the node yet: %s", fn.netdev, fn.bdf, e)
+                failed.append(fn.bdf)
         if back:
-            self.hw.return_netdevs(back)
             log.info("netdevs back in the node's namespace, theirs was destroyed: %s",
                      ", ".join(fn.netdev or "" for fn in back))
-        self.lost_since = {bdf: t for bdf, t in since.items() if now - t < LOST_SECONDS}
+        self.lost_since = {bdf: t for bdf, t in since.items() if now - t < LOST_SECONDS or bdf in failed}
 
     # SR-IOV ----------------------------------------------------------------------------
 

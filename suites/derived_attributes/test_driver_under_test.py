@@ -34,8 +34,8 @@ def test_a_value_derived_from_the_drivers_attribute_pairs_its_devices(api, drive
              .request("a", driver.device_class, selector=plan.selector, derived={own_attributes.DERIVED: plan.expression})
              .request("b", driver.device_class, derived={own_attributes.DERIVED: plan.expression})
              .constraint(["a", "b"], match=own_attributes.DERIVED))
-    if driver.profile.claim_config is not None:
-        claim.opaque(driver.name, driver.profile.claim_config)
+    if driver.profile.claim_config is not None:  # it configures one device (an interface name): a's
+        claim.opaque(driver.name, driver.profile.claim_config, requests=("a",))
     got = checks.paired(checks.schedule(api, namespace, claim, plan.node, evidence))
     partners = sorted(d.name for d in plan.partners(free))
     assert got["a"] == plan.pinned.name and got["b"] in partners, \

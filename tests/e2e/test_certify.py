@@ -56,6 +56,23 @@ def test_certify_against_a_broken_variant_exits_1_and_the_html_names_the_failure
     assert failing_area > 20_000, f"the screenshot {png} shows {failing_area} pixels in the FAIL colour"
 
 
+def test_the_clusters_refusal_of_a_status_apply_is_a_cluster_fail_with_spec_drift(tmp_path) -> None:
+    """ST-09 on the local lab's Kubernetes: the claim sent canonically takes the apply, the one sent
+    as the Python client sends it does not (v1.37.1); reported in the cluster section and as spec
+    drift, never as the driver's."""
+    out = tmp_path / "out"
+    done = dralab("certify", "--only", "ST-09", "--out", str(out), timeout=600)
+    report = json.loads((out / "report.json").read_text())
+    st09 = next(r for r in report["requirements"] if r["id"] == "ST-09")
+    verdicts = {t["name"].split("[")[-1].rstrip("]"): t["verdict"] for t in st09["tests"]}
+    assert verdicts == {"canonically (as kubectl and client-go send it)": "PASS",
+                        "as the kubernetes Python client sends it": "FAIL"}, st09
+    failed = next(t for t in st09["tests"] if t["verdict"] == "FAIL")
+    assert "field cannot be modified once set" in failed["message"] and "Upstream:" in failed["message"], failed
+    assert st09["checks"] == "cluster" and "driver" not in done.stdout.strip().splitlines()[-1].split(":")[0]
+    assert [d["topic"] for d in report["spec_drift"]] == ["status.devices by server-side apply"]
+
+
 @pytest.mark.requirement("LAB-05")
 def test_ctrl_c_during_certify_leaves_no_lab_behind(tmp_path) -> None:
     """A terminal's Ctrl-C reaches certify and its pytest (one process group): certify waits for

@@ -8,6 +8,7 @@ containerd, never the driver's FAIL."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -71,6 +72,31 @@ def test_missing_ready_condition_is_certified_with_a_warning(tmp_path: Path) -> 
     assert report["summary"]["outcome"] == "CERTIFIED" and report["summary"]["warnings"] == ["ST-07"]
     assert requirement(report, "ST-07")["verdict"] == "WARNING" and requirement(report, "ST-01")["verdict"] == "PASS"
     assert "WARNING (SHOULD not met) ST-07" in output.strip().splitlines()[-1]
+
+
+def test_a_status_apply_the_cluster_refuses_blocks_the_drivers_status_checks_by_st09(tmp_path: Path) -> None:
+    """Claims sent as the Python client sends them (as dralab did before ST-09): the cluster refuses
+    the status applies of the net driver's status-apply variant for status.allocation, which the
+    apply did not send, and its ST checks are BLOCKED by ST-09 with the audit log's evidence."""
+    from clusters.api_client import PYTHON_CLIENT_ENV
+
+    out = tmp_path / "out"
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "dralab.cli", "certify", "--out", str(out), "--driver", "net",
+                           "--variant", "status-apply", "--only", "ST-01,ST-02,ST-09"], capture_output=True, text=True,
+                          timeout=1200, cwd=REPO, env={**os.environ, PYTHON_CLIENT_ENV: "1"})
+    output, report = done.stdout + done.stderr, json.loads((out / "report.json").read_text())
+    assert done.returncode == 3, f"exit {done.returncode} after {time.monotonic() - start:.0f}s:\n{output[-4000:]}"
+    for rid in ("ST-01", "ST-02"):
+        blocked = requirement(report, rid)
+        assert blocked["verdict"] == "BLOCKED", blocked
+        assert all(t["verdict"] in ("BLOCKED", "PASS", "SKIP") for t in blocked["tests"]), blocked
+        message = next(t["message"] for t in blocked["tests"] if t["verdict"] == "BLOCKED")
+        assert "blocked by ST-09" in message and "status.allocation" in message and "audit" in message, message
+    st09 = requirement(report, "ST-09")
+    assert st09["verdict"] == "FAIL" and "field cannot be modified once set" in json.dumps(st09), st09
+    assert any(d["topic"] == "status.devices by server-side apply" for d in report["spec_drift"]), report["spec_drift"]
+    assert "INCOMPLETE" in output.strip().splitlines()[-1]
 
 
 KILLER = '''

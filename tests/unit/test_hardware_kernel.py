@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusters.config import ClusterConfig
+from clusters.errors import LabBroken
 from fake_hardware import lab as lab_module
 from fake_hardware.kernel import NodeKernel
 from fake_hardware.lab import NodeHardware
@@ -139,6 +140,24 @@ def test_a_netdev_whose_namespace_was_destroyed_comes_back_once_it_stayed_missin
     assert vf1.netdev not in kernel.netdevs  # type: ignore[attr-defined]
 
 
+def test_a_netdev_that_cannot_be_made_again_yet_is_tried_again_and_the_agent_lives_on(
+        kernel: NodeKernel, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    vf = kernel.hw.plan.by_name("nic0-vf0")
+    kernel.netdevs.discard(vf.netdev)  # type: ignore[attr-defined]
+    alive = {kernel.hw.peer(f) for f in kernel.hw.plan.at_boot() if f.netdev and f is not vf}
+    made = lab_module.netdevs.create
+
+    def exists(*_: object) -> None:
+        raise LabBroken("`ip -batch -` failed: RTNETLINK answers: File exists")
+    monkeypatch.setattr(lab_module.netdevs, "create", exists)  # a driver or a fault took the name meanwhile
+    kernel.return_lost_netdevs(alive, now=10.0)
+    kernel.return_lost_netdevs(alive, now=10.5)
+    assert "not returned to the node yet" in caplog.text
+    monkeypatch.setattr(lab_module.netdevs, "create", made)
+    kernel.return_lost_netdevs(alive, now=11.0)
+    assert vf.netdev in kernel.netdevs, "tried again once the name was free"  # type: ignore[attr-defined]
+
+
 def rdma_nodes(k: NodeKernel) -> dict[str, tuple[int, int, int]]:
     """The node's /dev/infiniband: name -> (major, minor, mode) of each character device."""
     found: dict[str, tuple[int, int, int]] = {}
@@ -211,3 +230,16 @@ def test_the_node_roots_modules_alias_names_each_devices_module_and_vfio_pcis_ow
     vf = kernel.hw.plan.by_name("nic0-vf0")
     assert f"alias pci:v{vf.vendor:08X}d{vf.device:08X}sv*sd*bc*sc*i* mlx5_core" in lines
     assert lines[-1] == "alias vfio_pci:v*d*sv*sd*bc*sc*i* vfio_pci" and len(lines) == len(set(lines))
+
+
+def test_the_nodes_own_links_join_class_net_beside_the_emulated_netdevs(kernel: NodeKernel,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_hardware.sysfs import VirtualLink
+
+    pf = kernel.hw.plan.by_name("nic0")
+    link = VirtualLink(ifindex=2, address="02:00:00:00:00:02", mtu=1500, operstate="up", arp_type=1, flags=0x1003)
+    monkeypatch.setattr(lab_module.netdevs, "links_of", lambda netns: {"eth0": link, "cni0": link, pf.netdev: link})
+    kernel.sync_node_links()
+    net = kernel.root / "class" / "net"
+    assert os.readlink(net / "eth0") == "../../devices/virtual/net/eth0" and (net / "cni0").is_dir()
+    assert "virtual" not in os.readlink(net / pf.netdev), "an emulated netdev stays its PCI function's"
