@@ -243,6 +243,9 @@ class DriverProfile(Model):
     claims_serve_one_pod: bool = Field(default=False, alias="claimsServeOnePod", description=(
         "each claim serves one pod at a time (its device moves into that pod's network namespace, say): the "
         "suites' pods share no claim, and a claim of one pod must still be prepared"))
+    findings: dict[str, str] = Field(default_factory=dict, description=(
+        "for a public driver: per requirement ID it FAILs, the cause read in the driver's own code at the pinned "
+        "version (file:line and what it does), shown with the matrix's finding, ready to file upstream"))
     variants: dict[str, Variant] = Field(default_factory=dict)
     # Where the profile file is; set by load_profile, resolves the relative paths above.
     source: Path = Field(default=Path("."), exclude=True)

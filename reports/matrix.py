@@ -62,6 +62,7 @@ class Finding:
     id: str
     message: str
     report: str
+    cause: str = ""  # where in the driver's own code it comes from, as its profile's `findings` says
 
 
 def cell_of(driver: DriverProfile, version: str, report: dict[str, Any], report_path: str, seconds: float) -> Cell:
@@ -69,8 +70,9 @@ def cell_of(driver: DriverProfile, version: str, report: dict[str, Any], report_
                 {r["id"]: r["verdict"] for r in report["requirements"]}, report_path, round(seconds, 1))
 
 
-def findings(cell: Cell, report: dict[str, Any]) -> list[Finding]:
-    """A public driver's FAILs, each with the first lines of its message."""
+def findings(cell: Cell, report: dict[str, Any], causes: dict[str, str] | None = None) -> list[Finding]:
+    """A public driver's FAILs, each with the first lines of its message and, where its profile's
+    `findings` (`causes`) names one, the cause read in the driver's code."""
     if not cell.public:
         return []
     out = []
@@ -79,7 +81,8 @@ def findings(cell: Cell, report: dict[str, Any]) -> list[Finding]:
             continue
         failing = next(t for t in requirement["tests"] if t["verdict"] == "FAIL")
         lines = (failing["message"] or first_message(requirement)).splitlines()[:FINDING_LINES]
-        out.append(Finding(cell.driver, cell.version, requirement["id"], "\n".join(lines), cell.report))
+        out.append(Finding(cell.driver, cell.version, requirement["id"], "\n".join(lines), cell.report,
+                           (causes or {}).get(requirement["id"], "")))
     return out
 
 
@@ -140,7 +143,8 @@ def render_html(data: dict[str, Any]) -> str:
             f"<a href='{e(c['report'])}#{e(i)}'>{e(c['verdicts'].get(i, ''))}</a></td>" for i in ids) + "</tr>"
         for c in data["cells"])
     found = "".join(f"<li><b>{e(f['driver'])} @ {e(f['version'])}: FAIL {e(f['id'])}</b> "
-                    f"(<a href='{e(f['report'])}#{e(f['id'])}'>report</a>)<pre>{e(f['message'])}</pre></li>"
+                    f"(<a href='{e(f['report'])}#{e(f['id'])}'>report</a>)<pre>{e(f['message'])}</pre>"
+                    + (f"<p>cause: {e(f['cause'])}</p>" if f.get("cause") else "") + "</li>"
                     for f in data["findings"]) or "<li>none</li>"
     qualified = "".join(f"<li><b>{e(v)}</b>: {e(q)}</li>" for v, q in data.get("qualifications", {}).items()) \
         or "<li>not run (dralab matrix --qualify)</li>"
@@ -190,7 +194,7 @@ def run(profiles: list[DriverProfile], kubernetes_versions: list[str], out_dir: 
         cell = cell_of(profile, version, report, (suite_run.out_dir / "report.html").relative_to(out_dir).as_posix(),
                        time.monotonic() - started)
         cells.append(cell)
-        found += findings(cell, report)
+        found += findings(cell, report, profile.findings)
         console.print(f"  {cell.outcome} in {cell.seconds:.0f}s")
     return cells, found
 

@@ -70,7 +70,7 @@ def test_the_clusters_refusal_of_a_status_apply_is_a_cluster_fail_with_spec_drif
     failed = next(t for t in st09["tests"] if t["verdict"] == "FAIL")
     assert "field cannot be modified once set" in failed["message"] and "Upstream:" in failed["message"], failed
     assert st09["checks"] == "cluster" and "driver" not in done.stdout.strip().splitlines()[-1].split(":")[0]
-    assert [d["topic"] for d in report["spec_drift"]] == ["status.devices by server-side apply"]
+    assert "status.devices by server-side apply" in [d["topic"] for d in report["spec_drift"]], report["spec_drift"]
 
 
 @pytest.mark.requirement("LAB-05")

@@ -35,6 +35,15 @@ def test_only_a_public_drivers_fails_are_findings_with_the_first_lines() -> None
     assert matrix.findings(cell("gpu", False, failing, "runs/a/g.html"), failing) == []
 
 
+def test_a_finding_carries_the_cause_its_profile_read_in_the_drivers_code(tmp_path) -> None:
+    failing = report("NOT CERTIFIED", DEP_01="PASS", KP_07="FAIL")
+    public = cell("dra-example-driver", True, failing, "runs/a/report.html")
+    (found,) = matrix.findings(public, failing, {"KP-07": "pkg/driver/state.go:42 restores without the CDI spec"})
+    assert found.cause == "pkg/driver/state.go:42 restores without the CDI spec"
+    matrix.write(tmp_path, [public], [found], "1", 1.0)
+    assert "cause: pkg/driver/state.go:42" in (tmp_path / "matrix.html").read_text()
+
+
 def test_a_changed_cell_is_flagged_with_both_reports_and_the_history_grows(tmp_path: Path) -> None:
     first = [cell("dra-example-driver", True, report("CERTIFIED", DEP_01="PASS", KP_07="PASS"), "runs/1/report.html"),
              cell("gpu", False, report("CERTIFIED", DEP_01="PASS"), "runs/1/gpu.html")]
