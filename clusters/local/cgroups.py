@@ -22,16 +22,16 @@ def hierarchies() -> list[Path]:
 
 
 def create(path: str) -> None:
-    """Create `path` in every hierarchy; cpuset children start empty and must inherit cpus/mems."""
+    """Create `path` in every hierarchy; cpuset children start empty and must inherit cpus/mems.
+    Two labs starting at once (certify's shards) may make a shared parent together: whoever
+    comes second finds it made, and fills its cpuset only if the first has not yet."""
     for h in hierarchies():
         current = h
         for part in Path(path).parts[1:]:
             current = current / part
-            if current.exists():
-                continue
-            current.mkdir()
+            current.mkdir(exist_ok=True)
             for name in ("cpuset.cpus", "cpuset.mems"):
-                if (current / name).exists():
+                if (current / name).exists() and not (current / name).read_text().strip():
                     (current / name).write_text((current.parent / name).read_text())
 
 

@@ -1,22 +1,20 @@
 """Fixtures of the ST suite. The API checks (ST-03, ST-04, ST-05) need claims whose status no
 driver writes: devices of two DRA drivers that exist only as ResourceSlices (`published_only`),
-allocated by the real scheduler to pods bound to the lab's slice-only nodes (or its nodes)."""
+allocated by the real scheduler to pods bound to the lab's slice-only nodes (or its nodes). A driver
+check failing where the cluster refused the driver's status writes (ST-09) is BLOCKED by it."""
 
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
 pytest.register_assert_rewrite("suites.resource_claim_status.checks")
 
-# The ST IDs that judge what a driver wrote into claims' status.
-DRIVER_STATUS_IDS = {"ST-01", "ST-02", "ST-07", "ST-08"}
-
 from clusters.providers import Lab  # noqa: E402
-from drivers_under_test.profile import Capability  # noqa: E402
+from drivers_under_test.profile import Capability, load_profile  # noqa: E402
 from suites.framework.drivers import DriverUnderTest  # noqa: E402
 from suites.framework import claims, namespaces, pods, slices  # noqa: E402
 from suites.framework.claims import ClaimBuilder  # noqa: E402
@@ -24,6 +22,9 @@ from suites.framework.verdicts import require  # noqa: E402
 from suites.resource_claim_status import checks  # noqa: E402
 
 DRIVER_A, DRIVER_B = "st-a.dralab.dev", "st-b.dralab.dev"
+LAB = pytest.StashKey[Lab]()  # the suite's lab (_lab_of_the_suite)
+# The ST IDs that judge what a driver wrote into claims' status.
+DRIVER_STATUS_IDS = {"ST-01", "ST-02", "ST-07", "ST-08"}
 DEVICES_PER_NODE = 4
 
 
@@ -60,23 +61,24 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 def _blocked_by_the_cluster(item: pytest.Item) -> Iterator[None]:
     """A driver status check that fails where the API server refused the driver's status writes
-    for a field they did not send (ST-09) is BLOCKED by that cluster finding, not the driver's FAIL."""
+    for a field they did not send (ST-09) is BLOCKED by that cluster finding, not the driver's FAIL,
+    in its scenario (setup) as in its body."""
     try:
         return (yield)
     except AssertionError as failed:
-        lab, driver = _lab_and_driver(getattr(item, "funcargs", {}).values())
-        if lab and driver and {m.args[0] for m in item.iter_markers("requirement")} & DRIVER_STATUS_IDS:
-            if blocked := checks.blocked_by_the_cluster(lab, driver):
+        lab = item.config.stash.get(LAB, None)
+        profile = item.callspec.params.get("driver") if hasattr(item, "callspec") else None
+        if lab and profile and {m.args[0] for m in item.iter_markers("requirement")} & DRIVER_STATUS_IDS:
+            if blocked := checks.blocked_by_the_cluster(lab, DriverUnderTest(load_profile(profile))):
                 raise blocked from failed
         raise
 
 
-def _lab_and_driver(values: Iterable[object]) -> tuple[Lab | None, DriverUnderTest | None]:
-    """The lab and the driver under test among a test's fixture values (or inside an Observed)."""
-    values = list(values)
-    found = [*values, *(v for o in values for v in (getattr(o, "lab", None), getattr(o, "driver", None)))]
-    return (next((v for v in found if isinstance(v, Lab)), None),
-            next((v for v in found if isinstance(v, DriverUnderTest)), None))
+@pytest.fixture(scope="session", autouse=True)
+def _lab_of_the_suite(request: pytest.FixtureRequest, lab: Lab) -> None:
+    """The lab the suite runs on, kept before any scenario (module-scoped) is set up: one that
+    fails hands it to no test."""
+    request.config.stash[LAB] = lab
 
 
 @pytest.fixture(scope="session")
