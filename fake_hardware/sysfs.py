@@ -326,9 +326,9 @@ def sync_virtual_links(root: Path, links: dict[str, VirtualLink]) -> None:
                       "iflink": str(link.ifindex), "operstate": link.operstate, "type": str(link.arp_type),
                       "flags": hex(link.flags), "carrier": "1" if link.operstate != "down" else "0",
                       "uevent": f"INTERFACE={name}\nIFINDEX={link.ifindex}"}
-        seen = virtual / name / "ifindex"
-        if seen.is_file() and seen.read_text().strip() == str(link.ifindex):
-            continue  # the same link, seen before
+        if all((virtual / name / a).is_file() and (virtual / name / a).read_text() == f"{v}\n"
+               for a, v in attributes.items()):
+            continue  # as it was: a link whose state changed (up, a new address) is written again
         def write(directory: Path, attributes: dict[str, str] = attributes) -> None:
             directory.mkdir(parents=True)
             for attribute, value in attributes.items():

@@ -235,5 +235,7 @@ def test_the_nodes_own_links_are_virtual_netdevs_kept_in_step(tmp_path: Path) ->
     assert (net / "lo" / "type").read_text() == "772\n" and (net / "lo" / "flags").read_text() == "0x10049\n"
     assert not (net / "eth0" / "device").exists(), "a virtual netdev has no device behind it"
     assert os.path.realpath(net / "eth0" / "subsystem") == os.path.realpath(net)
+    sysfs.sync_virtual_links(tmp_path, {"lo": lo, "eth0": sysfs.VirtualLink(**{**eth0.__dict__, "operstate": "down"})})
+    assert (net / "eth0" / "operstate").read_text() == "down\n" and (net / "eth0" / "carrier").read_text() == "0\n"
     sysfs.sync_virtual_links(tmp_path, {"lo": lo})  # eth0 went (a pod's veth end, say)
     assert os.listdir(net) == ["lo"] and os.listdir(tmp_path / "devices" / "virtual" / "net") == ["lo"]
