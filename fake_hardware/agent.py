@@ -51,16 +51,17 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
     logging.info("serving %s at %s", kernel.root, ", ".join(command[command.index("--mount") + 1::2]))
     # The node's own links follow its namespace's: synced at each link event, as the kernel adds a
     # netdev's class/net entry as it registers it (dranet reads class/net for every link it sees).
-    links = netdevs.watch_links(kernel.hw.netns)
+    monitor = netdevs.watch_links(kernel.hw.netns)  # referenced for as long as the agent serves
+    links = monitor.stdout
     kernel.sync_node_links()
     checked = time.monotonic()
     while True:
         # The server asks one write at a time and waits for its answer: a line is never left buffered.
-        readable = select.select([server.stdout, *([links.stdout] if links.stdout else [])], [], [], RENEW_SECONDS)[0]
-        if links.stdout in readable:
-            if not os.read(links.stdout.fileno(), 1 << 16):  # the namespace went (the node is being torn down)
-                links.stdout.close()
-                links.stdout = None
+        readable = select.select([server.stdout, *([links] if links else [])], [], [], RENEW_SECONDS)[0]
+        if links in readable:
+            if not os.read(links.fileno(), 1 << 16):  # the namespace went (the node is being torn down)
+                links.close()
+                links = None
             kernel.sync_node_links()
         if server.stdout in readable:
             line = server.stdout.readline()

@@ -3,7 +3,6 @@ mounted read-only, so the same checks work on local labs and on `kubeconfig` clu
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -11,7 +10,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from clusters.providers import Lab
-from suites.framework import cdi_dirs, pods
+from suites.framework import cdi_dirs, pods, validation
 from suites.framework.cdi_dirs import CdiDirs
 from suites.framework.pods import PodBuilder
 from suites.framework.verdicts import skip
@@ -38,15 +37,8 @@ REMEDY = (f"let dralab run a privileged pod with hostPath / in namespace {NAMESP
 
 def _refused(what: str, e: ApiException) -> NoReturn:
     """SKIP: the cluster does not let dralab observe its nodes' files; not the driver's FAIL."""
-    skip(f"the cluster refused {what} ({e.status} {e.reason}: {_message(e)}), so this check cannot read node files",
+    skip(f"the cluster refused {what} ({e.status} {e.reason}: {validation.message(e)}), so this check cannot read node files",
          REMEDY)
-
-
-def _message(e: ApiException) -> str:
-    try:
-        return json.loads(e.body or "{}").get("message", "")
-    except ValueError:
-        return e.body or ""
 
 
 def _terminating(core: client.CoreV1Api) -> bool:

@@ -21,6 +21,14 @@ class Cause:
     says: str = ""  # what its message must contain (the limit the case is about)
 
 
+def message(e: ApiException) -> str:
+    """What the API server said when it refused a request (its Status message), else the body."""
+    try:
+        return json.loads(e.body or "{}").get("message") or e.body or f"{e.status} {e.reason}"
+    except ValueError:
+        return e.body or ""
+
+
 def causes(e: ApiException) -> list[dict[str, Any]]:
     body = json.loads(e.body)
     return (body.get("details") or {}).get("causes") or [{"message": body.get("message", "")}]

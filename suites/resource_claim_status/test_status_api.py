@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -155,8 +154,9 @@ def test_entries_of_deallocated_devices_disappear(api, published_only: Published
 
 # ST-09: how a client encoded a claim's opaque parameters must not decide whether a driver may apply its status.
 PARAMETERS = {"zeta": 1, "alpha": "a"}  # not in sorted order, as a client keeping its own key order sends them
-ENCODINGS = {"canonically (as kubectl and client-go send it)": contextlib.nullcontext,
-             "as the kubernetes Python client sends it": as_python_client_sends}
+# How the claim is sent -> (the claim's name, the context it is sent within).
+ENCODINGS = {"canonically (as kubectl and client-go send it)": ("apply-canonical", contextlib.nullcontext),
+             "as the kubernetes Python client sends it": ("apply-python", as_python_client_sends)}
 UPSTREAM_FIX = ("the status update's immutability check of status.allocation (ValidateImmutableField, "
                 "pkg/apis/resource/validation) compares the raw opaque parameters byte for byte after server-side apply "
                 "re-encoded them on its round trip through unstructured form (compact, sorted keys); it would need to "
@@ -168,9 +168,9 @@ UPSTREAM_FIX = ("the status update's immutability check of status.allocation (Va
 def test_a_status_apply_is_accepted_whatever_the_claims_encoding(api, published_only: PublishedOnly,
                                                                  holders_namespace: str, evidence: Evidence,
                                                                  request, encoding: str) -> None:
-    name = "apply-" + ("canonical" if ENCODINGS[encoding] is contextlib.nullcontext else "python")
+    name, sent_within = ENCODINGS[encoding]
     claim = ClaimBuilder(name).request("a", DRIVER_A).opaque(DRIVER_A, PARAMETERS)
-    with ENCODINGS[encoding]():
+    with sent_within():
         c = pods.allocate_through(api, holders_namespace, claim, published_only.nodes[0], pod=f"{name}-holder")
     stored = c["status"]["allocation"]["devices"].get("config")
     evidence.add(f"the claim created {encoding} with parameters {PARAMETERS}; its allocation's config as the API "
@@ -184,16 +184,12 @@ def test_a_status_apply_is_accepted_whatever_the_claims_encoding(api, published_
         spec_drift.record(request, Drift(KEP, "status.devices by server-side apply",
                                          "a driver reports status.devices by server-side apply, as its own field "
                                          "manager, changing only its own entries",
-                                         f"refused for a claim created {encoding}: {_message(e)}"))
+                                         f"refused for a claim created {encoding}: {validation.message(e)}"))
         raise AssertionError(
             f"the API server refused a server-side apply of status.devices (field manager {DRIVER_LIKE_MANAGER}, "
-            f"only status.devices sent) to a claim created {encoding}: {_message(e)}. A driver that applies its "
+            f"only status.devices sent) to a claim created {encoding}: {validation.message(e)}. A driver that applies its "
             f"status is refused on such claims for a field it did not send. Upstream: {UPSTREAM_FIX}") from None
     devices = claims.device_status(claims.read(api, holders_namespace, name))
     evidence.add("status.devices after the apply", devices)
     assert [d["device"] for d in devices] == [entries[0]["device"]], \
         f"the apply was accepted, but status.devices is {devices}, want the one entry applied: {entries}"
-
-
-def _message(e: ApiException) -> str:
-    return json.loads(e.body or "{}").get("message") or f"{e.status} {e.reason}"
