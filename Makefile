@@ -129,7 +129,8 @@ test-kind: setup
 	$(DRALAB) residue
 
 # docs/ci's GitHub Actions workflow and GitLab CI job, run here on a reference driver packaged as a
-# vendor's (each certifies it on a kind cluster): about 10 minutes, outside test.
+# vendor's (each certifies it on a kind cluster): about 10 minutes, outside test. The nightly matrix
+# templates' plan and merge run too (seconds, no lab), their cell jobs' commands checked.
 test-ci-templates: setup
 	$(PYTHON) -m pytest $(CI_TEMPLATES)
 	$(DRALAB) residue

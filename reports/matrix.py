@@ -7,20 +7,28 @@ run is flagged with both reports linked. Every FAIL of a public driver (a profil
 Go module) is listed as a finding, with the first lines of its evidence, as a vendor could file
 it upstream. With --qualify, each version's cluster is first qualified by Kubernetes' own DRA e2e
 suite (`dralab qualify`), which the cells' reports and the matrix name. Written as matrix.json and
-matrix.html.
+matrix.html. A cell of a Kubernetes version its driver's own project does not support (the
+profile's kubernetesVersions) is not run: it is SKIP, with that range and where the project says so.
+
+In CI the cells run apart, one job each: `--plan` prints them as the job matrix GitHub Actions or
+GitLab takes, `--cell DRIVER@VERSION` certifies one into cell.json, and `dralab matrix merge`
+joins those into the matrix (history and change flags included) as if one machine had run them.
 """
 
 from __future__ import annotations
 
+import calendar
 import html
 import json
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from clusters import versions
 from clusters.children import run_to_completion
@@ -32,6 +40,14 @@ from reports.report import CERTIFIED, INCOMPLETE, first_message
 
 LAB_PREFIX = "matrix"
 HISTORY = "history.json"
+CELL_RECORD = "cell.json"  # what `--cell` writes and merge reads
+STAMP = "%Y%m%dT%H%M%SZ"
+SKIP = "SKIP"
+# The most jobs one matrix of each CI system makes: GitHub Actions' strategy.matrix, GitLab's parallel:matrix.
+PLAN_LIMITS = {"github": 256, "gitlab": 200}
+# A selected cell that no merged directory recorded: its CI job never got to write one.
+UNRECORDED = ("no cell.json among the merged directories: its CI job wrote none (it failed before certifying, "
+              "or was cancelled)")
 # How many lines of a finding's message stay in the matrix (the report has the rest).
 FINDING_LINES = 6
 
@@ -49,10 +65,16 @@ class Cell:
     seconds: float
     changed: dict[str, list[str]] = field(default_factory=dict)  # ID -> [before, now], against the previous run
     previous_report: str | None = None
+    reason: str = ""  # why a cell without a report (report "") has none
 
     @property
     def key(self) -> str:
-        return f"{self.driver}@{self.version}"
+        return key(self.driver, self.version)
+
+
+def key(driver: str, version: str) -> str:
+    """A cell's name, as --cell takes it: gpu@v1.37.1."""
+    return f"{driver}@{version}"
 
 
 @dataclass(frozen=True)
@@ -65,9 +87,28 @@ class Finding:
     cause: str = ""  # where in the driver's own code it comes from, as its profile's `findings` says
 
 
+@dataclass(frozen=True)
+class CellRecord:
+    """What `dralab matrix --cell` ran, as cell.json keeps it for merge."""
+
+    started: str  # STAMP
+    wall_seconds: float
+    cells: list[Cell]
+    findings: list[Finding]
+    qualifications: dict[str, str]
+
+
+# A cell to run: a driver on a Kubernetes version.
+Todo = tuple[DriverProfile, str]
+
+
 def cell_of(driver: DriverProfile, version: str, report: dict[str, Any], report_path: str, seconds: float) -> Cell:
     return Cell(driver.name, version, driver.module is not None, report["summary"]["outcome"],
                 {r["id"]: r["verdict"] for r in report["requirements"]}, report_path, round(seconds, 1))
+
+
+def reportless_cell(driver: DriverProfile, version: str, outcome: str, reason: str) -> Cell:
+    return Cell(driver.name, version, driver.module is not None, outcome, {}, "", 0.0, reason=reason)
 
 
 def findings(cell: Cell, report: dict[str, Any], causes: dict[str, str] | None = None) -> list[Finding]:
@@ -89,7 +130,7 @@ def findings(cell: Cell, report: dict[str, Any], causes: dict[str, str] | None =
 def compared(cells: list[Cell], previous: dict[str, Any] | None) -> list[Cell]:
     """The cells with what changed since the previous run of the same driver and version: an ID
     whose verdict differs, or that one of the runs did not have."""
-    before = {c["driver"] + "@" + c["version"]: c for c in (previous or {}).get("cells", [])}
+    before = {key(c["driver"], c["version"]): c for c in (previous or {}).get("cells", [])}
     out = []
     for cell in cells:
         old = before.get(cell.key)
@@ -101,7 +142,8 @@ def compared(cells: list[Cell], previous: dict[str, Any] | None) -> list[Cell]:
                    if old["verdicts"].get(i) != cell.verdicts.get(i)}
         if old["outcome"] != cell.outcome:
             changed["outcome"] = [old["outcome"], cell.outcome]
-        out.append(Cell(**{**asdict(cell), "changed": changed, "previous_report": old["report"] if changed else None}))
+        previous_report = (old["report"] or None) if changed else None  # a SKIP cell had none
+        out.append(Cell(**{**asdict(cell), "changed": changed, "previous_report": previous_report}))
     return out
 
 
@@ -130,9 +172,11 @@ def render_html(data: dict[str, Any]) -> str:
     def outcome(c: dict[str, Any] | None) -> str:
         if c is None:
             return "<td>-</td>"
-        flag = (f" <b class='changed'>changed</b> (<a href='{e(c['previous_report'])}'>before</a>)"
-                if c["changed"] else "")
-        return f"<td class='{e(c['outcome'].replace(' ', '-'))}'><a href='{e(c['report'])}'>{e(c['outcome'])}</a>{flag}</td>"
+        label = f"<a href='{e(c['report'])}'>{e(c['outcome'])}</a>" if c["report"] else e(c["outcome"])
+        reason = f"<br><small>{e(c['reason'])}</small>" if c["reason"] else ""
+        before = f" (<a href='{e(c['previous_report'])}'>before</a>)" if c["previous_report"] else ""
+        flag = f" <b class='changed'>changed</b>{before}" if c["changed"] else ""
+        return f"<td class='{e(c['outcome'].replace(' ', '-'))}'>{label}{reason}{flag}</td>"
 
     summary = "".join(f"<tr><th>{e(d)}</th>{''.join(outcome(cells.get((d, v))) for v in data['versions'])}</tr>"
                       for d in data["drivers"])
@@ -141,7 +185,7 @@ def render_html(data: dict[str, Any]) -> str:
             f"<td class='{e(c['verdicts'].get(i, ''))}{' changed' if i in c['changed'] else ''}'"
             f"{' title=' + chr(39) + e(' -> '.join(c['changed'][i])) + chr(39) if i in c['changed'] else ''}>"
             f"<a href='{e(c['report'])}#{e(i)}'>{e(c['verdicts'].get(i, ''))}</a></td>" for i in ids) + "</tr>"
-        for c in data["cells"])
+        for c in data["cells"] if c["report"])
     found = "".join(f"<li><b>{e(f['driver'])} @ {e(f['version'])}: FAIL {e(f['id'])}</b> "
                     f"(<a href='{e(f['report'])}#{e(f['id'])}'>report</a>)<pre>{e(f['message'])}</pre>"
                     + (f"<p>cause: {e(f['cause'])}</p>" if f.get("cause") else "") + "</li>"
@@ -152,9 +196,11 @@ def render_html(data: dict[str, Any]) -> str:
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:.3em;text-align:left}}.CERTIFIED,.PASS{{background:#dfd}}
 .NOT-CERTIFIED,.FAIL{{background:#fdd}}.INCOMPLETE,.ERROR,.BLOCKED{{background:#fec}}.WARNING{{background:#ffd}}
+.SKIP{{background:#eee}}
 .changed{{outline:3px solid #c0c}}b.changed{{color:#c0c;outline:none}}pre{{white-space:pre-wrap}}</style></head><body>
 <h1>dralab matrix: {len(data['drivers'])} driver(s) x {len(data['versions'])} Kubernetes version(s)</h1>
-<p>Run {e(data['started'])}, {data['wall_seconds']}s. A cell outlined changed since the previous run.</p>
+<p>Run {e(data['started'])}, {data['wall_seconds']}s. A cell outlined changed since the previous run; a SKIP cell's
+version is not one its driver's own project supports.</p>
 <table><tr><th>driver</th>{''.join(f'<th>{e(v)}</th>' for v in data['versions'])}</tr>{summary}</table>
 <h2>Requirements</h2>
 <table><tr><th></th>{''.join(f'<th>{e(i)}</th>' for i in ids)}</tr>{grid}</table>
@@ -173,62 +219,245 @@ def qualify(version: str, out_dir: Path) -> str:
     return qualification.recorded("local", version) if rc in (0, 1) else f"ERROR: dralab qualify exited {rc}; {out_dir}"
 
 
-def run(profiles: list[DriverProfile], kubernetes_versions: list[str], out_dir: Path, stamp: str,
-        only: str | None, qualifications: dict[str, str] | None = None) -> tuple[list[Cell], list[Finding]]:
-    """Certify each profile on each version, one after another; each run's labs go at its end. With
-    `qualifications` (a dict to fill), each version's cluster is qualified before its cells."""
+def planned(profiles: list[DriverProfile], kubernetes_versions: list[str]) -> list[Todo]:
+    """Every cell of the selection, in the order one machine runs them: version by version."""
+    return [(profile, version) for version in kubernetes_versions for profile in profiles]
+
+
+def certify_cell(profile: DriverProfile, version: str, out_dir: Path, stamp: str,
+                 only: str | None) -> tuple[Cell, list[Finding]]:
+    """One certification run (its labs go at its end), its report under out_dir/runs/stamp."""
+    suite_run = SuiteRun(out_dir / "runs" / stamp / f"{profile.name}-{version}", *selection(only),
+                         drivers=[profile], lab_prefix=LAB_PREFIX, kubernetes_version=version)
+    started = time.monotonic()
+    try:
+        report = suite_run.report(suite_run.pytest(), {}, {})
+    except NoResults:
+        report = {"requirements": [], "summary": {"outcome": INCOMPLETE}}
+    cell = cell_of(profile, version, report, (suite_run.out_dir / "report.html").relative_to(out_dir).as_posix(),
+                   time.monotonic() - started)
+    return cell, findings(cell, report, profile.findings)
+
+
+def run(todo: list[Todo], out_dir: Path, stamp: str, only: str | None,
+        qualifications: dict[str, str] | None = None) -> tuple[list[Cell], list[Finding]]:
+    """Certify each cell, one after another; a cell its driver's project does not support is SKIP,
+    unrun. With `qualifications` (a dict to fill), each version's cluster is qualified before its
+    first cell."""
     cells, found = [], []
-    todo = [(profile, version) for version in kubernetes_versions for profile in profiles]
     for n, (profile, version) in enumerate(todo, 1):
-        if qualifications is not None and version not in qualifications:
+        unsupported = profile.unsupported_kubernetes(version)
+        if unsupported is None and qualifications is not None and version not in qualifications:
             console.print(f"[bold]matrix: qualifying a Kubernetes {version} cluster[/bold]")
             qualifications[version] = qualify(version, out_dir / "runs" / stamp / f"qualify-{version}")
         console.print(f"[bold]matrix {n}/{len(todo)}: {profile.name} on Kubernetes {version}[/bold]")
-        suite_run = SuiteRun(out_dir / "runs" / stamp / f"{profile.name}-{version}", *selection(only),
-                             drivers=[profile], lab_prefix=LAB_PREFIX, kubernetes_version=version)
-        started = time.monotonic()
-        try:
-            report = suite_run.report(suite_run.pytest(), {}, {})
-        except NoResults:
-            report = {"requirements": [], "summary": {"outcome": INCOMPLETE}}
-        cell = cell_of(profile, version, report, (suite_run.out_dir / "report.html").relative_to(out_dir).as_posix(),
-                       time.monotonic() - started)
+        if unsupported is not None:
+            cell = reportless_cell(profile, version, SKIP, unsupported)
+        else:
+            cell, its_findings = certify_cell(profile, version, out_dir, stamp, only)
+            found += its_findings
         cells.append(cell)
-        found += findings(cell, report, profile.findings)
-        console.print(f"  {cell.outcome} in {cell.seconds:.0f}s")
+        console.print(f"  {cell.outcome} in {cell.seconds:.0f}s" + (f": {cell.reason}" if cell.reason else ""),
+                      markup=False)
     return cells, found
 
 
-@click.command()
-@click.option("--out", "out_dir", default="matrix", show_default=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--driver", "driver_names", multiple=True, help="Only this shipped profile (repeatable); default: "
-              "every shipped profile, reference and public.")
-@click.option("--only", default=None, help="Comma-separated suites or requirement IDs, as for certify.")
-@click.option("--kubernetes-version", "kubernetes_versions", multiple=True, type=click.Choice(versions.KUBERNETES_VERSIONS),
-              help=f"Only this version (repeatable); default: every one dralab builds ({', '.join(versions.KUBERNETES_VERSIONS)}).")
-@click.option("--qualify", "with_qualify", is_flag=True, help="First qualify each version's cluster with Kubernetes' "
-              "own DRA e2e suite (dralab qualify; about 30 minutes each).")
-def matrix(out_dir: Path, driver_names: tuple[str, ...], only: str | None, kubernetes_versions: tuple[str, ...],
-           with_qualify: bool) -> None:
-    """Certify every shipped driver profile on each Kubernetes version dralab provisions and write
-    matrix.json and matrix.html (cells changed since the previous run flagged, public drivers'
-    FAILs listed as findings). Exit 0 when every cell has a verdict, 3 when one is INCOMPLETE."""
-    names = list(driver_names) or shipped_profiles()
-    unknown = sorted(set(names) - set(shipped_profiles()))
+def plan(todo: list[Todo], plan_format: str) -> str:
+    """The cells of `todo` to run, one CI job each, as one line of JSON: for GitHub Actions'
+    strategy.matrix `{"include": [{"cell", "driver", "kubernetes_version"}, ...]}`, for GitLab's
+    parallel:matrix one entry per version, `[{"KUBERNETES_VERSION": [v], "CELL": [...]}, ...]`.
+    A cell that would be SKIP is left out: it needs no job (merge adds it)."""
+    runnable = [(p.name, v) for p, v in todo if p.unsupported_kubernetes(v) is None]
+    if not runnable:
+        reasons = "; ".join(sorted({p.unsupported_kubernetes(v) or "" for p, v in todo}))
+        raise BadInput(f"--plan: no cell to run, every one selected would be SKIP ({reasons}): select others with "
+                       "--driver and --kubernetes-version")
+    if len(runnable) > PLAN_LIMITS[plan_format]:
+        raise BadInput(f"--plan: {len(runnable)} cells, and one {plan_format} matrix makes at most "
+                       f"{PLAN_LIMITS[plan_format]} jobs: plan fewer with --driver or --kubernetes-version")
+    if plan_format == "github":
+        doc: Any = {"include": [{"cell": key(d, v), "driver": d, "kubernetes_version": v} for d, v in runnable]}
+    else:
+        doc = [{"KUBERNETES_VERSION": [version], "CELL": [key(d, v) for d, v in runnable if v == version]}
+               for version in dict.fromkeys(v for _, v in runnable)]
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def requested_cells(names: tuple[str, ...]) -> list[Todo]:
+    """The cells --cell names (DRIVER@VERSION); BadInput for one that is not a shipped profile on a
+    version dralab builds."""
+    todo = []
+    for name in dict.fromkeys(names):
+        driver, at, version = name.partition("@")
+        if not (driver and at and version):
+            raise BadInput(f"--cell {name!r}: expected DRIVER@VERSION, a shipped profile on a Kubernetes version, "
+                           f"e.g. gpu@{versions.KUBERNETES} (`dralab matrix --plan` lists them)")
+        if driver not in shipped_profiles():
+            raise BadInput(f"--cell {name}: {driver} is not a shipped profile (these are: "
+                           f"{', '.join(shipped_profiles())})")
+        unsupported = versions.unsupported(version)
+        if unsupported:
+            raise BadInput(f"--cell {name}: {unsupported}")
+        todo.append((load_profile(driver), version))
+    return todo
+
+
+def write_record(out_dir: Path, record: CellRecord) -> Path:
+    path = out_dir / CELL_RECORD
+    path.write_text(json.dumps(asdict(record), indent=2))
+    return path
+
+
+def read_record(directory: Path) -> CellRecord:
+    path = directory / CELL_RECORD
+    if not path.is_file():
+        raise BadInput(f"dralab matrix merge {directory}: no {CELL_RECORD} there; give the directories that "
+                       "`dralab matrix --cell ... --out DIR` wrote (the cell jobs' artifacts, downloaded)")
+    try:
+        data = json.loads(path.read_text())
+        time.strptime(data["started"], STAMP)
+        return CellRecord(data["started"], data["wall_seconds"], [Cell(**c) for c in data["cells"]],
+                          [Finding(**f) for f in data["findings"]], dict(data["qualifications"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise BadInput(f"dralab matrix merge: {path} is not the {CELL_RECORD} of `dralab matrix --cell` ({e!r}): "
+                       "run that cell again") from None
+
+
+def merge(directories: list[Path], todo: list[Todo], out_dir: Path) -> dict[str, Any]:
+    """The matrix of the cells recorded in `directories`, written as one run of `todo` (reports
+    copied under out_dir, so the links hold): a cell of `todo` that none recorded is SKIP where its
+    driver's project does not support the version, else INCOMPLETE (UNRECORDED)."""
+    records = [read_record(d) for d in directories]  # every one read before anything is written
+    recorded: dict[str, Cell] = {}
+    for directory, record in zip(directories, records):
+        for cell in record.cells:
+            if cell.key in recorded:
+                raise BadInput(f"dralab matrix merge: cell {cell.key} is recorded twice, the second time in "
+                               f"{directory}: give each cell's directory once")
+            recorded[cell.key] = cell
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for directory in directories:
+        if (directory / "runs").is_dir() and (directory / "runs").resolve() != (out_dir / "runs").resolve():
+            shutil.copytree(directory / "runs", out_dir / "runs", symlinks=True, dirs_exist_ok=True)
+    cells = [recorded.pop(key(p.name, v), None) or _unrecorded(p, v) for p, v in todo] + list(recorded.values())
+    order = {c.key: n for n, c in enumerate(cells)}
+    found = sorted((f for r in records for f in r.findings), key=lambda f: order[key(f.driver, f.version)])
+    starts = [calendar.timegm(time.strptime(r.started, STAMP)) for r in records]
+    wall = max(s + r.wall_seconds for s, r in zip(starts, records)) - min(starts)
+    return write(out_dir, cells, found, records[starts.index(min(starts))].started, wall,
+                 {v: q for r in records for v, q in r.qualifications.items()})
+
+
+def _unrecorded(profile: DriverProfile, version: str) -> Cell:
+    unsupported = profile.unsupported_kubernetes(version)
+    if unsupported is not None:
+        return reportless_cell(profile, version, SKIP, unsupported)
+    return reportless_cell(profile, version, INCOMPLETE, UNRECORDED)
+
+
+def finish(cells: list[dict[str, Any]], found: list[dict[str, Any]], written: list[Path],
+           matrix_written: bool) -> NoReturn:
+    """The summary line (for a matrix written, what changed since its last run) and the exit: 3 when
+    a cell is INCOMPLETE, else 0."""
+    outcomes = [c["outcome"] for c in cells]
+    changed = "" if not matrix_written else ", changed since the last run: " + (
+        ", ".join(key(c["driver"], c["version"]) for c in cells if c["changed"]) or "none")
+    console.print(f"matrix: {len(cells)} cell(s), {outcomes.count(CERTIFIED)} CERTIFIED, {outcomes.count(SKIP)} SKIP, "
+                  f"{len(found)} finding(s) in public drivers{changed}; {', '.join(map(str, written))}", markup=False)
+    sys.exit(3 if INCOMPLETE in outcomes else 0)
+
+
+def _profiles(names: tuple[str, ...]) -> list[DriverProfile]:
+    chosen = list(names) or shipped_profiles()
+    unknown = sorted(set(chosen) - set(shipped_profiles()))
     if unknown:
         raise BadInput(f"--driver {', '.join(unknown)}: not a shipped profile (these are: {', '.join(shipped_profiles())})")
-    profiles = [load_profile(n) for n in names]
+    return [load_profile(n) for n in chosen]
+
+
+def _selected(driver_names: tuple[str, ...], kubernetes_versions: tuple[str, ...]) -> list[Todo]:
+    return planned(_profiles(driver_names), list(kubernetes_versions or versions.KUBERNETES_VERSIONS))
+
+
+def _out_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option("--out", "out_dir", default="matrix", show_default=True, help=help,
+                        type=click.Path(file_okay=False, path_type=Path))
+
+
+def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--driver and --kubernetes-version: the cells a matrix run, its plan and a merge take."""
+    command = click.option("--kubernetes-version", "kubernetes_versions", multiple=True,
+                           type=click.Choice(versions.KUBERNETES_VERSIONS),
+                           help="Only this version (repeatable); default: every one dralab builds "
+                                f"({', '.join(versions.KUBERNETES_VERSIONS)}).")(command)
+    return click.option("--driver", "driver_names", multiple=True, help="Only this shipped profile (repeatable); "
+                        "default: every shipped profile, reference and public.")(command)
+
+
+@click.group(invoke_without_command=True)
+@_out_option("Where matrix.json and matrix.html go (with --cell: cell.json), each cell's run under runs/.")
+@_selection_options
+@click.option("--only", default=None, help="Comma-separated suites or requirement IDs, as for certify.")
+@click.option("--qualify", "with_qualify", is_flag=True, help="First qualify each version's cluster with Kubernetes' "
+              "own DRA e2e suite (dralab qualify; about 30 minutes each).")
+@click.option("--plan", "plan_only", is_flag=True, help="Run nothing: print the cells the options select, SKIP ones "
+              "left out, as one line of JSON a CI system's job matrix takes (--plan-format).")
+@click.option("--plan-format", type=click.Choice(sorted(PLAN_LIMITS)), default=None,
+              help="github (default): {\"include\": [...]} for strategy.matrix; gitlab: the list parallel:matrix "
+                   "takes.")
+@click.option("--cell", "cell_names", multiple=True, metavar="DRIVER@VERSION", help="Run only this cell (repeatable; "
+              "one of --plan's) and write cell.json in --out for `dralab matrix merge` instead of the matrix.")
+@click.pass_context
+def matrix(ctx: click.Context, out_dir: Path, driver_names: tuple[str, ...], kubernetes_versions: tuple[str, ...],
+           only: str | None, with_qualify: bool, plan_only: bool, plan_format: str | None,
+           cell_names: tuple[str, ...]) -> None:
+    """Certify every shipped driver profile on each Kubernetes version dralab provisions and write
+    matrix.json and matrix.html (cells changed since the previous run flagged, public drivers'
+    FAILs listed as findings). Exit 0 when every cell has a verdict, 3 when one is INCOMPLETE.
+    In CI: --plan, a job per cell with --cell, then `dralab matrix merge`."""
+    if ctx.invoked_subcommand is not None:
+        given = [p.opts[0] for p in ctx.command.params
+                 if ctx.get_parameter_source(p.name or "") is not ParameterSource.DEFAULT]
+        if given:
+            raise BadInput(f"{', '.join(given)} before {ctx.invoked_subcommand}: give its options after it "
+                           f"(dralab matrix {ctx.invoked_subcommand} --help)")
+        return
+    if plan_format and not plan_only:
+        raise BadInput("--plan-format is for --plan")
+    if cell_names and (plan_only or driver_names or kubernetes_versions):
+        raise BadInput("--cell names its driver and version: drop --plan, --driver and --kubernetes-version")
     selection(only)  # bad input before any lab
+    if plan_only:
+        click.echo(plan(_selected(driver_names, kubernetes_versions), plan_format or "github"))
+        return
+    todo = requested_cells(cell_names) if cell_names else _selected(driver_names, kubernetes_versions)
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    stamp = time.strftime(STAMP, time.gmtime())
     started = time.monotonic()
     qualifications: dict[str, str] | None = {} if with_qualify else None
-    cells, found = run(profiles, list(kubernetes_versions or versions.KUBERNETES_VERSIONS), out_dir, stamp, only,
-                       qualifications)
-    data = write(out_dir, cells, found, stamp, time.monotonic() - started, qualifications)
-    changed = [c["driver"] + "@" + c["version"] for c in data["cells"] if c["changed"]]
-    console.print(f"matrix: {len(cells)} cell(s), {sum(c.outcome == CERTIFIED for c in cells)} CERTIFIED, "
-                  f"{len(found)} finding(s) in public drivers, changed since the last run: {', '.join(changed) or 'none'}; "
-                  f"{out_dir / 'matrix.html'}, {out_dir / 'matrix.json'}", markup=False)
-    sys.exit(3 if any(c.outcome == INCOMPLETE for c in cells) else 0)
+    cells, found = run(todo, out_dir, stamp, only, qualifications)
+    wall_seconds = time.monotonic() - started
+    if cell_names:
+        record = CellRecord(stamp, round(wall_seconds, 1), cells, found, qualifications or {})
+        path = write_record(out_dir, record)
+        finish([asdict(c) for c in cells], [asdict(f) for f in found], [path], matrix_written=False)
+    data = write(out_dir, cells, found, stamp, wall_seconds, qualifications)
+    finish(data["cells"], data["findings"], [out_dir / "matrix.html", out_dir / "matrix.json"], matrix_written=True)
+
+
+@matrix.command("merge")
+@click.argument("directories", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
+@_out_option("Where matrix.json, matrix.html and history.json go (a previous run's history there is kept); "
+             "the cells' runs are copied under runs/.")
+@_selection_options
+def merge_command(directories: tuple[Path, ...], out_dir: Path, driver_names: tuple[str, ...],
+                  kubernetes_versions: tuple[str, ...]) -> None:
+    """Join the cells `dralab matrix --cell` recorded in DIRECTORIES (each one's --out: the cell
+    jobs' artifacts) into the matrix in --out, as one run of the cells --driver and
+    --kubernetes-version select (those --plan was given): matrix.json and matrix.html, the run
+    appended to history.json, changed cells flagged. A selected cell no directory recorded is SKIP
+    where its driver's project does not support the version, else INCOMPLETE. Exits as dralab matrix."""
+    out_dir = out_dir.resolve()
+    data = merge(list(directories), _selected(driver_names, kubernetes_versions), out_dir)
+    finish(data["cells"], data["findings"], [out_dir / "matrix.html", out_dir / "matrix.json"], matrix_written=True)
