@@ -355,6 +355,7 @@ def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout
             # Another variant's extra objects (a broader ClusterRoleBinding, say) must not outlive it.
             if stale:
                 _kubectl(lab, "delete", "--ignore-not-found", "-f", "-", stdin=_as_list(stale))
+            _label_nodes(lab, profile)
             _apply(lab, rendered.objects, timeout)
         with step(f"Waiting for {label} to register on {len(lab.nodes)} node(s)"):
             _wait_ready(lab, rendered, timeout)
@@ -384,6 +385,14 @@ def remove(lab: Lab, profile: DriverProfile, timeout: float = 120) -> None:
     with step(f"Removing driver {profile.name}"):
         uninstall(lab, profile, timeout)
         remove_slices(lab, profile)
+        _label_nodes(lab, profile, remove=True)
+
+
+def _label_nodes(lab: Lab, profile: DriverProfile, remove: bool = False) -> None:
+    """The profile's nodeLabels on every node (or off them again)."""
+    if profile.node_labels:
+        _kubectl(lab, "label", "nodes", "--all", "--overwrite",
+                 *(f"{k}-" if remove else f"{k}={v}" for k, v in profile.node_labels.items()))
 
 
 # Readiness ------------------------------------------------------------------------------------

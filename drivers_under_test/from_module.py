@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clusters.errors import BadInput, LabBroken
 from clusters.progress import step
-from clusters.provision import c_library_files, ensure_go, gobuild, images, store_image
+from clusters.provision import c_library_files, ensure_go, gobuild, images, static_tools, store_image
 
 GO_MODULE_PATH = re.compile(r"^[a-z0-9][-a-z0-9.]*\.[a-z]+(/[\w.~-]+)+$")
 GO_VERSION = re.compile(r"^v\d+\.\d+\.\d+(-[\w.-]+)?(\+incompatible)?$")
+# A package path of another module: its first element is a host (github.com/NVIDIA/...).
+GO_PACKAGE = re.compile(r"^[a-z0-9][-a-z0-9.]*\.[a-z]+(/[\w.~-]+)+$")
+Tool = Literal["busybox", "bash"]
 # A reference with a registry host and a tag, as a chart's image values name it.
 IMAGE_REFERENCE = re.compile(r"^[a-z0-9][-a-z0-9.]*(:\d+)?/[a-z0-9._/-]+:[\w][\w.-]{0,127}$")
 
@@ -47,6 +50,13 @@ class BuiltImage(_Model):
                                         "{/usr/bin/dra-example-kubeletplugin: cmd/dra-example-kubeletplugin}")
     files: dict[Annotated[str, Field(pattern=r"^/")], str] = Field(default_factory=dict, description=(
         "path in the image -> a file of the module (relative to its root), mode kept: a script the chart runs"))
+    dependency_binaries: dict[Annotated[str, Field(pattern=r"^/")], Annotated[str, Field(pattern=GO_PACKAGE.pattern)]] = \
+        Field(default_factory=dict, alias="dependencyBinaries", description=(
+            "path in the image -> main package of a module the driver's go.mod requires, built at the version "
+            "it requires: {/usr/bin/nvidia-cdi-hook: github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook}"))
+    tools: list[Tool] = Field(default_factory=list, description=(
+        "Debian's static builds of tools the chart's commands run: busybox (its applets in /bin, as a "
+        "distroless debug image has), bash (/bin/bash)"))
     cgo: bool = Field(default=False, description="build with cgo (a driver that loads C libraries such as NVML)")
 
 
@@ -62,7 +72,8 @@ def module_dir(path: str, version: str) -> Path:
 def recipe(name: str, module: GoModule, image: BuiltImage) -> gobuild.GoRecipe:
     return gobuild.GoRecipe(
         name=name, version=module.version, requires={module.path: module.version},
-        binaries={Path(dest).name: f"{module.path}/{package}" for dest, package in image.binaries.items()},
+        binaries={**{Path(dest).name: f"{module.path}/{package}" for dest, package in image.binaries.items()},
+                  **{Path(dest).name: package for dest, package in image.dependency_binaries.items()}},
         cgo=image.cgo)
 
 
@@ -71,7 +82,7 @@ def image_archive(name: str, module: GoModule, image: BuiltImage) -> Path:
     with step(f"Image {image.tag} of {name}: {module.path}@{module.version}"):
         built = ensure_go(recipe(name, module, image), offline=False)
         source = module_dir(module.path, module.version)
-        binaries = {dest: built / Path(dest).name for dest in image.binaries}
+        binaries = {dest: built / Path(dest).name for dest in {**image.binaries, **image.dependency_binaries}}
         files = {dest: source / relative for dest, relative in image.files.items()}
         missing = [f"{dest}: {src}" for dest, src in files.items() if not src.is_file()]
         if missing:
@@ -79,7 +90,8 @@ def image_archive(name: str, module: GoModule, image: BuiltImage) -> Path:
                            f"{module.path}@{module.version}: {', '.join(missing)}; give paths relative to the "
                            "module's root")
         libraries = c_library_files(binaries.values()) if image.cgo else {}
-        contents = {**libraries, **binaries, **files}
+        tools, links = static_tools(image.tools)
+        contents = {**libraries, **tools, **binaries, **files}
         dirs, texts = images.base(set(contents))
-        spec = images.ImageSpec(ref=image.tag, files=contents, dirs=dirs, texts=texts)
+        spec = images.ImageSpec(ref=image.tag, files=contents, dirs=dirs, texts=texts, symlinks=links)
         return store_image(spec).archive

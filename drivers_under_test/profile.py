@@ -30,6 +30,9 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 REQUIREMENT_ID = re.compile(r"^[A-Z]+-\d\d$")
 REQUIREMENT_ID_OR_SUITE = re.compile(r"^[A-Z]+(-\d\d)?$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# A Kubernetes label key (optional DNS-subdomain prefix, then a name) and value.
+LABEL_KEY = re.compile(rf"^({DNS_SUBDOMAIN.pattern[1:-1]}/)?[A-Za-z0-9]([-A-Za-z0-9_.]{{0,61}}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 # The objects whose pods dralab patches: labels, the emulated hardware, container settings.
 WORKLOAD_KINDS = ("DaemonSet", "Deployment")
@@ -196,6 +199,54 @@ class Variant(Model):
         return self
 
 
+# A Kubernetes release as a driver's project names it: a minor version (every patch) or a patch release.
+KUBERNETES_RELEASE = re.compile(r"^v1\.\d+(\.\d+)?$")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in version.removeprefix("v").split("."))
+
+
+def _at_most(older: tuple[int, ...], newer: tuple[int, ...]) -> bool:
+    """older <= newer on the parts both give: v1.36 is at most v1.36.3, and v1.36.3 at most v1.36."""
+    common = min(len(older), len(newer))
+    return older[:common] <= newer[:common]
+
+
+class KubernetesVersions(Model):
+    """The Kubernetes versions the driver's own project says it supports: `dralab matrix` runs no
+    cell of another version (a SKIP cell with this range and its source)."""
+
+    # The schema says what _a_range does, so that an editor flags a range without bounds.
+    model_config = ConfigDict(**Model.model_config, json_schema_extra={"anyOf": [{"required": ["min"]},
+                                                                                 {"required": ["max"]}]})
+    min: str | None = Field(default=None, pattern=KUBERNETES_RELEASE.pattern, description=(
+        "the oldest version supported: v1.X (every patch of it) or v1.X.Y"))
+    max: str | None = Field(default=None, pattern=KUBERNETES_RELEASE.pattern, description=(
+        "the newest version supported: v1.X (every patch of it) or v1.X.Y"))
+    source: str = Field(min_length=1, description=(
+        "where the driver's project says so, at the pinned version: a file (and line) of its module, or a URL"))
+
+    @model_validator(mode="after")
+    def _a_range(self) -> "KubernetesVersions":
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min and self.max and not _at_most(_release(self.min), _release(self.max)):
+            raise ValueError(f"min {self.min} is newer than max {self.max}")
+        return self
+
+    def supports(self, version: str) -> bool:
+        """Whether `version` (v1.X.Y) is in the range; a bound v1.X takes every patch of v1.X."""
+        release = _release(version)
+        return ((self.min is None or _at_most(_release(self.min), release))
+                and (self.max is None or _at_most(release, _release(self.max))))
+
+    def __str__(self) -> str:
+        if self.min and self.max:
+            return f"{self.min} to {self.max}"
+        return f">= {self.min}" if self.min else f"<= {self.max}"
+
+
 class Rendering(NamedTuple):
     """One rendering of a profile's objects: the template parameters, the manifests, the variant
     whose chartValues the chart takes (None: the profile's values alone) and the variants (None:
@@ -237,6 +288,10 @@ class DriverProfile(Model):
     containers: list[ContainerSettings] = Field(default_factory=list, description=(
         "env and args for named containers of the rendered workloads (a variant's follow)"))
     parameters: dict[str, str] = Field(default_factory=dict)
+    node_labels: dict[Annotated[str, Field(pattern=LABEL_KEY.pattern)], Annotated[str, Field(pattern=LABEL_VALUE.pattern)]] = \
+        Field(default_factory=dict, alias="nodeLabels", description=(
+            "labels put on every node while the driver is deployed, where its chart's node affinity asks for "
+            "what a real cluster's feature discovery sets (nvidia.com/gpu.present: \"true\"); removed with it"))
     # Opaque parameters the suites put in their claims for this driver (a network driver needs
     # an interface to configure); none by default.
     claim_config: dict[str, Any] | None = Field(default=None, alias="claimConfig")
@@ -247,6 +302,9 @@ class DriverProfile(Model):
         "for a public driver: per requirement ID it FAILs, the cause read in the driver's own code at the pinned "
         "version (file:line and what it does), shown with the matrix's finding, ready to file upstream"))
     variants: dict[str, Variant] = Field(default_factory=dict)
+    kubernetes_versions: KubernetesVersions | None = Field(default=None, alias="kubernetesVersions", description=(
+        "the Kubernetes versions the driver's own project supports (min, max, and where it says so); "
+        "`dralab matrix` shows a cell of another version as SKIP instead of certifying it (default: every one)"))
     # Where the profile file is; set by load_profile, resolves the relative paths above.
     source: Path = Field(default=Path("."), exclude=True)
 
@@ -302,6 +360,13 @@ class DriverProfile(Model):
 
     def has(self, capability: Capability | str) -> bool:
         return Capability(capability) in self.capabilities
+
+    def unsupported_kubernetes(self, version: str) -> str | None:
+        """Why the driver's own project does not support Kubernetes `version`; None when it does."""
+        supported = self.kubernetes_versions
+        if supported is None or supported.supports(version):
+            return None
+        return f"{self.name} supports Kubernetes {supported} per {supported.source}"
 
     def path(self, relative: Path) -> Path:
         return relative if relative.is_absolute() else self.source.parent / relative

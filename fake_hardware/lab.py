@@ -22,10 +22,12 @@ from pathlib import Path
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput
 from fake_hardware import netdevs, nvml, sysfs
-from fake_hardware.profile import load_node_profile
+from fake_hardware.profile import cpu_ids, load_node_profile
+from fake_hardware.system_tree import cpu_list
 from fake_hardware.topology import NodePlan, PciFunction, plan_node
 
 NODE_SYSFS_ROOT = "/var/lib/dralab-hardware/sys"
+HOST_CPUS_ONLINE = "/sys/devices/system/cpu/online"
 # The NVIDIA driver root of a node with GPUs (fake_hardware/nvml.py), beside its tree.
 NODE_DRIVER_ROOT = "/var/lib/dralab-hardware/driver-root"
 # The node's root as charts mount it (fake_hardware/host_root.py), beside them.
@@ -173,9 +175,16 @@ class HardwareLab:
         if unknown:
             raise BadInput(f"hardware is assigned to {', '.join(unknown)}, which the lab does not have "
                            f"(its nodes: {', '.join(cfg.node_names())})")
-        self.nodes = {name: NodeHardware(cfg, cfg.node_names().index(name) + 1,
-                                         plan_node(load_node_profile(profile), name, cfg.hardware_seed))
-                      for name, profile in cfg.hardware.items()}
+        profiles = {name: load_node_profile(profile) for name, profile in cfg.hardware.items()}
+        online = set(cpu_ids(Path(HOST_CPUS_ONLINE).read_text().strip()))
+        for name, profile in profiles.items():
+            missing = profile.cpus_missing_on_host(online)
+            if missing:
+                raise BadInput(f"hardware profile {cfg.hardware[name]} (node {name}) names CPUs {cpu_list(missing)}, "
+                               f"which this machine does not have (online: {cpu_list(sorted(online))}); its CPUs "
+                               "are the host's own (cpus_on_host): list only those, or set cpus_on_host: false")
+        self.nodes = {name: NodeHardware(cfg, cfg.node_names().index(name) + 1, plan_node(profile, name, cfg.hardware_seed))
+                      for name, profile in profiles.items()}
 
     @property
     def state_file(self) -> Path:

@@ -265,6 +265,12 @@ class NodeProfile(Model):
     switches: list[Switch] = []
     gpus: list[Gpu] = []
     nics: list[Nic] = []
+    # A CPU driver writes cpusets of the CPUs the tree lists, which the host's cgroups only take
+    # for CPUs it has: such a profile names the host's own CPU ids, and a lab checks they exist.
+    cpus_on_host: bool = False
+
+    def cpus_missing_on_host(self, online: set[int]) -> list[int]:
+        return sorted(c for n in self.numa_nodes for c in n.cpu_ids() if c not in online) if self.cpus_on_host else []
 
     @model_validator(mode="after")
     def _references(self) -> "NodeProfile":

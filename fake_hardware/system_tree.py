@@ -2,12 +2,13 @@
 distances, memory and huge pages; CPUs with their topology and caches; memory blocks.
 
 This is what ghw's topology, cpu and memory packages read (and cadvisor, and the kubelet's
-topology manager through it). Each NUMA node is one socket; its CPUs are grouped into cores as
+topology manager through it, and kubernetes-sigs/dra-driver-cpu's own reader). Each NUMA node is one socket; its CPUs are grouped into cores as
 the profile says (threads_per_core), the first of each core's threads listed first, as x86
 numbers them. Cache sizes are Sapphire Rapids'; distances those of a 2-socket Intel box.
 
     devices/system/node/node<N>/{cpulist,cpumap,distance,meminfo,hugepages/,cpu<K>,memory<B>}
-    devices/system/cpu/cpu<K>/{topology/,cache/index<I>/,node<N>}
+    devices/system/cpu/{online,possible,present,smt/{control,active}}
+    devices/system/cpu/cpu<K>/{topology/,cache/index<I>/{...,shared_cpu_map,shared_cpu_list},node<N>}
     devices/system/memory/{block_size_bytes,memory<B>/{state,node<N>}}
 """
 
@@ -83,6 +84,9 @@ def write_system(root: Path, profile: NodeProfile) -> None:
     tree.dir(f"{system}/node", dict.fromkeys(("online", "possible", "has_cpu", "has_memory", "has_normal_memory"), nodes))
     tree.dir(f"{system}/cpu", dict.fromkeys(("online", "possible", "present"),
                                            cpu_list([c for n in profile.numa_nodes for c in n.cpu_ids()])))
+    # SMT as the kernel reports it: "notsupported" where no core has a second thread.
+    smt = any(n.threads_per_core > 1 for n in profile.numa_nodes)
+    tree.dir(f"{system}/cpu/smt", {"control": "on" if smt else "notsupported", "active": int(smt)})
 
 
 class _Writer:
@@ -156,7 +160,8 @@ def _write_cpus(tree: _Writer, system: str, numa: NumaNode, width: int) -> None:
                                           "core_siblings_list": cpu_list(package)})
             for index, (level, kind, kb, cache_id, sharing) in enumerate(caches):
                 tree.dir(f"{here}/cache/index{index}", {"level": level, "type": kind, "size": f"{kb}K",
-                                                        "id": cache_id, "shared_cpu_map": cpu_mask(sharing, width)})
+                                                        "id": cache_id, "shared_cpu_map": cpu_mask(sharing, width),
+                                                        "shared_cpu_list": cpu_list(sharing)})
             tree.dir(here, {}, {f"node{numa.id}": f"../../node/node{numa.id}"})
 
 

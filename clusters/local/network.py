@@ -74,6 +74,10 @@ def mount_ns_file(cfg: ClusterConfig, node: str) -> Path:
     return mount_ns_dir(cfg) / f"{node}.mnt"
 
 
+def uts_ns_file(cfg: ClusterConfig, node: str) -> Path:
+    return mount_ns_dir(cfg) / f"{node}.uts"
+
+
 def create_mount_ns_dir(cfg: ClusterConfig) -> None:
     # A persistent mount namespace is a bind mount of /proc/PID/ns/mnt, which the kernel
     # only allows on a mount that does not propagate.
@@ -148,11 +152,17 @@ def create_node_mount_ns(cfg: ClusterConfig, node: str, node_dir: Path) -> None:
     # mount gets a new group of its own and nothing propagates to the host or another node.
     script.append("mount --make-rshared /")
     sh("unshare", f"--mount={ns_file}", "--propagation", "private", "sh", "-ec", "\n".join(script))
+    # The node's own hostname, as a machine has: a hostNetwork pod shares it, and drivers that
+    # name their node by os.Hostname (dra-driver-cpu) find their Node.
+    uts_file = uts_ns_file(cfg, node)
+    uts_file.touch()
+    sh("unshare", f"--uts={uts_file}", "hostname", node)
 
 
 def node_exec_prefix(cfg: ClusterConfig, node: str) -> list[str]:
-    """Run a command as a process of `node`: in its network and mount namespaces."""
-    return ["nsenter", f"--net=/run/netns/{cfg.netns(node)}", f"--mount={mount_ns_file(cfg, node)}", "--"]
+    """Run a command as a process of `node`: in its network, mount and UTS namespaces."""
+    return ["nsenter", f"--net=/run/netns/{cfg.netns(node)}", f"--mount={mount_ns_file(cfg, node)}",
+            f"--uts={uts_ns_file(cfg, node)}", "--"]
 
 
 def _mountinfo() -> list[str]:

@@ -22,7 +22,7 @@ from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
     CGO_DRIVER_BINARIES, CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, DRIVER_BINARIES, DRIVERS_UNDER_TEST,
-    DRIVERS_WITH_CGO, ETCD, HELM, KWOK, NVIDIA_SMI_FILE, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC,
+    DRIVERS_WITH_CGO, ETCD, HELM, KWOK, NVIDIA_SMI_FILE, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC, STATIC_TOOLS,
     kubernetes_recipe,
 )
 from clusters.provision.gobuild import RECIPES, GoRecipe
@@ -196,12 +196,24 @@ def c_library_files(binaries: Iterable[Path]) -> dict[str, Path]:
     return files
 
 
+def static_tools(tools: Iterable[str]) -> tuple[dict[str, Path], dict[str, str]]:
+    """The files and symlinks of Debian's static `tools` (busybox with its applets, bash) in an image."""
+    files: dict[str, Path] = {}
+    links: dict[str, str] = {}
+    for tool in tools:
+        files[f"/bin/{tool}"] = STATIC_TOOLS[tool]
+        if tool == "busybox":
+            links.update({f"/bin/{a}": "busybox" for a in _busybox_applets()})
+    links = {link: target for link, target in links.items() if link not in files}  # bash stays bash
+    return files, links
+
+
 def busybox_image(ref: str, files: dict[str, Path] | None = None, entrypoint: list[str] | None = None) -> images.ImageSpec:
     """An image with Debian's static busybox as its shell and tools, and `files` beside it."""
-    contents = {"/bin/busybox": Path("/bin/busybox"), **(files or {})}
+    tools, links = static_tools(["busybox"])
+    contents = {**tools, **(files or {})}
     dirs, texts = images.base(set(contents))
-    return images.ImageSpec(ref=ref, files=contents, symlinks={f"/bin/{a}": "busybox" for a in _busybox_applets()},
-                            dirs=dirs, texts=texts,
+    return images.ImageSpec(ref=ref, files=contents, symlinks=links, dirs=dirs, texts=texts,
                             entrypoint=entrypoint or [], cmd=[] if entrypoint else ["/bin/sh"])
 
 

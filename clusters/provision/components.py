@@ -119,12 +119,13 @@ KWOK = GoRecipe(
 GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST, DRIVERS_WITH_CGO, HELM, KWOK)
 
 # Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
-# image's busybox, libseccomp for building runc, and chromium, which renders the HTML reports in
-# their tests (headless screenshots), and lspci with pci.ids, the reference reader of the emulated
+# image's busybox (and bash, for public drivers' images), libseccomp for building runc, and
+# chromium, which renders the HTML reports in their tests (headless screenshots), and lspci with pci.ids, the reference reader of the emulated
 # PCI tree in its tests.
 DEBIAN_PACKAGES = {
     "containernetworking-plugins": Path("/usr/lib/cni/bridge"),
     "busybox-static": Path("/bin/busybox"),
+    "bash-static": Path("/bin/bash-static"),
     "libseccomp-dev": Path("/usr/include/seccomp.h"),
     "iptables": Path("/usr/sbin/iptables"),
     "conntrack": Path("/usr/sbin/conntrack"),
@@ -133,6 +134,8 @@ DEBIAN_PACKAGES = {
     "pci.ids": Path("/usr/share/misc/pci.ids"),
 }
 CNI_BIN_DIR = Path("/usr/lib/cni")
+# The static tools a driver's image may get (from_module.BuiltImage.tools), as in /bin of the image.
+STATIC_TOOLS = {"busybox": DEBIAN_PACKAGES["busybox-static"], "bash": DEBIAN_PACKAGES["bash-static"]}
 
 
 def e2e_dra_recipe(version: str) -> GoRecipe:

@@ -135,3 +135,19 @@ def test_shipped_profiles_use_real_pci_ids(name: str) -> None:
     used = {f"{d.vendor[2:]}:{d.device[2:]}" for d in devices}
     used |= {f"{n.vendor[2:]}:{n.sriov.vf_device[2:]}" for n in profile.nics if n.sriov}
     assert used - pci_ids() - NEWER_THAN_BOOKWORM_PCI_IDS == set()
+
+
+def test_a_profile_of_the_hosts_own_cpus_needs_them_on_the_host(monkeypatch, tmp_path: Path) -> None:
+    from clusters.config import ClusterConfig
+    from fake_hardware import lab
+
+    online = tmp_path / "online"
+    monkeypatch.setattr(lab, "HOST_CPUS_ONLINE", str(online))
+    cfg = ClusterConfig(name="t", nodes=1, hardware={"node-1": "cpu-pair"})
+    online.write_text("0-1\n")
+    assert set(lab.HardwareLab(cfg).nodes) == {"node-1"}
+    online.write_text("0\n")  # a one-CPU machine: cgroups would refuse cpusets of CPU 1
+    with pytest.raises(BadInput, match=r"cpu-pair \(node node-1\) names CPUs 1, which this machine does not have "
+                                       r"\(online: 0\)"):
+        lab.HardwareLab(cfg)
+    assert load_node_profile("dgx-like").cpus_missing_on_host({0}) == []  # its CPUs are not the host's

@@ -80,8 +80,10 @@ def test_the_node_mount_namespace_binds_its_own_etc_cdi_and_dev_dirs(labs: Path,
     node_dir = labs / "labs" / "lab" / "nodes" / "node-1"
     (labs / "labs" / "lab" / "ns").mkdir()  # create_mount_ns_dir's
     network.create_node_mount_ns(ClusterConfig(name="lab"), "node-1", node_dir)
-    ((*unshare, script),) = calls
+    (*unshare, script), uts = calls
     assert unshare[:2] == ["unshare", f"--mount={labs}/labs/lab/ns/node-1.mnt"]
+    # its own hostname, the node's name (a hostNetwork pod's os.Hostname)
+    assert uts == ("unshare", f"--uts={labs}/labs/lab/ns/node-1.uts", "hostname", "node-1")
     lines = script.splitlines()
     # The host's mounts under /etc/cdi are detached first, then the node's dir is bound there.
     assert "|/etc/cdi|" in lines[0] and f"mount --bind {node_dir / 'etc-cdi'} /etc/cdi" in lines

@@ -148,6 +148,10 @@ def test_numa_nodes_have_distances_memory_cores_and_caches(fs) -> None:
     assert [read(f"{cpu12}/cache/index{i}/level") for i in range(4)] == ["1\n", "1\n", "2\n", "3\n"]
     assert (read(f"{cpu12}/cache/index0/shared_cpu_map"), read(f"{cpu12}/cache/index3/shared_cpu_map")) == \
         ("1010\n", "f0f0\n")
+    # the list form, which dra-driver-cpu reads (a CPU without it is dropped)
+    assert (read(f"{cpu12}/cache/index0/shared_cpu_list"), read(f"{cpu12}/cache/index3/shared_cpu_list")) == \
+        ("4,12\n", "4-7,12-15\n")
+    assert (read("devices/system/cpu/smt/control"), read("devices/system/cpu/smt/active")) == ("on\n", "1\n")
     assert read("devices/system/memory/block_size_bytes") == "8000000\n"  # 128 MiB blocks below 64 GiB
     assert link(f"{node1}/memory32") == "../../memory/memory32" and not (ROOT / f"{node1}/memory31").exists()
     assert read("devices/system/memory/memory63/state") == "online\n"
