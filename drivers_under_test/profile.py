@@ -298,6 +298,9 @@ class DriverProfile(Model):
     claims_serve_one_pod: bool = Field(default=False, alias="claimsServeOnePod", description=(
         "each claim serves one pod at a time (its device moves into that pod's network namespace, say): the "
         "suites' pods share no claim, and a claim of one pod must still be prepared"))
+    claims_serve_one_container: bool = Field(default=False, alias="claimsServeOneContainer", description=(
+        "each claim serves one container (its devices are that container's alone: exclusive CPUs, say): in the "
+        "suites' pods no two containers use one claim, and no two pods"))
     findings: dict[str, str] = Field(default_factory=dict, description=(
         "for a public driver: per requirement ID it FAILs, the cause read in the driver's own code at the pinned "
         "version (file:line and what it does), shown with the matrix's finding, ready to file upstream"))

@@ -163,6 +163,11 @@ def environment(cluster: str, drivers: list[DriverProfile], variant: str | None,
     if one_pod:
         env["claims serve one pod"] = (f"{', '.join(one_pod)} (claimsServeOnePod): the suites' pods share no claim; "
                                        "requirements about claims shared by pods were judged on none")
+    one_container = [d.name for d in drivers if d.claims_serve_one_container]
+    if one_container:
+        env["claims serve one container"] = (f"{', '.join(one_container)} (claimsServeOneContainer): no two containers "
+                                             "of the suites' pods use one claim; requirements about a claim's requests "
+                                             "in several containers were judged on none")
     env["cluster qualification"] = qualification.recorded(cluster, kubernetes_version, kubeconfig)
     if cluster in ("local", "kind"):
         gates = at_version(SESSION_LAB, kubernetes_version, known_feature_gates(tools))[0].feature_gates

@@ -34,6 +34,7 @@ from clusters import versions
 from clusters.children import run_to_completion
 from clusters.errors import BadInput
 from clusters.progress import console
+from drivers_under_test import candidates
 from drivers_under_test.profile import DriverProfile, load_profile, shipped_profiles
 from reports.certify import NoResults, SuiteRun, selection
 from reports.report import CERTIFIED, INCOMPLETE, first_message
@@ -148,15 +149,16 @@ def compared(cells: list[Cell], previous: dict[str, Any] | None) -> list[Cell]:
 
 
 def write(out_dir: Path, cells: list[Cell], found: list[Finding], started: str, wall_seconds: float,
-          qualifications: dict[str, str] | None = None) -> dict[str, Any]:
-    """matrix.json, matrix.html and the run appended to history.json."""
+          qualifications: dict[str, str] | None = None, unshipped: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """matrix.json, matrix.html and the run appended to history.json; with `unshipped`, what the
+    Go module proxy answered today for the public drivers not shipped (drivers_under_test.candidates)."""
     history_path = out_dir / HISTORY
     history = json.loads(history_path.read_text()) if history_path.exists() else []
     cells = compared(cells, history[-1] if history else None)
     data = {"started": started, "wall_seconds": round(wall_seconds, 1),
             "versions": sorted({c.version for c in cells}), "drivers": sorted({c.driver for c in cells}),
             "cells": [asdict(c) for c in cells], "findings": [asdict(f) for f in found],
-            "qualifications": qualifications or {}}
+            "qualifications": qualifications or {}, "unshipped": unshipped or {}}
     history.append({k: data[k] for k in ("started", "cells")})
     history_path.write_text(json.dumps(history, indent=2))
     (out_dir / "matrix.json").write_text(json.dumps(data, indent=2))
@@ -190,6 +192,8 @@ def render_html(data: dict[str, Any]) -> str:
                     f"(<a href='{e(f['report'])}#{e(f['id'])}'>report</a>)<pre>{e(f['message'])}</pre>"
                     + (f"<p>cause: {e(f['cause'])}</p>" if f.get("cause") else "") + "</li>"
                     for f in data["findings"]) or "<li>none</li>"
+    unshipped = "".join(f"<li><b>{e(m)}</b> ({e(c['what'])}), {e(c['asked'])}: {e(c['answer'])}</li>"
+                        for m, c in data.get("unshipped", {}).items()) or "<li>not asked</li>"
     qualified = "".join(f"<li><b>{e(v)}</b>: {e(q)}</li>" for v, q in data.get("qualifications", {}).items()) \
         or "<li>not run (dralab matrix --qualify)</li>"
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab matrix</title>
@@ -205,7 +209,8 @@ version is not one its driver's own project supports.</p>
 <h2>Requirements</h2>
 <table><tr><th></th>{''.join(f'<th>{e(i)}</th>' for i in ids)}</tr>{grid}</table>
 <h2>The clusters, qualified by Kubernetes' own DRA e2e suite</h2><ul>{qualified}</ul>
-<h2>Findings in public drivers</h2><ul>{found}</ul></body></html>
+<h2>Findings in public drivers</h2><ul>{found}</ul>
+<h2>Public drivers not shipped: the Go module proxy's answer today</h2><ul>{unshipped}</ul></body></html>
 """
 
 
@@ -323,7 +328,8 @@ def read_record(directory: Path) -> CellRecord:
                        "run that cell again") from None
 
 
-def merge(directories: list[Path], todo: list[Todo], out_dir: Path) -> dict[str, Any]:
+def merge(directories: list[Path], todo: list[Todo], out_dir: Path,
+          unshipped: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
     """The matrix of the cells recorded in `directories`, written as one run of `todo` (reports
     copied under out_dir, so the links hold): a cell of `todo` that none recorded is SKIP where its
     driver's project does not support the version, else INCOMPLETE (UNRECORDED)."""
@@ -345,7 +351,7 @@ def merge(directories: list[Path], todo: list[Todo], out_dir: Path) -> dict[str,
     starts = [calendar.timegm(time.strptime(r.started, STAMP)) for r in records]
     wall = max(s + r.wall_seconds for s, r in zip(starts, records)) - min(starts)
     return write(out_dir, cells, found, records[starts.index(min(starts))].started, wall,
-                 {v: q for r in records for v, q in r.qualifications.items()})
+                 {v: q for r in records for v, q in r.qualifications.items()}, unshipped)
 
 
 def _unrecorded(profile: DriverProfile, version: str) -> Cell:
@@ -442,7 +448,7 @@ def matrix(ctx: click.Context, out_dir: Path, driver_names: tuple[str, ...], kub
         record = CellRecord(stamp, round(wall_seconds, 1), cells, found, qualifications or {})
         path = write_record(out_dir, record)
         finish([asdict(c) for c in cells], [asdict(f) for f in found], [path], matrix_written=False)
-    data = write(out_dir, cells, found, stamp, wall_seconds, qualifications)
+    data = write(out_dir, cells, found, stamp, wall_seconds, qualifications, candidates.probed())
     finish(data["cells"], data["findings"], [out_dir / "matrix.html", out_dir / "matrix.json"], matrix_written=True)
 
 
@@ -459,5 +465,5 @@ def merge_command(directories: tuple[Path, ...], out_dir: Path, driver_names: tu
     appended to history.json, changed cells flagged. A selected cell no directory recorded is SKIP
     where its driver's project does not support the version, else INCOMPLETE. Exits as dralab matrix."""
     out_dir = out_dir.resolve()
-    data = merge(list(directories), _selected(driver_names, kubernetes_versions), out_dir)
+    data = merge(list(directories), _selected(driver_names, kubernetes_versions), out_dir, candidates.probed())
     finish(data["cells"], data["findings"], [out_dir / "matrix.html", out_dir / "matrix.json"], matrix_written=True)

@@ -195,11 +195,12 @@ class _Plain(yaml.SafeDumper):
 
 @st.composite
 def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False, shared: bool = True,
-               restarted: tuple[str, ...] = RESTARTED, other_devices: int = 0) -> PodShape:
+               restarted: tuple[str, ...] = RESTARTED, other_devices: int = 0, one_container: bool = False) -> PodShape:
     """Shapes needing at most `max_devices` devices of the driver (what one node has free); with
     `one_device`, one claim of one device a pod (a profile's claimConfig configures one device
     of a pod: its interface name, say) and no sharers; without `shared`, no sharers (the profile
-    declares that a claim serves one pod); `restarted`, what may restart (the
+    declares that a claim serves one pod); with `one_container`, each claim used by one container
+    at most and no sharers (the profile declares that a claim serves one container); `restarted`, what may restart (the
     driver alone where dralab cannot reach the nodes); at most `other_devices` of a second
     driver (free on that node). Each dimension shrinks to the plainest case (named claims, no
     init container, no sharer, one copy, no restart, then the driver's, no second driver)."""
@@ -215,12 +216,19 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False, shar
         singles = [((c, r),) for r in range(len(requests))]
         every = [tuple((c, r) for r in range(len(requests)))] if len(requests) > 1 else []
         return st.sampled_from([(), ((c, None),), *singles, *singles, *every])
-    container = st.tuples(*(of_claim(c, requests) for c, requests in enumerate(counts))).map(
-        lambda per_claim: tuple(use for uses in per_claim for use in uses))
-    containers = draw(st.lists(container, min_size=1, max_size=3).map(tuple))
+    if one_container:
+        # Each claim's uses go to one container, drawn for it.
+        width = draw(st.integers(1, 3))
+        owned = [(draw(st.integers(0, width - 1)), draw(of_claim(c, requests))) for c, requests in enumerate(counts)]
+        containers = tuple(tuple(use for owner, uses in owned if owner == k for use in uses) for k in range(width))
+    else:
+        container = st.tuples(*(of_claim(c, requests) for c, requests in enumerate(counts))).map(
+            lambda per_claim: tuple(use for uses in per_claim for use in uses))
+        containers = draw(st.lists(container, min_size=1, max_size=3).map(tuple))
     templated = frozenset(draw(st.sets(st.sampled_from(range(len(counts))))))
     init = len(containers) > 1 and draw(st.booleans())
-    sharers = 0 if one_device or not shared or len(templated) == len(counts) else draw(st.integers(0, 1))
+    alone = one_device or one_container or not shared
+    sharers = 0 if alone or len(templated) == len(counts) else draw(st.integers(0, 1))
     copies = draw(st.integers(1, max(1, min(MAX_COPIES, max_devices // sum(map(sum, counts))))))
     # Restarts take 4 to 25 s (a node reboot the most): one shape in four.
     restart = draw(st.sampled_from(restarted)) if draw(st.booleans()) else None

@@ -323,12 +323,16 @@ def test_a_claim_whose_prepare_failed_is_unprepared(lab: Lab, api, node_files: N
 
 def _isolation_pod(api, driver: DriverUnderTest, namespace: str, node: str, devices: int) -> dict[str, list[tuple[str, str | None]]]:
     """Pod `isolation` on `node`: claim `pair` with requests r1 and r2, container main using r1 and
-    container r2 using r2, container none using nothing and, with room for a third device, claim
-    `single` used by container single. Returns each container's (claim, request or None for all)."""
+    container r2 using r2 (none of its requests where the profile declares that a claim serves one
+    container), container none using nothing and, with room for a third device, claim `single` used
+    by container single. Returns each container's (claim, request or None for all)."""
     claims.create(api, namespace, driver.claim("pair", requests=("r1", "r2")))
     builder = pods.PodBuilder("isolation").with_claim("pair", claim="pair", requests=("r1",))
-    builder.with_container("r2", [{"name": "pair", "request": "r2"}]).with_container("none", [])
-    uses: dict[str, list[tuple[str, str | None]]] = {"main": [("pair", "r1")], "r2": [("pair", "r2")], "none": []}
+    uses: dict[str, list[tuple[str, str | None]]] = {"main": [("pair", "r1")], "none": []}
+    if not driver.profile.claims_serve_one_container:
+        builder.with_container("r2", [{"name": "pair", "request": "r2"}])
+        uses["r2"] = [("pair", "r2")]
+    builder.with_container("none", [])
     if devices >= 3:
         claims.create(api, namespace, driver.claim("single"))
         builder.with_pod_claim("single", "single").with_container("single", [{"name": "single"}])

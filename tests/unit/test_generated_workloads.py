@@ -83,6 +83,21 @@ def test_a_profile_whose_claims_serve_one_pod_gets_no_shared_claim() -> None:
     assert seen == {True: {0, 1}, False: {0}}
 
 
+def test_a_profile_whose_claims_serve_one_container_gets_no_claim_in_two_containers() -> None:
+    seen = {True: set(), False: set()}
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=LOADED, database=None, derandomize=True)
+    @given(pod_shapes(8), pod_shapes(8, one_container=True))
+    def drawn(any_shape: PodShape, one_container: PodShape) -> None:
+        for shape, alone in ((any_shape, False), (one_container, True)):
+            users = [sum(any(c == claim for c, _ in uses) for uses in shape.containers) for claim in range(len(shape.claims))]
+            seen[alone].add(max(users))
+        assert one_container.sharers == 0
+
+    drawn()
+    assert seen[True] == {0, 1} and 2 in seen[False]
+
+
 def test_a_failing_shape_is_shrunk_once_tried_and_its_failure_returned(monkeypatch) -> None:
     tried: list[PodShape] = []
 

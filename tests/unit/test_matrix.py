@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from dralab.cli import main
+from drivers_under_test import candidates
 from drivers_under_test.profile import DriverProfile, KubernetesVersions, load_profile
 from reports import matrix
 from reports.report import CERTIFIED, INCOMPLETE
@@ -21,6 +22,32 @@ from reports.report import CERTIFIED, INCOMPLETE
 KP07 = ("after the node reboot the claim of pod t/restart was prepared again, but its CDI devices resolve to no "
         "spec, so container main cannot start: failed to create containerd container: CDI device injection failed: "
         "unresolvable CDI devices gpu.example.com/gpu=gpu-0\nsecond line")
+
+
+UNSHIPPED = {"example.com/refused-driver": {"what": "a refused one", "asked": "latest", "answer": "refused: 403 Forbidden"}}
+
+
+@pytest.fixture(autouse=True)
+def proxy_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Go module proxy's answers for the drivers not shipped (a matrix asks at every run)."""
+    monkeypatch.setattr(candidates, "probed", lambda: UNSHIPPED)
+
+
+def test_the_matrix_lists_what_the_proxy_answered_for_each_driver_not_shipped(monkeypatch, tmp_path: Path) -> None:
+    from clusters.errors import LabBroken
+    from clusters.provision import gobuild
+
+    def download(module: str, version: str) -> dict:
+        if module == "github.com/google/dra-driver-tpu":
+            return {"Version": "v0.1.0", "Dir": "/x"}
+        raise LabBroken(f"cannot download {module}@{version}: reading https://proxy.golang.org/...: 403 Forbidden")
+    monkeypatch.setattr(gobuild, "download", download)
+    answers = {c.module: candidates.probe(c) for c in candidates.candidates()}
+    assert answers["github.com/google/dra-driver-tpu"] == "served: v0.1.0; a profile can build it now"
+    assert answers["github.com/k8snetworkplumbingwg/dra-driver-sriov"].startswith("refused: reading https://proxy")
+    page = matrix.write(tmp_path, [], [], "s", 1.0, unshipped=UNSHIPPED) and (tmp_path / "matrix.html").read_text()
+    assert "example.com/refused-driver</b> (a refused one), latest: refused: 403 Forbidden" in page
+    assert json.loads((tmp_path / "matrix.json").read_text())["unshipped"] == UNSHIPPED
 
 
 def report(outcome: str, **verdicts: str) -> dict:
