@@ -8,6 +8,7 @@ and report.json and report.html (reports/report.py).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -15,6 +16,7 @@ import shutil
 import sys
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -285,8 +287,9 @@ class SuiteRun:
 
             provision(kubernetes_version=self.kubernetes_version)
         self.started = time.monotonic()
-        parts = [self._part(k) for k in range(1, self.shards + 1)]
-        codes = run_all_to_completion([[*cmd, *part.options] for part in parts], cwd=REPO)
+        with reserved_prefix(self.lab_prefix, self.shards, self.reuse_labs) as self.lab_prefix:
+            parts = [self._part(k) for k in range(1, self.shards + 1)]
+            codes = run_all_to_completion([[*cmd, *part.options] for part in parts], cwd=REPO)
         if PYTEST_USAGE_ERROR in codes:
             raise BadInput(f"pytest refused the options (exit {PYTEST_USAGE_ERROR}): {' '.join(cmd)}")
         if self.shards > 1:
@@ -360,12 +363,12 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
                       f"{NO_CAPABILITY}")
         sys.exit(EXIT_CODES[NOTHING])
     # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.
-    out_dir, kubeconfig = out_dir.resolve(), str(Path(kubeconfig).resolve()) if kubeconfig else None
+    out_dir, kubeconfig = writable(out_dir.resolve()), str(Path(kubeconfig).resolve()) if kubeconfig else None
     run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware, workload_image=workload_image,
                    kubernetes_version=kubernetes_version, seed=seed, budget=budget, seeds=seeds,
                    shards=shards if cluster == "local" else 1)
     rc = run.pytest()
-    left = [str(r) for lab in lab_names(LAB_PREFIX, run.shards) for r in residue.find(lab)]  # LAB-05, after every run
+    left = [str(r) for lab in lab_names(run.lab_prefix, run.shards) for r in residue.find(lab)]  # LAB-05, after every run
     if left:
         console.print("[red]left behind by the run's labs (LAB-05):[/red]\n  " + "\n  ".join(left))
     report = run.report(rc, _nodes_hardware(hardware), {"residue after teardown": left or "none"})
@@ -382,6 +385,43 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
                   + (f", {allure_html}" if allure_html else ""), markup=False)
     console.print(last_line(report), markup=False)
     sys.exit(report["summary"]["exit_code"])
+
+
+def writable(out_dir: Path) -> Path:
+    """--out, made if need be; BadInput before any lab when it cannot be written."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".dralab-write-test"
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        raise BadInput(f"--out {out_dir}: cannot write there ({e.strerror}): give a directory you can write") from None
+    return out_dir
+
+
+@contextlib.contextmanager
+def reserved_prefix(prefix: str, shards: int, reuse: bool) -> Iterator[str]:
+    """A lab name prefix this run alone uses while it runs: `prefix`, or where another run holds it
+    (or, unless `reuse`, labs named under it exist) the first free of prefix-b, prefix-c, ... Its lock
+    is held for the run: two certifications on one machine never start labs of one name."""
+    from clusters.config import labs_root
+    from clusters.local.preflight import exclusive, locks_dir
+
+    for candidate in [prefix, *(f"{prefix}{c}" for c in "bcdefghijk")]:
+        if not reuse and any((labs_root() / "labs" / name).exists() for name in lab_names(candidate, shards)):
+            continue
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(exclusive(locks_dir() / f"prefix-{candidate}.lock", lambda pid: pid))
+        except BadInput:
+            continue
+        with stack:
+            if candidate != prefix:
+                console.print(f"labs named {prefix}... are another run's: this run's labs are named {candidate}...")
+            yield candidate
+        return
+    raise BadInput(f"every lab name prefix from {prefix} to {prefix}k is in use by another run or its labs: "
+                   "wait for those runs, or remove their labs (`dralab down --name NAME`, `dralab residue`)")
 
 
 def lab_names(prefix: str, shards: int = DEFAULT_SHARDS) -> list[str]:

@@ -92,8 +92,14 @@ class LocalCluster:
 
     @classmethod
     def up(cls, cfg: ClusterConfig, *, offline: bool = False) -> "LocalCluster":
-        """Start a lab; on any failure or interrupt tear down what was started, then re-raise."""
+        """Start a lab; on any failure or interrupt tear down what was started, then re-raise. The
+        lab's name is locked until then: another command neither takes it nor removes it half-built."""
         preflight.require_root("up")
+        with preflight.lab_name_lock(cfg.name):
+            return cls._up(cfg, offline)
+
+    @classmethod
+    def _up(cls, cfg: ClusterConfig, offline: bool) -> "LocalCluster":
         require_no_live_lab(cfg)
         tools = provision(offline=offline, kubernetes_version=cfg.kubernetes_version)
         preflight.require_known_gates(cfg, tools)
@@ -244,7 +250,8 @@ def remove(cfg: ClusterConfig) -> list[str]:
     """Tear a lab down, then scan for its residue: what could not be removed, for the user to see."""
     from clusters import residue
 
-    return teardown(cfg) + [str(r) for r in residue.find(cfg.name)]
+    with preflight.lab_name_lock(cfg.name):
+        return teardown(cfg) + [str(r) for r in residue.find(cfg.name)]
 
 
 def _namespace_members(cfg: ClusterConfig) -> Iterator[int]:

@@ -7,8 +7,8 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from clusters.config import MAX_SLOTS, ClusterConfig, labs_root
@@ -126,6 +126,35 @@ def slot_lock() -> Iterator[None]:
     with path.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def locks_dir() -> Path:
+    return labs_root() / "locks"  # not among the labs: an empty labs dir means no lab is left
+
+
+@contextmanager
+def exclusive(path: Path, busy: Callable[[str], str]) -> Iterator[None]:
+    """An flock on `path` held for the block, with this process's pid in it; BadInput (`busy` of
+    the holder's pid) when another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            raise BadInput(busy(lock.read().strip() or "unknown")) from None
+        lock.truncate(0)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        yield
+
+
+def lab_name_lock(name: str) -> AbstractContextManager[None]:
+    """Held by the process bringing lab `name` up (until it is up, or torn down again) or tearing it
+    down: another command must not take a lab in that state for one left by a dead run."""
+    return exclusive(locks_dir() / f"lab-{name}.lock", lambda pid: (
+        f"lab {name!r} is being brought up or torn down by another dralab (pid {pid}): wait for it, or give "
+        "another --name"))
 
 
 def allocate_slot(cfg: ClusterConfig) -> ClusterConfig:
