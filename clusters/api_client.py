@@ -101,3 +101,23 @@ def as_python_client_sends() -> Iterator[None]:
         yield
     finally:
         _VERBATIM.reset(token)
+
+
+def require_reachable(kubeconfig: Path | str, timeout: float = 10) -> None:
+    """BadInput, before anything starts, when the cluster of `kubeconfig` does not answer."""
+    from clusters.errors import BadInput
+
+    try:
+        api = client_for(kubeconfig)
+    except (config.ConfigException, ValueError, OSError) as e:
+        raise BadInput(f"--kubeconfig {kubeconfig}: not a kubeconfig dralab can use ({e}): give the file "
+                       "kubectl uses for the cluster") from None
+    server = api.configuration.host
+    try:
+        client.VersionApi(api).get_code(_request_timeout=timeout)
+    except Exception as e:  # connection refused, TLS, 401: the user's cluster, not a lab's fault
+        reason = getattr(e, "reason", None) or str(e).splitlines()[0]
+        raise BadInput(f"--kubeconfig {kubeconfig}: the cluster at {server} does not answer ({reason}): check its "
+                       f"server and credentials (`kubectl --kubeconfig {kubeconfig} version`)") from None
+    finally:
+        api.close()

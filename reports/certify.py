@@ -24,6 +24,7 @@ import click
 
 from clusters import versions
 from clusters import residue
+from clusters.api_client import require_reachable
 from clusters.children import run_all_to_completion
 from clusters.errors import BadInput, LabBroken
 from clusters.lab_cli import kubernetes_version_option
@@ -66,6 +67,11 @@ def selection(only: str | None) -> tuple[list[str], list[str]]:
     if unknown or not wanted:
         raise BadInput(f"--only {only!r}: unknown suite(s) {', '.join(unknown) or '(none given)'}; "
                        f"choose from {', '.join(SUITES)} or requirement IDs such as MD-01")
+    uncatalogued = [p for p in wanted if "-" in p and catalogue.get(p) is None]
+    if uncatalogued:
+        known = sorted(i for i in catalogue.load() if i.split("-")[0] in {p.split("-")[0] for p in uncatalogued})
+        raise BadInput(f"--only {only!r}: {', '.join(uncatalogued)} is not a requirement of the catalogue, so it "
+                       f"selects nothing; its suite has {', '.join(known)}")
     prefixes = {p.split("-")[0] for p in wanted}
     ids = [p for p in dict.fromkeys(wanted) if "-" in p and p.split("-")[0] not in wanted]  # a suite wins over its IDs
     # Whatever else is chosen, the driver must first come up (DEP-01).
@@ -358,6 +364,8 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     hardware = lab_hardware(hardware, drivers)
     if cluster == "kubeconfig" and not (kubeconfig and Path(kubeconfig).is_file()):
         raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
+    if cluster == "kubeconfig":
+        require_reachable(kubeconfig)
     if drivers and not any(map(certifiable, drivers)):
         console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} have "
                       f"{NO_CAPABILITY}")
