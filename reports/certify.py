@@ -413,7 +413,8 @@ def reserved_prefix(prefix: str, shards: int, reuse: bool) -> Iterator[str]:
     (or, unless `reuse`, labs named under it exist) the first free of prefix-b, prefix-c, ... Its lock
     is held for the run: two certifications on one machine never start labs of one name."""
     from clusters.config import labs_root
-    from clusters.local.preflight import exclusive, locks_dir
+    from clusters.file_locks import exclusive
+    from clusters.local.preflight import locks_dir
 
     for candidate in [prefix, *(f"{prefix}{c}" for c in "bcdefghijk")]:
         if not reuse and any((labs_root() / "labs" / name).exists() for name in lab_names(candidate, shards)):

@@ -7,12 +7,13 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from clusters.config import MAX_SLOTS, ClusterConfig, labs_root
 from clusters.errors import BadInput, LabBroken
+from clusters.file_locks import exclusive
 from clusters.local import cgroups, configs, network, supervisor
 from clusters.provision import Toolchain
 
@@ -130,23 +131,6 @@ def slot_lock() -> Iterator[None]:
 
 def locks_dir() -> Path:
     return labs_root() / "locks"  # not among the labs: an empty labs dir means no lab is left
-
-
-@contextmanager
-def exclusive(path: Path, busy: Callable[[str], str]) -> Iterator[None]:
-    """An flock on `path` held for the block, with this process's pid in it; BadInput (`busy` of
-    the holder's pid) when another process holds it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            raise BadInput(busy(lock.read().strip() or "unknown")) from None
-        lock.truncate(0)
-        lock.write(f"{os.getpid()}\n")
-        lock.flush()
-        yield
 
 
 def lab_name_lock(name: str) -> AbstractContextManager[None]:

@@ -18,6 +18,7 @@ from typing import Iterable
 
 from clusters import versions
 from clusters.errors import BadInput, LabBroken
+from clusters.file_locks import waited_for
 from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
@@ -138,19 +139,25 @@ def _ensure_allure(offline: bool) -> Path:
 
 def ensure_go(recipe: GoRecipe, offline: bool) -> Path:
     out = _component_dir(recipe)
+    if not out.is_dir() and not offline:
+        # One build a key at a time: a second command waits for the first's, then takes it.
+        with waited_for(cache_root() / "locks" / f"{out.name}.lock", f"building {recipe.name} {recipe.version}"):
+            if not out.is_dir():
+                _build(recipe, out)
     if out.is_dir():
         os.utime(out)  # in use: not stale for _prune
         return out
-    if offline:
-        raise BadInput(f"{recipe.name} {recipe.version} is not in the cache ({out}); "
-                       "run `dralab provision` without --offline first")
+    raise BadInput(f"{recipe.name} {recipe.version} is not in the cache ({out}); "
+                   "run `dralab provision` without --offline first")
+
+
+def _build(recipe: GoRecipe, out: Path) -> None:
     log = cache_root() / "logs" / f"build-{recipe.name}-{recipe.version}.log"
     log.unlink(missing_ok=True)
     with step(f"Building {recipe.name} {recipe.version} from Go modules (log: {log})"):
         gobuild.build(recipe, out, cache_root() / "work" / f"{recipe.name}-{recipe.key()}", log)
     if recipe.local_module is not None:  # our own code changes often: keep only the newest build
         _prune(out.parent.glob(f"{recipe.name}-{recipe.version}-*"), keep=out)
-    return out
 
 
 STALE_SECONDS = 24 * 3600
@@ -235,8 +242,9 @@ def store_image(spec: images.ImageSpec) -> Image:
     path = cache_root() / "images" / f"{spec.ref.rsplit('/', 1)[-1].replace(':', '_')}-{digest[7:19]}.tar"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.with_suffix(".partial").write_bytes(archive)
-        path.with_suffix(".partial").rename(path)
+        partial = path.with_suffix(f".{os.getpid()}.partial")  # two commands writing it at once write their own
+        partial.write_bytes(archive)
+        partial.replace(path)
         _prune(path.parent.glob(f"{path.name.split('_')[0]}_*.tar"), keep=path)  # older builds of this image
     elif time.time() - path.stat().st_mtime > IN_USE_REFRESH_SECONDS:
         # In use: not stale for _prune. Touched at most hourly: the nodes' import record keys an

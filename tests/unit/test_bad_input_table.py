@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from clusters import file_locks
 from clusters.local import cluster, preflight
 from dralab.cli import main
 from reports import certify
@@ -95,10 +96,10 @@ def test_bad_input_exits_2_naming_the_input_and_the_fix_before_any_lab(no_lab: P
     if args[0] in ("up",):
         monkeypatch.setattr(preflight, "require_root", lambda what: None)
     if kind == "a lab name another command is bringing up":
-        monkeypatch.setattr(preflight, "lab_name_lock", lambda name: preflight.exclusive(
+        monkeypatch.setattr(preflight, "lab_name_lock", lambda name: file_locks.exclusive(
             no_lab / "held.lock", lambda pid: f"lab {name!r} is being brought up or torn down by another dralab "
                                               f"(pid {pid}): wait for it, or give another --name"))
-        with preflight.exclusive(no_lab / "held.lock", lambda pid: pid):  # this process's own: the flock is per open file
+        with file_locks.exclusive(no_lab / "held.lock", lambda pid: pid):  # this process's own: the flock is per open file
             result = CliRunner().invoke(main, args)
     else:
         result = CliRunner().invoke(main, [*args, *(["--out", str(no_lab / "out")] if args[0] == "certify"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clusters.errors import BadInput
+from clusters import file_locks
 from clusters.local import preflight
 from reports import certify
 
@@ -23,7 +24,7 @@ def labs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def _hold(path: str, ready, release) -> None:  # another process holding a lock
-    with preflight.exclusive(Path(path), lambda pid: pid):
+    with file_locks.exclusive(Path(path), lambda pid: pid):
         ready.set()
         release.wait(10)
 
@@ -78,3 +79,37 @@ def test_an_out_dir_that_cannot_be_written_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match=r"--out /proc/nope/out: cannot write there \(No such file or directory\)"):
         certify.writable(Path("/proc/nope/out"))
     assert certify.writable(tmp_path / "a" / "b").is_dir()
+
+
+def test_a_second_build_of_one_component_waits_for_the_first_and_takes_its_result(monkeypatch, tmp_path: Path,
+                                                                                 capsys) -> None:
+    """Two provisions of a component missing from one cache: the second waits (and says for whom),
+    then finds the build done and builds nothing."""
+    import threading
+
+    from clusters import provision
+    from clusters.provision.gobuild import GoRecipe
+
+    monkeypatch.setattr(provision, "cache_root", lambda: tmp_path)
+    recipe = GoRecipe(name="thing", version="v1")
+    built: list[int] = []
+    first_inside, release = threading.Event(), threading.Event()
+
+    def build(recipe, out: Path) -> None:
+        built.append(threading.get_ident())
+        first_inside.set()
+        release.wait(10)
+        out.mkdir(parents=True)
+    monkeypatch.setattr(provision, "_build", build)
+    results: list[Path] = []
+    first = threading.Thread(target=lambda: results.append(provision.ensure_go(recipe, offline=False)))
+    first.start()
+    assert first_inside.wait(10)
+    second = threading.Thread(target=lambda: results.append(provision.ensure_go(recipe, offline=False)))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive()  # waiting on the first's lock
+    release.set()
+    first.join(10), second.join(10)
+    assert len(built) == 1 and len(results) == 2 and results[0] == results[1] and results[0].is_dir()
+    assert f"waiting for another dralab building thing v1 (pid {os.getpid()})" in capsys.readouterr().err  # progress goes to stderr
