@@ -84,8 +84,9 @@ E2E_RUNS = tests/e2e/test_kind_provider.py tests/e2e/test_qualify.py tests/e2e/t
 	tests/e2e/test_hardware_readers.py tests/e2e/test_nvml_driver.py tests/e2e/test_nvml_library.py
 
 # The longest e2e runs, each a whole certification: dralab selfcheck on a broken and a valid variant (its
-# subset; `make selfcheck` runs all) and the public dra-example-driver built from its module and certified.
-# `make test-long`, about 12 minutes, not part of test (which they took over the 60-minute budget).
+# subset; `make selfcheck` runs all) and every shipped public driver (dra-example-driver, dranet, nvidia-gpu,
+# dra-driver-cpu) built from its module and certified on DEP and KP, its FAILs held to its profile's findings.
+# `make test-long`, about 40 minutes, not part of test (which they took over the 60-minute budget).
 LONG_RUNS = tests/e2e/test_selfcheck.py tests/e2e/test_public_drivers.py
 
 # ST-09's reproduction FAILs on the Kubernetes versions dralab builds: the cluster's bug (README, the refusal of
