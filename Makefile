@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify certify-nvml selfcheck seeds matrix qualify test test-unit test-e2e test-long test-faults test-kind test-ci-templates perf-check perf-allocator
+.PHONY: packages setup certify certify-nvml selfcheck seeds matrix qualify test test-unit test-e2e test-long test-faults test-kind test-ci-templates perf-check perf-allocator soak bench-load
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -118,6 +118,17 @@ test-e2e: setup
 test-long: setup
 	$(PYTHON) -m pytest $(LONG_RUNS)
 	$(DRALAB) residue
+
+# Ten certifications in a row with one seed, then ten with ten seeds (dralab soak): verdicts per seed,
+# residue after each, the recorder's, sysfs server's and agents' peak memory and open files per run. Hours.
+soak: setup
+	$(DRALAB) soak --runs 10 --seed 1 --out soak/one-seed
+	$(DRALAB) soak --runs 10 --seed 1 --vary-seeds --out soak/ten-seeds
+
+# The verdicts on a busy machine beside an idle one's: certify KP once idle, once with 2 cores kept busy.
+bench-load: setup
+	$(DRALAB) soak --runs 1 --out bench-load/idle -- --only KP
+	$(DRALAB) soak --runs 1 --load 2 --out bench-load/loaded --beside bench-load/idle -- --only KP
 
 test-faults: setup
 	$(PYTHON) -m pytest $(FAULT_RUNS:%='%')

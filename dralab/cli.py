@@ -66,8 +66,9 @@ def _register_commands() -> None:
     from reports.perf.command import perf
     from reports.qualify import qualify
     from reports.selfcheck import selfcheck
+    from reports.soak import soak
 
-    for command in [*lab_cli.COMMANDS, hw, driver, image, certify, matrix, perf, qualify, selfcheck]:
+    for command in [*lab_cli.COMMANDS, hw, driver, image, certify, matrix, perf, qualify, selfcheck, soak]:
         main.add_command(command)
 
 

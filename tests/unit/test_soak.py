@@ -1,0 +1,36 @@
+"""The soak's table and its judgement: a seed whose verdicts changed between its runs is named
+with the IDs that changed; the lab's long-lived processes are told apart by their program."""
+
+from __future__ import annotations
+
+from reports.soak import Run, differences, table, watched_kind
+
+
+def run(seed: int, **verdicts: str) -> Run:
+    return Run(seed, 0, 100.0, "CERTIFIED", {k.replace("_", "-"): v for k, v in verdicts.items()}, "none",
+               {"sysfs server": {"rss_kib": 7756, "fds": 12}})
+
+
+def test_a_seed_whose_verdicts_changed_is_named_with_what_changed() -> None:
+    runs = [run(1, KP_01="PASS", KP_07="PASS"), run(1, KP_01="PASS", KP_07="FAIL"), run(2, KP_01="PASS")]
+    assert differences(runs) == ["seed 1, run 2 against its first: {'KP-07': ['PASS', 'FAIL']}"]
+    assert differences([run(1, KP_01="PASS"), run(2, KP_01="FAIL")]) == []  # seeds apart are not compared
+    lines = table(runs).splitlines()
+    assert lines[0].split()[:6] == ["run", "seed", "outcome", "FAIL", "s", "residue"] and "7756 / 12" in lines[1]
+    assert lines[2].split()[3] == "KP-07"
+
+
+def test_the_watched_processes_are_known_by_their_program_not_their_arguments() -> None:
+    agent = ["/venv/bin/python", "-m", "fake_hardware.agent", "--sysfs-fuse", "/cache/sysfs-fuse"]
+    assert watched_kind(agent) == "hardware agent"
+    assert watched_kind(["/cache/drivers-under-test/sysfs-fuse", "--backing", "x"]) == "sysfs server"
+    assert watched_kind(["/cache/plugin-recorder", "--driver-registry=/x"]) == "plugin-recorder"
+    assert watched_kind(["/usr/bin/containerd"]) is None and watched_kind([""]) is None
+
+
+def test_two_soaks_side_by_side_give_each_ids_verdicts_and_the_times() -> None:
+    from reports.soak import side_by_side
+
+    lines = side_by_side([run(1, KP_01="PASS")], [run(1, KP_01="ERROR")], ("idle", "loaded (load 2)")).splitlines()
+    assert lines[0].split() == ["ID", "idle", "loaded", "(load", "2)"]
+    assert lines[1].split() == ["KP-01", "PASS", "ERROR"] and lines[2].split() == ["seconds", "100", "100"]
