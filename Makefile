@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify certify-nvml selfcheck seeds matrix qualify test test-unit test-e2e test-long test-faults test-kind test-ci-templates perf-check perf-allocator soak bench-load
+.PHONY: packages setup certify certify-nvml selfcheck seeds matrix qualify test test-unit test-e2e test-long test-faults test-kind test-ci-templates perf-check perf-allocator soak bench-load lint
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -98,7 +98,7 @@ CLUSTER_REFUSES = suites/resource_claim_status/test_status_api.py::test_a_status
 # the local lab's own e2e tests (up, down, residue, faults, stopping, certify's bad input and Ctrl-C, a
 # kubeconfig cluster, kwok nodes) and the suites on a local lab; then nothing may be left behind. The 25
 # slowest tests are listed at the end: the 60-minute budget is spent there.
-test: setup
+test: lint setup
 	cd drivers_under_test && go test ./...
 	cd reports/perf/allocbench && go test -bench . -benchtime 1x ./...
 	$(MAKE) test-unit
@@ -106,6 +106,13 @@ test: setup
 		$(E2E_RUNS:%=--ignore=%) --ignore=$(CI_TEMPLATES) $(FAULT_RUNS:%='--deselect=%') \
 		'--deselect=$(CLUSTER_REFUSES)' --durations=25
 	$(DRALAB) residue
+
+# Seconds, first of make test: ruff on the Python (pyproject.toml's [tool.ruff]), gofmt and go vet on the Go.
+GO_MODULES = drivers_under_test reports/perf/allocbench
+lint: packages
+	$(VENV)/bin/ruff check .
+	@unformatted="$$(gofmt -l $(GO_MODULES))"; if [ -n "$$unformatted" ]; then echo "gofmt -w these: $$unformatted"; exit 1; fi
+	for m in $(GO_MODULES); do (cd $$m && go vet ./...) || exit 1; done
 
 # The Python unit tests alone (no lab), one worker a core (pytest-xdist).
 test-unit: packages

@@ -185,8 +185,8 @@ def target_problems(profile: DriverProfile, variant: str | None, objects: list[d
     do not have, each with the names they do have: a setting that reaches nothing is a typo."""
     workloads = _workloads(objects)
     problems = []
-    for field, settings in profile.container_settings(variant):
-        where = f"driver profile {profile.source}: {field}"
+    for setting, settings in profile.container_settings(variant):
+        where = f"driver profile {profile.source}: {setting}"
         if settings.workload not in workloads:
             problems.append(f"{where}: no workload {settings.workload} is rendered (the workloads: "
                             f"{', '.join(workloads) or 'none'})")

@@ -2,7 +2,8 @@
 distances, memory and huge pages; CPUs with their topology and caches; memory blocks.
 
 This is what ghw's topology, cpu and memory packages read (and cadvisor, and the kubelet's
-topology manager through it, and kubernetes-sigs/dra-driver-cpu's own reader). Each NUMA node is one socket; its CPUs are grouped into cores as
+topology manager through it, and kubernetes-sigs/dra-driver-cpu's own reader). Each NUMA node is
+one socket; its CPUs are grouped into cores as
 the profile says (threads_per_core), the first of each core's threads listed first, as x86
 numbers them. Cache sizes are Sapphire Rapids'; distances those of a 2-socket Intel box.
 

@@ -275,7 +275,8 @@ def _lab_prefix(prefix: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list of {variant, driver, kind, breaks, checked_on}.")
 @click.option("--kind", type=click.Choice([VALID, BROKEN]), default=None, help="Only the valid or only the broken variants.")
 @click.option("--seeds", type=click.IntRange(min=1), default=None, help="A sweep for false FAILs (`make seeds`): the "
-              f"reference DRA drivers and their valid variants, each checked on {', '.join(SWEPT)} with its generated workloads drawn with seeds 1 to N in turn.")
+              f"reference DRA drivers and their valid variants, each checked on {', '.join(SWEPT)} with its generated "
+              "workloads drawn with seeds 1 to N in turn.")
 @click.option("--lab-prefix", default=LAB_PREFIX, show_default=True, callback=lambda _c, _p, v: _lab_prefix(v),
               help="Name the labs after this (two selfchecks side by side each need their own).")
 def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_only: bool, as_json: bool,

@@ -120,8 +120,8 @@ GO_RECIPES = (KUBERNETES, ETCD, CONTAINERD, RUNC, DRIVERS_UNDER_TEST, DRIVERS_WI
 
 # Debian packages the lab uses as they are: CNI plugins, iptables for kube-proxy, the workload
 # image's busybox (and bash, for public drivers' images), libseccomp for building runc, and
-# chromium, which renders the HTML reports in their tests (headless screenshots), and lspci with pci.ids, the reference reader of the emulated
-# PCI tree in its tests.
+# chromium, which renders the HTML reports in their tests (headless screenshots), and lspci with
+# pci.ids, the reference reader of the emulated PCI tree in its tests.
 DEBIAN_PACKAGES = {
     "containernetworking-plugins": Path("/usr/lib/cni/bridge"),
     "busybox-static": Path("/bin/busybox"),

@@ -142,11 +142,12 @@ def render(run: dict[str, Any], measured: dict[str, Any], comparisons: list[Comp
     plots = [p for p in (_startup_plot(measured), _scheduler_plot(measured), _trend_plot(history, comparisons)) if p]
     problems = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in run.get("errors", {}).items())
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in run.get("notes", []))
+    named = ": " + html.escape(", ".join(regressed)) if regressed else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab performance {html.escape(run['finished'])}</title>
 <style>{STYLE}</style></head><body>
 <h1>dralab performance report</h1>
 <p>{html.escape(run['finished'])}, commit {html.escape(run.get('commit', '?'))}, {run['wall_seconds']:.0f}s;
-{len(regressed)} figure(s) regressed by more than {threshold:.0%} against the median of the previous runs{': ' + html.escape(', '.join(regressed)) if regressed else ''}.</p>
+{len(regressed)} figure(s) regressed by more than {threshold:.0%} against the median of the previous runs{named}.</p>
 {'<h2>Measurements that failed</h2><ul>' + problems + '</ul>' if problems else ''}
 <table><tr><th>ID</th><th>figure</th><th>this run</th><th>baseline: median (range of those runs)</th><th>change</th><th></th></tr>
 {''.join(rows)}</table>

@@ -86,13 +86,18 @@ def test_deferred_network_data_is_there_before_the_first_container(deferred: Sce
     checks.deferred_network_data(deferred, evidence)
 
 
+def _generation_at_start(deferred: Scenario) -> object:
+    """The generation of the deferred file as container main saw it at its start."""
+    return parse_stream(deferred.read_in("main", checks.AT_START) or "").first_known()["metadata"]["generation"]
+
+
 @pytest.mark.requirement("MD-17")
 def test_an_update_raises_generation_by_one(deferred: Scenario, evidence: Evidence, request) -> None:
     checks.update_generation(deferred, evidence)
     spec_drift.record(request, Drift(KEP, "generation of deferred metadata",
                                      "an empty file until the first update, which writes generation 1",
                                      "the file exists from prepare on; the first update wrote generation "
-                                     f"{parse_stream(deferred.read_in('main', checks.AT_START) or '').first_known()['metadata']['generation']}"))
+                                     f"{_generation_at_start(deferred)}"))
 
 
 @pytest.mark.requirement("MD-20")

@@ -1,8 +1,9 @@
 """LAB-06: a kind cluster from a lab config, on dralab's offline node image: the nodes Ready (a
 slice-only one, kwok's, too), containerd's CDI and NRI on, a node's files and kubelet reached
 through its handle, pods on two nodes reaching each other over the pod network, node-1's
-emulated hardware (tree and netdevs) inside its container where a local lab's node has it, and after `down` nothing of the run left: in the engine (containers, networks), of
-the hardware on the host (dralab residue), of a dockerd dralab started (its iptables chains, its
+emulated hardware (tree and netdevs) inside its container where a local lab's node has it, and
+after `down` nothing of the run left: in the engine (containers, networks), of the hardware on the
+host (dralab residue), of a dockerd dralab started (its iptables chains, its
 bridge)."""
 
 from __future__ import annotations

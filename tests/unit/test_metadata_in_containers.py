@@ -46,7 +46,8 @@ def test_a_container_with_the_files_of_what_it_uses_and_no_other_passes() -> Non
     by_request = _record([{"name": "c0", "request": "r1"}, {"name": "c1", "request": None}],
                          {f"{C0}/r1/{D}-metadata.json": GOOD[f"{C0}/r1/{D}-metadata.json"],
                           f"{T1}/r0/{D}-metadata.json": _file("u2", "r0", ["gpu-3"])})
-    assert in_containers.problems([whole, by_request], ALLOCATED, D) == {r: [] for r in ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19")}
+    assert in_containers.problems([whole, by_request], ALLOCATED, D) == \
+        {r: [] for r in ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19")}
     assert in_containers.judged([whole, _record([], {})], ALLOCATED, D) == [whole], "a container using nothing is no subject"
 
 

@@ -84,8 +84,9 @@ STREAM = "\n".join(json.dumps({"apiVersion": v, "kind": "DeviceMetadata",
 
 
 def test_metadata_files_compare_apart_from_their_generation_and_cdi_specs_as_json() -> None:
-    assert restart_comparison.comparable("on the node", STREAM) == restart_comparison.comparable("on the node", STREAM.replace('"generation": 3', '"generation": 1'))
-    assert restart_comparison.comparable("on the node", STREAM) != restart_comparison.comparable("on the node", STREAM.replace('"uid": "u"', '"uid": "v"'))
+    comparable = restart_comparison.comparable
+    assert comparable("on the node", STREAM) == comparable("on the node", STREAM.replace('"generation": 3', '"generation": 1'))
+    assert comparable("on the node", STREAM) != comparable("on the node", STREAM.replace('"uid": "u"', '"uid": "v"'))
     assert restart_comparison.comparable("CDI spec", '{"kind": "k", "cdiVersion": "0.3.0"}') == \
         restart_comparison.comparable("CDI spec", '{"cdiVersion":"0.3.0","kind":"k"}')
     assert restart_comparison.comparable("in the container", None) is None
