@@ -14,7 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from clusters import versions
 from clusters.errors import BadInput, LabBroken
@@ -114,7 +114,8 @@ def _ensure_debian_packages(offline: bool) -> None:
     if offline:
         raise BadInput(f"Debian packages missing: {', '.join(missing)}; run `dralab provision` without --offline")
     log = cache_root() / "logs" / "apt.log"
-    with step(f"Installing Debian packages: {', '.join(missing)}"):
+    with waited_for(cache_root() / "locks" / "apt.lock", "installing Debian packages"), \
+            step(f"Installing Debian packages: {', '.join(missing)}"):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         run_logged(["apt-get", "update", "-q"], log, env=env, what="apt-get update")
         run_logged(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], log, env=env,
@@ -131,19 +132,29 @@ def _ensure_allure(offline: bool) -> Path:
         raise BadInput(f"the allure CLI {versions.ALLURE} is not in the cache ({cli}); "
                        "run `dralab provision` without --offline first")
     log = cache_root() / "logs" / "npm-allure.log"
-    with step(f"Installing allure {versions.ALLURE} from the npm registry (log: {log})"):
-        run_logged(["npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", f"allure@{versions.ALLURE}"],
-                   log, what=f"npm install allure@{versions.ALLURE}")
+
+    def install() -> None:
+        with step(f"Installing allure {versions.ALLURE} from the npm registry (log: {log})"):
+            run_logged(["npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", f"allure@{versions.ALLURE}"],
+                       log, what=f"npm install allure@{versions.ALLURE}")
+    _once(cli, f"installing allure {versions.ALLURE}", install)
     return cli
+
+
+def _once(out: Path, doing: str, build: Callable[[], None]) -> None:
+    """Build `out` unless the cache has it, one command at a time: a second one waits for the
+    first's build (and says so), then finds it done."""
+    if out.exists():
+        return
+    with waited_for(cache_root() / "locks" / f"{out.name}.lock", doing):
+        if not out.exists():
+            build()
 
 
 def ensure_go(recipe: GoRecipe, offline: bool) -> Path:
     out = _component_dir(recipe)
-    if not out.is_dir() and not offline:
-        # One build a key at a time: a second command waits for the first's, then takes it.
-        with waited_for(cache_root() / "locks" / f"{out.name}.lock", f"building {recipe.name} {recipe.version}"):
-            if not out.is_dir():
-                _build(recipe, out)
+    if not offline:
+        _once(out, f"building {recipe.name} {recipe.version}", lambda: _build(recipe, out))
     if out.is_dir():
         os.utime(out)  # in use: not stale for _prune
         return out
@@ -182,9 +193,12 @@ def pause_binary(offline: bool) -> Path:
     if offline:
         raise BadInput(f"the pause binary is not in the cache ({out}); run `dralab provision` without --offline")
     out.parent.mkdir(parents=True, exist_ok=True)
-    run_logged(["gcc", "-static", "-Os", "-s", "-o", f"{out}.partial", source], cache_root() / "logs" / "build-pause.log",
-               what="compiling the pause binary with gcc -static")
-    os.rename(f"{out}.partial", out)
+
+    def compile_it() -> None:
+        run_logged(["gcc", "-static", "-Os", "-s", "-o", f"{out}.partial", source], cache_root() / "logs" / "build-pause.log",
+                   what="compiling the pause binary with gcc -static")
+        os.rename(f"{out}.partial", out)
+    _once(out, "compiling the pause binary", compile_it)
     return out
 
 
