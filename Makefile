@@ -89,7 +89,7 @@ E2E_RUNS = tests/e2e/test_kind_provider.py tests/e2e/test_qualify.py tests/e2e/t
 # `make test-long`, about 40 minutes, not part of test (which they took over the 60-minute budget).
 LONG_RUNS = tests/e2e/test_selfcheck.py tests/e2e/test_public_drivers.py
 
-# ST-09's reproduction FAILs on the Kubernetes versions dralab builds: the cluster's bug (README, the refusal of
+# ST-09's reproduction FAILs on the Kubernetes versions dralab builds: the cluster's bug (docs/drivers.md, the refusal of
 # status applies), which certify reports as such; tests/e2e/test_certify.py checks that it does, in make test.
 CLUSTER_REFUSES = suites/resource_claim_status/test_status_api.py::test_a_status_apply_is_accepted_whatever_the_claims_encoding[as the kubernetes Python client sends it]
 

@@ -23,7 +23,7 @@ from kubernetes import client, config
 
 # Within `as_python_client_sends()`: bodies go out as the Python client encodes them (ST-09's case);
 # everywhere with DRALAB_SEND_AS_PYTHON_CLIENT=1, to show what the suites' verdicts were before
-# (README: the refusal of status applies).
+# (docs/drivers.md: the refusal of status applies).
 PYTHON_CLIENT_ENV = "DRALAB_SEND_AS_PYTHON_CLIENT"
 _VERBATIM = contextvars.ContextVar("dralab_verbatim_bodies", default=os.environ.get(PYTHON_CLIENT_ENV) == "1")
 _HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}

@@ -51,7 +51,7 @@ def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
               help="YAML: seed and a hardware profile per node.")
 @click.option("--offline", is_flag=True, help="Do not build: fail if a component is not cached.")
 @click.option("--cluster", "provider", type=click.Choice(["local", "kind"]), default="local", show_default=True,
-              help="kind: the lab's nodes as a kind cluster (README: the kind provider).")
+              help="kind: the lab's nodes as a kind cluster (docs/lab.md: the kind provider).")
 @kubernetes_version_option("Kubernetes version of the lab's components (built once per version).")
 def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, ...],
        scheduler_feature_gates: tuple[str, ...], runtime_config: tuple[str, ...], kubelet_root_dir: str,
