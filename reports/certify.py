@@ -262,6 +262,12 @@ class SuiteRun:
     shards: int = 1
     started: float = field(default_factory=time.monotonic)
 
+    def __post_init__(self) -> None:
+        # Without --hardware, the lab has what the drivers' profiles expect (the matrix's and the
+        # selfcheck's runs too: a CPU driver on the default GPU nodes pinned containers to CPUs 0-63).
+        if self.hardware is None:
+            self.hardware = lab_hardware(None, self.drivers)
+
     @property
     def junit(self) -> Path:
         return self.out_dir / "junit.xml"

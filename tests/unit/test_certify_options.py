@@ -103,3 +103,15 @@ def test_an_image_archive_without_platform_exits_2_before_anything_starts(tmp_pa
     assert result.exit_code == 2, result.output
     assert "driver.tar" in result.output and "architecture" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_suite_run_without_hardware_gets_what_its_drivers_expect() -> None:
+    from pathlib import Path
+
+    from drivers_under_test.profile import load_profile
+    from reports import certify
+
+    assert certify.SuiteRun(Path("/o"), [], [], drivers=[load_profile("dra-driver-cpu")]).hardware == "cpu-pair"
+    assert certify.SuiteRun(Path("/o"), [], [], drivers=[load_profile("dra-example-driver")]).hardware == "none"
+    assert certify.SuiteRun(Path("/o"), [], []).hardware is None  # the reference drivers' default lab
+    assert certify.SuiteRun(Path("/o"), [], [], drivers=[load_profile("nvidia-gpu")], hardware="dgx-like").hardware == "dgx-like"

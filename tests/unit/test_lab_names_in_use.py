@@ -113,3 +113,4 @@ def test_a_second_build_of_one_component_waits_for_the_first_and_takes_its_resul
     first.join(10), second.join(10)
     assert len(built) == 1 and len(results) == 2 and results[0] == results[1] and results[0].is_dir()
     assert f"waiting for another dralab building thing v1 (pid {os.getpid()})" in capsys.readouterr().err  # progress goes to stderr
+
