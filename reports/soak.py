@@ -108,8 +108,7 @@ def table(runs: list[Run]) -> str:
              f"{r.seconds:.0f}", r.residue,
              *(f"{r.peaks[k]['rss_kib']} / {r.peaks[k]['fds']}" if k in r.peaks else "-" for k in kinds)]
             for n, r in enumerate(runs, start=1)]
-    widths = [max(len(row[c]) for row in [head, *rows]) for c in range(len(head))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in [head, *rows])
+    return _columns([head, *rows])
 
 
 def side_by_side(before: list[Run], now: list[Run], names: tuple[str, str]) -> str:
@@ -119,7 +118,12 @@ def side_by_side(before: list[Run], now: list[Run], names: tuple[str, str]) -> s
         return ",".join(sorted({r.verdicts.get(i, "-") for r in runs}))
     rows = [["ID", *names]] + [[i, verdicts(before, i), verdicts(now, i)] for i in ids]
     rows.append(["seconds", *(",".join(f"{r.seconds:.0f}" for r in runs) for runs in (before, now))])
-    widths = [max(len(row[c]) for row in rows) for c in range(3)]
+    return _columns(rows)
+
+
+def _columns(rows: list[list[str]]) -> str:
+    """Rows of cells as text columns, each as wide as its widest cell."""
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows)
 
 
