@@ -17,7 +17,7 @@ from clusters.config import ClusterConfig
 from clusters.errors import BadInput, LabBroken, NotSupported
 from clusters.health import dead_components, diagnose
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
-from clusters import plugin_calls, versions
+from clusters import pace, plugin_calls, versions
 from clusters.lab_configurations import PREFIX, SESSION_LAB, at_version, on_kind, renamed
 from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
 from dralab import shards as shards_of_run, verdicts
@@ -554,12 +554,22 @@ def _dead(item: pytest.Item) -> list[str]:
     return found
 
 
+_gauges = pytest.StashKey[dict[Path, pace.Gauge]]()
+
+
+def _pace(item: pytest.Item, fresh: bool) -> pace.Pace | None:
+    """The pace of the slowest lab the test has set up so far, each lab measured by its own gauge."""
+    gauges = item.config.stash.setdefault(_gauges, {})
+    return pace.slowest([gauges.setdefault(lab.log_dir, pace.Gauge(lab.api))(fresh) for lab in _labs_set_up(item)])
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """Waits of the test, its fixtures included, end once a component of a lab it has died; a
-    component found dead before or after it is a fault of its lab for the rest of the run."""
+    """Waits of the test, its fixtures included, end once a component of a lab it has died, and
+    stretch by the pace of its labs; a component found dead before or after it is a fault of its lab
+    for the rest of the run."""
     _dead(item)
-    with waits.ending_when_the_lab_is_down(lambda: _dead(item)):
+    with waits.watching(waits.LabWatch(down=lambda: _dead(item), pace=lambda fresh: _pace(item, fresh))):
         yield
     _dead(item)
 

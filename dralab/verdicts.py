@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from clusters.errors import LabBroken
 from drivers_under_test.deploy import DeployFailed
 from suites.framework.verdicts import Blocked, DriverFailure
+from suites.framework.waits import TooSlowToJudge
 
 FAIL, ERROR, WARNING, BLOCKED, PASS, SKIP = "FAIL", "ERROR", "WARNING", "BLOCKED", "PASS", "SKIP"
 
@@ -27,6 +28,8 @@ def classify(when: str, error: BaseException, lab_problems: list[str], levels: l
         return Verdict(ERROR, "the lab is unhealthy, so no verdict on the driver:\n" + "\n".join(lab_problems))
     if isinstance(error, LabBroken):
         return Verdict(ERROR, "the lab broke under the test")
+    if isinstance(error, TooSlowToJudge):
+        return Verdict(ERROR, str(error).splitlines()[-1])
     # What the driver did (or did not do) against a requirement, also inside a fixture's scenario.
     driver_at_fault = isinstance(error, (DriverFailure, DeployFailed)) or \
         (isinstance(error, AssertionError) and when != "teardown")

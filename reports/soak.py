@@ -1,14 +1,17 @@
 """`dralab soak`: certifications in a row on one machine, as a nightly job runs them (issue 55):
 each one `dralab certify` of its own, then the table of what must not change from run to run, the
 verdicts, the residue after teardown, and the memory and open files of the lab's longest-lived
-processes (the plugin recorder, the sysfs server, the hardware agents), sampled while each run goes.
-With --load, busy processes of its own keep that many cores loaded during the runs: the verdicts
+processes (the plugin recorder, the sysfs server, the hardware agents), sampled while each run goes,
+beside how busy the machine was (load average) and how fast its labs went (clusters/pace.py). With
+--load, busy processes of its own keep that many cores loaded during the runs: the verdicts
 under load, beside an idle soak's, say whether a busy machine changes them (it must not give a FAIL)."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import statistics
 import sys
 import threading
 import time
@@ -17,7 +20,10 @@ from pathlib import Path
 
 import click
 
+from clusters.api_client import client_for
 from clusters.children import run_to_completion
+from clusters.config import labs_root
+from clusters.pace import Gauge
 from clusters.progress import console
 
 # The lab's long-lived processes, by their program (a binary's name, or the module python runs).
@@ -27,6 +33,8 @@ WATCHED = {"plugin-recorder": "plugin-recorder", "sysfs-fuse": "sysfs server", "
 def watched_kind(argv: list[str]) -> str | None:
     program = argv[2] if len(argv) > 2 and argv[1] == "-m" else Path(argv[0]).name if argv else ""
     return WATCHED.get(program)
+
+
 SAMPLE_SECONDS = 10
 
 
@@ -39,6 +47,36 @@ class Run:
     verdicts: dict[str, str]
     residue: str
     peaks: dict[str, dict[str, int]] = field(default_factory=dict)  # kind -> {"rss_kib", "fds"}: the largest seen
+    # The machine's 1-minute load average at its highest, the labs' API round trip and pod start
+    # (medians over the samples) and the slowest pace seen (times an idle lab's).
+    machine: dict[str, float] = field(default_factory=dict)
+
+
+class Machine:
+    """How busy the machine is and how fast the labs on it go, sampled while a run goes."""
+
+    def __init__(self) -> None:
+        self.loads: list[float] = []
+        self.api_ms: list[float] = []
+        self.pod_start_s: list[float] = []
+        self.factors: list[float] = []
+        self._gauges: dict[Path, Gauge] = {}
+
+    def sample(self) -> None:
+        self.loads.append(os.getloadavg()[0])
+        for kubeconfig in sorted(labs_root().glob("labs/*/pki/admin.kubeconfig")):
+            pace = self._gauges.setdefault(kubeconfig, Gauge(lambda k=kubeconfig: client_for(k)))(True)
+            if pace is not None:
+                self.api_ms.append(pace.api_ms)
+                self.factors.append(pace.factor())
+                if pace.pod_start_s is not None:
+                    self.pod_start_s.append(pace.pod_start_s)
+
+    def figures(self) -> dict[str, float]:
+        def median(values: list[float]) -> float:
+            return round(statistics.median(values), 1) if values else -1.0
+        return {"load_max": round(max(self.loads, default=0.0), 1), "api_ms": median(self.api_ms),
+                "pod_start_s": median(self.pod_start_s), "pace_max": round(max(self.factors, default=0.0), 1)}
 
 
 def _sample(peaks: dict[str, dict[str, int]]) -> None:
@@ -67,11 +105,13 @@ def _busy() -> None:
 def certify_once(out_dir: Path, seed: int, passed: list[str]) -> Run:
     """One `dralab certify` (its own process, as a user runs it), sampled while it runs."""
     peaks: dict[str, dict[str, int]] = {}
+    machine = Machine()
     done = threading.Event()
 
     def sampler() -> None:
         while not done.wait(SAMPLE_SECONDS):
             _sample(peaks)
+            machine.sample()
     thread = threading.Thread(target=sampler, daemon=True)
     thread.start()
     started = time.monotonic()
@@ -84,7 +124,7 @@ def certify_once(out_dir: Path, seed: int, passed: list[str]) -> Run:
     verdicts = {r["id"]: r["verdict"] for r in report.get("requirements", [])}
     residue = report.get("environment", {}).get("residue after teardown", "unknown")
     return Run(seed, rc, round(time.monotonic() - started, 1), report.get("summary", {}).get("outcome", "no report"),
-               verdicts, residue if isinstance(residue, str) else f"{len(residue)} item(s)", peaks)
+               verdicts, residue if isinstance(residue, str) else f"{len(residue)} item(s)", peaks, machine.figures())
 
 
 def differences(runs: list[Run]) -> list[str]:
@@ -103,9 +143,9 @@ def differences(runs: list[Run]) -> list[str]:
 
 def table(runs: list[Run]) -> str:
     kinds = sorted({k for r in runs for k in r.peaks})
-    head = ["run", "seed", "outcome", "FAIL", "s", "residue", *(f"{k} RSS KiB / fds" for k in kinds)]
+    head = ["run", "seed", "outcome", "FAIL", "s", "residue", *MACHINE, *(f"{k} RSS KiB / fds" for k in kinds)]
     rows = [[str(n), str(r.seed), r.outcome, ",".join(i for i, v in r.verdicts.items() if v == "FAIL") or "-",
-             f"{r.seconds:.0f}", r.residue,
+             f"{r.seconds:.0f}", r.residue, *(_figure(r, key) for key in MACHINE.values()),
              *(f"{r.peaks[k]['rss_kib']} / {r.peaks[k]['fds']}" if k in r.peaks else "-" for k in kinds)]
             for n, r in enumerate(runs, start=1)]
     return _columns([head, *rows])
@@ -118,7 +158,17 @@ def side_by_side(before: list[Run], now: list[Run], names: tuple[str, str]) -> s
         return ",".join(sorted({r.verdicts.get(i, "-") for r in runs}))
     rows = [["ID", *names]] + [[i, verdicts(before, i), verdicts(now, i)] for i in ids]
     rows.append(["seconds", *(",".join(f"{r.seconds:.0f}" for r in runs) for runs in (before, now))])
+    rows += [[title, *(",".join(_figure(r, key) for r in runs) for runs in (before, now))] for title, key in MACHINE.items()]
     return _columns(rows)
+
+
+# The machine's figures of a run, by their column title.
+MACHINE = {"load max": "load_max", "API ms": "api_ms", "pod start s": "pod_start_s", "pace x": "pace_max"}
+
+
+def _figure(run: Run, key: str) -> str:
+    value = run.machine.get(key, -1.0)
+    return "-" if value < 0 else f"{value:g}"
 
 
 def _columns(rows: list[list[str]]) -> str:

@@ -34,3 +34,20 @@ def test_two_soaks_side_by_side_give_each_ids_verdicts_and_the_times() -> None:
     lines = side_by_side([run(1, KP_01="PASS")], [run(1, KP_01="ERROR")], ("idle", "loaded (load 2)")).splitlines()
     assert lines[0].split() == ["ID", "idle", "loaded", "(load", "2)"]
     assert lines[1].split() == ["KP-01", "PASS", "ERROR"] and lines[2].split() == ["seconds", "100", "100"]
+
+
+def test_the_machines_figures_are_summed_up_per_run_and_shown_beside_the_verdicts(monkeypatch, tmp_path) -> None:
+    from reports import soak
+
+    monkeypatch.setenv("DRALAB_LABS", str(tmp_path))  # no lab on this machine: the load average alone
+    machine = soak.Machine()
+    machine.sample()
+    assert len(machine.loads) == 1 and machine.api_ms == []
+    machine.loads, machine.api_ms, machine.pod_start_s, machine.factors = [0.5, 3.0], [4.0, 9.0, 30.0], [1.0, 2.0], [1.0, 2.5]
+    figures = machine.figures()
+    assert figures == {"load_max": 3.0, "api_ms": 9.0, "pod_start_s": 1.5, "pace_max": 2.5}
+    loaded = Run(1, 0, 90.0, "CERTIFIED", {"KP-01": "PASS"}, "none", {}, figures)
+    lines = table([loaded]).splitlines()
+    assert "load max" in lines[0] and "pace x" in lines[0] and "2.5" in lines[1]
+    rows = soak.side_by_side([run(1, KP_01="PASS")], [loaded], ("idle", "loaded")).splitlines()
+    assert rows[-1].split() == ["pace", "x", "-", "2.5"]

@@ -17,7 +17,7 @@ from suites.framework.waits import WaitTimeout, wait_for
 
 def test_a_wait_ends_once_the_lab_says_something_is_down(monkeypatch) -> None:
     monkeypatch.setattr(waits, "LAB_CHECK_INTERVAL", 0.05)
-    with waits.ending_when_the_lab_is_down(lambda: ["lab component n1-containerd (pid 7) is down"]):
+    with waits.watching(waits.LabWatch(down=lambda: ["lab component n1-containerd (pid 7) is down"])):
         started = time.monotonic()
         with pytest.raises(LabBroken, match="stopped waiting for the pod: lab component n1-containerd"):
             wait_for("the pod", lambda: False, timeout=30, interval=0.01)

@@ -1,0 +1,92 @@
+"""The lab's pace (clusters/pace.py) and what waits make of it: a slow but healthy lab stretches a
+wait's timeout; slower than judged, a wait that runs out is the lab's ERROR with the figures, not
+the driver's FAIL; at an idle lab's pace a timeout stays the driver's FAIL."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from kubernetes import client
+
+from clusters import pace
+from clusters.pace import Gauge, Pace, pod_start_seconds
+from dralab.verdicts import ERROR, FAIL, classify
+from suites.framework import waits
+from suites.framework.waits import LabWatch, TooSlowToJudge, WaitTimeout, wait_for
+
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def _pod(started_after: list[float | None], restarts: int = 0) -> client.V1Pod:
+    statuses = [client.V1ContainerStatus(
+        name=f"c{n}", image="i", image_id="", ready=s is not None, restart_count=restarts,
+        state=client.V1ContainerState(running=client.V1ContainerStateRunning(started_at=T0 + timedelta(seconds=s)))
+        if s is not None else client.V1ContainerState(waiting=client.V1ContainerStateWaiting(reason="ContainerCreating")))
+        for n, s in enumerate(started_after)]
+    return client.V1Pod(status=client.V1PodStatus(
+        start_time=T0, container_statuses=statuses,
+        conditions=[client.V1PodCondition(type="PodScheduled", status="True", last_transition_time=T0)]))
+
+
+def test_a_pods_start_is_from_its_scheduling_to_its_last_containers_start() -> None:
+    assert pod_start_seconds(_pod([1.0, 4.0])) == 4.0
+    assert pod_start_seconds(_pod([1.0, None])) is None  # not all started yet
+    assert pod_start_seconds(_pod([30.0], restarts=1)) is None  # a restart, not a start
+
+
+def test_the_factor_is_the_slower_of_the_api_and_the_pod_starts() -> None:
+    assert Pace(api_ms=1, pod_start_s=0.5, pods=3).factor() == 1.0
+    assert Pace(api_ms=pace.REFERENCE_API_MS * 3, pod_start_s=None, pods=0).factor() == 3.0
+    slow = Pace(api_ms=1, pod_start_s=pace.REFERENCE_POD_START_S * 10, pods=4)
+    assert slow.factor() == 10.0 and slow.too_slow()
+    assert "pod start median 20.0s over 4 recent pod(s)" in str(slow) and "10.0x slower" in str(slow)
+
+
+def _watched(p: Pace):
+    return waits.watching(LabWatch(pace=lambda fresh: p))
+
+
+def test_a_slow_but_healthy_lab_stretches_the_wait_so_the_driver_gets_its_time() -> None:
+    ready_at = time.monotonic() + 0.6
+    with _watched(Pace(api_ms=pace.REFERENCE_API_MS * 3, pod_start_s=None, pods=0)):
+        assert wait_for("the slice", lambda: time.monotonic() > ready_at, timeout=0.3, interval=0.02)
+    with pytest.raises(WaitTimeout):  # the same wait at an idle lab's pace runs out
+        ready_at = time.monotonic() + 0.6
+        wait_for("the slice", lambda: time.monotonic() > ready_at, timeout=0.3, interval=0.02)
+
+
+def test_a_wait_that_runs_out_on_a_lab_slower_than_judged_is_the_labs_error_with_the_figures() -> None:
+    too_slow = Pace(api_ms=1, pod_start_s=pace.REFERENCE_POD_START_S * 10, pods=5)
+    started = time.monotonic()
+    with _watched(too_slow), pytest.raises(TooSlowToJudge) as raised:
+        wait_for("the slice", lambda: False, timeout=0.1, interval=0.02)
+    assert time.monotonic() - started >= 0.1 * pace.SLOWEST_JUDGED  # stretched as far as judged first
+    verdict = classify("call", raised.value, [], ["MUST"])
+    assert verdict.verdict == ERROR and "too slow to judge" in verdict.why and "pod start median 20.0s" in verdict.why
+    # A check that waits for something not to happen still has its answer.
+    assert isinstance(raised.value, WaitTimeout)
+
+
+def test_a_timeout_on_a_lab_at_its_idle_pace_is_the_drivers_fail() -> None:
+    with _watched(Pace(api_ms=2, pod_start_s=1.0, pods=9)), pytest.raises(WaitTimeout) as raised:
+        wait_for("the slice", lambda: False, timeout=0.1, interval=0.02)
+    assert not isinstance(raised.value, TooSlowToJudge)
+    assert classify("call", raised.value, [], ["MUST"]).verdict == FAIL
+
+
+def test_a_gauge_measures_again_only_when_its_measure_is_old_or_a_fresh_one_is_asked(monkeypatch) -> None:
+    measured: list[object] = []
+    monkeypatch.setattr(pace, "measure", lambda api: measured.append(api) or Pace(1, None, 0))
+    apis: list[str] = []
+    gauge = Gauge(lambda: apis.append("client") or "client", max_age=60)
+    gauge(), gauge(), gauge(True)
+    assert len(measured) == 2 and apis == ["client"]  # one client for every measure
+
+
+def test_a_lab_that_does_not_answer_has_no_pace_and_stretches_nothing(monkeypatch) -> None:
+    def refused(api: object) -> Pace:
+        raise ConnectionRefusedError("no API server")
+    monkeypatch.setattr(pace, "measure", refused)
+    assert Gauge(lambda: "client")() is None
