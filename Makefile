@@ -127,15 +127,19 @@ test-long: setup
 	$(DRALAB) residue
 
 # Ten certifications in a row with one seed, then ten with ten seeds (dralab soak): verdicts per seed,
-# residue after each, the recorder's, sysfs server's and agents' peak memory and open files per run. Hours.
+# residue after each, the recorder's, sysfs server's and agents' peak memory and open files per run, the
+# load average and the labs' pace. Hours; SOAK_CERTIFY narrows each run (e.g. SOAK_CERTIFY="--only KP-03").
+SOAK_CERTIFY ?=
 soak: setup
-	$(DRALAB) soak --runs 10 --seed 1 --out soak/one-seed
-	$(DRALAB) soak --runs 10 --seed 1 --vary-seeds --out soak/ten-seeds
+	$(DRALAB) soak --runs 10 --seed 1 --out soak/one-seed -- $(SOAK_CERTIFY)
+	$(DRALAB) soak --runs 10 --seed 1 --vary-seeds --out soak/ten-seeds -- $(SOAK_CERTIFY)
 
-# The verdicts on a busy machine beside an idle one's: certify KP once idle, once with 2 cores kept busy.
+# The verdicts on a busy machine beside an idle one's: certify KP once idle, once with 2 cores kept
+# busy, once with 4 (twice the machine's cores), each with the load average and the labs' pace.
 bench-load: setup
 	$(DRALAB) soak --runs 1 --out bench-load/idle -- --only KP
-	$(DRALAB) soak --runs 1 --load 2 --out bench-load/loaded --beside bench-load/idle -- --only KP
+	$(DRALAB) soak --runs 1 --load 2 --out bench-load/load-2 --beside bench-load/idle -- --only KP
+	$(DRALAB) soak --runs 1 --load 4 --out bench-load/load-4 --beside bench-load/idle -- --only KP
 
 test-faults: setup
 	$(PYTHON) -m pytest $(FAULT_RUNS:%='%')
