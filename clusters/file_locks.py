@@ -51,3 +51,16 @@ def waited_for(path: Path, doing: str) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_EX)
         _mine(lock)
         yield
+
+
+def held(path: Path) -> bool:
+    """Whether some process holds the lock at `path` now."""
+    if not path.exists():
+        return False
+    with path.open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return False

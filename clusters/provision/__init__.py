@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from clusters import versions
 from clusters.errors import BadInput, LabBroken
-from clusters.file_locks import waited_for
+from clusters.file_locks import held, waited_for
 from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
@@ -177,11 +177,28 @@ IN_USE_REFRESH_SECONDS = 3600
 
 def _prune(paths: Iterable[Path], keep: Path) -> None:
     """Remove other builds unused for a day: a checkout of other sources (a CI clone) may be
-    using a build of its own right now."""
+    using a build of its own right now. Never one a live process runs or names (a lab started a
+    day ago) or one whose build lock is held."""
     os.utime(keep)
     for path in paths:
-        if path != keep and time.time() - path.stat().st_mtime > STALE_SECONDS:
+        if path != keep and time.time() - path.stat().st_mtime > STALE_SECONDS and not _in_use(path) and \
+                not held(cache_root() / "locks" / f"{path.name.removesuffix('.partial')}.lock"):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def _in_use(path: Path) -> bool:
+    """Some process runs a program under `path` or names it on its command line."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            exe = os.readlink(proc / "exe")
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile, or a kernel thread
+            continue
+        if any(p == str(path) or p.startswith(f"{path}/") for p in [exe, *cmdline]):
+            return True
+    return False
 
 
 def pause_binary(offline: bool) -> Path:

@@ -239,3 +239,30 @@ def test_a_cached_archive_keeps_its_mtime_while_in_use_and_is_touched_once_stale
     os.utime(archive, (stale, stale))
     store_image(spec)
     assert archive.stat().st_mtime > recent
+
+
+def test_the_prune_spares_a_stale_build_a_live_process_runs_or_a_build_holds_and_removes_the_rest(tmp_path: Path,
+                                                                                                monkeypatch) -> None:
+    import os
+    import shutil
+    import subprocess
+    import time
+
+    from clusters import provision
+    from clusters.file_locks import waited_for
+
+    monkeypatch.setenv("DRALAB_CACHE", str(tmp_path))
+    builds = {name: tmp_path / "components" / f"thing-v1-{name}" for name in ("new", "running", "building", "unused")}
+    for path in builds.values():
+        path.mkdir(parents=True)
+        shutil.copy(shutil.which("sleep"), path / "prog")
+        os.utime(path, (time.time() - provision.STALE_SECONDS - 60,) * 2)
+    lab = subprocess.Popen([str(builds["running"] / "prog"), "30"])  # a lab's component started a day ago
+    try:
+        with waited_for(tmp_path / "locks" / f"{builds['building'].name}.lock", "building thing"):
+            provision._prune(builds.values(), keep=builds["new"])
+    finally:
+        lab.kill()
+        lab.wait()
+    assert sorted(p.name for p in (tmp_path / "components").iterdir()) == [
+        "thing-v1-building", "thing-v1-new", "thing-v1-running"]
