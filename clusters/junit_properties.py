@@ -1,4 +1,20 @@
-"""The JUnit properties the pytest plugin records per test and the certification report reads."""
+"""The JUnit properties the pytest plugin records per test and the certification report reads,
+and the verdicts they carry."""
+
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    """A test's or requirement's verdict (docs/verdicts.md), worst first. Its values are the names
+    written in JUnit properties and report.json."""
+
+    FAIL = "FAIL"
+    ERROR = "ERROR"
+    BLOCKED = "BLOCKED"
+    WARNING = "WARNING"
+    PASS = "PASS"
+    SKIP = "SKIP"
+
 
 # The requirement IDs a test checks, what it observed (whatever its verdict), for a failure its
 # evidence and the component logs.
@@ -12,7 +28,7 @@ VERDICT, DIAGNOSIS, WARNING, BLOCKED_BY = "verdict", "diagnosis", "warning", "bl
 
 # Worst first: a test whose phases got several verdicts (a call FAIL, then a teardown ERROR) keeps
 # the worst, as a requirement takes its tests' worst.
-WORST_FIRST = ("FAIL", "ERROR", "BLOCKED", "WARNING", "PASS", "SKIP")
+WORST_FIRST = tuple(Verdict)
 
 
 def final_verdict(outcome: str, properties: list[tuple[str, str]]) -> str:

@@ -100,9 +100,22 @@ class Lab:
         return next(n for n in self.nodes if n.name == name)
 
     def local_node(self, name: str) -> LocalNode:
+        return self.local_cluster(f"host access to node {name}").node(name)
+
+    def local_cluster(self, needed_for: str) -> LocalCluster:
+        """The embedded local lab; on another provider the check does not apply (NotSupported, a SKIP
+        naming what it needed), not a harness error."""
         if self.local is None:
-            raise NotSupported(f"the {self.provider} provider has no host access to node {name}")
-        return self.local.node(name)
+            raise NotSupported(f"the {self.provider} provider has no {needed_for}: only the local lab has")
+        return self.local
+
+    def started_config(self, needed_for: str) -> ClusterConfig:
+        """The configuration, emulated hardware included, of a lab dralab started (NotSupported on a
+        cluster it did not start)."""
+        if self.cfg is None:
+            raise NotSupported(f"the {self.provider} provider's cluster was not started by dralab, so it has no "
+                               f"{needed_for}")
+        return self.cfg
 
     @property
     def restartable(self) -> tuple[str, ...]:

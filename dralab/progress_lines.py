@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from clusters.junit_properties import REQUIREMENT, final_verdict
+from clusters.junit_properties import REQUIREMENT, Verdict, final_verdict
 
 PLUGIN_NAME = "dralab-progress"
 
@@ -45,10 +45,10 @@ class Progress:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or report.outcome != "passed":
-            self.outcomes.setdefault(report.nodeid, "PASS" if report.passed else "SKIP" if report.skipped
-                                     else "FAIL" if report.when == "call" else "ERROR")
+            self.outcomes.setdefault(report.nodeid, Verdict.PASS if report.passed else Verdict.SKIP if report.skipped
+                                     else Verdict.FAIL if report.when == "call" else Verdict.ERROR)
         if report.when == "teardown":  # its report carries every property the test recorded
-            verdict = final_verdict(self.outcomes.pop(report.nodeid, "PASS"), report.user_properties)
+            verdict = final_verdict(self.outcomes.pop(report.nodeid, Verdict.PASS), report.user_properties)
             ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)
             path, _, test = report.nodeid.partition("::")  # a test's parameters may hold paths too
             self._print(f"[{self._stamp()}] {verdict:7} {ids:8} {path.rsplit('/', 1)[-1]}::{test}")

@@ -16,7 +16,7 @@ from clusters.children import interrupt_on_sigterm
 from clusters.config import ClusterConfig
 from clusters.errors import BadInput, LabBroken, NotSupported
 from clusters.health import dead_components, diagnose
-from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING
+from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING, Verdict
 from clusters import pace, plugin_calls, versions
 from clusters.lab_configurations import PREFIX, SESSION_LAB, at_version, on_kind, renamed
 from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
@@ -631,7 +631,7 @@ def _scenario_blocked(item: pytest.Item, error: BaseException) -> Blocked | None
 
 def _blocked(item: pytest.Item, report: pytest.TestReport, blocked: Blocked) -> None:
     report.outcome, report.longrepr = "skipped", (str(item.path), item.location[1], f"Skipped: {blocked}")
-    item.user_properties += [(VERDICT, verdicts.BLOCKED), (BLOCKED_BY, blocked.by)]
+    item.user_properties += [(VERDICT, Verdict.BLOCKED), (BLOCKED_BY, blocked.by)]
 
 
 def _drivers_evidence(item: pytest.Item, lab: Lab) -> list[tuple[str, str]]:
@@ -709,7 +709,7 @@ def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) 
         item.user_properties.extend((OBSERVED, f"{label}: {text}") for label, text in evidence.observed)
         item.user_properties.extend((WARNING, w) for w in evidence.warnings)
         if report.passed and evidence.warnings:
-            item.user_properties.append((VERDICT, verdicts.WARNING))
+            item.user_properties.append((VERDICT, Verdict.WARNING))
     if not report.failed or error is None:
         return
     labs = _labs_of(item)
@@ -718,22 +718,22 @@ def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) 
     if isinstance(error, LabBroken):
         for lab in labs:
             _record_fault(item.config, lab, str(error).splitlines()[0], item.nodeid)
-    if report.when == "setup" and verdict.verdict in (verdicts.FAIL, verdicts.WARNING):
+    if report.when == "setup" and verdict.verdict in (Verdict.FAIL, Verdict.WARNING):
         blocked = _scenario_blocked(item, error)
         if blocked is not None:
             _blocked(item, report, blocked)
             return
     item.user_properties.append((VERDICT, verdict.verdict))
     attached = [(f"evidence: {label}", text) for label, text in evidence.items]
-    if verdict.verdict == verdicts.ERROR:
+    if verdict.verdict == Verdict.ERROR:
         item.user_properties.append((DIAGNOSIS, verdict.why))
         attached.insert(0, ("lab diagnosis", verdict.why))
     elif labs:  # the driver is at fault: its side of the story
         attached += [(f"evidence: {label}", text) for label, text in _drivers_evidence(item, labs[0])]
-    if verdict.verdict == verdicts.FAIL:  # a check over the run: the generated cases it names, to apply
+    if verdict.verdict == Verdict.FAIL:  # a check over the run: the generated cases it names, to apply
         attached += [(f"the generated case {name}, to apply", manifests) for name, manifests in
                      generated.cases_named(item.config.stash.get(generated.RUNS, {}).values(), str(error)).items()]
-    if verdict.verdict == verdicts.WARNING:
+    if verdict.verdict == Verdict.WARNING:
         report.outcome, report.longrepr = "passed", None
         item.user_properties.append((WARNING, str(error).splitlines()[0] if str(error) else type(error).__name__))
     attached += _component_log_sections(item)

@@ -22,17 +22,16 @@ from pathlib import Path
 
 import click
 
-from clusters import versions
-from clusters import residue
+from clusters import residue, versions
 from clusters.api_client import require_reachable
 from clusters.children import run_all_to_completion
 from clusters.errors import BadInput, LabBroken
+from clusters.junit_properties import Verdict
 from clusters.lab_cli import kubernetes_version_option
-from clusters.lab_configurations import (GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, at_version, on_kind, renamed,
-                                         scale)
+from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, at_version, on_kind, renamed, scale
 from clusters.progress import console, run_logged
-from drivers_under_test.profile import NO_HARDWARE, Capability, DriverProfile
 from drivers_under_test.deploy import image_archives
+from drivers_under_test.profile import NO_HARDWARE, Capability, DriverProfile
 from drivers_under_test.validate import validate_or_raise
 from reports import qualification
 from reports.report import EXIT_CODES, INCOMPLETE, NOTHING, build, first_message, last_line, read_junit, write
@@ -389,7 +388,7 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     as_json, as_html = out_dir / "report.json", out_dir / "report.html"
     allure_html = _allure_html(out_dir / "allure-results", out_dir / "allure-report")
     for r in report["requirements"]:
-        if r["verdict"] in ("FAIL", "ERROR", "BLOCKED", "WARNING"):
+        if r["verdict"] in (Verdict.FAIL, Verdict.ERROR, Verdict.BLOCKED, Verdict.WARNING):
             console.print(f"  {r['verdict']} {r['id']} ({r['section']}): {first_message(r)[:200]}", markup=False)
     counts = "; ".join(f"{section}: " + ", ".join(f"{n} {v}" for v, n in c.items() if n)
                        for section, c in report["summary"]["requirements"].items() if any(c.values()))

@@ -33,6 +33,7 @@ from click.core import ParameterSource
 from clusters import versions
 from clusters.children import run_to_completion
 from clusters.errors import BadInput
+from clusters.junit_properties import Verdict
 from clusters.progress import console
 from drivers_under_test import candidates
 from drivers_under_test.profile import DriverProfile, load_profile, shipped_profiles
@@ -43,7 +44,7 @@ LAB_PREFIX = "matrix"
 HISTORY = "history.json"
 CELL_RECORD = "cell.json"  # what `--cell` writes and merge reads
 STAMP = "%Y%m%dT%H%M%SZ"
-SKIP = "SKIP"
+SKIP = Verdict.SKIP
 # The most jobs one matrix of each CI system makes: GitHub Actions' strategy.matrix, GitLab's parallel:matrix.
 PLAN_LIMITS = {"github": 256, "gitlab": 200}
 # A selected cell that no merged directory recorded: its CI job never got to write one.
@@ -119,9 +120,9 @@ def findings(cell: Cell, report: dict[str, Any], causes: dict[str, str] | None =
         return []
     out = []
     for requirement in report["requirements"]:
-        if requirement["verdict"] != "FAIL":
+        if requirement["verdict"] != Verdict.FAIL:
             continue
-        failing = next(t for t in requirement["tests"] if t["verdict"] == "FAIL")
+        failing = next(t for t in requirement["tests"] if t["verdict"] == Verdict.FAIL)
         lines = (failing["message"] or first_message(requirement)).splitlines()[:FINDING_LINES]
         out.append(Finding(cell.driver, cell.version, requirement["id"], "\n".join(lines), cell.report,
                            (causes or {}).get(requirement["id"], "")))

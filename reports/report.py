@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clusters.config import labs_root
-from clusters.junit_properties import (BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, WARNING, WORST_FIRST,
-                                      final_verdict)
+from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, WARNING, WORST_FIRST, Verdict, final_verdict
 from suites import catalogue
 from suites.catalogue import Checks
 from suites.framework.spec_drift import PROPERTY as SPEC_DRIFT
@@ -67,11 +66,11 @@ class RequirementResult:
 
 def _outcome(case: ET.Element) -> tuple[str, str, str]:
     """The JUnit outcome, its message (an assertion's text, a skip's reason) and the traceback."""
-    for tag, verdict in (("failure", "FAIL"), ("error", "ERROR"), ("skipped", "SKIP")):
+    for tag, verdict in (("failure", Verdict.FAIL), ("error", Verdict.ERROR), ("skipped", Verdict.SKIP)):
         found = case.find(tag)
         if found is not None:
             return verdict, (found.get("message") or "").strip(), (found.text or "").strip()
-    return "PASS", "", ""
+    return Verdict.PASS, "", ""
 
 
 def _relocated(text: str, out_dir: Path | None) -> str:
@@ -101,11 +100,11 @@ def read_junit(path: Path, out_dir: Path | None = None) -> list[TestResult]:
         props = [(p.get("name", ""), _relocated(p.get("value", ""), out_dir)) for p in cases[-1].iter("property")]
         # The first failing phase's outcome and message; the others' tracebacks after its own.
         outcomes = [_outcome(c) for c in cases]
-        outcome, message, _ = next((o for o in outcomes if o[0] != "PASS"), outcomes[0])
+        outcome, message, _ = next((o for o in outcomes if o[0] != Verdict.PASS), outcomes[0])
         traceback = "\n\n".join(o[2] for o in outcomes if o[2])
         verdict = final_verdict(outcome, props)
         warnings = [v for k, v in props if k == WARNING]
-        if verdict == "WARNING":
+        if verdict == Verdict.WARNING:
             message = "\n".join(f"SHOULD not met: {w}" for w in warnings)
         results.append(TestResult(
             name=f"{case.get('classname', '')}::{case.get('name', '')}", verdict=verdict,
@@ -149,14 +148,14 @@ def by_requirement(results: list[TestResult]) -> list[RequirementResult]:
 def outcome(requirements: list[RequirementResult]) -> tuple[str, list[str]]:
     """The run's outcome (RP-04) and the requirement IDs behind it, from the driver's requirements only."""
     driver = [r for r in requirements if r.section == DRIVER]
-    failed = [r.id for r in driver if r.verdict == "FAIL"]
+    failed = [r.id for r in driver if r.verdict == Verdict.FAIL]
     if failed:
         return NOT_CERTIFIED, failed
-    no_verdict = [r.id for r in driver if r.verdict in ("ERROR", "BLOCKED")]
+    no_verdict = [r.id for r in driver if r.verdict in (Verdict.ERROR, Verdict.BLOCKED)]
     if no_verdict:
         return INCOMPLETE, no_verdict
     # Coming up (DEP) is needed, not sufficient: a MUST of what the driver claims must have been exercised.
-    exercised = _driver_ids(requirements, "MUST", ("PASS", "WARNING"))
+    exercised = _driver_ids(requirements, "MUST", (Verdict.PASS, Verdict.WARNING))
     if not exercised:
         return NOTHING, []
     return CERTIFIED, exercised
@@ -164,7 +163,7 @@ def outcome(requirements: list[RequirementResult]) -> tuple[str, list[str]]:
 
 def _unclaimed(requirement: RequirementResult) -> bool:
     """Whether every test of the requirement SKIPped because the profile does not claim what it needs."""
-    return all(t.verdict == "SKIP" and NOT_CLAIMED.search(t.message) for t in requirement.tests)
+    return all(t.verdict == Verdict.SKIP and NOT_CLAIMED.search(t.message) for t in requirement.tests)
 
 
 def _driver_ids(requirements: list[RequirementResult], level: str, verdicts: tuple[str, ...]) -> list[str]:
@@ -184,11 +183,11 @@ def build(results: list[TestResult], environment: dict[str, Any], wall_seconds: 
     drift = [{**d, "test": t.name} for t in results for d in t.spec_drift]
     return {
         "summary": {"outcome": result, "exit_code": EXIT_CODES[result], "behind": behind,
-                    "warnings": [r.id for r in requirements if r.section == DRIVER and r.verdict == "WARNING"],
+                    "warnings": [r.id for r in requirements if r.section == DRIVER and r.verdict == Verdict.WARNING],
                     # What CERTIFIED rests on besides the MUSTs that PASSed (`behind`), said as it is.
-                    "not_exercised": [rid for rid in _driver_ids(requirements, "MUST", ("SKIP",))
+                    "not_exercised": [rid for rid in _driver_ids(requirements, "MUST", (Verdict.SKIP,))
                                       if not _unclaimed(next(r for r in requirements if r.id == rid))],
-                    "shoulds_met": _driver_ids(requirements, "SHOULD", ("PASS",)),
+                    "shoulds_met": _driver_ids(requirements, "SHOULD", (Verdict.PASS,)),
                     "requirements": {section: _counts(requirements, section) for section in SECTION_TITLES},
                     "tests": {v: sum(t.verdict == v for t in results) for v in VERDICTS},
                     "wall_seconds": round(wall_seconds, 1)},
@@ -240,9 +239,9 @@ pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:30em;overflo
 .verdict{font-size:1.4em;font-weight:bold}.text{color:#444;font-size:.9em}
 .requirements td:nth-child(-n+5):not([colspan]),.requirements th:nth-child(-n+5){white-space:nowrap;width:1%}"""
 # What a test shows on the page beyond what it observed.
-SHOWN = ("FAIL", "ERROR", "WARNING", "BLOCKED")
+SHOWN = (Verdict.FAIL, Verdict.ERROR, Verdict.WARNING, Verdict.BLOCKED)
 # Verdicts whose row says what the requirement is, where it comes from and what to fix.
-EXPLAINED = ("FAIL", "WARNING")
+EXPLAINED = (Verdict.FAIL, Verdict.WARNING)
 # What to do about a FAIL the driver cannot fix, by section.
 REMEDY_ELSEWHERE = {CLUSTER: "not the driver's to fix: compare the cluster's versions and feature gates "
                              "(Environment) with the source",
@@ -334,7 +333,7 @@ def _explained(r: dict[str, Any]) -> str:
 
 
 def _skip_reasons(r: dict[str, Any]) -> str:
-    reasons = dict.fromkeys(t["message"] for t in r["tests"] if t["verdict"] == "SKIP" and t["message"])
+    reasons = dict.fromkeys(t["message"] for t in r["tests"] if t["verdict"] == Verdict.SKIP and t["message"])
     return "".join(f"<p>skipped: {_e(reason)}</p>" for reason in reasons)
 
 
@@ -343,7 +342,7 @@ def _row(r: dict[str, Any]) -> str:
     shown = "".join(_details(t) for t in r["tests"] if t["verdict"] in SHOWN)
     text = f"<div class='text'>{_e(r['text'])}</div>" if r.get("text") else ""
     explained = _explained(r) if r["verdict"] in EXPLAINED else ""
-    skipped = _skip_reasons(r) if r["verdict"] == "SKIP" else ""
+    skipped = _skip_reasons(r) if r["verdict"] == Verdict.SKIP else ""
     return (f"<tr class='{r['verdict']}' id='{_e(r['id'])}'><td>{_e(r['id'])}</td><td>{r['verdict']}</td>"
             f"<td>{_e(r.get('level') or '')}</td><td>{r['seconds']:.1f}s</td><td>{len(r['tests'])}</td>"
             f"<td>{text}{explained}{skipped}{observed}{shown}</td></tr>")
@@ -353,7 +352,7 @@ def _not_claimed(r: dict[str, Any]) -> tuple[str, str, set[str]] | None:
     """(suite, driver profile, capabilities) of a requirement that SKIPped only because the profile
     does not claim the capabilities; None for any other."""
     found = [NOT_CLAIMED.search(t["message"]) for t in r["tests"]]
-    if r["verdict"] != "SKIP" or not all(found):
+    if r["verdict"] != Verdict.SKIP or not all(found):
         return None
     suite = catalogue.family(r["id"])
     return suite, found[0]["profile"], {c for f in found for c in f["capabilities"].split(", ")}

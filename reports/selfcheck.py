@@ -23,6 +23,7 @@ import click
 
 from clusters.config import DNS_LABEL, saved_config
 from clusters.errors import BadInput
+from clusters.junit_properties import Verdict
 from clusters.progress import console
 from drivers_under_test.profile import METADATA_DISABLED, load_profile, shipped_profiles
 from reports.certify import NoResults, SuiteRun, certifiable, lab_names, selection
@@ -61,8 +62,8 @@ class Case:
         """Requirement ID -> the verdict dralab must reach; for a valid variant, the outcome (and
         the warnings of the IDs it is `checked` on)."""
         if self.kind == VALID:
-            return {"outcome": CERTIFIED, **{i: "WARNING" for i in _named(self.warns, checked)}}
-        return {**{i: "FAIL" for i in self.breaks}, **{i: "WARNING" for i in self.warns}}
+            return {"outcome": CERTIFIED, **{i: Verdict.WARNING for i in _named(self.warns, checked)}}
+        return {**{i: Verdict.FAIL for i in self.breaks}, **{i: Verdict.WARNING for i in self.warns}}
 
 
 def cases() -> list[Case]:
@@ -153,7 +154,7 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
     must say about it."""
     verdicts = {r["id"]: r["verdict"] for r in report["requirements"]}
     messages = {r["id"]: first_message(r) for r in report["requirements"]
-                if r["verdict"] in ("FAIL", "ERROR", "BLOCKED", "WARNING")}
+                if r["verdict"] in (Verdict.FAIL, Verdict.ERROR, Verdict.BLOCKED, Verdict.WARNING)}
     expected = case.expected(checked)
     outcome = report["summary"]["outcome"]
     observed = {"outcome": outcome, **verdicts} if case.kind == VALID else verdicts
@@ -162,12 +163,12 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
         got = observed.get(rid, "not run")
         if got != want:
             problems.append(f"{rid}: {got}, expected {want}" + (f" ({messages[rid][:160]})" if rid in messages else ""))
-        elif want == "FAIL" and not re.search(case.violations.get(rid, r"(?!)"), messages.get(rid, "")):
+        elif want == Verdict.FAIL and not re.search(case.violations.get(rid, r"(?!)"), messages.get(rid, "")):
             problems.append(f"{rid} FAILed without naming the violation /{case.violations.get(rid, '(none declared)')}/: "
                             f"{messages.get(rid, '')[:200]}")
     # Exactly what it breaks: no other requirement of the driver may FAIL, nor the lab ERROR.
     problems += [f"{r['id']}: {r['verdict']} ({messages.get(r['id'], '')[:160]})" for r in report["requirements"]
-                 if r["id"] not in expected and r["verdict"] in ("FAIL", "ERROR", "BLOCKED")]
+                 if r["id"] not in expected and r["verdict"] in (Verdict.FAIL, Verdict.ERROR, Verdict.BLOCKED)]
     return Observed(case.variant, case.driver, case.kind, case.breaks, expected, observed, messages, not problems,
                     "; ".join(problems), round(seconds, 1), str(report_path))
 
@@ -198,7 +199,7 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
             results.append(result)
             console.print(f"  {'[green]match[/green]' if result.match else '[red]MISMATCH[/red]'} in "
                           f"{result.seconds:.0f}s: {result.why or _short(result.observed)}")
-            if any(r["verdict"] == "ERROR" for r in report["requirements"]) or not report["requirements"]:
+            if any(r["verdict"] == Verdict.ERROR for r in report["requirements"]) or not report["requirements"]:
                 # A lab that broke under this variant is not one to reuse: the next starts afresh.
                 _remove_labs(lab_prefix)
     finally:
@@ -207,7 +208,7 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
 
 
 def _short(observed: dict[str, str]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in observed.items() if v != "SKIP")
+    return ", ".join(f"{k} {v}" for k, v in observed.items() if v != Verdict.SKIP)
 
 
 def _remove_labs(lab_prefix: str) -> None:
@@ -236,7 +237,7 @@ def render_html(data: dict[str, Any], out_dir: Path) -> str:
     e = html.escape
 
     def cell(mapping: dict[str, str]) -> str:
-        return "<br>".join(e(f"{k}: {v}") for k, v in mapping.items() if v != "SKIP") or "-"
+        return "<br>".join(e(f"{k}: {v}") for k, v in mapping.items() if v != Verdict.SKIP) or "-"
 
     rows = "".join(
         f"<tr class='{'PASS' if v['match'] else 'FAIL'}'><td>{e(v['driver'])}</td><td>{e(v['variant'])}</td>"

@@ -23,6 +23,7 @@ import click
 from clusters.api_client import client_for
 from clusters.children import run_to_completion
 from clusters.config import labs_root
+from clusters.junit_properties import Verdict
 from clusters.pace import Gauge
 from clusters.progress import console
 
@@ -144,7 +145,7 @@ def differences(runs: list[Run]) -> list[str]:
 def table(runs: list[Run]) -> str:
     kinds = sorted({k for r in runs for k in r.peaks})
     head = ["run", "seed", "outcome", "FAIL", "s", "residue", *MACHINE, *(f"{k} RSS KiB / fds" for k in kinds)]
-    rows = [[str(n), str(r.seed), r.outcome, ",".join(i for i, v in r.verdicts.items() if v == "FAIL") or "-",
+    rows = [[str(n), str(r.seed), r.outcome, ",".join(i for i, v in r.verdicts.items() if v == Verdict.FAIL) or "-",
              f"{r.seconds:.0f}", r.residue, *(_figure(r, key) for key in MACHINE.values()),
              *(f"{r.peaks[k]['rss_kib']} / {r.peaks[k]['fds']}" if k in r.peaks else "-" for k in kinds)]
             for n, r in enumerate(runs, start=1)]

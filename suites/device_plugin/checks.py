@@ -26,8 +26,8 @@ HEALTH_TIMEOUT = 30
 def gpus(lab: Lab, plugin: DriverUnderTest, node: str) -> list[str]:
     """The node's emulated GPUs by profile name (gpu0, gpu1, ...): what the plugin must advertise."""
     plugin.requires_hardware("this check counts the GPUs dralab's emulated hardware gives each node")
-    assert lab.cfg is not None
-    return [f.name for f in HardwareLab(lab.cfg).node(node).plan.functions if f.kind == "gpu"]
+    cfg = lab.started_config("emulated GPUs to count")
+    return [f.name for f in HardwareLab(cfg).node(node).plan.functions if f.kind == "gpu"]
 
 
 def plugin_pod(api, plugin: DriverUnderTest, node: str) -> str:

@@ -17,9 +17,8 @@ KINDS = ("gpu", "nic", "vf")
 def identities(lab: Lab, node: str, kinds: tuple[str, ...] = KINDS) -> dict[str, str]:
     """UUID or PCI address -> name (gpu0, ...) of every emulated device of `node` of one of
     `kinds` (the hardware plan is read once, however many devices are then looked up)."""
-    assert lab.cfg is not None
     out = {}
-    for f in HardwareLab(lab.cfg).node(node).plan.functions:
+    for f in HardwareLab(lab.started_config("emulated devices to identify")).node(node).plan.functions:
         if f.kind in kinds:
             out |= {key: f.name for key in ((f.gpu or {}).get("uuid"), f.bdf) if key}
     return out

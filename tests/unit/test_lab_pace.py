@@ -12,7 +12,8 @@ from kubernetes import client
 
 from clusters import pace
 from clusters.pace import Gauge, Pace, pod_start_seconds
-from dralab.verdicts import ERROR, FAIL, classify
+from clusters.junit_properties import Verdict
+from dralab.verdicts import classify
 from suites.framework import waits
 from suites.framework.waits import LabWatch, TooSlowToJudge, WaitTimeout, wait_for
 
@@ -64,7 +65,7 @@ def test_a_wait_that_runs_out_on_a_lab_slower_than_judged_is_the_labs_error_with
         wait_for("the slice", lambda: False, timeout=0.1, interval=0.02)
     assert time.monotonic() - started >= 0.1 * pace.SLOWEST_JUDGED  # stretched as far as judged first
     verdict = classify("call", raised.value, [], ["MUST"])
-    assert verdict.verdict == ERROR and "too slow to judge" in verdict.why and "pod start median 20.0s" in verdict.why
+    assert verdict.verdict == Verdict.ERROR and "too slow to judge" in verdict.why and "pod start median 20.0s" in verdict.why
     # A check that waits for something not to happen still has its answer.
     assert isinstance(raised.value, WaitTimeout)
 
@@ -73,7 +74,7 @@ def test_a_timeout_on_a_lab_at_its_idle_pace_is_the_drivers_fail() -> None:
     with _watched(Pace(api_ms=2, pod_start_s=1.0, pods=9)), pytest.raises(WaitTimeout) as raised:
         wait_for("the slice", lambda: False, timeout=0.1, interval=0.02)
     assert not isinstance(raised.value, TooSlowToJudge)
-    assert classify("call", raised.value, [], ["MUST"]).verdict == FAIL
+    assert classify("call", raised.value, [], ["MUST"]).verdict == Verdict.FAIL
 
 
 def test_a_gauge_measures_again_only_when_its_measure_is_old_or_a_fresh_one_is_asked(monkeypatch) -> None:
