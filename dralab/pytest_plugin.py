@@ -30,7 +30,6 @@ from suites.framework.drivers import DriverUnderTest
 from suites.framework import waits
 from suites.framework.evidence import Evidence
 from suites.framework.verdicts import Blocked
-from suites.kubelet_plugin import generated
 
 if TYPE_CHECKING:
     from drivers_under_test.profile import DriverProfile
@@ -85,6 +84,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "per suite), for N runs side by side on labs of their own (dralab certify --shards)")
     group.addoption("--progress", action="store_true",
                     help="a line per finished test (elapsed, verdict, requirement, test) instead of dots")
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from dralab import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -730,9 +735,9 @@ def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) 
         attached.insert(0, ("lab diagnosis", verdict.why))
     elif labs:  # the driver is at fault: its side of the story
         attached += [(f"evidence: {label}", text) for label, text in _drivers_evidence(item, labs[0])]
-    if verdict.verdict == Verdict.FAIL:  # a check over the run: the generated cases it names, to apply
-        attached += [(f"the generated case {name}, to apply", manifests) for name, manifests in
-                     generated.cases_named(item.config.stash.get(generated.RUNS, {}).values(), str(error)).items()]
+    if verdict.verdict == Verdict.FAIL:  # what the suites know that reproduces it
+        attached += [section for sections in item.config.hook.pytest_dralab_fail_attachments(item=item, message=str(error))
+                     for section in sections]
     if verdict.verdict == Verdict.WARNING:
         report.outcome, report.longrepr = "passed", None
         item.user_properties.append((WARNING, str(error).splitlines()[0] if str(error) else type(error).__name__))

@@ -26,6 +26,12 @@ REFERENCE_DRIVERS = ["gpu", "net"]
 ALL_REFERENCE_DRIVERS = ["gpu", "gpu-nvml", "net", "fake-gpu-plugin"]
 
 
+def pytest_dralab_fail_attachments(item: pytest.Item, message: str) -> list[tuple[str, str]]:
+    """A check over the run that FAILed: the generated cases its message names, to apply."""
+    return [(f"the generated case {name}, to apply", manifests) for name, manifests in
+            generated.cases_named(item.config.stash.get(generated.RUNS, {}).values(), message).items()]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     chosen = metafunc.config.getoption("--driver")
     if "driver" in metafunc.fixturenames:

@@ -219,3 +219,16 @@ def test_a_container_often_uses_one_request_of_a_claim_of_several_alone() -> Non
     alone = [s for s in drawn if any(len(s.claims[c]) > 1 and [u for u in used if u[0] == c] == [(c, r)]
                                      for used in s.containers for c, r in used if r is not None)]
     assert len(alone) >= 10, f"{len(alone)} of {len(drawn)} shapes have a container using one request of several alone"
+
+
+def test_the_suites_attach_the_named_generated_case_to_a_fail_through_the_plugins_hook(pytestconfig) -> None:
+    """The plugin asks its hook, which the suites' conftest implements: it imports no suite itself."""
+    from types import SimpleNamespace
+
+    from suites import conftest as suites_conftest
+
+    run = generated.Run(seed=1, budget=10, namespace="gen-2efe5def", manifests={"gen-3": "kind: Pod\n"})
+    item = SimpleNamespace(config=SimpleNamespace(stash={generated.RUNS: {"gpu": run}}))
+    assert suites_conftest.pytest_dralab_fail_attachments(item, "pod gen-2efe5def/gen-3 did not start") == [
+        ("the generated case gen-2efe5def/gen-3, to apply", "kind: Pod\n")]
+    assert pytestconfig.pluginmanager.hook.pytest_dralab_fail_attachments.spec is not None  # the plugin declared it

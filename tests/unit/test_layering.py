@@ -66,3 +66,12 @@ def test_no_import_circles() -> None:
                     seen.add(dep)
                     stack.append((dep, (*path, dep)))
     assert not circles, "\n".join(sorted(circles))
+
+
+def test_the_pytest_plugin_imports_no_suite() -> None:
+    """Suites contribute through the plugin's hooks (dralab/hookspecs.py); the plugin uses only the
+    catalogue and the suites' shared framework."""
+    plugin = [m for m in GRAPH if m.startswith("dralab.pytest_plugin") or m == "dralab.verdicts"]
+    suites = sorted(f"{m} imports {d}" for m in plugin for d in GRAPH[m]
+                    if d.startswith("suites.") and not d.startswith(("suites.framework", "suites.catalogue")))
+    assert plugin and not suites, "\n".join(suites)
