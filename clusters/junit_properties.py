@@ -19,7 +19,7 @@ class Verdict(StrEnum):
 # The requirement IDs a test checks, what it observed (whatever its verdict), for a failure its
 # evidence and the component logs.
 REQUIREMENT, OBSERVED, EVIDENCE = "requirement", "observed", "evidence"
-# The verdict where it is not the JUnit outcome's (requirements.md, Verdicts): FAIL of a driver
+# The verdict where it is not the JUnit outcome's (docs/verdicts.md): FAIL of a driver
 # failing inside a fixture, ERROR of a check whose lab broke, WARNING of an unmet SHOULD, BLOCKED
 # of a test an earlier FAIL kept from running; with the lab's diagnosis, each unmet SHOULD and
 # the requirement that blocked it.

@@ -1,5 +1,5 @@
 """The pytest plugin: cluster options, the session `lab`, extra labs, the drivers under test, and
-each test's verdict with its evidence (requirements.md, Verdicts; LAB-07)."""
+each test's verdict with its evidence (docs/verdicts.md; LAB-07)."""
 
 from __future__ import annotations
 
@@ -700,7 +700,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 
 
 def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
-    """This phase's verdict (requirements.md, Verdicts) with its evidence, onto the test's properties
+    """This phase's verdict (docs/verdicts.md) with its evidence, onto the test's properties
     and its report."""
     error = call.excinfo.value if call.excinfo is not None else None
     if isinstance(error, Blocked):  # kept from running by an earlier FAIL

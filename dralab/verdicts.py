@@ -1,4 +1,4 @@
-"""A test's verdict from what happened in it (requirements.md, Verdicts): who is at fault, the
+"""A test's verdict from what happened in it (docs/verdicts.md): who is at fault, the
 driver (FAIL) or the lab and harness (ERROR), decided by the exception and the lab's diagnosis."""
 
 from __future__ import annotations

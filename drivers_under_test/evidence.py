@@ -1,4 +1,4 @@
-"""The driver's side of a FAIL (requirements.md, Verdicts): its pods and their current and
+"""The driver's side of a FAIL (docs/verdicts.md): its pods and their current and
 previous container logs, the events of its namespace and of the test's, the test's claims and
 pods as YAML, and where the lab allows, the kubelet's plugin registrations on each node."""
 

@@ -1,4 +1,4 @@
-"""The verdict rules end to end (requirements.md, Verdicts and Outcome; RP-04), each on a variant
+"""The verdict rules end to end (docs/verdicts.md; RP-04), each on a variant
 of a reference driver made for it: a crash-looping driver is NOT CERTIFIED by DEP-01 within
 minutes with its own error text as evidence, its other tests BLOCKED; a driver refusing to
 prepare fails the scenario's requirement with the kubelet's event; a missing Ready condition (a

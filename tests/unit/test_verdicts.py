@@ -1,4 +1,4 @@
-"""The verdict rules (requirements.md, Verdicts) as the plugin applies them, through the JUnit XML
+"""The verdict rules (docs/verdicts.md) as the plugin applies them, through the JUnit XML
 the certification report reads; and LAB-07: a failing test gets what the components logged
 while it ran, and only that. The lab is a fake whose health the inner tests set."""
 
