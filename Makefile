@@ -107,10 +107,12 @@ test: lint setup
 		'--deselect=$(CLUSTER_REFUSES)' --durations=25
 	$(DRALAB) residue
 
-# Seconds, first of make test: ruff on the Python (pyproject.toml's [tool.ruff]), gofmt and go vet on the Go.
+# Seconds, first of make test: ruff and mypy on the Python (pyproject.toml's [tool.ruff] and [tool.mypy]),
+# gofmt and go vet on the Go.
 GO_MODULES = drivers_under_test reports/perf/allocbench
 lint: packages
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	@unformatted="$$(gofmt -l $(GO_MODULES))"; if [ -n "$$unformatted" ]; then echo "gofmt -w these: $$unformatted"; exit 1; fi
 	for m in $(GO_MODULES); do (cd $$m && go vet ./...) || exit 1; done
 

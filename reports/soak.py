@@ -8,6 +8,7 @@ under load, beside an idle soak's, say whether a busy machine changes them (it m
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import os
@@ -66,7 +67,7 @@ class Machine:
     def sample(self) -> None:
         self.loads.append(os.getloadavg()[0])
         for kubeconfig in sorted(labs_root().glob("labs/*/pki/admin.kubeconfig")):
-            pace = self._gauges.setdefault(kubeconfig, Gauge(lambda k=kubeconfig: client_for(k)))(True)
+            pace = self._gauges.setdefault(kubeconfig, Gauge(functools.partial(client_for, kubeconfig)))(True)
             if pace is not None:
                 self.api_ms.append(pace.api_ms)
                 self.factors.append(pace.factor())
