@@ -143,6 +143,24 @@ def differences(runs: list[Run]) -> list[str]:
     return out
 
 
+# Growth of a watched process's peak from the first run to the last that says it leaks: memory by
+# more than half again, open files by more than a few (a sample may catch a connection being made).
+RSS_GROWTH, FD_GROWTH = 1.5, 4
+
+
+def growth(runs: list[Run]) -> list[str]:
+    """Each watched kind's peak RSS and open files in the first run and the last, and whether that grew
+    past RSS_GROWTH / FD_GROWTH (each run starts its own processes: growth is what a run leaves the next)."""
+    out = []
+    for kind in sorted({k for r in runs for k in r.peaks}):
+        seen = [r.peaks[kind] for r in runs if kind in r.peaks]
+        first, last = seen[0], seen[-1]
+        grew = last["rss_kib"] > first["rss_kib"] * RSS_GROWTH or last["fds"] > first["fds"] + FD_GROWTH
+        out.append(f"{kind}: RSS {first['rss_kib']} -> {last['rss_kib']} KiB, open files {first['fds']} -> {last['fds']} "
+                   f"over {len(seen)} run(s){': GROWING' if grew else ''}")
+    return out
+
+
 def table(runs: list[Run]) -> str:
     kinds = sorted({k for r in runs for k in r.peaks})
     head = ["run", "seed", "outcome", "FAIL", "s", "residue", *MACHINE, *(f"{k} RSS KiB / fds" for k in kinds)]
@@ -196,9 +214,10 @@ def _runs_of(path: Path) -> list[Run]:
 def soak(runs: int, seed: int, vary_seeds: bool, load: int, out_dir: Path, beside: Path | None,
          certify_args: tuple[str, ...]) -> None:
     """Run `dralab certify` --runs times in a row (CERTIFY_ARGS after `--` go to each, e.g. `-- --only
-    KP`), then print the table: outcome, FAILs, time, residue, and the peak memory and open files of
-    the recorder, sysfs server and hardware agents per run; soak.json in --out. Exit 1 when a seed's
-    verdicts changed between its runs, or a run left residue."""
+    KP`), then print the table: outcome, FAILs, time, residue, the machine's load and the labs' pace,
+    and the peak memory and open files of the recorder, sysfs server and hardware agents per run;
+    soak.json in --out. Exit 1 when a seed's verdicts changed between its runs, a run left residue,
+    or a watched process's peak grew from the first run to the last."""
     from reports.certify import writable
 
     out_dir = writable(out_dir.resolve())
@@ -219,10 +238,13 @@ def soak(runs: int, seed: int, vary_seeds: bool, load: int, out_dir: Path, besid
     (out_dir / "soak.json").write_text(json.dumps({"load": load, "runs": [asdict(r) for r in done],
                                                    "changed": changed}, indent=2))
     console.print(table(done), markup=False)
+    grown = growth(done)
+    for line in grown:
+        console.print(line, markup=False)
     if beside is not None:
         console.print(side_by_side(_runs_of(beside), done, (f"{beside.name}", f"{out_dir.name} (load {load})")),
                       markup=False)
     for line in changed:
         console.print(f"[red]changed:[/red] {line}")
     left = [r for r in done if r.residue != "none"]
-    sys.exit(1 if changed or left else 0)
+    sys.exit(1 if changed or left or any(line.endswith("GROWING") for line in grown) else 0)

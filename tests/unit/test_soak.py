@@ -51,3 +51,14 @@ def test_the_machines_figures_are_summed_up_per_run_and_shown_beside_the_verdict
     assert "load max" in lines[0] and "pace x" in lines[0] and "2.5" in lines[1]
     rows = soak.side_by_side([run(1, KP_01="PASS")], [loaded], ("idle", "loaded")).splitlines()
     assert rows[-1].split() == ["pace", "x", "-", "2.5"]
+
+
+def test_a_watched_process_whose_peak_grew_from_the_first_run_to_the_last_is_named_growing() -> None:
+    from reports.soak import growth
+
+    def peaks(rss: int, fds: int) -> Run:
+        return Run(1, 0, 1.0, "CERTIFIED", {}, "none", {"plugin-recorder": {"rss_kib": rss, "fds": fds}})
+    assert growth([peaks(17000, 24), peaks(18000, 25), peaks(17500, 24)]) == [
+        "plugin-recorder: RSS 17000 -> 17500 KiB, open files 24 -> 24 over 3 run(s)"]
+    assert growth([peaks(17000, 24), peaks(30000, 24)])[0].endswith("GROWING")
+    assert growth([peaks(17000, 24), peaks(17000, 40)])[0].endswith("GROWING")
