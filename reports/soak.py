@@ -23,7 +23,7 @@ import click
 
 from clusters.api_client import client_for
 from clusters.children import run_to_completion
-from clusters.config import labs_root
+from clusters.config import labs_root, saved_config
 from clusters.junit_properties import Verdict
 from clusters.pace import Gauge
 from clusters.progress import console
@@ -67,7 +67,11 @@ class Machine:
     def sample(self) -> None:
         self.loads.append(os.getloadavg()[0])
         for kubeconfig in sorted(labs_root().glob("labs/*/pki/admin.kubeconfig")):
-            pace = self._gauges.setdefault(kubeconfig, Gauge(functools.partial(client_for, kubeconfig)))(True)
+            cfg = saved_config(kubeconfig.parent.parent.name)
+            if cfg is None:  # not started yet, or gone meanwhile
+                continue
+            gauge = self._gauges.setdefault(kubeconfig, Gauge(functools.partial(client_for, kubeconfig), cfg.node_names()))
+            pace = gauge(True)
             if pace is not None:
                 self.api_ms.append(pace.api_ms)
                 self.factors.append(pace.factor())

@@ -79,15 +79,15 @@ def test_a_timeout_on_a_lab_at_its_idle_pace_is_the_drivers_fail() -> None:
 
 def test_a_gauge_measures_again_only_when_its_measure_is_old_or_a_fresh_one_is_asked(monkeypatch) -> None:
     measured: list[object] = []
-    monkeypatch.setattr(pace, "measure", lambda api: measured.append(api) or Pace(1, None, 0))
+    monkeypatch.setattr(pace, "measure", lambda api, nodes: measured.append((api, nodes)) or Pace(1, None, 0))
     apis: list[str] = []
-    gauge = Gauge(lambda: apis.append("client") or "client", max_age=60)
+    gauge = Gauge(lambda: apis.append("client") or "client", ["node-1"], max_age=60)
     gauge(), gauge(), gauge(True)
-    assert len(measured) == 2 and apis == ["client"]  # one client for every measure
+    assert measured == [("client", ["node-1"])] * 2 and apis == ["client"]  # one client for every measure
 
 
 def test_a_lab_that_does_not_answer_has_no_pace_and_stretches_nothing(monkeypatch) -> None:
-    def refused(api: object) -> Pace:
+    def refused(api: object, nodes: list[str]) -> Pace:
         raise ConnectionRefusedError("no API server")
     monkeypatch.setattr(pace, "measure", refused)
-    assert Gauge(lambda: "client")() is None
+    assert Gauge(lambda: "client", ["node-1"])() is None
