@@ -13,6 +13,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
@@ -24,6 +25,28 @@ from clusters.local import supervisor
 from clusters.local.cluster import LocalCluster
 from clusters.local.node import LocalNode
 from clusters.local.kwok import SLICE_ONLY_LABEL
+
+
+class Capability(StrEnum):
+    """What a lab can do beyond the Kubernetes API, by provider (Lab.capabilities). A check asks for
+    what it needs (Lab.require); on a lab without it the check SKIPs, naming what it needed."""
+
+    HOST_ACCESS = "host access to the nodes' files and services"
+    EMULATED_HARDWARE = "emulated hardware"
+    IMAGE_LOADING = "image archives loaded into the nodes"
+    COMPONENT_RESTARTS = "kubelet and containerd restarts under running pods"
+    HOST_PROCESSES = "the nodes' processes on this host"
+    NODE_REBOOTS = "node reboots"
+    OTHER_LABS = "labs of other cluster configurations started beside the run's"
+
+
+# What each provider's labs can do. kind: no node reboot (its container would come back without
+# the emulated NICs and routes), no host processes (they run in the node containers).
+CAPABILITIES = {
+    "local": frozenset(Capability),
+    "kind": frozenset(Capability) - {Capability.HOST_PROCESSES, Capability.NODE_REBOOTS},
+    "kubeconfig": frozenset(),
+}
 
 
 class NodeHandle(Protocol):
@@ -99,32 +122,36 @@ class Lab:
     def node(self, name: str) -> NodeHandle:
         return next(n for n in self.nodes if n.name == name)
 
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return CAPABILITIES.get(self.provider, frozenset())
+
+    def require(self, capability: Capability, needed_for: str) -> None:
+        """NotSupported (the check does not apply here: a SKIP naming what it needed, not a harness
+        error) unless this lab has `capability`."""
+        if capability not in self.capabilities:
+            raise NotSupported(f"{needed_for} needs {capability.value}, which the {self.provider} provider does not give")
+
     def local_node(self, name: str) -> LocalNode:
-        return self.local_cluster(f"host access to node {name}").node(name)
+        return self.local_cluster(f"reaching node {name}'s processes").node(name)
 
     def local_cluster(self, needed_for: str) -> LocalCluster:
-        """The embedded local lab; on another provider the check does not apply (NotSupported, a SKIP
-        naming what it needed), not a harness error."""
-        if self.local is None:
-            raise NotSupported(f"the {self.provider} provider has no {needed_for}: only the local lab has")
+        """The embedded local lab."""
+        self.require(Capability.HOST_PROCESSES, needed_for)
+        assert self.local is not None  # the local provider's labs have it
         return self.local
 
     def started_config(self, needed_for: str) -> ClusterConfig:
-        """The configuration, emulated hardware included, of a lab dralab started (NotSupported on a
-        cluster it did not start)."""
-        if self.cfg is None:
-            raise NotSupported(f"the {self.provider} provider's cluster was not started by dralab, so it has no "
-                               f"{needed_for}")
+        """The configuration, emulated hardware included, of a lab dralab started."""
+        self.require(Capability.EMULATED_HARDWARE, needed_for)
+        assert self.cfg is not None  # every lab dralab started has it
         return self.cfg
 
     @property
     def restartable(self) -> tuple[str, ...]:
-        """What dralab can restart under a running pod on this lab's nodes: nothing on a cluster it
-        did not start; no reboot of a kind node (its container would come back without the emulated
-        NICs and routes)."""
-        if self.cfg is None:
-            return ()
-        return ("kubelet", "containerd", "node") if self.local is not None else ("kubelet", "containerd")
+        """What dralab can restart under a running pod on this lab's nodes."""
+        return (("kubelet", "containerd") if Capability.COMPONENT_RESTARTS in self.capabilities else ()) + \
+            (("node",) if Capability.NODE_REBOOTS in self.capabilities else ())
 
     @property
     def plugin_registries(self) -> tuple[str, str] | None:

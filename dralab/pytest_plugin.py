@@ -19,7 +19,7 @@ from clusters.health import dead_components, diagnose
 from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING, Verdict
 from clusters import pace, plugin_calls, versions
 from clusters.lab_configurations import PREFIX, SESSION_LAB, at_version, on_kind, renamed
-from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
+from clusters.providers import Capability, Lab, kind_lab, kubeconfig_lab, local_lab
 from dralab import shards as shards_of_run, verdicts
 from dralab.shards import parse as parse_shard
 from dralab.progress_lines import PLUGIN_NAME, Progress, progress_note
@@ -475,8 +475,8 @@ def namespace(api) -> Iterator[str]:
 
 @pytest.fixture
 def local_only(lab: Lab) -> Lab:
-    if lab.local is None:
-        pytest.skip(f"needs a local lab (its nodes' processes on this host), not a {lab.provider} one")
+    """The lab, if its nodes' processes run on this host (the local provider)."""
+    lab.require(Capability.HOST_PROCESSES, "this check")
     return lab
 
 
@@ -484,8 +484,7 @@ def local_only(lab: Lab) -> Lab:
 def host_access(lab: Lab) -> Lab:
     """The lab, if dralab started it (local or kind): its nodes' files and services are reachable
     and its hardware is known."""
-    if lab.cfg is None:
-        pytest.skip(f"needs host access to the nodes, which the {lab.provider} provider does not give")
+    lab.require(Capability.HOST_ACCESS, "this check")
     return lab
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from clusters.config import ClusterConfig
 from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from suites.framework.drivers import DriverUnderTest
 from suites.kubelet_plugin import generated, generated_run
 
@@ -74,8 +74,7 @@ def driver(request: pytest.FixtureRequest, deploy_driver) -> DriverUnderTest:
 
 
 def _started(lab: Lab, extra_lab, cfg: ClusterConfig) -> Lab:
-    if lab.cfg is None:
-        pytest.skip(f"starting lab {cfg.name} (another cluster configuration) needs a provider dralab starts labs on")
+    lab.require(Capability.OTHER_LABS, f"starting lab {cfg.name}")
     return extra_lab(cfg)
 
 

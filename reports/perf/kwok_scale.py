@@ -46,9 +46,9 @@ def _in_parallel(work: Callable[[int], object], count: int) -> None:
 
 
 def _sli(lab: Lab) -> metrics.Histogram:
-    assert lab.local is not None
+    local = lab.local_cluster("reading the scheduler's metrics")
     name, labels = SLI
-    return metrics.histogram(metrics.scrape(lab.local, "kube-scheduler"), name, **labels)
+    return metrics.histogram(metrics.scrape(local, "kube-scheduler"), name, **labels)
 
 
 def workload(lab: Lab, mode: str, size: da_scale.Size, timeout: float) -> dict[str, Any]:

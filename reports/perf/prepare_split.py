@@ -29,10 +29,10 @@ Snapshot = dict[str, metrics.Histogram]
 
 
 def _kubelet(lab: Lab, driver: str) -> Snapshot:
-    assert lab.local is not None, "the kubelets' metrics are read on local labs"
+    local = lab.local_cluster("reading the kubelets' metrics")
     operation, grpc = metrics.Histogram({}), metrics.Histogram({})
     for node in lab.nodes:
-        text = metrics.scrape_kubelet(lab.local, node.name)
+        text = metrics.scrape_kubelet(local, node.name)
         operation = operation + metrics.histogram(text, KUBELET_OPERATION[0], **KUBELET_OPERATION[1])
         grpc = grpc + metrics.histogram(text, KUBELET_GRPC[0], driver_name=driver, **KUBELET_GRPC[1])
     return {"kubelet_prepare_resources": operation, "kubelet_grpc_node_prepare_resources": grpc}

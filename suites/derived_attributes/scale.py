@@ -106,7 +106,7 @@ def _pod(name: str) -> dict[str, Any]:
 
 def schedule_workload(lab: Lab, api, mode: str, size: Size, timeout: float) -> dict[str, Any]:
     """Schedule K pods with `mode` claims in a fresh namespace (removed afterwards); the figures."""
-    lab.local_cluster("scheduler metrics to read")
+    lab.local_cluster("reading the scheduler's metrics")
     core = client.CoreV1Api(api)
     with namespaces.fresh(api, prefix=f"scale-{mode}") as namespace:
         _in_parallel(lambda i: claims.create(api, namespace, claim(f"p{i}", mode)), size.pods)
@@ -156,7 +156,7 @@ def _failed_scheduling(core: client.CoreV1Api, namespace: str) -> dict[str, int]
 
 
 def _scheduler_histograms(lab: Lab) -> dict[str, metrics.Histogram]:
-    text = metrics.scrape(lab.local_cluster("scheduler metrics to read"), "kube-scheduler")
+    text = metrics.scrape(lab.local_cluster("reading the scheduler's metrics"), "kube-scheduler")
     return {k: metrics.histogram(text, name, **labels) for k, (name, labels) in HISTOGRAMS.items()}
 
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from clusters.lab_configurations import scale as scale_lab
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from suites.derived_attributes import scale
 
 pytestmark = [pytest.mark.e2e, pytest.mark.benchmark]
@@ -23,8 +23,7 @@ def test_derived_versus_literal_scheduling(lab: Lab, extra_lab, request: pytest.
         size = scale.Size.parse(option("--scale"))
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
-    if lab.local is None:
-        pytest.skip("the scale harness starts a lab of its own: needs the local provider")
+    lab.require(Capability.HOST_PROCESSES, "the scale harness (it reads the scheduler's metrics on a lab of its own)")
     with capsys.disabled():
         print(f"\nDA scale harness {size} (nodes x devices per driver x pods), {option('--scale-runs')} run(s):")
         figures = scale.run(extra_lab(scale_lab(size.nodes)), size, option("--scale-runs"),

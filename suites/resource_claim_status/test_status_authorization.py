@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from suites.framework.evidence import Evidence
 from suites.framework import claims, identities, pods, spec_drift
 from suites.framework.spec_drift import Drift
@@ -162,8 +162,7 @@ def test_authorization_cell(cell: str, lab: Lab, api, published_only: PublishedO
 def test_authorization_cell_kubelet_of_the_claims_node(lab: Lab, api, published_only: PublishedOnly,
                                                        holders_namespace: str, evidence: Evidence) -> None:
     """The kubelet's own identity is not "associated", even with associated-node: granted to it."""
-    if lab.cfg is None:
-        pytest.skip("needs the kubelet's credentials, which only labs dralab starts hand out")
+    lab.require(Capability.HOST_ACCESS, "writing as the node's kubelet (its credentials)")
     node = lab.nodes[0].name
     with published(api, [node]):
         _kubelet_writes(lab, api, node, holders_namespace, evidence)

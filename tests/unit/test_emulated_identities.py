@@ -32,8 +32,8 @@ def test_on_a_cluster_dralab_did_not_start_the_check_does_not_apply_rather_than_
     from clusters.errors import NotSupported
 
     theirs = Lab("kubeconfig", Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
-    with pytest.raises(NotSupported, match="kubeconfig provider's cluster was not started by dralab, so it has no "
-                                           "emulated devices to identify"):
+    with pytest.raises(NotSupported, match="identifying the emulated devices needs emulated hardware, which the "
+                                           "kubeconfig provider does not give"):
         emulated.identities(theirs, "node-1")
-    with pytest.raises(NotSupported, match="has no host access to node node-1: only the local lab has"):
+    with pytest.raises(NotSupported, match="reaching node node-1's processes needs the nodes' processes on this host"):
         theirs.local_node("node-1")
