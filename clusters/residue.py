@@ -59,8 +59,8 @@ def find(lab: str | None = None) -> list[Residue]:
         found.append(Residue("cgroup", str(tree)))
     for pid in cgroups.pids(cgroup):
         found.append(Residue("process", f"{pid} in cgroup {cgroup}"))
-    for point in network.orphaned_host_mount_points():
-        found.append(Residue("files", f"{point} (created as the mount point of the labs' node {point}, no lab left)"))
+    for orphan in network.orphaned_host_mount_points():
+        found.append(Residue("files", f"{orphan} (created as the mount point of the labs' node {orphan}, no lab left)"))
     candidates = [lab_dir] if lab_dir else (sorted(labs.iterdir()) if labs.is_dir() else [])
     for d in candidates:
         if d.exists():

@@ -138,7 +138,7 @@ def etcd_command(tools: Toolchain, cfg: ClusterConfig, data_dir: Path) -> list[s
 
 
 def apiserver_command(tools: Toolchain, cfg: ClusterConfig, pki: dict[str, CertKey], ca: Path,
-                      audit_flags: list[str] = ()) -> list[str]:
+                      audit_flags: tuple[str, ...] | list[str] = ()) -> list[str]:
     cmd = [
         str(tools.kube("kube-apiserver")),
         f"--etcd-servers=http://{cfg.host_ip}:{ETCD_PORT}",
