@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
-# An idle lab on 2 cores (measured: docs/performance.md, "The lab's pace"): the figures a wait's
-# timeout was written for.
+# What a wait's timeout was written for, with room above an idle lab on 2 cores (measured there: API
+# round trip 1-2 ms, pod start median 1 s; docs/performance.md, "On a busy machine").
 REFERENCE_API_MS = 25.0
 REFERENCE_POD_START_S = 2.0
 # Slower than this many times the reference, a wait that ran out judges the lab, not the driver.

@@ -563,11 +563,11 @@ _gauges = pytest.StashKey[dict[Path, pace.Gauge]]()
 
 def _pace(item: pytest.Item, fresh: bool) -> pace.Pace | None:
     """The pace of the slowest lab the test has set up so far, each lab measured by its own gauge."""
-    gauges = item.config.stash.setdefault(_gauges, {})
-    for lab in _labs_set_up(item):
+    gauges, labs = item.config.stash.setdefault(_gauges, {}), _labs_set_up(item)
+    for lab in labs:
         if lab.log_dir not in gauges:
             gauges[lab.log_dir] = pace.Gauge(lab.api, [n.name for n in lab.nodes])
-    return pace.slowest([gauges[lab.log_dir](fresh) for lab in _labs_set_up(item)])
+    return pace.slowest([gauges[lab.log_dir](fresh) for lab in labs])
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 from kubernetes import client
 
 from clusters.local import metrics
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from suites.derived_attributes.topology import DERIVED_NUMA, attribute
 from suites.framework import claims, namespaces, pod_watch, slices
 from suites.framework.claims import ClaimBuilder
@@ -106,7 +106,7 @@ def _pod(name: str) -> dict[str, Any]:
 
 def schedule_workload(lab: Lab, api, mode: str, size: Size, timeout: float) -> dict[str, Any]:
     """Schedule K pods with `mode` claims in a fresh namespace (removed afterwards); the figures."""
-    lab.local_cluster("reading the scheduler's metrics")
+    lab.require(Capability.HOST_PROCESSES, "reading the scheduler's metrics")
     core = client.CoreV1Api(api)
     with namespaces.fresh(api, prefix=f"scale-{mode}") as namespace:
         _in_parallel(lambda i: claims.create(api, namespace, claim(f"p{i}", mode)), size.pods)

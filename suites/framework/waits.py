@@ -72,7 +72,7 @@ def _ran_out(what: str, waited: float, stretch: float, last: str) -> None:
     if pace is not None and pace.too_slow():
         raise TooSlowToJudge(f"{message}\nthe lab was too slow to judge the driver by: {pace}")
     if stretch > 1:
-        message += f"\n(the timeout was stretched {stretch:.1f}x for the lab's pace; now: {pace})"
+        message += f"\n(the timeout was stretched {stretch:.1f}x for the lab's pace; now: {pace or 'no answer from the lab'})"
     raise WaitTimeout(message)
 
 
