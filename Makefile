@@ -112,6 +112,7 @@ test: lint setup
 GO_MODULES = drivers_under_test reports/perf/allocbench
 lint: packages
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	@unformatted="$$(gofmt -l $(GO_MODULES))"; if [ -n "$$unformatted" ]; then echo "gofmt -w these: $$unformatted"; exit 1; fi
 	for m in $(GO_MODULES); do (cd $$m && go vet ./...) || exit 1; done

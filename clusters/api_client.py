@@ -68,8 +68,7 @@ class _CanonicalBodies:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
-                **kwargs: Any) -> Any:
+    def request(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None, **kwargs: Any) -> Any:
         kind = (headers or {}).get("Content-Type", "")  # none: the client's JSON
         if isinstance(body, str) and not _VERBATIM.get() and (not kind or "json" in kind or kind.endswith("+yaml")):
             body = canonical_json(json.loads(body))
@@ -110,14 +109,17 @@ def require_reachable(kubeconfig: Path | str, timeout: float = 10) -> None:
     try:
         api = client_for(kubeconfig)
     except (config.ConfigException, ValueError, OSError) as e:
-        raise BadInput(f"--kubeconfig {kubeconfig}: not a kubeconfig dralab can use ({e}): give the file "
-                       "kubectl uses for the cluster") from None
+        raise BadInput(
+            f"--kubeconfig {kubeconfig}: not a kubeconfig dralab can use ({e}): give the file kubectl uses for the cluster"
+        ) from None
     server = api.configuration.host
     try:
         client.VersionApi(api).get_code(_request_timeout=timeout)
     except Exception as e:  # connection refused, TLS, 401: the user's cluster, not a lab's fault
         reason = getattr(e, "reason", None) or str(e).splitlines()[0]
-        raise BadInput(f"--kubeconfig {kubeconfig}: the cluster at {server} does not answer ({reason}): check its "
-                       f"server and credentials (`kubectl --kubeconfig {kubeconfig} version`)") from None
+        raise BadInput(
+            f"--kubeconfig {kubeconfig}: the cluster at {server} does not answer ({reason}): check its "
+            f"server and credentials (`kubectl --kubeconfig {kubeconfig} version`)"
+        ) from None
     finally:
         api.close()

@@ -30,8 +30,7 @@ def apiserver_flags(lab_dir: Path, log_dir: Path) -> list[str]:
     """The API server's audit flags, with the policy written into `lab_dir`."""
     policy = lab_dir / "audit-policy.yaml"
     policy.write_text(POLICY)
-    return [f"--audit-policy-file={policy}", f"--audit-log-path={log_dir / LOG_NAME}", "--audit-log-format=json",
-            "--audit-log-maxbackup=0"]
+    return [f"--audit-policy-file={policy}", f"--audit-log-path={log_dir / LOG_NAME}", "--audit-log-format=json", "--audit-log-maxbackup=0"]
 
 
 @dataclass(frozen=True)
@@ -76,8 +75,16 @@ def status_writes(log: Path) -> list[StatusWrite]:
         ref, answer = event.get("objectRef") or {}, event.get("responseStatus") or {}
         if ref.get("resource") != "resourceclaims" or ref.get("subresource") != "status":
             continue
-        out.append(StatusWrite(
-            time=event.get("stageTimestamp", ""), user=(event.get("user") or {}).get("username", ""),
-            verb=event.get("verb", ""), namespace=ref.get("namespace", ""), claim=ref.get("name", ""),
-            code=int(answer.get("code") or 0), message=answer.get("message", ""), body=event.get("requestObject")))
+        out.append(
+            StatusWrite(
+                time=event.get("stageTimestamp", ""),
+                user=(event.get("user") or {}).get("username", ""),
+                verb=event.get("verb", ""),
+                namespace=ref.get("namespace", ""),
+                claim=ref.get("name", ""),
+                code=int(answer.get("code") or 0),
+                message=answer.get("message", ""),
+                body=event.get("requestObject"),
+            )
+        )
     return out

@@ -52,10 +52,13 @@ def interrupts_kept() -> Iterator[None]:
             except KeyboardInterrupt as e:
                 caught.append(e)
                 raise
+
         return on
 
-    previous = {s: signal.signal(s, kept(handler))
-                for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, raise_terminated))}
+    previous = {
+        s: signal.signal(s, kept(handler))
+        for s, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, raise_terminated))
+    }
     try:
         yield
     finally:
@@ -89,7 +92,7 @@ def run_all_to_completion(cmds: list[list[str]], **popen: Any) -> list[int]:
         except KeyboardInterrupt as e:
             interrupted = True
             if isinstance(e, Terminated):
-                for child in children[len(codes):]:
+                for child in children[len(codes) :]:
                     child.send_signal(signal.SIGTERM)
             console.print("[yellow]interrupted: waiting for the labs to be torn down[/yellow]")
     if interrupted:

@@ -80,8 +80,10 @@ class ClusterConfig(BaseModel):
     def _root_dir(cls, v: str) -> str:
         p = Path(v)
         if not p.is_absolute() or not str(p).startswith("/var/lib/") or ".." in p.parts:
-            raise ValueError(f"kubelet_root_dir {v!r} must be an absolute path under /var/lib/ "
-                             "(each node's /var/lib is private to it, so any such path stays inside the lab)")
+            raise ValueError(
+                f"kubelet_root_dir {v!r} must be an absolute path under /var/lib/ "
+                "(each node's /var/lib is private to it, so any such path stays inside the lab)"
+            )
         return str(p)
 
     @model_validator(mode="after")

@@ -22,8 +22,7 @@ def diagnose(lab: Lab) -> list[str]:
         from kubernetes import client
 
         api = lab.api()
-        readyz = api.call_api(*api.param_serialize("GET", "/readyz", auth_settings=["BearerToken"]),
-                              _request_timeout=API_TIMEOUT)
+        readyz = api.call_api(*api.param_serialize("GET", "/readyz", auth_settings=["BearerToken"]), _request_timeout=API_TIMEOUT)
         readyz.read()
         if readyz.status != 200:
             problems.append(f"kube-apiserver /readyz answered {readyz.status}: {readyz.data.decode()[:500]}")
@@ -34,8 +33,9 @@ def diagnose(lab: Lab) -> list[str]:
                 continue
             ready = next((c for c in node.status.conditions or [] if c.type == "Ready"), None)
             if ready is None or ready.status != "True":
-                problems.append(f"node {node.metadata.name} is not Ready"
-                                + (f": {ready.reason}: {ready.message}" if ready is not None else ""))
+                problems.append(
+                    f"node {node.metadata.name} is not Ready" + (f": {ready.reason}: {ready.message}" if ready is not None else "")
+                )
         problems += [f"node {n} is missing from the API" for n in sorted(wanted - {n.metadata.name for n in nodes})]
     except Exception as e:  # the API server itself may be what is down
         problems.append(f"kube-apiserver does not answer: {type(e).__name__}: {str(e)[:500]}")

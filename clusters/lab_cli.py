@@ -22,8 +22,13 @@ if TYPE_CHECKING:
 
 def kubernetes_version_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--kubernetes-version, one of the versions dralab builds (versions.KUBERNETES_VERSIONS)."""
-    return click.option("--kubernetes-version", type=click.Choice(versions.KUBERNETES_VERSIONS),
-                        default=versions.KUBERNETES, show_default=True, help=help_text)
+    return click.option(
+        "--kubernetes-version",
+        type=click.Choice(versions.KUBERNETES_VERSIONS),
+        default=versions.KUBERNETES,
+        show_default=True,
+        help=help_text,
+    )
 
 
 def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
@@ -47,29 +52,55 @@ def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
 @click.option("--kubelet-root-dir", default="/var/lib/kubelet", show_default=True)
 @click.option("--slot", default=0, help="Network slot 1-50 (10.99.SLOT.0/24); default: first free.")
 @click.option("--hardware", default=None, help="Emulated hardware profile for every node (e.g. dgx-like).")
-@click.option("--hardware-profile", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="YAML: seed and a hardware profile per node.")
+@click.option(
+    "--hardware-profile", type=click.Path(dir_okay=False, path_type=Path), default=None, help="YAML: seed and a hardware profile per node."
+)
 @click.option("--offline", is_flag=True, help="Do not build: fail if a component is not cached.")
-@click.option("--cluster", "provider", type=click.Choice(["local", "kind"]), default="local", show_default=True,
-              help="kind: the lab's nodes as a kind cluster (docs/lab.md: the kind provider).")
+@click.option(
+    "--cluster",
+    "provider",
+    type=click.Choice(["local", "kind"]),
+    default="local",
+    show_default=True,
+    help="kind: the lab's nodes as a kind cluster (docs/lab.md: the kind provider).",
+)
 @kubernetes_version_option("Kubernetes version of the lab's components (built once per version).")
-def up(name: str, nodes: int, slice_only_nodes: int, feature_gates: tuple[str, ...],
-       scheduler_feature_gates: tuple[str, ...], runtime_config: tuple[str, ...], kubelet_root_dir: str,
-       slot: int, hardware: str | None, hardware_profile: Path | None, offline: bool, provider: str,
-       kubernetes_version: str) -> None:
+def up(
+    name: str,
+    nodes: int,
+    slice_only_nodes: int,
+    feature_gates: tuple[str, ...],
+    scheduler_feature_gates: tuple[str, ...],
+    runtime_config: tuple[str, ...],
+    kubelet_root_dir: str,
+    slot: int,
+    hardware: str | None,
+    hardware_profile: Path | None,
+    offline: bool,
+    provider: str,
+    kubernetes_version: str,
+) -> None:
     """Start a lab cluster (LAB-02, LAB-03; LAB-06 with --cluster kind)."""
     from clusters.local.cluster import LocalCluster
 
     try:
         cfg = ClusterConfig(
-            name=name, kubernetes_version=kubernetes_version, nodes=nodes, slice_only_nodes=slice_only_nodes,
+            name=name,
+            kubernetes_version=kubernetes_version,
+            nodes=nodes,
+            slice_only_nodes=slice_only_nodes,
             feature_gates=_gates(feature_gates, "--feature-gates"),
             component_feature_gates={"kube-scheduler": _gates(scheduler_feature_gates, "--scheduler-feature-gates")}
-            if scheduler_feature_gates else {},
-            runtime_config=_gates(runtime_config, "--runtime-config"), kubelet_root_dir=kubelet_root_dir, slot=slot)
+            if scheduler_feature_gates
+            else {},
+            runtime_config=_gates(runtime_config, "--runtime-config"),
+            kubelet_root_dir=kubelet_root_dir,
+            slot=slot,
+        )
     except ValidationError as e:
-        raise BadInput("invalid lab settings:\n" + "\n".join(f"  {'.'.join(map(str, err['loc']))}: {err['msg']}"
-                                                            for err in e.errors())) from None
+        raise BadInput(
+            "invalid lab settings:\n" + "\n".join(f"  {'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        ) from None
     if hardware or hardware_profile:
         from fake_hardware.profile import hardware_assignment
 
@@ -110,8 +141,10 @@ def down(name: str, force: bool) -> None:
     if cfg is None and force:
         cfg = ClusterConfig(name=name)  # no state: remove what is found by the lab's name
     elif cfg is None:
-        raise BadInput(f"no lab named {name!r} ({state_file(name)} does not exist); `dralab down --name {name} "
-                       "--force` cleans up whatever a crashed run left")
+        raise BadInput(
+            f"no lab named {name!r} ({state_file(name)} does not exist); `dralab down --name {name} "
+            "--force` cleans up whatever a crashed run left"
+        )
     left = remove(cfg)
     console.print(f"lab {name!r} down in {time.monotonic() - start:.1f}s; logs kept under {labs_root() / 'logs' / name}")
     exit_if_left_behind(left)
@@ -158,21 +191,27 @@ def _kind_status(cluster: "KindCluster") -> bool:
 
     console.print(f"[bold]kind lab {cluster.cfg.name}[/bold]  cluster {cluster.name}  kubeconfig {cluster.kubeconfig}")
     if not engine.engine_running():
-        console.print(f"  [red]dead[/red]    Docker engine (`docker info` fails; dralab's dockerd log: "
-                      f"{engine.engine_dir() / 'logs' / 'dockerd.log'})")
+        console.print(
+            f"  [red]dead[/red]    Docker engine (`docker info` fails; dralab's dockerd log: "
+            f"{engine.engine_dir() / 'logs' / 'dockerd.log'})"
+        )
         return True
     ours = engine.started_by_dralab()
     console.print(f"  [green]running[/green] Docker engine ({f'dockerd started by dralab, pid {ours.pid}' if ours else 'not dralab’s'})")
     containers = cluster.containers()
     broken = not containers
     if not containers:
-        console.print(f"  [red]no node containers[/red] of kind cluster {cluster.name}; the last kind log: "
-                      f"{cluster.log}\n    " + log_tail(cluster.log, 8).replace("\n", "\n    "))
+        console.print(
+            f"  [red]no node containers[/red] of kind cluster {cluster.name}; the last kind log: "
+            f"{cluster.log}\n    " + log_tail(cluster.log, 8).replace("\n", "\n    ")
+        )
     for container, (state, docker_status) in sorted(containers.items()):
         running = state == "running"
         broken |= not running
-        console.print(f"  {'[green]running[/green]' if running else '[red]dead[/red]   '} container {container}"
-                      + ("" if running else f" ({docker_status}); the last lines of `docker logs {container}`:"))
+        console.print(
+            f"  {'[green]running[/green]' if running else '[red]dead[/red]   '} container {container}"
+            + ("" if running else f" ({docker_status}); the last lines of `docker logs {container}`:")
+        )
         if not running:
             console.print("    " + cluster.container_log(container).replace("\n", "\n    "), markup=False)
     broken |= _components_status(cluster.dir)  # kwok, for slice-only nodes

@@ -38,16 +38,20 @@ class Pace:
         return self.factor() > SLOWEST_JUDGED
 
     def __str__(self) -> str:
-        starts = f"pod start median {self.pod_start_s:.1f}s over {self.pods} recent pod(s)" \
-            if self.pod_start_s is not None else "no pod started in the last 5 minutes"
-        return (f"API round trip {self.api_ms:.0f}ms, {starts} (an idle lab: {REFERENCE_API_MS:.0f}ms, "
-                f"{REFERENCE_POD_START_S:.0f}s; {self.factor():.1f}x slower, judged up to {SLOWEST_JUDGED:.0f}x)")
+        starts = (
+            f"pod start median {self.pod_start_s:.1f}s over {self.pods} recent pod(s)"
+            if self.pod_start_s is not None
+            else "no pod started in the last 5 minutes"
+        )
+        return (
+            f"API round trip {self.api_ms:.0f}ms, {starts} (an idle lab: {REFERENCE_API_MS:.0f}ms, "
+            f"{REFERENCE_POD_START_S:.0f}s; {self.factor():.1f}x slower, judged up to {SLOWEST_JUDGED:.0f}x)"
+        )
 
 
 def pod_start_seconds(pod: Any) -> float | None:
     """The kubelet's time from the pod's scheduling to its last container's start, if all started."""
-    scheduled = next((c.last_transition_time for c in pod.status.conditions or [] if c.type == "PodScheduled"
-                      and c.status == "True"), None)
+    scheduled = next((c.last_transition_time for c in pod.status.conditions or [] if c.type == "PodScheduled" and c.status == "True"), None)
     statuses = pod.status.container_statuses or []
     started = [s.state.running.started_at for s in statuses if s.state and s.state.running]
     # A container started again tells of its restart, not of how long the pod took to start.
@@ -66,13 +70,14 @@ def measure(api: Any, nodes: list[str], now: datetime | None = None) -> Pace:
         began = time.monotonic()
         client.VersionApi(api).get_code(_request_timeout=5)
         return (time.monotonic() - began) * 1000
+
     api_ms = min(round_trip_ms() for _ in range(3))
     core = client.CoreV1Api(api)
-    pods = [p for node in nodes for p in core.list_pod_for_all_namespaces(
-        field_selector=f"spec.nodeName={node}", _request_timeout=10).items]
+    pods = [
+        p for node in nodes for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}", _request_timeout=10).items
+    ]
     since = (now or datetime.now(timezone.utc)) - RECENT
-    starts = [s for p in pods if p.status.start_time and p.status.start_time >= since
-              for s in [pod_start_seconds(p)] if s is not None]
+    starts = [s for p in pods if p.status.start_time and p.status.start_time >= since for s in [pod_start_seconds(p)] if s is not None]
     return Pace(round(api_ms, 1), statistics.median(starts) if starts else None, len(starts))
 
 

@@ -38,9 +38,15 @@ def recorder_command(binary: Path, kubelet_root_dir: str, node: str, trace: Path
     """`cdi_dirs`: the container runtime's CDI spec directories, read after each prepare and
     unprepare as its answer goes back."""
     root = kubelet_root_dir.rstrip("/")
-    return [str(binary), f"--driver-registry={driver_registry(root)}", f"--kubelet-registry={kubelet_registry(root)}",
-            f"--service-dir={root}/plugins/dralab-recorder", f"--node={node}", f"--trace={trace}",
-            *(f"--cdi-dir={d}" for d in cdi_dirs)]
+    return [
+        str(binary),
+        f"--driver-registry={driver_registry(root)}",
+        f"--kubelet-registry={kubelet_registry(root)}",
+        f"--service-dir={root}/plugins/dralab-recorder",
+        f"--node={node}",
+        f"--trace={trace}",
+        *(f"--cdi-dir={d}" for d in cdi_dirs),
+    ]
 
 
 @dataclass(frozen=True)
@@ -83,17 +89,29 @@ class PluginCall:
     @classmethod
     def from_line(cls, line: str) -> PluginCall:
         raw = json.loads(line)
-        return cls(node=raw["node"], socket=raw.get("socket", ""), method=raw["method"],
-                   start=datetime.fromisoformat(raw["start"]), end=datetime.fromisoformat(raw["end"]),
-                   request=raw.get("request"), response=raw.get("response"), error=raw.get("error") or None,
-                   stream=raw.get("stream"), cdi=_specs(raw.get("cdi")))
+        return cls(
+            node=raw["node"],
+            socket=raw.get("socket", ""),
+            method=raw["method"],
+            start=datetime.fromisoformat(raw["start"]),
+            end=datetime.fromisoformat(raw["end"]),
+            request=raw.get("request"),
+            response=raw.get("response"),
+            error=raw.get("error") or None,
+            stream=raw.get("stream"),
+            cdi=_specs(raw.get("cdi")),
+        )
 
 
 def _specs(snapshot: dict[str, Any] | None) -> dict[str, CDISpec] | None:
     if snapshot is None:
         return None
-    return {path: CDISpec(kind=s.get("kind", ""), devices=tuple(s.get("devices") or ()), claims=tuple(s.get("claims") or ()),
-                          error=s.get("error", "")) for path, s in (snapshot.get("specs") or {}).items()}
+    return {
+        path: CDISpec(
+            kind=s.get("kind", ""), devices=tuple(s.get("devices") or ()), claims=tuple(s.get("claims") or ()), error=s.get("error", "")
+        )
+        for path, s in (snapshot.get("specs") or {}).items()
+    }
 
 
 def read(trace: Path) -> list[PluginCall]:
@@ -110,8 +128,9 @@ def append_to_run_trace(lab_log_dir: Path, lab: str, trace: Path, since: datetim
     earlier run's on a reused lab) left out; returns how many."""
     lines = []
     lab_logs = [lab_log_dir / name for name in (*(w.file for w in WATCHED), CONTAINER_FILES_LOG)]
-    for node_trace in sorted([*lab_log_dir.glob(f"*/{TRACE_FILE}"), *lab_log_dir.glob(f"*/{FAULT_LOG}"),
-                              *(log for log in lab_logs if log.exists())]):
+    for node_trace in sorted(
+        [*lab_log_dir.glob(f"*/{TRACE_FILE}"), *lab_log_dir.glob(f"*/{FAULT_LOG}"), *(log for log in lab_logs if log.exists())]
+    ):
         for line in node_trace.read_text().splitlines():
             if line.strip():
                 raw = json.loads(line)

@@ -23,8 +23,7 @@ def _live(title: str, status: Callable[[], str] | None = None) -> Iterator[None]
     done = threading.Event()
     start = time.monotonic()
     if console.is_terminal:
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=console, transient=True) as progress:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True) as progress:
             task = progress.add_task(title, total=None)
 
             def refresh() -> None:
@@ -79,7 +78,8 @@ def run_logged(
     with open(log, "ab") as out:
         out.write(f"\n$ {' '.join(map(str, cmd))}\n".encode())
         out.flush()
-        rc = subprocess.call([str(c) for c in cmd], cwd=cwd, env=dict(env) if env else None,
-                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        rc = subprocess.call(
+            [str(c) for c in cmd], cwd=cwd, env=dict(env) if env else None, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
     if rc != 0:
         raise LabBroken(f"{what} failed (exit {rc}); full log: {log}\n{log_tail(log)}")

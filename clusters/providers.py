@@ -81,8 +81,7 @@ class RemoteNode:
     def _unsupported(self, *_: object) -> None:
         raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab cannot restart it or its components")
 
-    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = wait_kubelet = kill_pod_sandbox = reboot = \
-        _unsupported
+    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = wait_kubelet = kill_pod_sandbox = reboot = _unsupported
 
     @property
     def kubelet_kubeconfig(self) -> Path:
@@ -150,8 +149,9 @@ class Lab:
     @property
     def restartable(self) -> tuple[str, ...]:
         """What dralab can restart under a running pod on this lab's nodes."""
-        return (("kubelet", "containerd") if Capability.COMPONENT_RESTARTS in self.capabilities else ()) + \
-            (("node",) if Capability.NODE_REBOOTS in self.capabilities else ())
+        return (("kubelet", "containerd") if Capability.COMPONENT_RESTARTS in self.capabilities else ()) + (
+            ("node",) if Capability.NODE_REBOOTS in self.capabilities else ()
+        )
 
     @property
     def plugin_registries(self) -> tuple[str, str] | None:
@@ -173,8 +173,7 @@ class Lab:
         node by node."""
         if self.plugin_registries is None:
             raise NotSupported(f"the {self.provider} provider's nodes run no plugin recorder: no kubelet-plugin calls are recorded")
-        return [call for node in self.nodes for call in plugin_calls.read(node.plugin_calls_file)
-                if call.start >= self.taken]
+        return [call for node in self.nodes for call in plugin_calls.read(node.plugin_calls_file) if call.start >= self.taken]
 
     def record_container_files(self, records: list[dict[str, Any]]) -> None:
         """Keep what the suites saw in containers (one record each: when, where, what the container
@@ -215,19 +214,28 @@ class Lab:
 
 
 def local_lab(cluster: LocalCluster) -> Lab:
-    return Lab(provider="local", kubeconfig=cluster.kubeconfig, kubectl=cluster.tools.kubectl,
-               log_dir=cluster.log_dir, nodes=list(cluster.nodes),
-               slice_only_nodes=cluster.cfg.slice_only_node_names(), local=cluster, cfg=cluster.cfg,
-               import_images=cluster.import_images, dead_parts=lambda: supervisor.describe_down(cluster.lab_dir),
-               audit_log=cluster.log_dir / audit.LOG_NAME)
+    return Lab(
+        provider="local",
+        kubeconfig=cluster.kubeconfig,
+        kubectl=cluster.tools.kubectl,
+        log_dir=cluster.log_dir,
+        nodes=list(cluster.nodes),
+        slice_only_nodes=cluster.cfg.slice_only_node_names(),
+        local=cluster,
+        cfg=cluster.cfg,
+        import_images=cluster.import_images,
+        dead_parts=lambda: supervisor.describe_down(cluster.lab_dir),
+        audit_log=cluster.log_dir / audit.LOG_NAME,
+    )
 
 
 def kind_lab(cluster: KindCluster) -> Lab:
     """A kind lab: its workers (named as the local lab's nodes; the control plane runs no pods) as
     node handles, its slice-only nodes, its configuration and image loading."""
     lab = kubeconfig_lab(cluster.kubeconfig, cluster.tools.kubectl, cluster.log_dir, cluster.cfg.kubelet_root_dir)
-    return dataclasses.replace(lab, provider="kind", nodes=cluster.nodes(), cfg=cluster.cfg,
-                               import_images=cluster.import_images, dead_parts=cluster.dead_parts)
+    return dataclasses.replace(
+        lab, provider="kind", nodes=cluster.nodes(), cfg=cluster.cfg, import_images=cluster.import_images, dead_parts=cluster.dead_parts
+    )
 
 
 def kubeconfig_lab(kubeconfig: Path, kubectl: Path, log_dir: Path, kubelet_root_dir: str) -> Lab:
@@ -239,5 +247,11 @@ def kubeconfig_lab(kubeconfig: Path, kubectl: Path, log_dir: Path, kubelet_root_
     nodes = client.CoreV1Api(api).list_node().items
     kubelet_nodes = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL not in (n.metadata.labels or {})]
     slice_only = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL in (n.metadata.labels or {})]
-    return Lab(provider="kubeconfig", kubeconfig=kubeconfig, kubectl=kubectl, log_dir=log_dir,
-               nodes=[RemoteNode(n, kubelet_root_dir) for n in kubelet_nodes], slice_only_nodes=slice_only)
+    return Lab(
+        provider="kubeconfig",
+        kubeconfig=kubeconfig,
+        kubectl=kubectl,
+        log_dir=log_dir,
+        nodes=[RemoteNode(n, kubelet_root_dir) for n in kubelet_nodes],
+        slice_only_nodes=slice_only,
+    )

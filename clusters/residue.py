@@ -32,11 +32,15 @@ def _kind(lab: str | None) -> list[Residue]:
     no lab named, a dockerd dralab started and did not stop (it goes with the last kind lab)."""
     root = kind_dir()
     dirs = [root / lab] if lab else (sorted(root.iterdir()) if root.is_dir() else [])
-    found = [Residue("kind", f"the kind cluster of lab {d.name} ({d}): `dralab down --name {d.name}` deletes it")
-             for d in dirs if d.is_dir()]
+    found = [
+        Residue("kind", f"the kind cluster of lab {d.name} ({d}): `dralab down --name {d.name}` deletes it") for d in dirs if d.is_dir()
+    ]
     if lab is None:
-        found += [Residue("process", f"{c.pid} dockerd started by dralab (log {c.log})")
-                  for c in supervisor.load(engine_dir()).values() if c.alive()]
+        found += [
+            Residue("process", f"{c.pid} dockerd started by dralab (log {c.log})")
+            for c in supervisor.load(engine_dir()).values()
+            if c.alive()
+        ]
     return found
 
 

@@ -20,6 +20,8 @@ def unsupported(kubernetes: str) -> str | None:
     if kubernetes in KUBERNETES_VERSIONS:
         return None
     return f"Kubernetes {kubernetes} is not one dralab builds; choose one of {', '.join(KUBERNETES_VERSIONS)}"
+
+
 ETCD = "v3.7.3"
 CONTAINERD = "v2.3.7"
 RUNC = "v1.4.3"

@@ -28,18 +28,28 @@ def _slice(obj: dict[str, Any]) -> dict[str, Any]:
     """A slice's driver, node, pool and device names (the attributes and capacities left out: a
     scale run publishes thousands)."""
     spec = obj.get("spec") or {}
-    return {"spec": {"driver": spec.get("driver"), "nodeName": spec.get("nodeName"), "pool": spec.get("pool"),
-                     "devices": [d.get("name") for d in spec.get("devices") or []]}}
+    return {
+        "spec": {
+            "driver": spec.get("driver"),
+            "nodeName": spec.get("nodeName"),
+            "pool": spec.get("pool"),
+            "devices": [d.get("name") for d in spec.get("devices") or []],
+        }
+    }
 
 
 def _pod(obj: dict[str, Any]) -> dict[str, Any]:
     """A pod's node, claims and how far it got (phase, containers ready and restarted)."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     containers = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
-    return {"spec": {"nodeName": spec.get("nodeName"), "resourceClaims": spec.get("resourceClaims") or []},
-            "status": {"phase": status.get("phase"), "resourceClaimStatuses": status.get("resourceClaimStatuses") or [],
-                       "containers": [{"name": c.get("name"), "ready": c.get("ready"), "restartCount": c.get("restartCount")}
-                                      for c in containers]}}
+    return {
+        "spec": {"nodeName": spec.get("nodeName"), "resourceClaims": spec.get("resourceClaims") or []},
+        "status": {
+            "phase": status.get("phase"),
+            "resourceClaimStatuses": status.get("resourceClaimStatuses") or [],
+            "containers": [{"name": c.get("name"), "ready": c.get("ready"), "restartCount": c.get("restartCount")} for c in containers],
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -57,9 +67,11 @@ def _custom(plural: str) -> Callable[[client.ApiClient], tuple[Callable[..., Any
     return lambda api: (client.CustomObjectsApi(api).list_cluster_custom_object, ("resource.k8s.io", "v1", plural))
 
 
-WATCHED = (Watched(CLAIM_LOG, "ResourceClaim", _custom("resourceclaims"), _claim),
-           Watched("slices.jsonl", "ResourceSlice", _custom("resourceslices"), _slice),
-           Watched(POD_LOG, "Pod", lambda api: (client.CoreV1Api(api).list_pod_for_all_namespaces, ()), _pod))
+WATCHED = (
+    Watched(CLAIM_LOG, "ResourceClaim", _custom("resourceclaims"), _claim),
+    Watched("slices.jsonl", "ResourceSlice", _custom("resourceslices"), _slice),
+    Watched(POD_LOG, "Pod", lambda api: (client.CoreV1Api(api).list_pod_for_all_namespaces, ()), _pod),
+)
 
 
 def record(watched: Watched, event: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -67,9 +79,18 @@ def record(watched: Watched, event: str, obj: dict[str, Any]) -> dict[str, Any]:
     `watched` keeps of it."""
     meta = obj.get("metadata") or {}
     now = datetime.now(timezone.utc).isoformat()
-    return {"start": now, "end": now, "kind": watched.kind, "event": event, "uid": meta.get("uid"),
-            "namespace": meta.get("namespace"), "name": meta.get("name"), "created": meta.get("creationTimestamp"),
-            "resourceVersion": meta.get("resourceVersion"), **watched.keep(obj)}
+    return {
+        "start": now,
+        "end": now,
+        "kind": watched.kind,
+        "event": event,
+        "uid": meta.get("uid"),
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "created": meta.get("creationTimestamp"),
+        "resourceVersion": meta.get("resourceVersion"),
+        **watched.keep(obj),
+    }
 
 
 class WatchLog:

@@ -49,8 +49,13 @@ def provision(offline: bool, kubernetes_version: str) -> None:
     start = time.monotonic()
     tools = do_provision(offline=offline, kubernetes_version=kubernetes_version)
     console.print(f"provisioned in {time.monotonic() - start:.1f}s under {cache_root()}")
-    for name, path in (("kubernetes", tools.kubernetes), ("etcd", tools.etcd), ("containerd", tools.containerd),
-                       ("runc", tools.runc), ("drivers under test", tools.drivers_under_test)):
+    for name, path in (
+        ("kubernetes", tools.kubernetes),
+        ("etcd", tools.etcd),
+        ("containerd", tools.containerd),
+        ("runc", tools.runc),
+        ("drivers under test", tools.drivers_under_test),
+    ):
         console.print(f"  {name:18} {path}")
     for image in tools.images:
         console.print(f"  {'image':18} {image.ref} {image.digest[:19]} {image.archive}")

@@ -23,10 +23,15 @@ def _lab(lab_name: str, kubeconfig: Path | None, kubelet_root_dir: str):  # -> c
 _lab_options = [
     click.option("--profile", "profile_name", required=True, help="Shipped profile name (gpu, net, fake-gpu-plugin) or a .yaml path."),
     click.option("--lab", "lab_name", default="default", show_default=True, help="Local lab (see `dralab up --name`)."),
-    click.option("--kubeconfig", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-                 help="Use an existing cluster instead of a local lab."),
-    click.option("--kubelet-root-dir", default="/var/lib/kubelet", show_default=True,
-                 help="With --kubeconfig: the nodes' kubelet root dir."),
+    click.option(
+        "--kubeconfig",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        default=None,
+        help="Use an existing cluster instead of a local lab.",
+    ),
+    click.option(
+        "--kubelet-root-dir", default="/var/lib/kubelet", show_default=True, help="With --kubeconfig: the nodes' kubelet root dir."
+    ),
 ]
 
 
@@ -45,8 +50,7 @@ def driver() -> None:
 @lab_options
 @click.option("--variant", default=None, help="A variant the profile lists: broken (MUT-01) or a configuration such as metadata-disabled.")
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds to wait for the driver to register.")
-def deploy(profile_name: str, lab_name: str, kubeconfig: Path | None, kubelet_root_dir: str,
-           variant: str | None, timeout: float) -> None:
+def deploy(profile_name: str, lab_name: str, kubeconfig: Path | None, kubelet_root_dir: str, variant: str | None, timeout: float) -> None:
     """Import the profile's images, apply its manifests and wait until it has registered on every node."""
     from drivers_under_test.deploy import deploy as do_deploy
     from drivers_under_test.profile import load_profile
@@ -56,8 +60,10 @@ def deploy(profile_name: str, lab_name: str, kubeconfig: Path | None, kubelet_ro
     lab = _lab(lab_name, kubeconfig, kubelet_root_dir)
     start = time.monotonic()
     do_deploy(lab, profile, variant, timeout)
-    console.print(f"driver {profile.name}{f' (variant {variant})' if variant else ''} deployed in "
-                  f"{time.monotonic() - start:.1f}s: namespace {profile.namespace}")
+    console.print(
+        f"driver {profile.name}{f' (variant {variant})' if variant else ''} deployed in "
+        f"{time.monotonic() - start:.1f}s: namespace {profile.namespace}"
+    )
 
 
 @driver.command()
@@ -80,8 +86,10 @@ def list_profiles() -> None:
     for name in shipped_profiles():
         p = load_profile(name)
         console.print(f"[bold]{p.name}[/bold]  {p.description}")
-        console.print(f"  drivers: {', '.join(p.drivers + p.extended_resources)}; "
-                      f"capabilities: {', '.join(c.value for c in p.capabilities)}; hardware: {p.hardware}")
+        console.print(
+            f"  drivers: {', '.join(p.drivers + p.extended_resources)}; "
+            f"capabilities: {', '.join(c.value for c in p.capabilities)}; hardware: {p.hardware}"
+        )
         for v, spec in sorted(p.variants.items()):
             what = f"breaks {', '.join(spec.breaks)}" if spec.breaks else "a configuration (breaks nothing)"
             console.print(f"  variant {v:22} {what}")
@@ -110,6 +118,8 @@ def validate(profiles: tuple[str, ...]) -> None:
     for profile in validate_or_raise(list(profiles), set(catalogue.load())):
         console.print(f"driver profile {profile.source}: valid")
         if not certifiable(profile):  # valid, yet certify would stop at once: say so now
-            console.print(f"[yellow]note:[/yellow] driver profile {profile.source} has {NO_CAPABILITY}: certify "
-                          "would answer NOTHING TO CERTIFY (exit 4)")
+            console.print(
+                f"[yellow]note:[/yellow] driver profile {profile.source} has {NO_CAPABILITY}: certify "
+                "would answer NOTHING TO CERTIFY (exit 4)"
+            )
     console.print(f"checked {len(profiles)} profile(s) in {time.monotonic() - start:.2f}s")

@@ -20,8 +20,9 @@ def hw() -> None:
 
 @hw.command()
 @click.option("--profile", default=None, help="Node profile for every node (gpu-small, dgx-like, misaligned, ...).")
-@click.option("--cluster-profile", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="YAML: seed and a node profile per node.")
+@click.option(
+    "--cluster-profile", type=click.Path(dir_okay=False, path_type=Path), default=None, help="YAML: seed and a node profile per node."
+)
 @click.option("--name", default="hw", show_default=True)
 @click.option("--nodes", default=2, show_default=True)
 def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int) -> None:
@@ -48,8 +49,7 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
             network.sh("ip", "netns", "add", cfg.netns(node))
         # No NVML driver root: its paths hold in a node's mount namespace, which only a cluster's nodes
         # have (`python -m fake_hardware.nvml` renders one to try without a lab).
-        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs", nvidia=None,
-                                binaries=binaries, node_mount_ns={})
+        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs", nvidia=None, binaries=binaries, node_mount_ns={})
     except BaseException:
         teardown(cfg)
         raise
@@ -81,8 +81,10 @@ def show(name: str, as_json: bool) -> None:
         print(json.dumps(rows, indent=2))
         return
     for r in rows:
-        click.echo(f"{r['node']:8} {r['device']:10} {r['kind']:4} {r['bdf']} numa{r['numa']} "
-                      f"{r['netdev'] or '':12} {r['mac'] or r['uuid'] or '':40} {r['state']}")
+        click.echo(
+            f"{r['node']:8} {r['device']:10} {r['kind']:4} {r['bdf']} numa{r['numa']} "
+            f"{r['netdev'] or '':12} {r['mac'] or r['uuid'] or '':40} {r['state']}"
+        )
 
 
 @hw.command()
@@ -93,9 +95,12 @@ def show(name: str, as_json: bool) -> None:
 def fault(action: str, name: str, node: str, device: str) -> None:
     """Inject or clear a fault: remove/restore a device or VF, mark a GPU unhealthy/healthy (HW-04)."""
     lab = _lab(name)
-    {"remove": lab.remove_device, "restore": lab.restore_device,
-     "unhealthy": lambda n, d: lab.set_gpu_health(n, d, False),
-     "healthy": lambda n, d: lab.set_gpu_health(n, d, True)}[action](node, device)
+    {
+        "remove": lab.remove_device,
+        "restore": lab.restore_device,
+        "unhealthy": lambda n, d: lab.set_gpu_health(n, d, False),
+        "healthy": lambda n, d: lab.set_gpu_health(n, d, True),
+    }[action](node, device)
     console.print(f"{action}: {device} on {node}")
 
 

@@ -33,8 +33,10 @@ MACHINES = {"x86_64": "amd64", "aarch64": "arm64"}
 ELF_MACHINES = {3: "386", 22: "s390x", 40: "arm", 62: "amd64", 183: "arm64", 243: "riscv64"}
 PT_DYNAMIC = 2
 # The reference grammar of distribution/reference: a registry host, path components, a tag.
-DOMAIN = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
-                    r"(?::[0-9]+)?$")
+DOMAIN = re.compile(
+    r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    r"(?::[0-9]+)?$"
+)
 COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 REPOSITORY = re.compile(rf"^{COMPONENT}(?:/{COMPONENT})*$")
 TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -67,8 +69,7 @@ class Contents:
 
     def _claim(self, dest: str, origin: str) -> None:
         if dest in self.origins:
-            raise BadInput(f"{origin}: {dest} is already in the image (from {self.origins[dest]}): give each "
-                           "path in the image once")
+            raise BadInput(f"{origin}: {dest} is already in the image (from {self.origins[dest]}): give each path in the image once")
         self.origins[dest] = origin
 
 
@@ -77,13 +78,14 @@ def reference(tag: str) -> str:
     the kubelet expands a pod's (docker.io/library/...), and the tag is required."""
     name, colon, version = tag.rpartition(":")
     first, slash, rest = name.partition("/")
-    domain, path = (first, rest) if slash and ("." in first or ":" in first or first == "localhost") \
-        else ("docker.io", name)
+    domain, path = (first, rest) if slash and ("." in first or ":" in first or first == "localhost") else ("docker.io", name)
     if domain == "docker.io" and "/" not in path:
         path = f"library/{path}"
     if not (colon and TAG.match(version) and DOMAIN.match(domain) and REPOSITORY.match(path)):
-        raise BadInput(f"--tag {tag!r} is not an image reference with a tag: give [REGISTRY/]NAME:TAG, the name "
-                       f"in lower case, as your pods name the image, e.g. --tag {EXAMPLE_TAG}")
+        raise BadInput(
+            f"--tag {tag!r} is not an image reference with a tag: give [REGISTRY/]NAME:TAG, the name "
+            f"in lower case, as your pods name the image, e.g. --tag {EXAMPLE_TAG}"
+        )
     return f"{domain}/{path}:{version}"
 
 
@@ -95,8 +97,10 @@ def host_platform() -> str:
 def _source_and_dest(value: str, option: str) -> tuple[Path, str]:
     src, colon, dest = value.rpartition(":")
     if not (colon and src and dest.startswith("/")):
-        raise BadInput(f"{option} {value!r}: expected SRC:DEST, a path on this machine and an absolute path in "
-                       f"the image, e.g. {option} {EXAMPLE_FILE if option == '--file' else './licenses:/licenses'}")
+        raise BadInput(
+            f"{option} {value!r}: expected SRC:DEST, a path on this machine and an absolute path in "
+            f"the image, e.g. {option} {EXAMPLE_FILE if option == '--file' else './licenses:/licenses'}"
+        )
     if dest.endswith("/") and option == "--file":  # into that directory, under its own name
         dest += Path(src).name
     return Path(src), posixpath.normpath(dest)
@@ -107,8 +111,10 @@ def _add_file(contents: Contents, value: str) -> None:
     if src.is_dir():
         raise BadInput(f"--file {value}: {src} is a directory: add it with --dir {value}")
     if not src.is_file():
-        raise BadInput(f"--file {value}: {src} is not a file (from {Path.cwd()}): give the path of a file on "
-                       "this machine, relative to the current directory or absolute")
+        raise BadInput(
+            f"--file {value}: {src} is not a file (from {Path.cwd()}): give the path of a file on "
+            "this machine, relative to the current directory or absolute"
+        )
     contents.add_file(dest, src, f"--file {value}")
 
 
@@ -116,8 +122,9 @@ def _add_dir(contents: Contents, value: str) -> None:
     """The tree under SRC at DEST: files keep their modes, symlinks stay symlinks (as COPY does)."""
     src, dest = _source_and_dest(value, "--dir")
     if not src.is_dir():
-        raise BadInput(f"--dir {value}: {src} is not a directory (from {Path.cwd()}): give a directory on this "
-                       "machine, or add a file with --file")
+        raise BadInput(
+            f"--dir {value}: {src} is not a directory (from {Path.cwd()}): give a directory on this machine, or add a file with --file"
+        )
     if dest != "/":  # the root is every layer's
         contents.dirs.append(dest)
     for root, subdirs, names in os.walk(src):
@@ -131,8 +138,10 @@ def _add_dir(contents: Contents, value: str) -> None:
             elif path.is_file():
                 contents.add_file(in_image, path, f"--dir {value}")
             else:
-                raise BadInput(f"--dir {value}: {path} is neither a file, a directory nor a symlink: "
-                               "remove it from the directory or give its files one by one with --file")
+                raise BadInput(
+                    f"--dir {value}: {path} is neither a file, a directory nor a symlink: "
+                    "remove it from the directory or give its files one by one with --file"
+                )
 
 
 def _elf(path: Path) -> Elf | None:
@@ -166,9 +175,11 @@ def _shared_libraries(files: dict[str, Path], architecture: str) -> dict[str, Pa
         if found_elf is None:
             continue
         if found_elf.architecture not in (None, architecture):
-            raise BadInput(f"{src} ({dest} in the image) is built for {found_elf.architecture}, the image for "
-                           f"{architecture}: give --platform linux/{found_elf.architecture}, or add the "
-                           f"{architecture} build")
+            raise BadInput(
+                f"{src} ({dest} in the image) is built for {found_elf.architecture}, the image for "
+                f"{architecture}: give --platform linux/{found_elf.architecture}, or add the "
+                f"{architecture} build"
+            )
         if found_elf.dynamic:
             found.update(_ldd(src))
     return found
@@ -178,19 +189,24 @@ def _ldd(binary: Path) -> dict[str, Path]:
     try:
         return c_library_files([binary])
     except FileNotFoundError:
-        raise BadInput(f"{binary} is dynamically linked and ldd, which finds its libraries, is not installed: "
-                       "install it (Debian: libc-bin), or build the binary static (Go: CGO_ENABLED=0)") from None
+        raise BadInput(
+            f"{binary} is dynamically linked and ldd, which finds its libraries, is not installed: "
+            "install it (Debian: libc-bin), or build the binary static (Go: CGO_ENABLED=0)"
+        ) from None
     except subprocess.CalledProcessError as e:
-        raise BadInput(f"ldd cannot list the shared libraries of {binary} ({(e.stderr or e.stdout).strip()}): "
-                       "build the image on a machine of the binary's platform, or build it static "
-                       "(Go: CGO_ENABLED=0)") from None
+        raise BadInput(
+            f"ldd cannot list the shared libraries of {binary} ({(e.stderr or e.stdout).strip()}): "
+            "build the image on a machine of the binary's platform, or build it static "
+            "(Go: CGO_ENABLED=0)"
+        ) from None
 
 
 def _check_entrypoint(entrypoint: str, contents: Contents) -> str:
     path = posixpath.normpath(entrypoint)
     if not entrypoint.startswith("/"):
-        raise BadInput(f"--entrypoint {entrypoint!r}: give the absolute path of a program in the image, e.g. "
-                       f"--entrypoint {EXAMPLE_ENTRYPOINT}")
+        raise BadInput(
+            f"--entrypoint {entrypoint!r}: give the absolute path of a program in the image, e.g. --entrypoint {EXAMPLE_ENTRYPOINT}"
+        )
     src = contents.files.get(path)
     if src is None and path not in contents.symlinks:
         raise BadInput(f"--entrypoint {entrypoint}: the image has no such file: add it with --file SRC:{path}")
@@ -233,19 +249,32 @@ def image() -> None:
 @image.command()
 @click.option("--tag", required=True, help=f"The image reference your pods use, e.g. {EXAMPLE_TAG}.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="The archive to write (OCI layout tar).")
-@click.option("--file", "files", multiple=True, metavar="SRC:DEST",
-              help="A file at DEST in the image, mode kept; a DEST ending in / keeps SRC's name. Repeatable.")
-@click.option("--dir", "dirs", multiple=True, metavar="SRC:DEST",
-              help="A directory's tree at DEST, modes and symlinks kept. Repeatable.")
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    metavar="SRC:DEST",
+    help="A file at DEST in the image, mode kept; a DEST ending in / keeps SRC's name. Repeatable.",
+)
+@click.option("--dir", "dirs", multiple=True, metavar="SRC:DEST", help="A directory's tree at DEST, modes and symlinks kept. Repeatable.")
 @click.option("--entrypoint", default=None, help="The program the image runs, an absolute path in the image.")
-@click.option("--cmd", multiple=True,
-              help="A word of the image's Cmd: the entrypoint's arguments (or, without one, the program and its). "
-                   "Repeatable.")
+@click.option(
+    "--cmd", multiple=True, help="A word of the image's Cmd: the entrypoint's arguments (or, without one, the program and its). Repeatable."
+)
 @click.option("--env", multiple=True, metavar="NAME=VALUE", help="An environment variable. Repeatable.")
 @click.option("--workdir", default="/", show_default=True, help="The working directory of the image's processes.")
 @click.option("--platform", "platform_", default=host_platform(), show_default=True, metavar="OS/ARCH")
-def build(tag: str, out: Path, files: tuple[str, ...], dirs: tuple[str, ...], entrypoint: str | None,
-          cmd: tuple[str, ...], env: tuple[str, ...], workdir: str, platform_: str) -> None:
+def build(
+    tag: str,
+    out: Path,
+    files: tuple[str, ...],
+    dirs: tuple[str, ...],
+    entrypoint: str | None,
+    cmd: tuple[str, ...],
+    env: tuple[str, ...],
+    workdir: str,
+    platform_: str,
+) -> None:
     """Write an image archive of files and binaries (no Docker, no base image): each dynamically
     linked binary (cgo) brings the libc, libraries and loader ldd finds for it."""
     ref = reference(tag)
@@ -263,15 +292,22 @@ def build(tag: str, out: Path, files: tuple[str, ...], dirs: tuple[str, ...], en
     for value in dirs:
         _add_dir(contents, value)
     # A library given explicitly wins over the host's.
-    libraries = {p: src for p, src in _shared_libraries(contents.files, architecture).items()
-                 if p not in contents.origins}
+    libraries = {p: src for p, src in _shared_libraries(contents.files, architecture).items() if p not in contents.origins}
     # The base a container expects (/tmp, /var/tmp, /etc's users, groups and name service), where not given.
     base_dirs, texts = images.base(set(contents.origins) | set(contents.dirs))
     spec = images.ImageSpec(
-        ref=ref, files={**contents.files, **libraries}, symlinks=contents.symlinks,
-        dirs=tuple(contents.dirs) + base_dirs, texts=texts,
-        entrypoint=[_check_entrypoint(entrypoint, contents)] if entrypoint else [], cmd=list(cmd),
-        env=_environment(env), workdir=workdir, os=os_name, architecture=architecture)
+        ref=ref,
+        files={**contents.files, **libraries},
+        symlinks=contents.symlinks,
+        dirs=tuple(contents.dirs) + base_dirs,
+        texts=texts,
+        entrypoint=[_check_entrypoint(entrypoint, contents)] if entrypoint else [],
+        cmd=list(cmd),
+        env=_environment(env),
+        workdir=workdir,
+        os=os_name,
+        architecture=architecture,
+    )
     archive, digest = images.oci_archive(spec)
     _write(out, archive)
     console.print(f"wrote {out}: {ref} for {platform_}, {len(spec.files)} file(s), manifest {digest}")

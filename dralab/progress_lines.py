@@ -45,8 +45,16 @@ class Progress:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or report.outcome != "passed":
-            self.outcomes.setdefault(report.nodeid, Verdict.PASS if report.passed else Verdict.SKIP if report.skipped
-                                     else Verdict.FAIL if report.when == "call" else Verdict.ERROR)
+            self.outcomes.setdefault(
+                report.nodeid,
+                Verdict.PASS
+                if report.passed
+                else Verdict.SKIP
+                if report.skipped
+                else Verdict.FAIL
+                if report.when == "call"
+                else Verdict.ERROR,
+            )
         if report.when == "teardown":  # its report carries every property the test recorded
             verdict = final_verdict(self.outcomes.pop(report.nodeid, Verdict.PASS), report.user_properties)
             ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)

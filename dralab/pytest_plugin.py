@@ -36,54 +36,109 @@ if TYPE_CHECKING:
 
 LOG_ATTACH_LIMIT = 3000  # characters per component log attached to a failing test
 
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dralab")
-    group.addoption("--cluster", choices=("local", "kubeconfig", "kind"), default="local",
-                    help="local: start the embedded lab (default); kubeconfig: use an existing cluster; "
-                         "kind: start a kind cluster (clusters/kind: a running Docker engine or Debian's dockerd, kind and its "
-                         "node image built offline; emulated hardware, slice-only nodes by kwok)")
+    group.addoption(
+        "--cluster",
+        choices=("local", "kubeconfig", "kind"),
+        default="local",
+        help="local: start the embedded lab (default); kubeconfig: use an existing cluster; "
+        "kind: start a kind cluster (clusters/kind: a running Docker engine or Debian's dockerd, kind and its "
+        "node image built offline; emulated hardware, slice-only nodes by kwok)",
+    )
     group.addoption("--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=kubeconfig")
-    group.addoption("--kubelet-root-dir", default="/var/lib/kubelet",
-                    help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
-    group.addoption("--workload-image", default=None, metavar="IMAGE",
-                    help="the image of the suites' pods (pulled when a node lacks it); default: the lab's "
-                         "dralab.dev/workload:lab, imported, never pulled. It needs sh, busybox-like coreutils and ip, "
-                         "and incluster-whoami")
-    group.addoption("--driver", action="append", default=[],
-                    help="driver profile under test (name or .yaml; repeatable); default: each suite's reference drivers")
-    group.addoption("--driver-variant", default=None, metavar="VARIANT",
-                    help="deploy the --driver profiles in this variant of theirs (a broken one shows what the "
-                         "suites catch) wherever a test asks for the driver as it is")
-    group.addoption("--budget", type=int, default=10, metavar="N",
-                    help="generated workloads (MUT-03): pod shapes tried per driver (hypothesis examples)")
-    group.addoption("--seed", type=int, default=None, metavar="S",
-                    help="generated workloads: hypothesis's seed (default: a random one, printed with the verdict)")
-    group.addoption("--seeds", type=int, default=1, metavar="N",
-                    help="generated workloads: draw with N seeds in turn, --seed and the N-1 after it (a sweep for false FAILs)")
-    group.addoption("--scale", default="100x8x200", metavar="NODESxDEVICESxPODS",
-                    help="size of the DA scale harness (DA-11); upstream scheduler_perf uses 500 nodes x 8 devices")
+    group.addoption("--kubelet-root-dir", default="/var/lib/kubelet", help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")
+    group.addoption(
+        "--workload-image",
+        default=None,
+        metavar="IMAGE",
+        help="the image of the suites' pods (pulled when a node lacks it); default: the lab's "
+        "dralab.dev/workload:lab, imported, never pulled. It needs sh, busybox-like coreutils and ip, "
+        "and incluster-whoami",
+    )
+    group.addoption(
+        "--driver",
+        action="append",
+        default=[],
+        help="driver profile under test (name or .yaml; repeatable); default: each suite's reference drivers",
+    )
+    group.addoption(
+        "--driver-variant",
+        default=None,
+        metavar="VARIANT",
+        help="deploy the --driver profiles in this variant of theirs (a broken one shows what the "
+        "suites catch) wherever a test asks for the driver as it is",
+    )
+    group.addoption(
+        "--budget",
+        type=int,
+        default=10,
+        metavar="N",
+        help="generated workloads (MUT-03): pod shapes tried per driver (hypothesis examples)",
+    )
+    group.addoption(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="S",
+        help="generated workloads: hypothesis's seed (default: a random one, printed with the verdict)",
+    )
+    group.addoption(
+        "--seeds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="generated workloads: draw with N seeds in turn, --seed and the N-1 after it (a sweep for false FAILs)",
+    )
+    group.addoption(
+        "--scale",
+        default="100x8x200",
+        metavar="NODESxDEVICESxPODS",
+        help="size of the DA scale harness (DA-11); upstream scheduler_perf uses 500 nodes x 8 devices",
+    )
     group.addoption("--scale-runs", type=int, default=1, help="rounds of the DA scale harness, for its run-to-run spread")
-    group.addoption("--results-dir", default="dralab-results", type=Path,
-                    help="where harnesses write their figures (JSON)")
-    group.addoption("--hardware", default=None, metavar="PROFILE",
-                    help="hardware profile (fake_hardware/profiles name or .yaml) of the local session lab's "
-                         f"kubelet nodes, or {NO_HARDWARE} for none; default: "
-                         f"{', '.join(sorted(set(SESSION_LAB.hardware.values())))}")
-    group.addoption("--kubernetes-version", default=versions.KUBERNETES, choices=versions.KUBERNETES_VERSIONS,
-                    help="Kubernetes version of the labs this run starts; requirements that shipped later, or whose "
-                         "feature gates that version lacks, SKIP (the catalogue's `since` and `gates`)")
-    group.addoption("--lab-prefix", default=PREFIX,
-                    help="name prefix of the local labs this run starts; runs side by side need different ones")
-    group.addoption("--reuse-labs", action="store_true",
-                    help="use a live local lab of the same name and configuration instead of starting one, and leave "
-                         "the labs up at the end (for runs one after another; `dralab down --name NAME` removes them)")
-    group.addoption("--requirement-ids", default=None, metavar="ID,...",
-                    help="run only the tests marked with one of these requirement IDs (or ID prefixes: MD)")
-    group.addoption("--shard", default="1/1", metavar="K/N",
-                    help="run only part K of N of the tests (a driver's tests together, the cluster's checks a part "
-                         "per suite), for N runs side by side on labs of their own (dralab certify --shards)")
-    group.addoption("--progress", action="store_true",
-                    help="a line per finished test (elapsed, verdict, requirement, test) instead of dots")
+    group.addoption("--results-dir", default="dralab-results", type=Path, help="where harnesses write their figures (JSON)")
+    group.addoption(
+        "--hardware",
+        default=None,
+        metavar="PROFILE",
+        help="hardware profile (fake_hardware/profiles name or .yaml) of the local session lab's "
+        f"kubelet nodes, or {NO_HARDWARE} for none; default: "
+        f"{', '.join(sorted(set(SESSION_LAB.hardware.values())))}",
+    )
+    group.addoption(
+        "--kubernetes-version",
+        default=versions.KUBERNETES,
+        choices=versions.KUBERNETES_VERSIONS,
+        help="Kubernetes version of the labs this run starts; requirements that shipped later, or whose "
+        "feature gates that version lacks, SKIP (the catalogue's `since` and `gates`)",
+    )
+    group.addoption(
+        "--lab-prefix", default=PREFIX, help="name prefix of the local labs this run starts; runs side by side need different ones"
+    )
+    group.addoption(
+        "--reuse-labs",
+        action="store_true",
+        help="use a live local lab of the same name and configuration instead of starting one, and leave "
+        "the labs up at the end (for runs one after another; `dralab down --name NAME` removes them)",
+    )
+    group.addoption(
+        "--requirement-ids",
+        default=None,
+        metavar="ID,...",
+        help="run only the tests marked with one of these requirement IDs (or ID prefixes: MD)",
+    )
+    group.addoption(
+        "--shard",
+        default="1/1",
+        metavar="K/N",
+        help="run only part K of N of the tests (a driver's tests together, the cluster's checks a part "
+        "per suite), for N runs side by side on labs of their own (dralab certify --shards)",
+    )
+    group.addoption(
+        "--progress", action="store_true", help="a line per finished test (elapsed, verdict, requirement, test) instead of dots"
+    )
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -140,11 +195,15 @@ def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
     changes = {}
     if hardware and cfg.name == SESSION_LAB.name:
         changes["hardware"] = {} if hardware == NO_HARDWARE else {node: hardware for node in cfg.hardware}
-    cfg, dropped = at_version(renamed(cfg, config.getoption("--lab-prefix"), **changes),
-                              config.getoption("--kubernetes-version"), known_gates(config))
+    cfg, dropped = at_version(
+        renamed(cfg, config.getoption("--lab-prefix"), **changes), config.getoption("--kubernetes-version"), known_gates(config)
+    )
     if dropped:
-        progress_note(config, f"lab {cfg.name} on Kubernetes {cfg.kubernetes_version}, which lacks the feature gates "
-                              f"{', '.join(dropped)}: started without them")
+        progress_note(
+            config,
+            f"lab {cfg.name} on Kubernetes {cfg.kubernetes_version}, which lacks the feature gates "
+            f"{', '.join(dropped)}: started without them",
+        )
     return cfg
 
 
@@ -180,8 +239,7 @@ def _start_watch_logs(config: pytest.Config, cluster) -> None:  # cluster: Local
     from clusters.api_client import client_for
 
     api = client_for(cluster.kubeconfig)
-    config.stash.setdefault(_watch_logs, {})[cluster.cfg.name] = (watch_log.start_all(api, cluster.log_dir),
-                                                                  datetime.now(timezone.utc))
+    config.stash.setdefault(_watch_logs, {})[cluster.cfg.name] = (watch_log.start_all(api, cluster.log_dir), datetime.now(timezone.utc))
 
 
 def _kind_cluster(config: pytest.Config, cfg: ClusterConfig):  # -> KindCluster
@@ -215,8 +273,9 @@ def _down(config: pytest.Config, cluster) -> None:  # cluster: LocalCluster | Ki
     try:
         shutil.copytree(cluster.log_dir, logs_dir(config) / cluster.cfg.name, dirs_exist_ok=True)
         # Every call between the lab's kubelets and plugins and every claim, slice and pod seen, beside the report (MUT-03).
-        plugin_calls.append_to_run_trace(cluster.log_dir, cluster.cfg.name,
-                                         Path(config.getoption("--results-dir")) / "trace.jsonl", since=taken)
+        plugin_calls.append_to_run_trace(
+            cluster.log_dir, cluster.cfg.name, Path(config.getoption("--results-dir")) / "trace.jsonl", since=taken
+        )
     finally:
         if not _kept_up(config):
             cluster.down()
@@ -239,8 +298,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _down(config, cluster)
 
 
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Allure labels from each test's requirement marker, so reports group by KEP and ID; with
     --requirement-ids only the tests of those IDs run, and DEP-01 with them; DEP tests first,
@@ -255,16 +312,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     wanted = config.getoption("--requirement-ids")
     if wanted:
         ids = {i.strip().upper() for i in wanted.split(",")} | {"DEP"}
-        keep = [i for i in items if ids & {part for m in i.iter_markers("requirement")
-                                           for part in (m.args[0], m.args[0].split("-")[0])}]
+        keep = [i for i in items if ids & {part for m in i.iter_markers("requirement") for part in (m.args[0], m.args[0].split("-")[0])}]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
-    items.sort(key=lambda i: (not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")),
-                              i.get_closest_marker("over_the_run") is not None))
+    items.sort(
+        key=lambda i: (
+            not any(m.args[0].startswith("DEP-") for m in i.iter_markers("requirement")),
+            i.get_closest_marker("over_the_run") is not None,
+        )
+    )
     shard, shards = parse_shard(config.getoption("--shard"))
     if shards > 1:
-        groups = {i.nodeid: shards_of_run.group_of(getattr(i, "callspec", None) and i.callspec.params or {},
-                                                   i.nodeid.split("::")[0].rsplit("/", 1)[0]) for i in items}
+        groups = {
+            i.nodeid: shards_of_run.group_of(
+                getattr(i, "callspec", None) and i.callspec.params or {}, i.nodeid.split("::")[0].rsplit("/", 1)[0]
+            )
+            for i in items
+        }
         placed = shards_of_run.assign(groups.values(), shards)
         config.hook.pytest_deselected(items=[i for i in items if placed[groups[i.nodeid]] != shard])
         items[:] = [i for i in items if placed[groups[i.nodeid]] == shard]
@@ -289,8 +353,10 @@ def _skip_benchmark_beside_other_runs(item: pytest.Item) -> None:
     """A benchmark's figures need the machine to itself: beside other runs (--shard K/N, N > 1)
     they would measure those runs too (DA-11's scale harness ran 4.7 pods/s beside one, 19 alone)."""
     if item.get_closest_marker("benchmark") is not None and parse_shard(item.config.getoption("--shard"))[1] > 1:
-        pytest.skip("a benchmark, and this run shares the machine with others (--shard): its figures would measure "
-                    "them too; `dralab certify --shards 1` or `dralab perf` (PF-04) measures it alone")
+        pytest.skip(
+            "a benchmark, and this run shares the machine with others (--shard): its figures would measure "
+            "them too; `dralab certify --shards 1` or `dralab perf` (PF-04) measures it alone"
+        )
 
 
 def _skip_where_not_applicable(item: pytest.Item) -> None:
@@ -305,8 +371,9 @@ def _skip_where_not_applicable(item: pytest.Item) -> None:
         kubeconfig = config.getoption("--kubeconfig")
         if not (kubeconfig and Path(kubeconfig).exists()) or not any(r.since for i in ids if (r := catalogue.get(i))):
             return  # (a missing kubeconfig is the lab fixture's usage error)
-        reasons = catalogue.not_applicable(ids, _kubeconfig_server_version(config),
-                                           lambda: {g for i in ids if (r := catalogue.get(i)) for g in r.gates})
+        reasons = catalogue.not_applicable(
+            ids, _kubeconfig_server_version(config), lambda: {g for i in ids if (r := catalogue.get(i)) for g in r.gates}
+        )
     else:
         reasons = catalogue.not_applicable(ids, config.getoption("--kubernetes-version"), lambda: known_gates(config))
     if reasons:
@@ -382,7 +449,7 @@ def _down_labs_done_with(item: pytest.Item) -> None:
         if isinstance(value, Lab):
             given.setdefault(id(value), set()).add(name)
     items = item.session.items
-    later = items[items.index(item) + 1:] if item in items else []
+    later = items[items.index(item) + 1 :] if item in items else []
     for key, (cluster, lab) in list(started.items()):
         if not any(name in i.fixturenames for i in later for name in given.get(id(lab), ())):
             del started[key]
@@ -508,7 +575,7 @@ def _fixture_values(item: pytest.Item) -> dict[str, Any]:
     the driver under test among them, are cached in their definitions (pytest's own)."""
     values = dict(getattr(item, "funcargs", None) or {})  # None once torn down
     info = getattr(item, "_fixtureinfo", None)
-    for name, defs in (info.name2fixturedefs.items() if info is not None else ()):
+    for name, defs in info.name2fixturedefs.items() if info is not None else ():
         cached = defs[-1].cached_result
         if cached is not None and cached[2] is None:
             values.setdefault(name, cached[0])
@@ -529,8 +596,11 @@ def _labs_of(item: pytest.Item) -> list[Lab]:
 
 def _component_logs(item: pytest.Item) -> dict[Path, str]:
     """The component logs of the labs a test uses, each with a label naming lab and component."""
-    return {path: f"{path.relative_to(lab.log_dir)} (lab {lab.log_dir.parent.name})"
-            for lab in _labs_of(item) for path in sorted(lab.log_dir.rglob("*.log"))}
+    return {
+        path: f"{path.relative_to(lab.log_dir)} (lab {lab.log_dir.parent.name})"
+        for lab in _labs_of(item)
+        for path in sorted(lab.log_dir.rglob("*.log"))
+    }
 
 
 # Per lab (by its log dir), the first lasting fault of the run: a component that died, or a
@@ -591,8 +661,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     faults = item.config.stash.get(_lab_faults, {})
     for lab in _labs_set_up(item):
         if lab.log_dir in faults:
-            raise LabBroken(f"lab {lab.log_dir.parent.name} had a fault earlier in the run, so no check can reach a "
-                            f"verdict on it: {faults[lab.log_dir]}")
+            raise LabBroken(
+                f"lab {lab.log_dir.parent.name} had a fault earlier in the run, so no check can reach a "
+                f"verdict on it: {faults[lab.log_dir]}"
+            )
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -620,20 +692,24 @@ def _scenario_blocked(item: pytest.Item, error: BaseException) -> Blocked | None
     same error); the other tests of that fixture, MUSTs, SHOULDs and cluster checks alike, are
     BLOCKED by it. A failed fixture no driver MUST shares blocks all but a driver MUST's own test."""
     defs = getattr(item, "_fixtureinfo").name2fixturedefs
-    failed = {name: d[-1].scope for name, d in defs.items()
-              if (cached := d[-1].cached_result) is not None and cached[2] is not None and cached[2][0] is error}
+    failed = {
+        name: d[-1].scope
+        for name, d in defs.items()
+        if (cached := d[-1].cached_result) is not None and cached[2] is not None and cached[2][0] is error
+    }
     shared = [name for name, scope in failed.items() if scope != "function"]
-    owner = next((other for other in item.session.items if _driver_musts(other)
-                  and any(name in other.fixturenames for name in shared)), None)
+    owner = next(
+        (other for other in item.session.items if _driver_musts(other) and any(name in other.fixturenames for name in shared)), None
+    )
     said = str(error).splitlines()[0] if str(error) else type(error).__name__
     if owner is not None and owner is not item:
         by = _driver_musts(owner)[0]
-        return Blocked(by, f"the driver failed the scenario this check shares with {by} "
-                           f"(fixture {', '.join(shared)}; {owner.nodeid}): {said}")
+        return Blocked(
+            by, f"the driver failed the scenario this check shares with {by} (fixture {', '.join(shared)}; {owner.nodeid}): {said}"
+        )
     if owner is item or _driver_musts(item):
         return None
-    return Blocked("the driver's scenario", f"the driver failed fixture {', '.join(failed) or '?'}, which this "
-                                            f"check needs: {said}")
+    return Blocked("the driver's scenario", f"the driver failed fixture {', '.join(failed) or '?'}, which this check needs: {said}")
 
 
 def _blocked(item: pytest.Item, report: pytest.TestReport, blocked: Blocked) -> None:
@@ -668,8 +744,9 @@ def _lab_problems(item: pytest.Item, labs: list[Lab]) -> list[str]:
         now = diagnose(lab)
         problems += now
         if lab.log_dir in faults and not any(faults[lab.log_dir].startswith(p) for p in now):
-            problems.append(f"lab {lab.log_dir.parent.name} had a fault earlier in the run, which may have left it "
-                            f"broken: {faults[lab.log_dir]}")
+            problems.append(
+                f"lab {lab.log_dir.parent.name} had a fault earlier in the run, which may have left it broken: {faults[lab.log_dir]}"
+            )
     return problems
 
 
@@ -738,8 +815,9 @@ def _judge(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) 
     elif labs:  # the driver is at fault: its side of the story
         attached += [(f"evidence: {label}", text) for label, text in _drivers_evidence(item, labs[0])]
     if verdict.verdict == Verdict.FAIL:  # what the suites know that reproduces it
-        attached += [section for sections in item.config.hook.pytest_dralab_fail_attachments(item=item, message=str(error))
-                     for section in sections]
+        attached += [
+            section for sections in item.config.hook.pytest_dralab_fail_attachments(item=item, message=str(error)) for section in sections
+        ]
     if verdict.verdict == Verdict.WARNING:
         report.outcome, report.longrepr = "passed", None
         item.user_properties.append((WARNING, str(error).splitlines()[0] if str(error) else type(error).__name__))

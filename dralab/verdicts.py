@@ -30,11 +30,9 @@ def classify(when: str, error: BaseException, lab_problems: list[str], levels: l
     if isinstance(error, TooSlowToJudge):
         return Judgement(Verdict.ERROR, str(error).splitlines()[-1])
     # What the driver did (or did not do) against a requirement, also inside a fixture's scenario.
-    driver_at_fault = isinstance(error, (DriverFailure, DeployFailed)) or \
-        (isinstance(error, AssertionError) and when != "teardown")
+    driver_at_fault = isinstance(error, (DriverFailure, DeployFailed)) or (isinstance(error, AssertionError) and when != "teardown")
     if not driver_at_fault:
-        return Judgement(Verdict.ERROR, f"the harness could not reach a verdict ({type(error).__name__} in {when}); "
-                                        "the lab is healthy")
+        return Judgement(Verdict.ERROR, f"the harness could not reach a verdict ({type(error).__name__} in {when}); the lab is healthy")
     if levels and all(level != "MUST" for level in levels):
         return Judgement(Verdict.WARNING, "a SHOULD of the requirement is not met")
     return Judgement(Verdict.FAIL, "")

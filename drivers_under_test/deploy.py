@@ -30,8 +30,7 @@ from drivers_under_test.evidence import PROFILE_LABEL
 from drivers_under_test.from_module import image_archive
 from drivers_under_test.profile import WORKLOAD_KINDS, ContainerSettings, DriverProfile, SysfsExposure
 from drivers_under_test.publication import Settling
-from fake_hardware.exposure import (driver_root_mounts, host_root_mounts, node_modules_mount, standard_sysfs_mounts,
-                                    sysfs_root_mount)
+from fake_hardware.exposure import driver_root_mounts, host_root_mounts, node_modules_mount, standard_sysfs_mounts, sysfs_root_mount
 from fake_hardware.lab import NODE_DRIVER_ROOT, NODE_SYSFS_ROOT
 
 if TYPE_CHECKING:
@@ -68,9 +67,13 @@ def lab_parameters(lab: Lab) -> dict[str, str]:
 
     tools = _tools(lab)
     version = lab.cfg.kubernetes_version if lab.cfg is not None else client.VersionApi(lab.api()).get_code().git_version
-    return {"KUBELET_ROOT_DIR": lab.nodes[0].kubelet_root_dir, "DRIVERS_IMAGE": tools.drivers_image.ref,
-            "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT, "HARDWARE_DRIVER_ROOT": NODE_DRIVER_ROOT,
-            "KUBERNETES_VERSION": version}  # NAMESPACE: the profile's
+    return {
+        "KUBELET_ROOT_DIR": lab.nodes[0].kubelet_root_dir,
+        "DRIVERS_IMAGE": tools.drivers_image.ref,
+        "HARDWARE_SYSFS_ROOT": NODE_SYSFS_ROOT,
+        "HARDWARE_DRIVER_ROOT": NODE_DRIVER_ROOT,
+        "KUBERNETES_VERSION": version,
+    }  # NAMESPACE: the profile's
 
 
 def _or_refused(found: tuple[list[dict[str, Any]], list[str]]) -> list[dict[str, Any]]:
@@ -142,7 +145,7 @@ def _move_plugin_registry(spec: dict[str, Any], registry: str, to: str) -> None:
         if path == registry:
             volume["hostPath"]["path"] = to
         elif path and registry.startswith(path + "/"):
-            below = registry[len(path) + 1:]
+            below = registry[len(path) + 1 :]
             for c in _all_containers(spec):
                 for m in list(c.get("volumeMounts") or []):
                     if m["name"] == volume["name"] and not m.get("subPath"):
@@ -153,8 +156,11 @@ def _move_plugin_registry(spec: dict[str, Any], registry: str, to: str) -> None:
 
 def _keep_off_slice_only_nodes(spec: dict[str, Any]) -> None:
     """Slice-only nodes have no kubelet: a DaemonSet pod there would never start (nor end)."""
-    required = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {}).setdefault(
-        "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": [{}]})
+    required = (
+        spec.setdefault("affinity", {})
+        .setdefault("nodeAffinity", {})
+        .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": [{}]})
+    )
     for term in required["nodeSelectorTerms"]:
         term.setdefault("matchExpressions", []).append({"key": SLICE_ONLY_LABEL, "operator": "DoesNotExist"})
 
@@ -188,18 +194,21 @@ def target_problems(profile: DriverProfile, variant: str | None, objects: list[d
     for setting, settings in profile.container_settings(variant):
         where = f"driver profile {profile.source}: {setting}"
         if settings.workload not in workloads:
-            problems.append(f"{where}: no workload {settings.workload} is rendered (the workloads: "
-                            f"{', '.join(workloads) or 'none'})")
+            problems.append(f"{where}: no workload {settings.workload} is rendered (the workloads: {', '.join(workloads) or 'none'})")
             continue
         names = [c["name"] for c in _all_containers(_pod_spec(workloads[settings.workload]))]
         if settings.container not in names:
-            problems.append(f"{where}: {settings.workload} has no container {settings.container!r} "
-                            f"(its containers: {', '.join(names)})")
+            problems.append(f"{where}: {settings.workload} has no container {settings.container!r} (its containers: {', '.join(names)})")
     return problems
 
 
-def _patch_pods(obj: dict[str, Any], profile: DriverProfile, args: list[str],
-                settings: list[ContainerSettings], plugin_registries: tuple[str, str] | None) -> None:
+def _patch_pods(
+    obj: dict[str, Any],
+    profile: DriverProfile,
+    args: list[str],
+    settings: list[ContainerSettings],
+    plugin_registries: tuple[str, str] | None,
+) -> None:
     """A workload's pods as dralab runs them: off slice-only nodes, the emulated hardware in
     every container, the registration sockets in the driver registry of a lab that records
     plugin calls (`plugin_registries`: the kubelet's and the driver registry), a variant's plain
@@ -219,8 +228,13 @@ def _patch_pods(obj: dict[str, Any], profile: DriverProfile, args: list[str],
         c.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
 
 
-def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, str],
-           all_variants: bool = False, plugin_registries: tuple[str, str] | None = None) -> Rendered:
+def render(
+    profile: DriverProfile,
+    variant: str | None,
+    lab_params: dict[str, str],
+    all_variants: bool = False,
+    plugin_registries: tuple[str, str] | None = None,
+) -> Rendered:
     """The profile's objects, labelled with the profile; with `all_variants`, every object any
     variant deploys, once (what removal must find whichever variant was deployed)."""
     chosen = profile.variant(variant)
@@ -244,7 +258,8 @@ def render(profile: DriverProfile, variant: str | None, lab_params: dict[str, st
         if obj.get("kind") in WORKLOAD_KINDS:
             # The pods carry the labels too: tests find the pods of a profile and variant by them.
             obj["spec"]["template"].setdefault("metadata", {}).setdefault("labels", {}).update(
-                {PROFILE_LABEL: profile.name, VARIANT_LABEL: variant or "none"})
+                {PROFILE_LABEL: profile.name, VARIANT_LABEL: variant or "none"}
+            )
             _patch_pods(obj, profile, chosen.args if chosen else [], settings, plugin_registries)
     return Rendered(profile, variant, objects)
 
@@ -286,15 +301,18 @@ def drivers_image(lab: Lab) -> str:
 
 def image_archives(profile: DriverProfile, drivers_archive: Path) -> list[Path]:
     """The archive of each of the profile's images; `build` images built when not cached."""
-    return [drivers_archive if i.reference else profile.path(i.archive) if i.archive
-            else image_archive(profile.name, profile.module, i.build)  # type: ignore[arg-type]  # validated
-            for i in profile.images]
+    return [
+        drivers_archive if i.reference else profile.path(i.archive) if i.archive else image_archive(profile.name, profile.module, i.build)  # type: ignore[arg-type]  # validated
+        for i in profile.images
+    ]
 
 
 def _import_images(lab: Lab, profile: DriverProfile) -> None:
     if lab.import_images is None:
-        console.print(f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the cluster's "
-                      f"nodes must already have the images of driver profile {profile.name}")
+        console.print(
+            f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the cluster's "
+            f"nodes must already have the images of driver profile {profile.name}"
+        )
         return
     archives = image_archives(profile, _tools(lab).drivers_image.archive)
     with step(f"Importing {len(archives)} image(s) of {profile.name} into {len(lab.nodes)} node(s)"):
@@ -306,17 +324,23 @@ def _check_hardware(lab: Lab, profile: DriverProfile) -> None:
         return
     hardware = lab.cfg.hardware
     if not hardware:
-        raise BadInput(f"driver profile {profile.name} expects emulated hardware {profile.hardware!r}, and lab "
-                       f"{lab.cfg.name} has none; start it with `dralab up --hardware {profile.hardware}`")
+        raise BadInput(
+            f"driver profile {profile.name} expects emulated hardware {profile.hardware!r}, and lab "
+            f"{lab.cfg.name} has none; start it with `dralab up --hardware {profile.hardware}`"
+        )
     other = sorted({p for p in hardware.values() if p != profile.hardware})
     if other:
-        console.print(f"[yellow]note:[/yellow] driver profile {profile.name} expects hardware {profile.hardware}; "
-                      f"this lab has {', '.join(other)}")
+        console.print(
+            f"[yellow]note:[/yellow] driver profile {profile.name} expects hardware {profile.hardware}; this lab has {', '.join(other)}"
+        )
 
 
 # Dependency order of an apply: what later objects need exists first (DEP-01).
-APPLY_ORDER = (("Namespace",), ("CustomResourceDefinition",),
-               ("ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"))
+APPLY_ORDER = (
+    ("Namespace",),
+    ("CustomResourceDefinition",),
+    ("ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"),
+)
 
 
 def apply_groups(objects: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -328,15 +352,13 @@ def apply_groups(objects: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def _apply(lab: Lab, objects: list[dict[str, Any]], timeout: float) -> None:
     for group in apply_groups(objects):
-        _kubectl(lab, "apply", "--server-side", "--field-manager=dralab", "--force-conflicts", "-f", "-",
-                 stdin=_as_list(group))
+        _kubectl(lab, "apply", "--server-side", "--field-manager=dralab", "--force-conflicts", "-f", "-", stdin=_as_list(group))
         crds = [f"crd/{o['metadata']['name']}" for o in group if o.get("kind") == "CustomResourceDefinition"]
         if crds:  # their custom resources are refused until the CRDs are served
             _kubectl(lab, "wait", "--for=condition=Established", f"--timeout={int(timeout)}s", *crds)
 
 
-def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout: float = 120,
-           record_to: Path | None = None) -> Rendered:
+def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout: float = 120, record_to: Path | None = None) -> Rendered:
     """Apply the profile and wait until the driver runs and has registered everywhere; with
     `record_to`, the manifests as applied are kept there."""
     _check_hardware(lab, profile)
@@ -346,7 +368,8 @@ def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout
     if record_to is not None:
         record_to.mkdir(parents=True, exist_ok=True)
         (record_to / f"{profile.name}{f'-{variant}' if variant else ''}.yaml").write_text(
-            yaml.safe_dump_all(rendered.objects, sort_keys=False))
+            yaml.safe_dump_all(rendered.objects, sort_keys=False)
+        )
     _import_images(lab, profile)
     chosen = profile.variant(variant)
     label = profile.name + (f" ({'BROKEN ' if chosen.breaks else ''}variant {variant})" if chosen else "")
@@ -371,8 +394,9 @@ def deploy(lab: Lab, profile: DriverProfile, variant: str | None = None, timeout
 def uninstall(lab: Lab, profile: DriverProfile, timeout: float = 120) -> None:
     """Delete the driver's objects as its user would (what it leaves behind is its own: KP-11)."""
     rendered = render(profile, None, lab_parameters(lab), all_variants=True)
-    _kubectl(lab, "delete", "--ignore-not-found", "--wait=true", f"--timeout={int(timeout)}s", "-f", "-",
-             stdin=_as_list(rendered.objects[::-1]))
+    _kubectl(
+        lab, "delete", "--ignore-not-found", "--wait=true", f"--timeout={int(timeout)}s", "-f", "-", stdin=_as_list(rendered.objects[::-1])
+    )
 
 
 def remove_slices(lab: Lab, profile: DriverProfile) -> None:
@@ -391,8 +415,9 @@ def remove(lab: Lab, profile: DriverProfile, timeout: float = 120) -> None:
 def _label_nodes(lab: Lab, profile: DriverProfile, remove: bool = False) -> None:
     """The profile's nodeLabels on every node (or off them again)."""
     if profile.node_labels:
-        _kubectl(lab, "label", "nodes", "--all", "--overwrite",
-                 *(f"{k}-" if remove else f"{k}={v}" for k, v in profile.node_labels.items()))
+        _kubectl(
+            lab, "label", "nodes", "--all", "--overwrite", *(f"{k}-" if remove else f"{k}={v}" for k, v in profile.node_labels.items())
+        )
 
 
 # Readiness ------------------------------------------------------------------------------------
@@ -415,17 +440,28 @@ def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
                 return [f"DaemonSet {ns}/{name}: generation {ds.metadata.generation} not yet rolled out"]
             desired = s.desired_number_scheduled or 0
             ready = s.number_ready or 0
-            return [] if desired and ready == desired and (s.updated_number_scheduled or 0) == desired \
+            return (
+                []
+                if desired and ready == desired and (s.updated_number_scheduled or 0) == desired
                 else [f"DaemonSet {ns}/{name}: {ready}/{desired} pods ready"]
+            )
+
         checks.append(("daemonset", daemonset))
     for driver in rendered.profile.drivers:
+
         def slices(settling: Settling = Settling(driver, nodes)) -> list[str]:
             return settling.missing(resource.list_resource_slice(field_selector=f"spec.driver={settling.driver}").items)
+
         checks.append(("slices", slices))
     for res in rendered.profile.extended_resources:
+
         def capacity(res: str = res) -> list[str]:
-            return [f"node {n.metadata.name} has no {res} in its capacity" for n in core.list_node().items
-                    if n.metadata.name in nodes and res not in (n.status.capacity or {})]
+            return [
+                f"node {n.metadata.name} has no {res} in its capacity"
+                for n in core.list_node().items
+                if n.metadata.name in nodes and res not in (n.status.capacity or {})
+            ]
+
         checks.append(("capacity", capacity))
     deadline = time.monotonic() + timeout
     while True:
@@ -436,14 +472,21 @@ def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
         if not missing:
             return
         if time.monotonic() > deadline:
-            raise DeployFailed(f"driver {rendered.profile.name} was not ready after {timeout:.0f}s:\n  "
-                               + "\n  ".join(missing))
+            raise DeployFailed(f"driver {rendered.profile.name} was not ready after {timeout:.0f}s:\n  " + "\n  ".join(missing))
         time.sleep(1)
 
 
 # Container states a driver does not recover from by waiting.
-STUCK = ("CrashLoopBackOff", "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName",
-         "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+STUCK = (
+    "CrashLoopBackOff",
+    "ErrImageNeverPull",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+)
 # A container that has died this often without becoming ready crash-loops, whatever state the
 # kubelet shows between two restarts.
 CRASHES = 2
@@ -466,9 +509,12 @@ def _stuck(c) -> str | None:  # c: V1ContainerStatus
 def _failing_containers(core, profile: DriverProfile) -> list[str]:
     """The driver's containers that are stuck (crash-looping, image refused), with the reason."""
     pods = core.list_namespaced_pod(profile.namespace, label_selector=f"{PROFILE_LABEL}={profile.name}").items
-    return [f"pod {p.metadata.name} on {p.spec.node_name}: container {c.name} {why}"
-            for p in pods for c in (p.status.container_statuses or []) + (p.status.init_container_statuses or [])
-            if (why := _stuck(c))]
+    return [
+        f"pod {p.metadata.name} on {p.spec.node_name}: container {c.name} {why}"
+        for p in pods
+        for c in (p.status.container_statuses or []) + (p.status.init_container_statuses or [])
+        if (why := _stuck(c))
+    ]
 
 
 def _evidence(lab: Lab, profile: DriverProfile) -> str:

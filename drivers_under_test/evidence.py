@@ -33,11 +33,15 @@ def _yaml(api: client.ApiClient, objects: Iterable[object]) -> str:
 
 
 def events(api: client.ApiClient, namespace: str) -> str:
-    items = sorted(client.CoreV1Api(api).list_namespaced_event(namespace).items,
-                   key=lambda e: str(e.last_timestamp or e.event_time or ""))
-    return "\n".join(f"{e.last_timestamp or e.event_time} {e.type} {e.reason} {e.involved_object.kind}/"
-                     f"{e.involved_object.name} ({e.source.component if e.source else '?'}, x{e.count or 1}): {e.message}"
-                     for e in items) or "(no events)"
+    items = sorted(client.CoreV1Api(api).list_namespaced_event(namespace).items, key=lambda e: str(e.last_timestamp or e.event_time or ""))
+    return (
+        "\n".join(
+            f"{e.last_timestamp or e.event_time} {e.type} {e.reason} {e.involved_object.kind}/"
+            f"{e.involved_object.name} ({e.source.component if e.source else '?'}, x{e.count or 1}): {e.message}"
+            for e in items
+        )
+        or "(no events)"
+    )
 
 
 def _log(core: client.CoreV1Api, pod: client.V1Pod, container: str, previous: bool) -> str:
@@ -45,8 +49,9 @@ def _log(core: client.CoreV1Api, pod: client.V1Pod, container: str, previous: bo
     failure = ""
     for _ in range(LOG_ATTEMPTS):
         try:
-            return core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace, container=container,
-                                                previous=previous, tail_lines=LOG_LINES)
+            return core.read_namespaced_pod_log(
+                pod.metadata.name, pod.metadata.namespace, container=container, previous=previous, tail_lines=LOG_LINES
+            )
         except client.ApiException as e:
             failure = f"(no log: {e.reason}: {e.body})"
             time.sleep(1)
@@ -60,18 +65,38 @@ def container_logs(api: client.ApiClient, pod: client.V1Pod) -> list[tuple[str, 
         runs = [("current", False)] + ([("previous", True)] if status.restart_count else [])
         for which, previous in runs:
             text = _log(core, pod, status.name, previous)
-            found.append((f"{which} log of {pod.metadata.namespace}/{pod.metadata.name} container {status.name} "
-                          f"(restarts: {status.restart_count}; last {LOG_LINES} lines)", _clip(text or "(empty)")))
+            found.append(
+                (
+                    f"{which} log of {pod.metadata.namespace}/{pod.metadata.name} container {status.name} "
+                    f"(restarts: {status.restart_count}; last {LOG_LINES} lines)",
+                    _clip(text or "(empty)"),
+                )
+            )
     return found
 
 
 def of_driver(lab: Lab, api: client.ApiClient, profile: DriverProfile) -> list[tuple[str, str]]:
     core = client.CoreV1Api(api)
     pods = core.list_namespaced_pod(profile.namespace, label_selector=f"{PROFILE_LABEL}={profile.name}").items
-    found = [(f"driver {profile.name}: pods", _clip(_yaml(api, [
-        {"name": p.metadata.name, "node": p.spec.node_name, "phase": p.status.phase,
-         "containers": [api.sanitize_for_serialization(s) for s in p.status.container_statuses or []]}
-        for p in pods])))]
+    found = [
+        (
+            f"driver {profile.name}: pods",
+            _clip(
+                _yaml(
+                    api,
+                    [
+                        {
+                            "name": p.metadata.name,
+                            "node": p.spec.node_name,
+                            "phase": p.status.phase,
+                            "containers": [api.sanitize_for_serialization(s) for s in p.status.container_statuses or []],
+                        }
+                        for p in pods
+                    ],
+                )
+            ),
+        )
+    ]
     for pod in pods:
         found += container_logs(api, pod)
     found.append((f"driver {profile.name}: events in namespace {profile.namespace}", _clip(events(api, profile.namespace))))
@@ -92,6 +117,8 @@ def of_namespace(api: client.ApiClient, namespace: str) -> list[tuple[str, str]]
     """The test's claims and pods as YAML, and the namespace's events."""
     claims = client.ResourceV1Api(api).list_namespaced_resource_claim(namespace).items
     pods = client.CoreV1Api(api).list_namespaced_pod(namespace).items
-    return [(f"ResourceClaims in {namespace}", _clip(_yaml(api, claims))),
-            (f"pods in {namespace}", _clip(_yaml(api, pods))),
-            (f"events in {namespace}", _clip(events(api, namespace)))]
+    return [
+        (f"ResourceClaims in {namespace}", _clip(_yaml(api, claims))),
+        (f"pods in {namespace}", _clip(_yaml(api, pods))),
+        (f"events in {namespace}", _clip(events(api, namespace))),
+    ]

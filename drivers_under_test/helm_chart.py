@@ -23,19 +23,44 @@ from drivers_under_test.profile import DriverProfile, object_problems
 # leaves metadata.namespace unset wherever a chart's templates do, and helm install would put
 # those objects in the release's namespace: dralab does the same for every other kind, and for
 # none the chart's own cluster-scoped CRDs define.
-CLUSTER_SCOPED = frozenset({
-    "APIService", "CertificateSigningRequest", "ClusterRole", "ClusterRoleBinding", "ClusterTrustBundle",
-    "CSIDriver", "CSINode", "CustomResourceDefinition", "DeviceClass", "DeviceTaintRule", "FlowSchema",
-    "IngressClass", "IPAddress", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
-    "MutatingWebhookConfiguration", "Namespace", "Node", "PersistentVolume", "PriorityClass",
-    "PriorityLevelConfiguration", "ResourceSlice", "RuntimeClass", "ServiceCIDR", "StorageClass",
-    "StorageVersionMigration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-    "ValidatingWebhookConfiguration", "VolumeAttachment", "VolumeAttributesClass",
-})
+CLUSTER_SCOPED = frozenset(
+    {
+        "APIService",
+        "CertificateSigningRequest",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ClusterTrustBundle",
+        "CSIDriver",
+        "CSINode",
+        "CustomResourceDefinition",
+        "DeviceClass",
+        "DeviceTaintRule",
+        "FlowSchema",
+        "IngressClass",
+        "IPAddress",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+        "MutatingWebhookConfiguration",
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "PriorityClass",
+        "PriorityLevelConfiguration",
+        "ResourceSlice",
+        "RuntimeClass",
+        "ServiceCIDR",
+        "StorageClass",
+        "StorageVersionMigration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingWebhookConfiguration",
+        "VolumeAttachment",
+        "VolumeAttributesClass",
+    }
+)
 
 
-def _values(profile: DriverProfile, params: Mapping[str, str],
-            variant: str | None) -> tuple[list[dict[str, Any]], list[str]]:
+def _values(profile: DriverProfile, params: Mapping[str, str], variant: str | None) -> tuple[list[dict[str, Any]], list[str]]:
     """The chart's values files, its inline values, then the variant's chartValues, with `params`
     substituted; the problems."""
     assert profile.chart is not None
@@ -48,10 +73,8 @@ def _values(profile: DriverProfile, params: Mapping[str, str],
         except OSError as e:
             problems.append(f"cannot read values file {path}: {e.strerror}")
     chosen = profile.variant(variant)
-    inline = [("chart.values", profile.chart.values),
-              (f"variants.{variant}.chartValues", chosen.chart_values if chosen else {})]
-    sources += [(f"{field} of driver profile {profile.source}", yaml.safe_dump(values))
-                for field, values in inline if values]
+    inline = [("chart.values", profile.chart.values), (f"variants.{variant}.chartValues", chosen.chart_values if chosen else {})]
+    sources += [(f"{field} of driver profile {profile.source}", yaml.safe_dump(values)) for field, values in inline if values]
     values = []
     for what, text in sources:
         docs, found = profile.read_template(what, text, params)
@@ -63,8 +86,7 @@ def _values(profile: DriverProfile, params: Mapping[str, str],
     return values, problems
 
 
-def _helm_template(profile: DriverProfile, values: list[dict[str, Any]], helm: Path,
-                   kube_version: str) -> subprocess.CompletedProcess[str]:
+def _helm_template(profile: DriverProfile, values: list[dict[str, Any]], helm: Path, kube_version: str) -> subprocess.CompletedProcess[str]:
     assert profile.chart is not None
     with tempfile.TemporaryDirectory(prefix="dralab-chart-") as tmp:
         files = []
@@ -73,24 +95,37 @@ def _helm_template(profile: DriverProfile, values: list[dict[str, Any]], helm: P
             files[-1].write_text(yaml.safe_dump(doc))
         # helm's own homes in the temporary directory: no repositories, plugins or cache of the user's.
         env = {**os.environ, **{f"HELM_{d}_HOME": str(Path(tmp) / d.lower()) for d in ("CACHE", "CONFIG", "DATA")}}
-        return subprocess.run([str(helm), "template", profile.name, str(profile.chart_path()),
-                               f"--namespace={profile.namespace}", "--include-crds",
-                               f"--kube-version={kube_version}", *(f"--values={f}" for f in files)],
-                              capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run(
+            [
+                str(helm),
+                "template",
+                profile.name,
+                str(profile.chart_path()),
+                f"--namespace={profile.namespace}",
+                "--include-crds",
+                f"--kube-version={kube_version}",
+                *(f"--values={f}" for f in files),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
 
 
 def _set_namespaces(objects: list[dict[str, Any]], namespace: str) -> None:
     """The release's namespace where the chart leaves it out, as helm install would set it."""
-    cluster_scoped = CLUSTER_SCOPED | {o.get("spec", {}).get("names", {}).get("kind") for o in objects
-                                       if o.get("kind") == "CustomResourceDefinition"
-                                       and o.get("spec", {}).get("scope") == "Cluster"}
+    cluster_scoped = CLUSTER_SCOPED | {
+        o.get("spec", {}).get("names", {}).get("kind")
+        for o in objects
+        if o.get("kind") == "CustomResourceDefinition" and o.get("spec", {}).get("scope") == "Cluster"
+    }
     for obj in objects:
         if obj["kind"] not in cluster_scoped:
             obj["metadata"].setdefault("namespace", namespace)
 
 
-def render_chart(profile: DriverProfile, params: Mapping[str, str],
-                 variant: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+def render_chart(profile: DriverProfile, params: Mapping[str, str], variant: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """The objects of the profile's chart rendered with its values (and `variant`'s chartValues),
     and every problem (of the values, of helm, of the output); no objects when there is one."""
     from clusters.provision import helm

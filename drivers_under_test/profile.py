@@ -44,8 +44,7 @@ NO_HARDWARE = "none"
 
 # What the lab fills in (the kubelet root dir of its nodes, the reference drivers' image, the
 # emulated sysfs and NVIDIA driver root as nodes see them) and the profile's own namespace.
-LAB_PARAMETERS = ("KUBELET_ROOT_DIR", "DRIVERS_IMAGE", "HARDWARE_SYSFS_ROOT", "HARDWARE_DRIVER_ROOT", "NAMESPACE",
-                  "KUBERNETES_VERSION")
+LAB_PARAMETERS = ("KUBELET_ROOT_DIR", "DRIVERS_IMAGE", "HARDWARE_SYSFS_ROOT", "HARDWARE_DRIVER_ROOT", "NAMESPACE", "KUBERNETES_VERSION")
 
 
 def _not_lab_owned(parameters: dict[str, str]) -> dict[str, str]:
@@ -101,12 +100,13 @@ class Chart(Model):
     with the profile's manifests, CRDs first. Values are templates as manifests are: `${NAME}`
     takes the profile's parameters and the lab's."""
 
-    path: Path = Field(description="the chart directory or packaged chart (.tgz), relative to the profile file "
-                       "(to the module's root with inModule)")
-    in_module: bool = Field(default=False, alias="inModule",
-                            description="the chart is the one in the profile's module, at path in it")
-    values_files: list[Path] = Field(default_factory=list, alias="valuesFiles",
-                                     description="values files, relative to the profile file; a later one wins")
+    path: Path = Field(
+        description="the chart directory or packaged chart (.tgz), relative to the profile file (to the module's root with inModule)"
+    )
+    in_module: bool = Field(default=False, alias="inModule", description="the chart is the one in the profile's module, at path in it")
+    values_files: list[Path] = Field(
+        default_factory=list, alias="valuesFiles", description="values files, relative to the profile file; a later one wins"
+    )
     values: dict[str, Any] = Field(default_factory=dict, description="values that win over the valuesFiles")
 
 
@@ -115,13 +115,14 @@ class ContainerSettings(Model):
     chart whose container runs its binary through `bash -c`, which drops appended args but keeps
     its environment, and for pods whose containers take different flags."""
 
-    workload: str = Field(pattern=WORKLOAD.pattern, description=(
-        f"the workload as Kind/name ({', '.join(WORKLOAD_KINDS)}), named as rendered: "
-        "DaemonSet/acme-gpu-kubelet-plugin"))
-    container: str = Field(pattern=DNS_LABEL.pattern,
-                           description="the container's name, a regular or an init container")
-    env: dict[Annotated[str, Field(pattern=r"^[^=]+$")], str] = Field(default_factory=dict, description=(
-        "environment variables to set, in place of the container's own of the same name; literal values"))
+    workload: str = Field(
+        pattern=WORKLOAD.pattern,
+        description=(f"the workload as Kind/name ({', '.join(WORKLOAD_KINDS)}), named as rendered: DaemonSet/acme-gpu-kubelet-plugin"),
+    )
+    container: str = Field(pattern=DNS_LABEL.pattern, description="the container's name, a regular or an init container")
+    env: dict[Annotated[str, Field(pattern=r"^[^=]+$")], str] = Field(
+        default_factory=dict, description=("environment variables to set, in place of the container's own of the same name; literal values")
+    )
     args: list[str] = Field(default_factory=list, description="appended to the container's args; literal")
 
     @model_validator(mode="after")
@@ -143,33 +144,58 @@ class Variant(Model):
     nothing and names the SHOULDs it misses in `warns` (WARNING, still certifiable);
     METADATA_DISABLED is a configuration the suites ask for by name."""
 
-    args: list[str] = Field(default_factory=list, description=(
-        "appended to every regular container (not the init containers) of every workload; for some containers "
-        "only, or with a chart that drops appended args (bash -c), use containers"))
-    containers: list[ContainerSettings] = Field(default_factory=list, description=(
-        "env and args for named containers in this variant, applied after the profile's containers (they win)"))
-    chart_values: dict[str, Any] = Field(default_factory=dict, alias="chartValues", description=(
-        "helm values merged over the chart's (helm merges maps, a list replaces a list); templates as chart.values"))
+    args: list[str] = Field(
+        default_factory=list,
+        description=(
+            "appended to every regular container (not the init containers) of every workload; for some containers "
+            "only, or with a chart that drops appended args (bash -c), use containers"
+        ),
+    )
+    containers: list[ContainerSettings] = Field(
+        default_factory=list,
+        description=("env and args for named containers in this variant, applied after the profile's containers (they win)"),
+    )
+    chart_values: dict[str, Any] = Field(
+        default_factory=dict,
+        alias="chartValues",
+        description=("helm values merged over the chart's (helm merges maps, a list replaces a list); templates as chart.values"),
+    )
     manifests: list[Path] = Field(default_factory=list)
-    parameters: dict[str, str] = Field(default_factory=dict, description=(
-        "template parameters that win over the profile's in this variant (another CDI spec directory, say)"))
+    parameters: dict[str, str] = Field(
+        default_factory=dict,
+        description=("template parameters that win over the profile's in this variant (another CDI spec directory, say)"),
+    )
     breaks: list[str] = Field(default_factory=list)
     warns: list[str] = Field(default_factory=list)
     device_classes: list[Annotated[str, Field(pattern=DNS_SUBDOMAIN.pattern)]] | None = Field(
-        default=None, alias="deviceClasses",
+        default=None,
+        alias="deviceClasses",
         description="the device classes to request the driver's devices with in this variant, instead of the "
-                    "profile's deviceClasses (one its manifests bring)")
-    violations: dict[str, str] = Field(default_factory=dict, description=(
-        "per ID it breaks, a regular expression the FAIL's message must match: the violation named (MUT-01)"))
-    concerns: list[str] = Field(default_factory=list, description=(
-        "for a valid variant (MUT-02): the requirement IDs or suites (MD, ST-01) its choice can change the outcome "
-        "of; `dralab selfcheck` certifies it on those and DEP instead of on every requirement of the driver "
-        "(empty: every one)"))
-    claims_serve_one_pod: bool | None = Field(default=None, alias="claimsServeOnePod", description=(
-        "the profile's claimsServeOnePod in this variant"))
-    seeds: int = Field(default=1, ge=1, description=(
-        "for a broken variant whose fault only the generated workloads show (MUT-03): how many seeds of them "
-        "`dralab selfcheck` draws in turn, each --budget shapes, so that a shape showing it comes up in every run"))
+        "profile's deviceClasses (one its manifests bring)",
+    )
+    violations: dict[str, str] = Field(
+        default_factory=dict,
+        description=("per ID it breaks, a regular expression the FAIL's message must match: the violation named (MUT-01)"),
+    )
+    concerns: list[str] = Field(
+        default_factory=list,
+        description=(
+            "for a valid variant (MUT-02): the requirement IDs or suites (MD, ST-01) its choice can change the outcome "
+            "of; `dralab selfcheck` certifies it on those and DEP instead of on every requirement of the driver "
+            "(empty: every one)"
+        ),
+    )
+    claims_serve_one_pod: bool | None = Field(
+        default=None, alias="claimsServeOnePod", description=("the profile's claimsServeOnePod in this variant")
+    )
+    seeds: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "for a broken variant whose fault only the generated workloads show (MUT-03): how many seeds of them "
+            "`dralab selfcheck` draws in turn, each --budget shapes, so that a shape showing it comes up in every run"
+        ),
+    )
 
     _lab_owned = field_validator("parameters")(_not_lab_owned)
 
@@ -218,14 +244,16 @@ class KubernetesVersions(Model):
     cell of another version (a SKIP cell with this range and its source)."""
 
     # The schema says what _a_range does, so that an editor flags a range without bounds.
-    model_config = ConfigDict(**Model.model_config, json_schema_extra={"anyOf": [{"required": ["min"]},
-                                                                                 {"required": ["max"]}]})
-    min: str | None = Field(default=None, pattern=KUBERNETES_RELEASE.pattern, description=(
-        "the oldest version supported: v1.X (every patch of it) or v1.X.Y"))
-    max: str | None = Field(default=None, pattern=KUBERNETES_RELEASE.pattern, description=(
-        "the newest version supported: v1.X (every patch of it) or v1.X.Y"))
-    source: str = Field(min_length=1, description=(
-        "where the driver's project says so, at the pinned version: a file (and line) of its module, or a URL"))
+    model_config = ConfigDict(**Model.model_config, json_schema_extra={"anyOf": [{"required": ["min"]}, {"required": ["max"]}]})
+    min: str | None = Field(
+        default=None, pattern=KUBERNETES_RELEASE.pattern, description=("the oldest version supported: v1.X (every patch of it) or v1.X.Y")
+    )
+    max: str | None = Field(
+        default=None, pattern=KUBERNETES_RELEASE.pattern, description=("the newest version supported: v1.X (every patch of it) or v1.X.Y")
+    )
+    source: str = Field(
+        min_length=1, description=("where the driver's project says so, at the pinned version: a file (and line) of its module, or a URL")
+    )
 
     @model_validator(mode="after")
     def _a_range(self) -> "KubernetesVersions":
@@ -238,8 +266,7 @@ class KubernetesVersions(Model):
     def supports(self, version: str) -> bool:
         """Whether `version` (v1.X.Y) is in the range; a bound v1.X takes every patch of v1.X."""
         release = _release(version)
-        return ((self.min is None or _at_most(_release(self.min), release))
-                and (self.max is None or _at_most(release, _release(self.max))))
+        return (self.min is None or _at_most(_release(self.min), release)) and (self.max is None or _at_most(release, _release(self.max)))
 
     def __str__(self) -> str:
         if self.min and self.max:
@@ -262,52 +289,90 @@ class DriverProfile(Model):
     name: str = Field(pattern=r"^[a-z0-9][-a-z0-9]*$")
     description: str
     drivers: list[str] = Field(default_factory=list, description="DRA driver names")
-    extended_resources: list[str] = Field(default_factory=list, alias="extendedResources",
-                                          description="device plugin resource names")
+    extended_resources: list[str] = Field(default_factory=list, alias="extendedResources", description="device plugin resource names")
     capabilities: list[Capability]
     device_classes: list[str] = Field(default_factory=list, alias="deviceClasses")
-    hardware: str = Field(description="the hardware profile the driver expects on every node (a name in "
-                                      "fake_hardware/profiles or a .yaml path), or none for a driver that needs no "
-                                      "emulated hardware")
-    sysfs: SysfsExposure = Field(default=SysfsExposure.STANDARD, description="how the emulated sysfs reaches the "
-                                 "driver's containers; none by default with hardware: none")
-    driver_root: str | None = Field(default=None, alias="driverRoot", pattern=r"^/",
-                                    description="mount the node's NVIDIA driver root (libnvidia-ml.so.1, dev/nvidia*, "
-                                                "proc/driver/nvidia) at this path in the driver's containers")
-    host_root: str | None = Field(default=None, alias="hostRoot", pattern=r"^/.",
-                                  description="mount the node's root (its tree at sys, /dev, /proc, the driver root, "
-                                              "a modprobe) at this path in the driver's containers, where a chart "
-                                              "expects the host's / (NVIDIA's /host-root)")
+    hardware: str = Field(
+        description="the hardware profile the driver expects on every node (a name in "
+        "fake_hardware/profiles or a .yaml path), or none for a driver that needs no "
+        "emulated hardware"
+    )
+    sysfs: SysfsExposure = Field(
+        default=SysfsExposure.STANDARD,
+        description="how the emulated sysfs reaches the driver's containers; none by default with hardware: none",
+    )
+    driver_root: str | None = Field(
+        default=None,
+        alias="driverRoot",
+        pattern=r"^/",
+        description="mount the node's NVIDIA driver root (libnvidia-ml.so.1, dev/nvidia*, "
+        "proc/driver/nvidia) at this path in the driver's containers",
+    )
+    host_root: str | None = Field(
+        default=None,
+        alias="hostRoot",
+        pattern=r"^/.",
+        description="mount the node's root (its tree at sys, /dev, /proc, the driver root, "
+        "a modprobe) at this path in the driver's containers, where a chart "
+        "expects the host's / (NVIDIA's /host-root)",
+    )
     namespace: str = Field(pattern=DNS_LABEL.pattern)
     images: list[Image] = Field(min_length=1)
-    manifests: list[Path] = Field(default_factory=list, description="manifest templates, relative to the profile "
-                                  "file; ${NAME} takes the profile's parameters and the lab's")
+    manifests: list[Path] = Field(
+        default_factory=list,
+        description="manifest templates, relative to the profile file; ${NAME} takes the profile's parameters and the lab's",
+    )
     chart: Chart | None = None
-    module: GoModule | None = Field(default=None, description=(
-        "the Go module dralab builds the `build` images from and takes an inModule chart from"))
-    containers: list[ContainerSettings] = Field(default_factory=list, description=(
-        "env and args for named containers of the rendered workloads (a variant's follow)"))
+    module: GoModule | None = Field(
+        default=None, description=("the Go module dralab builds the `build` images from and takes an inModule chart from")
+    )
+    containers: list[ContainerSettings] = Field(
+        default_factory=list, description=("env and args for named containers of the rendered workloads (a variant's follow)")
+    )
     parameters: dict[str, str] = Field(default_factory=dict)
-    node_labels: dict[Annotated[str, Field(pattern=LABEL_KEY.pattern)], Annotated[str, Field(pattern=LABEL_VALUE.pattern)]] = \
-        Field(default_factory=dict, alias="nodeLabels", description=(
+    node_labels: dict[Annotated[str, Field(pattern=LABEL_KEY.pattern)], Annotated[str, Field(pattern=LABEL_VALUE.pattern)]] = Field(
+        default_factory=dict,
+        alias="nodeLabels",
+        description=(
             "labels put on every node while the driver is deployed, where its chart's node affinity asks for "
-            "what a real cluster's feature discovery sets (nvidia.com/gpu.present: \"true\"); removed with it"))
+            'what a real cluster\'s feature discovery sets (nvidia.com/gpu.present: "true"); removed with it'
+        ),
+    )
     # Opaque parameters the suites put in their claims for this driver (a network driver needs
     # an interface to configure); none by default.
     claim_config: dict[str, Any] | None = Field(default=None, alias="claimConfig")
-    claims_serve_one_pod: bool = Field(default=False, alias="claimsServeOnePod", description=(
-        "each claim serves one pod at a time (its device moves into that pod's network namespace, say): the "
-        "suites' pods share no claim, and a claim of one pod must still be prepared"))
-    claims_serve_one_container: bool = Field(default=False, alias="claimsServeOneContainer", description=(
-        "each claim serves one container (its devices are that container's alone: exclusive CPUs, say): in the "
-        "suites' pods no two containers use one claim, and no two pods"))
-    findings: dict[str, str] = Field(default_factory=dict, description=(
-        "for a public driver: per requirement ID it FAILs, the cause read in the driver's own code at the pinned "
-        "version (file:line and what it does), shown with the matrix's finding, ready to file upstream"))
+    claims_serve_one_pod: bool = Field(
+        default=False,
+        alias="claimsServeOnePod",
+        description=(
+            "each claim serves one pod at a time (its device moves into that pod's network namespace, say): the "
+            "suites' pods share no claim, and a claim of one pod must still be prepared"
+        ),
+    )
+    claims_serve_one_container: bool = Field(
+        default=False,
+        alias="claimsServeOneContainer",
+        description=(
+            "each claim serves one container (its devices are that container's alone: exclusive CPUs, say): in the "
+            "suites' pods no two containers use one claim, and no two pods"
+        ),
+    )
+    findings: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "for a public driver: per requirement ID it FAILs, the cause read in the driver's own code at the pinned "
+            "version (file:line and what it does), shown with the matrix's finding, ready to file upstream"
+        ),
+    )
     variants: dict[str, Variant] = Field(default_factory=dict)
-    kubernetes_versions: KubernetesVersions | None = Field(default=None, alias="kubernetesVersions", description=(
-        "the Kubernetes versions the driver's own project supports (min, max, and where it says so); "
-        "`dralab matrix` shows a cell of another version as SKIP instead of certifying it (default: every one)"))
+    kubernetes_versions: KubernetesVersions | None = Field(
+        default=None,
+        alias="kubernetesVersions",
+        description=(
+            "the Kubernetes versions the driver's own project supports (min, max, and where it says so); "
+            "`dralab matrix` shows a cell of another version as SKIP instead of certifying it (default: every one)"
+        ),
+    )
     # Where the profile file is; set by load_profile, resolves the relative paths above.
     source: Path = Field(default=Path("."), exclude=True)
 
@@ -332,18 +397,20 @@ class DriverProfile(Model):
     @model_validator(mode="after")
     def _consistent(self) -> "DriverProfile":
         if not self.needs_hardware and self.sysfs is not SysfsExposure.NONE:
-            raise ValueError(f"sysfs: {self.sysfs.value} mounts the emulated hardware into the driver's containers, "
-                             "and hardware is none: drop sysfs, or name a hardware profile")
+            raise ValueError(
+                f"sysfs: {self.sysfs.value} mounts the emulated hardware into the driver's containers, "
+                "and hardware is none: drop sysfs, or name a hardware profile"
+            )
         if not self.needs_hardware and self.driver_root:
-            raise ValueError("driverRoot mounts the emulated GPUs' NVIDIA driver root, and hardware is none: "
-                             "drop driverRoot, or name a hardware profile with GPUs")
+            raise ValueError(
+                "driverRoot mounts the emulated GPUs' NVIDIA driver root, and hardware is none: "
+                "drop driverRoot, or name a hardware profile with GPUs"
+            )
         if not self.needs_hardware and self.host_root:
-            raise ValueError("hostRoot mounts the emulated node's root, and hardware is none: drop hostRoot, or "
-                             "name a hardware profile")
+            raise ValueError("hostRoot mounts the emulated node's root, and hardware is none: drop hostRoot, or name a hardware profile")
         built = [i for i in self.images if i.build is not None]
         if (built or (self.chart and self.chart.in_module)) and self.module is None:
-            raise ValueError("build images and a chart inModule come from the profile's module: give module "
-                             "(path and version)")
+            raise ValueError("build images and a chart inModule come from the profile's module: give module (path and version)")
         if not self.manifests and self.chart is None:
             raise ValueError("give the driver's manifests, its chart, or both")
         valued = [n for n, v in self.variants.items() if v.chart_values]
@@ -383,9 +450,11 @@ class DriverProfile(Model):
         assert self.module is not None
         chart = module_dir(self.module.path, self.module.version) / self.chart.path
         if not (chart / "Chart.yaml").is_file() and not chart.is_file():
-            raise BadInput(f"driver profile {self.source}: chart {self.chart.path} is not a chart in module "
-                           f"{self.module.path}@{self.module.version} ({chart} has no Chart.yaml): give its path "
-                           "relative to the module's root")
+            raise BadInput(
+                f"driver profile {self.source}: chart {self.chart.path} is not a chart in module "
+                f"{self.module.path}@{self.module.version} ({chart} has no Chart.yaml): give its path "
+                "relative to the module's root"
+            )
         return chart
 
     def variant(self, name: str | None) -> Variant | None:
@@ -415,14 +484,22 @@ class DriverProfile(Model):
         COMPONENT from the parameters, as the reference drivers' do."""
         needed = {"DRIVER_NAME", "COMPONENT"} - set(self.parameters)
         if needed or len(self.drivers) != 1:
-            raise BadInput(f"driver profile {self.name} cannot be deployed twice: it needs exactly one driver and "
-                           f"the parameters DRIVER_NAME and COMPONENT (missing: {', '.join(sorted(needed)) or 'none'})")
+            raise BadInput(
+                f"driver profile {self.name} cannot be deployed twice: it needs exactly one driver and "
+                f"the parameters DRIVER_NAME and COMPONENT (missing: {', '.join(sorted(needed)) or 'none'})"
+            )
         first, _, rest = self.drivers[0].partition(".")
         driver = f"{first}-{suffix}.{rest}" if rest else f"{first}-{suffix}"
         parameters = {**self.parameters, "DRIVER_NAME": driver, "COMPONENT": f"{self.parameters['COMPONENT']}-{suffix}"}
-        return self.model_copy(update={
-            "name": f"{self.name}-{suffix}", "namespace": f"{self.namespace}-{suffix}", "drivers": [driver],
-            "device_classes": [driver] if self.device_classes else [], "parameters": parameters})
+        return self.model_copy(
+            update={
+                "name": f"{self.name}-{suffix}",
+                "namespace": f"{self.namespace}-{suffix}",
+                "drivers": [driver],
+                "device_classes": [driver] if self.device_classes else [],
+                "parameters": parameters,
+            }
+        )
 
     def template_parameters(self, lab: Mapping[str, str], variant: str | None = None) -> dict[str, str]:
         """What `${NAME}` in the manifests becomes: the profile's parameters, the variant's over
@@ -435,8 +512,9 @@ class DriverProfile(Model):
         profile's, then the variant's, which win."""
         chosen = self.variant(variant)
         theirs = chosen.containers if chosen else []
-        return ([(f"containers.{i}", s) for i, s in enumerate(self.containers)]
-                + [(f"variants.{variant}.containers.{i}", s) for i, s in enumerate(theirs)])
+        return [(f"containers.{i}", s) for i, s in enumerate(self.containers)] + [
+            (f"variants.{variant}.containers.{i}", s) for i, s in enumerate(theirs)
+        ]
 
     def renderings(self, lab: Mapping[str, str], variants: Iterable[str | None]) -> list[Rendering]:
         """What renders every object `variants` deploy (None: the profile alone): one entry per
@@ -448,8 +526,9 @@ class DriverProfile(Model):
             chosen = self.variant(name)
             chart_variant = name if chosen and chosen.chart_values else None
             values = yaml.safe_dump(chosen.chart_values if chosen else {}, sort_keys=True)
-            entry = found.setdefault((tuple(sorted(params.items())), values),
-                                     Rendering(params, list(dict.fromkeys(self.manifests)), chart_variant, []))
+            entry = found.setdefault(
+                (tuple(sorted(params.items())), values), Rendering(params, list(dict.fromkeys(self.manifests)), chart_variant, [])
+            )
             entry.manifests.extend(m for m in (chosen.manifests if chosen else []) if m not in entry.manifests)
             entry.variants.append(name)
         return list(found.values())
@@ -461,18 +540,22 @@ class DriverProfile(Model):
         files += [("image archive", i.archive) for i in self.images if i.archive is not None]
         files += [(f"manifest of variant {n}", m) for n, v in self.variants.items() for m in v.manifests]
         files += [("values file", v) for v in (self.chart.values_files if self.chart else [])]
-        problems = [f"driver profile {self.source}: {what} {self.path(p)} does not exist (paths are relative to "
-                    "the profile file)" for what, p in files if not self.path(p).is_file()]
+        problems = [
+            f"driver profile {self.source}: {what} {self.path(p)} does not exist (paths are relative to the profile file)"
+            for what, p in files
+            if not self.path(p).is_file()
+        ]
         chart = self.path(self.chart.path) if self.chart and not self.chart.in_module else None
         if chart is not None and not (chart / "Chart.yaml").is_file() and not chart.is_file():
-            problems.append(f"driver profile {self.source}: chart {chart} is neither a chart directory (with "
-                            "Chart.yaml) nor a packaged chart (paths are relative to the profile file)")
+            problems.append(
+                f"driver profile {self.source}: chart {chart} is neither a chart directory (with "
+                "Chart.yaml) nor a packaged chart (paths are relative to the profile file)"
+            )
         if self.needs_hardware:
             try:
                 node_profile_path(self.hardware)
             except BadInput as e:
-                problems.append(f"driver profile {self.source}: hardware: {e} (or none for a driver that needs no "
-                                "emulated hardware)")
+                problems.append(f"driver profile {self.source}: hardware: {e} (or none for a driver that needs no emulated hardware)")
         return problems
 
     def read_manifest(self, relative: Path, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -493,9 +576,11 @@ class DriverProfile(Model):
         value and the YAML is still checked."""
         names, invalid = template_placeholders(text)
         undefined = [n for n in names if n not in params]
-        problems = [f"{what} uses ${{{n}}}, which neither driver profile {self.name} (parameters) nor "
-                    f"the lab ({', '.join(LAB_PARAMETERS)}) sets: add {n} to the profile's parameters"
-                    for n in undefined]
+        problems = [
+            f"{what} uses ${{{n}}}, which neither driver profile {self.name} (parameters) nor "
+            f"the lab ({', '.join(LAB_PARAMETERS)}) sets: add {n} to the profile's parameters"
+            for n in undefined
+        ]
         problems += [f"{what} line {line}: a $ that starts no ${{NAME}} (write a literal $ as $$)" for line in invalid]
         text = string.Template(text).safe_substitute({**params, **{n: n for n in undefined}})
         try:

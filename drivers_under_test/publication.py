@@ -51,10 +51,14 @@ class Settling:
             self._counts, self._since = counts, now
         found = [f"no ResourceSlice of {self.driver} for node {n}" for n in self.nodes if n not in self._first_slice]
         found += [f"{self.driver} {gap}" for gap in _pool_gaps(slices)]
-        found += [f"{self.driver} publishes no device on node {n} yet (an empty slice since "
-                  f"{now - self._first_slice[n]:.0f}s)" for n, c in counts.items()
-                  if c == 0 and n in self._first_slice and now - self._first_slice[n] < EMPTY_GRACE_SECONDS]
+        found += [
+            f"{self.driver} publishes no device on node {n} yet (an empty slice since {now - self._first_slice[n]:.0f}s)"
+            for n, c in counts.items()
+            if c == 0 and n in self._first_slice and now - self._first_slice[n] < EMPTY_GRACE_SECONDS
+        ]
         if not found and now - self._since < SETTLE_SECONDS:
-            found.append(f"{self.driver}'s devices per node changed {now - self._since:.0f}s ago: "
-                         + ", ".join(f"{n} {c}" for n, c in counts.items()))
+            found.append(
+                f"{self.driver}'s devices per node changed {now - self._since:.0f}s ago: "
+                + ", ".join(f"{n} {c}" for n, c in counts.items())
+            )
         return found

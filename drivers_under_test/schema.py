@@ -13,8 +13,10 @@ from pathlib import Path
 from drivers_under_test.profile import DriverProfile
 
 SCHEMA_FILE = Path(__file__).with_name("profile.schema.json")
-DESCRIPTION = ("A dralab driver profile: how dralab deploys a driver and what it claims. Paths are relative to the "
-               "profile file. `dralab driver validate PROFILE` checks everything this schema cannot.")
+DESCRIPTION = (
+    "A dralab driver profile: how dralab deploys a driver and what it claims. Paths are relative to the "
+    "profile file. `dralab driver validate PROFILE` checks everything this schema cannot."
+)
 
 
 def generate() -> str:

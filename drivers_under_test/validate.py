@@ -32,14 +32,20 @@ VARIANT_NAME = re.compile(r"^[a-z0-9][-a-z0-9]*$")
 
 # Stand-ins for what a lab sets (deploy.lab_parameters; LAB_PARAMETERS but NAMESPACE, which comes
 # from the profile), shaped like the real values so the manifests parse as they will in a lab.
-LAB_EXAMPLE = {"KUBELET_ROOT_DIR": "/var/lib/kubelet", "DRIVERS_IMAGE": "dralab.dev/drivers:0123456789ab",
-               "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys",
-               "HARDWARE_DRIVER_ROOT": "/var/lib/dralab-hardware/driver-root", "KUBERNETES_VERSION": versions.KUBERNETES}
+LAB_EXAMPLE = {
+    "KUBELET_ROOT_DIR": "/var/lib/kubelet",
+    "DRIVERS_IMAGE": "dralab.dev/drivers:0123456789ab",
+    "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys",
+    "HARDWARE_DRIVER_ROOT": "/var/lib/dralab-hardware/driver-root",
+    "KUBERNETES_VERSION": versions.KUBERNETES,
+}
 
 # Image metadata (index, manifests, configs) is kilobytes; members above this are layers.
 MAX_JSON = 4 << 20
-NO_PLATFORM = ("`ctr images import` and the kubelet refuse an image without its platform: build it for one, "
-               "e.g. `docker buildx build --platform linux/amd64`")
+NO_PLATFORM = (
+    "`ctr images import` and the kubelet refuse an image without its platform: build it for one, "
+    "e.g. `docker buildx build --platform linux/amd64`"
+)
 
 
 class _Bad(Exception):
@@ -59,10 +65,18 @@ def validate(name_or_path: str, known_ids: set[str] | None = None) -> tuple[Driv
         profile = DriverProfile.model_validate(data).model_copy(update={"source": path.resolve()})
     except ValidationError as e:
         readable = _readable_part(data, path)
-        return None, ([f"{WHAT} {path}: {line}" for line in field_errors(e)] + readable.reference_problems()
-                      + _archive_problems(readable) + _variant_problems(readable, path, known_ids))
-    return profile, (profile.reference_problems() + _rendering_problems(profile) + _archive_problems(profile)
-                     + _variant_problems(profile, path, known_ids))
+        return None, (
+            [f"{WHAT} {path}: {line}" for line in field_errors(e)]
+            + readable.reference_problems()
+            + _archive_problems(readable)
+            + _variant_problems(readable, path, known_ids)
+        )
+    return profile, (
+        profile.reference_problems()
+        + _rendering_problems(profile)
+        + _archive_problems(profile)
+        + _variant_problems(profile, path, known_ids)
+    )
 
 
 def _readable_part(data: object, path: Path) -> DriverProfile:
@@ -90,8 +104,7 @@ def _rendering_problems(profile: DriverProfile) -> list[str]:
     # A missing manifest, chart or values file is in reference_problems; a chart of the module is
     # found once the module is downloaded.
     try:
-        chart_found = chart is not None and profile.chart_path().exists() and all(
-            profile.path(v).is_file() for v in chart.values_files)
+        chart_found = chart is not None and profile.chart_path().exists() and all(profile.path(v).is_file() for v in chart.values_files)
     except BadInput as e:
         chart_found, problems = False, [str(e)]
     for r in profile.renderings(LAB_EXAMPLE, [None, *profile.variants]):
@@ -108,8 +121,12 @@ def _rendering_problems(profile: DriverProfile) -> list[str]:
 
 
 def _archive_problems(profile: DriverProfile) -> list[str]:
-    return [p for i in profile.images if i.archive is not None and profile.path(i.archive).is_file()
-            for p in archive_problems(profile.path(i.archive))]
+    return [
+        p
+        for i in profile.images
+        if i.archive is not None and profile.path(i.archive).is_file()
+        for p in archive_problems(profile.path(i.archive))
+    ]
 
 
 def validate_or_raise(names: list[str], known_ids: set[str] | None = None) -> list[DriverProfile]:
@@ -118,24 +135,31 @@ def validate_or_raise(names: list[str], known_ids: set[str] | None = None) -> li
     results = [(name, *validate(name, known_ids)) for name in names]
     failed = [(name, problems) for name, _, problems in results if problems]
     if failed:
-        raise BadInput("\n".join(
-            f"driver profile {name}: {len(problems)} problem(s)\n"
-            + "\n".join("  - " + p.replace("\n", "\n    ") for p in problems)
-            for name, problems in failed))
+        raise BadInput(
+            "\n".join(
+                f"driver profile {name}: {len(problems)} problem(s)\n" + "\n".join("  - " + p.replace("\n", "\n    ") for p in problems)
+                for name, problems in failed
+            )
+        )
     return [profile for _, profile, _ in results if profile is not None]
 
 
 def _variant_problems(profile: DriverProfile, path: Path, known_ids: set[str] | None) -> list[str]:
     """Variant names become label values and CLI arguments; `breaks` must name requirements
     the suites have, or a broken variant (MUT-01) proves nothing."""
-    problems = [f"{WHAT} {path}: variants.{name}: the name must match {VARIANT_NAME.pattern} "
-                "(lower case letters, digits, dashes)" for name in profile.variants if not VARIANT_NAME.match(name)]
+    problems = [
+        f"{WHAT} {path}: variants.{name}: the name must match {VARIANT_NAME.pattern} (lower case letters, digits, dashes)"
+        for name in profile.variants
+        if not VARIANT_NAME.match(name)
+    ]
     if known_ids is not None:
         for name, variant in profile.variants.items():
             unknown = [i for i in variant.breaks if i not in known_ids]
             if unknown:
-                problems.append(f"{WHAT} {path}: variants.{name}.breaks: unknown requirement ID(s) "
-                                f"{', '.join(unknown)}: name requirements the suites have")
+                problems.append(
+                    f"{WHAT} {path}: variants.{name}.breaks: unknown requirement ID(s) "
+                    f"{', '.join(unknown)}: name requirements the suites have"
+                )
     return problems
 
 
@@ -152,9 +176,11 @@ def archive_problems(path: Path) -> list[str]:
         elif "manifest.json" in files:
             configs = _docker_configs(files)
         else:
-            return [f"image archive {path} is neither an OCI image layout (index.json) nor a docker-archive "
-                    "(manifest.json): write it with `docker save`, `skopeo copy ... oci-archive:` or "
-                    "`ctr images export`"]
+            return [
+                f"image archive {path} is neither an OCI image layout (index.json) nor a docker-archive "
+                "(manifest.json): write it with `docker save`, `skopeo copy ... oci-archive:` or "
+                "`ctr images export`"
+            ]
     except _Bad as e:
         return [f"image archive {path}: {e}"]
     problems = []
@@ -214,6 +240,7 @@ def _oci_configs(files: dict[str, bytes | int]) -> list[tuple[str, dict[str, Any
     """Each image config an OCI layout holds, following nested indexes. Manifests whose blobs
     are absent are skipped: `ctr images export` of a multi-platform image keeps only the blobs
     of its own platform, and that imports fine; an archive with no image at all does not."""
+
     def walk(index: dict[str, Any], where: str) -> list[tuple[str, dict[str, Any]]]:
         manifests = index.get("manifests")
         if not isinstance(manifests, list):

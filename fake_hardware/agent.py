@@ -37,8 +37,7 @@ def fuse_command(binary: Path, hw: NodeHardware, node_mount_ns: Path | None) -> 
     """The server's command line: the tree at its host path, and at the node's path in the node's
     mount namespace when it has one (a cluster's node; `dralab hw up` nodes have only a netns)."""
     mounts = [str(hw.sys_root), *([f"{node_mount_ns}:{NODE_SYSFS_ROOT}"] if node_mount_ns else [])]
-    return [str(binary), "--backing", str(hw.tree), "--acted", ",".join(ACTED_ATTRIBUTES),
-            *(arg for m in mounts for arg in ("--mount", m))]
+    return [str(binary), "--backing", str(hw.tree), "--acted", ",".join(ACTED_ATTRIBUTES), *(arg for m in mounts for arg in ("--mount", m))]
 
 
 def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
@@ -48,7 +47,7 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
     if json.loads(server.stdout.readline() or "{}").get("ready") is not True:
         raise SystemExit(f"the FUSE server did not mount the tree (exit {server.wait()}); its errors are above")
     ready_file.write_text(f"{os.getpid()}\n")
-    logging.info("serving %s at %s", kernel.root, ", ".join(command[command.index("--mount") + 1::2]))
+    logging.info("serving %s at %s", kernel.root, ", ".join(command[command.index("--mount") + 1 :: 2]))
     # The node's own links follow its namespace's: synced at each link event, as the kernel adds a
     # netdev's class/net entry as it registers it (dranet reads class/net for every link it sees).
     monitor = netdevs.watch_links(kernel.hw.netns)  # referenced for as long as the agent serves

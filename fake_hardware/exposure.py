@@ -37,18 +37,24 @@ def standard_sysfs_mounts(root: str = NODE_SYSFS_ROOT) -> tuple[list[dict[str, A
 
 def sysfs_root_mount(root: str = NODE_SYSFS_ROOT) -> tuple[dict[str, Any], dict[str, Any], str]:
     """(volume, volumeMount, flag) for drivers that read sysfs under a prefix."""
-    return ({"name": "fake-sysfs-root", "hostPath": {"path": root, "type": "Directory"}},
-            {"name": "fake-sysfs-root", "mountPath": SYSFS_ROOT_IN_CONTAINER},
-            f"--sysfs-root={SYSFS_ROOT_IN_CONTAINER}")
+    return (
+        {"name": "fake-sysfs-root", "hostPath": {"path": root, "type": "Directory"}},
+        {"name": "fake-sysfs-root", "mountPath": SYSFS_ROOT_IN_CONTAINER},
+        f"--sysfs-root={SYSFS_ROOT_IN_CONTAINER}",
+    )
 
 
 def driver_root_mounts(mount_path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(volumes, volumeMounts) for the node's NVIDIA driver root at `mount_path`, read-only as NVIDIA's
     drivers mount it, and the tree at the node's own path too, which is where the library reads it."""
-    volumes = [{"name": "nvidia-driver-root", "hostPath": {"path": NODE_DRIVER_ROOT, "type": "Directory"}},
-               {"name": "nvml-sysfs", "hostPath": {"path": NODE_SYSFS_ROOT, "type": "Directory"}}]
-    mounts = [{"name": "nvidia-driver-root", "mountPath": mount_path, "readOnly": True},
-              {"name": "nvml-sysfs", "mountPath": NODE_SYSFS_ROOT, "readOnly": True}]
+    volumes = [
+        {"name": "nvidia-driver-root", "hostPath": {"path": NODE_DRIVER_ROOT, "type": "Directory"}},
+        {"name": "nvml-sysfs", "hostPath": {"path": NODE_SYSFS_ROOT, "type": "Directory"}},
+    ]
+    mounts = [
+        {"name": "nvidia-driver-root", "mountPath": mount_path, "readOnly": True},
+        {"name": "nvml-sysfs", "mountPath": NODE_SYSFS_ROOT, "readOnly": True},
+    ]
     return volumes, mounts
 
 
@@ -61,8 +67,9 @@ def host_root_mounts(mount_path: str) -> tuple[list[dict[str, Any]], list[dict[s
     for sub, source in sources.items():
         name = "host-root-" + sub.replace("/", "-").replace("_", "-")
         # A node without GPUs has no driver root: its place stays an empty directory of the node's.
-        volumes.append({"name": name, "hostPath": {"path": source, "type": "DirectoryOrCreate"
-                                                   if source == NODE_DRIVER_ROOT else "Directory"}})
+        volumes.append(
+            {"name": name, "hostPath": {"path": source, "type": "DirectoryOrCreate" if source == NODE_DRIVER_ROOT else "Directory"}}
+        )
         mounts.append({"name": name, "mountPath": f"{mount_path}/{sub}"})
     return volumes, mounts
 
@@ -70,5 +77,7 @@ def host_root_mounts(mount_path: str) -> tuple[list[dict[str, Any]], list[dict[s
 def node_modules_mount() -> tuple[dict[str, Any], dict[str, Any]]:
     """(volume, volumeMount) of the node root's /lib/modules at /lib/modules, read-only: where a chart
     that mounts the machine's finds its modules.alias (go-nvlib reads it there)."""
-    return ({"name": "node-lib-modules", "hostPath": {"path": f"{NODE_HOST_ROOT}/lib/modules", "type": "Directory"}},
-            {"name": "node-lib-modules", "mountPath": "/lib/modules", "readOnly": True})
+    return (
+        {"name": "node-lib-modules", "hostPath": {"path": f"{NODE_HOST_ROOT}/lib/modules", "type": "Directory"}},
+        {"name": "node-lib-modules", "mountPath": "/lib/modules", "readOnly": True},
+    )

@@ -37,8 +37,7 @@ def modules_alias(plan: NodePlan) -> str:
     """modules.alias of the node: each device ID its driver's module claims, then vfio_pci's catch-all."""
     claimed = sorted({(fn.vendor, fn.device, sysfs.module_name(fn.driver)) for fn in plan.functions if fn.driver})
     lines = [f"alias pci:v{vendor:08X}d{device:08X}sv*sd*bc*sc*i* {module}" for vendor, device, module in claimed]
-    return "\n".join(["# Aliases extracted from modules themselves.", *lines,
-                      "alias vfio_pci:v*d*sv*sd*bc*sc*i* vfio_pci"]) + "\n"
+    return "\n".join(["# Aliases extracted from modules themselves.", *lines, "alias vfio_pci:v*d*sv*sd*bc*sc*i* vfio_pci"]) + "\n"
 
 
 def build(hw: NodeHardware, modprobe: Path) -> None:

@@ -145,8 +145,9 @@ class NodeKernel:
         if self.bound_driver(fn):
             raise Refused(errno.EBUSY, f"{fn.bdf} is bound to {self.bound_driver(fn)}")
         if not self._matches(driver, fn):
-            raise Refused(errno.ENODEV, f"{driver} does not match {fn.bdf} (driver_override {self._override(fn)}, "
-                                        f"ID {fn.vendor:04x}:{fn.device:04x})")
+            raise Refused(
+                errno.ENODEV, f"{driver} does not match {fn.bdf} (driver_override {self._override(fn)}, ID {fn.vendor:04x}:{fn.device:04x})"
+            )
         self.attach(fn, driver)
 
     def _unbind(self, driver: str, value: str) -> None:
@@ -159,8 +160,12 @@ class NodeKernel:
         ids = self._parse_id(value)
         self.dynamic_ids.setdefault(driver, set()).add(ids)
         for fn in self.hw.plan.functions:  # the kernel probes every unbound device the new ID matches
-            if (fn.vendor, fn.device) == ids and sysfs.device_dir(self.root, fn).is_dir() \
-                    and not self.bound_driver(fn) and self._matches(driver, fn):
+            if (
+                (fn.vendor, fn.device) == ids
+                and sysfs.device_dir(self.root, fn).is_dir()
+                and not self.bound_driver(fn)
+                and self._matches(driver, fn)
+            ):
                 self.attach(fn, driver)
 
     def _remove_id(self, driver: str, value: str) -> None:
@@ -181,8 +186,11 @@ class NodeKernel:
         """drivers_probe: bind to the override if one is set, else to a driver whose IDs match."""
         if self.bound_driver(fn):
             return
-        candidates = [self._override(fn)] if self._override(fn) != sysfs.NO_DRIVER_OVERRIDE else \
-            [d for d in [fn.driver, *self.dynamic_ids] if d and self._matches(d, fn)]
+        candidates = (
+            [self._override(fn)]
+            if self._override(fn) != sysfs.NO_DRIVER_OVERRIDE
+            else [d for d in [fn.driver, *self.dynamic_ids] if d and self._matches(d, fn)]
+        )
         driver = next((d for d in candidates if self.driver_dir(d).is_dir()), None)
         if driver is None:
             raise Refused(errno.ENODEV, f"no driver matches {fn.bdf}")
@@ -212,8 +220,7 @@ class NodeKernel:
             group.unlink(missing_ok=True)
             return
         vfio.mkdir(parents=True, exist_ok=True)
-        for node, mode, numbers in ((vfio / "vfio", 0o666, VFIO_CONTAINER),
-                                    (group, 0o600, (VFIO_GROUP_MAJOR, fn.iommu_group or 0))):
+        for node, mode, numbers in ((vfio / "vfio", 0o666, VFIO_CONTAINER), (group, 0o600, (VFIO_GROUP_MAJOR, fn.iommu_group or 0))):
             if not node.exists():
                 os.mknod(node, stat.S_IFCHR, os.makedev(*numbers))
                 os.chmod(node, mode)  # mknod's mode is masked by the umask
@@ -225,8 +232,7 @@ class NodeKernel:
         class/net, as the kernel lists every link of the namespace: drivers that scan class/net
         against netlink (dranet) find each link they see."""
         emulated = {fn.netdev for fn in self.hw.plan.functions if fn.netdev}
-        sysfs.sync_virtual_links(self.root, {name: link for name, link in netdevs.links_of(self.hw.netns).items()
-                                             if name not in emulated})
+        sysfs.sync_virtual_links(self.root, {name: link for name, link in netdevs.links_of(self.hw.netns).items() if name not in emulated})
 
     def return_lost_netdevs(self, host_links: set[str], now: float) -> None:
         """Netdevs whose namespace was destroyed (a pod's, with a VF still in it) come back to the
@@ -245,8 +251,7 @@ class NodeKernel:
                 log.warning("netdev %s of %s not returned to the node yet: %s", fn.netdev, fn.bdf, e)
                 failed.append(fn.bdf)
         if back:
-            log.info("netdevs back in the node's namespace, theirs was destroyed: %s",
-                     ", ".join(fn.netdev or "" for fn in back))
+            log.info("netdevs back in the node's namespace, theirs was destroyed: %s", ", ".join(fn.netdev or "" for fn in back))
         self.lost_since = {bdf: t for bdf, t in since.items() if now - t < LOST_SECONDS or bdf in failed}
 
     # SR-IOV ----------------------------------------------------------------------------

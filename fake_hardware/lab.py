@@ -145,8 +145,11 @@ class NodeHardware:
     def lost_netdevs(self, host_links: set[str]) -> list[PciFunction]:
         """Functions whose driver has a netdev registered (it is in the tree) that no longer
         exists: a veth dies with the namespace it was moved into, a real NIC's netdev does not."""
-        return [fn for fn in self.plan.netdevs() if self.peer(fn) not in host_links
-                and (sysfs.device_dir(self.tree, fn) / "net" / fn.netdev).is_dir()]
+        return [
+            fn
+            for fn in self.plan.netdevs()
+            if self.peer(fn) not in host_links and (sysfs.device_dir(self.tree, fn) / "net" / fn.netdev).is_dir()
+        ]
 
     def return_netdevs(self, fns: list[PciFunction]) -> None:
         """Back in the node's namespace, as the kernel returns a physical netdev whose namespace is
@@ -173,18 +176,23 @@ class HardwareLab:
         self.cfg = cfg
         unknown = sorted(set(cfg.hardware) - set(cfg.node_names()))
         if unknown:
-            raise BadInput(f"hardware is assigned to {', '.join(unknown)}, which the lab does not have "
-                           f"(its nodes: {', '.join(cfg.node_names())})")
+            raise BadInput(
+                f"hardware is assigned to {', '.join(unknown)}, which the lab does not have (its nodes: {', '.join(cfg.node_names())})"
+            )
         profiles = {name: load_node_profile(profile) for name, profile in cfg.hardware.items()}
         online = set(cpu_ids(Path(HOST_CPUS_ONLINE).read_text().strip()))
         for name, profile in profiles.items():
             missing = profile.cpus_missing_on_host(online)
             if missing:
-                raise BadInput(f"hardware profile {cfg.hardware[name]} (node {name}) names CPUs {cpu_list(missing)}, "
-                               f"which this machine does not have (online: {cpu_list(sorted(online))}); its CPUs "
-                               "are the host's own (cpus_on_host): list only those, or set cpus_on_host: false")
-        self.nodes = {name: NodeHardware(cfg, cfg.node_names().index(name) + 1, plan_node(profile, name, cfg.hardware_seed))
-                      for name, profile in profiles.items()}
+                raise BadInput(
+                    f"hardware profile {cfg.hardware[name]} (node {name}) names CPUs {cpu_list(missing)}, "
+                    f"which this machine does not have (online: {cpu_list(sorted(online))}); its CPUs "
+                    "are the host's own (cpus_on_host): list only those, or set cpus_on_host: false"
+                )
+        self.nodes = {
+            name: NodeHardware(cfg, cfg.node_names().index(name) + 1, plan_node(profile, name, cfg.hardware_seed))
+            for name, profile in profiles.items()
+        }
 
     @property
     def state_file(self) -> Path:
@@ -272,9 +280,26 @@ class HardwareLab:
             unhealthy = set(faults.get(hw.name, {}).get("unhealthy", []))
             for fn in hw.plan.functions:
                 if fn.kind in ("gpu", "nic", "vf"):
-                    state = "removed" if fn.name in removed or (fn.physfn and hw.plan.by_bdf(fn.physfn).name in removed) \
-                        else "not enabled" if not sysfs.device_dir(hw.tree, fn).exists() \
-                        else "unhealthy" if fn.name in unhealthy else "present"
-                    rows.append({"node": hw.name, "device": fn.name, "kind": fn.kind, "bdf": fn.bdf, "numa": fn.numa,
-                                 "netdev": fn.netdev, "mac": fn.mac, "uuid": (fn.gpu or {}).get("uuid"), "state": state})
+                    state = (
+                        "removed"
+                        if fn.name in removed or (fn.physfn and hw.plan.by_bdf(fn.physfn).name in removed)
+                        else "not enabled"
+                        if not sysfs.device_dir(hw.tree, fn).exists()
+                        else "unhealthy"
+                        if fn.name in unhealthy
+                        else "present"
+                    )
+                    rows.append(
+                        {
+                            "node": hw.name,
+                            "device": fn.name,
+                            "kind": fn.kind,
+                            "bdf": fn.bdf,
+                            "numa": fn.numa,
+                            "netdev": fn.netdev,
+                            "mac": fn.mac,
+                            "uuid": (fn.gpu or {}).get("uuid"),
+                            "state": state,
+                        }
+                    )
         return rows

@@ -19,8 +19,16 @@ from fake_hardware.topology import PciFunction
 # `ip -j link`'s link_type and flags as the kernel's numbers (ARPHRD_*, IFF_*), as sysfs shows them.
 PR_SET_PDEATHSIG = 1
 ARP_TYPES = {"ether": 1, "loopback": 772, "none": 65534}
-IFF = {"UP": 0x1, "BROADCAST": 0x2, "LOOPBACK": 0x8, "POINTOPOINT": 0x10, "NOARP": 0x80, "PROMISC": 0x100,
-       "MULTICAST": 0x1000, "LOWER_UP": 0x10000}
+IFF = {
+    "UP": 0x1,
+    "BROADCAST": 0x2,
+    "LOOPBACK": 0x8,
+    "POINTOPOINT": 0x10,
+    "NOARP": 0x80,
+    "PROMISC": 0x100,
+    "MULTICAST": 0x1000,
+    "LOWER_UP": 0x10000,
+}
 
 
 def _batch(commands: Sequence[str], netns: str | None = None) -> None:
@@ -37,19 +45,29 @@ def links_of(netns: str) -> dict[str, VirtualLink]:
     result = subprocess.run(["ip", "-n", netns, "-j", "link", "show"], capture_output=True, text=True)
     if result.returncode != 0:
         return {}
-    return {link["ifname"]: VirtualLink(
-        ifindex=link["ifindex"], address=link.get("address", "00:00:00:00:00:00"), mtu=link.get("mtu", 1500),
-        operstate=link.get("operstate", "UNKNOWN").lower(), arp_type=ARP_TYPES.get(link.get("link_type", ""), 1),
-        flags=sum(IFF.get(f, 0) for f in link.get("flags", []))) for link in json.loads(result.stdout or "[]")}
+    return {
+        link["ifname"]: VirtualLink(
+            ifindex=link["ifindex"],
+            address=link.get("address", "00:00:00:00:00:00"),
+            mtu=link.get("mtu", 1500),
+            operstate=link.get("operstate", "UNKNOWN").lower(),
+            arp_type=ARP_TYPES.get(link.get("link_type", ""), 1),
+            flags=sum(IFF.get(f, 0) for f in link.get("flags", [])),
+        )
+        for link in json.loads(result.stdout or "[]")
+    }
 
 
 def watch_links(netns: str) -> subprocess.Popen[bytes]:
     """`ip monitor link` in the namespace: a line at each link change. It dies with its parent
     (PR_SET_PDEATHSIG), so a killed agent leaves no monitor behind."""
+
     def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    return subprocess.Popen(["ip", "-n", netns, "monitor", "link"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
+
+    return subprocess.Popen(
+        ["ip", "-n", netns, "monitor", "link"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent
+    )
 
 
 def create_fabric(bridge: str) -> None:
@@ -59,9 +77,10 @@ def create_fabric(bridge: str) -> None:
 
 def create(netdevs: Sequence[tuple[PciFunction, str]], netns: str, fabric: str) -> None:
     """Create each (function, fabric-side name) pair: the device end in `netns` with its MAC, up."""
-    _batch([f"link add {peer} type veth peer name {fn.netdev} address {fn.mac} netns {netns}"
-            for fn, peer in netdevs] +
-           [cmd for _, peer in netdevs for cmd in (f"link set {peer} master {fabric}", f"link set {peer} up")])
+    _batch(
+        [f"link add {peer} type veth peer name {fn.netdev} address {fn.mac} netns {netns}" for fn, peer in netdevs]
+        + [cmd for _, peer in netdevs for cmd in (f"link set {peer} master {fabric}", f"link set {peer} up")]
+    )
     _batch([f"link set {fn.netdev} up" for fn, _ in netdevs], netns)
 
 

@@ -70,15 +70,23 @@ NVIDIA_CAPS_MAJOR = 511  # dynamic too: nvidia.ko registers nvidia-caps before n
 
 def serial(gpu_uuid: str) -> str:
     """A 13-digit board serial, as NVIDIA's data-centre boards have, derived from the GPU's UUID."""
-    return str(int.from_bytes(hashlib.sha256(gpu_uuid.encode()).digest()[:8]) % 10 ** 13).zfill(13)
+    return str(int.from_bytes(hashlib.sha256(gpu_uuid.encode()).digest()[:8]) % 10**13).zfill(13)
 
 
 def mig_profiles(gpu: Gpu) -> list[dict[str, object]]:
     """The GPU instance profiles the GPU offers, as NVML describes them: compute slices, memory, the
     memory slices an instance spans and where it may start, and how many fit at once."""
-    return [{"name": name, "slices": mig_slices(name), "memoryBytes": mig_memory_bytes(name),
-             "memorySlices": gpu.mig_memory_slices(name), "instanceCount": count,
-             "placements": gpu.mig_placements(name)} for name, count in gpu.mig_profiles.items()]
+    return [
+        {
+            "name": name,
+            "slices": mig_slices(name),
+            "memoryBytes": mig_memory_bytes(name),
+            "memorySlices": gpu.mig_memory_slices(name),
+            "instanceCount": count,
+            "placements": gpu.mig_placements(name),
+        }
+        for name, count in gpu.mig_profiles.items()
+    ]
 
 
 def mig_devices(gpu: Gpu, gpu_uuid: str) -> list[dict[str, object]]:
@@ -87,9 +95,17 @@ def mig_devices(gpu: Gpu, gpu_uuid: str) -> list[dict[str, object]]:
     devices = []
     starts = mig_layout(gpu) or []
     for gi, (profile, start) in enumerate(zip(gpu.mig_devices, starts, strict=True), start=1):
-        devices.append({"uuid": "MIG-" + str(uuid.uuid5(uuid.UUID(gpu_uuid.removeprefix("GPU-")), f"{gi}/0")),
-                        "name": f"{gpu.model} MIG {profile}", "profile": profile, "gpuInstanceId": gi,
-                        "computeInstanceId": 0, "memoryBytes": mig_memory_bytes(profile), "placementStart": start})
+        devices.append(
+            {
+                "uuid": "MIG-" + str(uuid.uuid5(uuid.UUID(gpu_uuid.removeprefix("GPU-")), f"{gi}/0")),
+                "name": f"{gpu.model} MIG {profile}",
+                "profile": profile,
+                "gpuInstanceId": gi,
+                "computeInstanceId": 0,
+                "memoryBytes": mig_memory_bytes(profile),
+                "placementStart": start,
+            }
+        )
     return devices
 
 
@@ -97,33 +113,53 @@ def identity(fn: PciFunction, gpu: Gpu) -> dict[str, object]:
     assert fn.gpu is not None
     gpu_uuid = str(fn.gpu["uuid"])
     major, _, minor = (gpu.compute_capability or "").partition(".")
-    return {"name": gpu.model, "uuid": gpu_uuid, "serial": serial(gpu_uuid),
-            "minorNumber": fn.gpu["index"],  # /dev/nvidia<N>: the kernel module numbers GPUs in probe order
-            "memoryBytes": gpu.memory_bytes(), "architecture": gpu.architecture,
-            "computeCapability": [int(major), int(minor)] if gpu.compute_capability else None,
-            "migCapable": bool(gpu.mig_profiles), "migProfiles": mig_profiles(gpu),
-            "migDevices": mig_devices(gpu, gpu_uuid)}
+    return {
+        "name": gpu.model,
+        "uuid": gpu_uuid,
+        "serial": serial(gpu_uuid),
+        "minorNumber": fn.gpu["index"],  # /dev/nvidia<N>: the kernel module numbers GPUs in probe order
+        "memoryBytes": gpu.memory_bytes(),
+        "architecture": gpu.architecture,
+        "computeCapability": [int(major), int(minor)] if gpu.compute_capability else None,
+        "migCapable": bool(gpu.mig_profiles),
+        "migProfiles": mig_profiles(gpu),
+        "migDevices": mig_devices(gpu, gpu_uuid),
+    }
 
 
 def config(plan: NodePlan, sysfs_root: str) -> dict[str, object]:
     gpus = {g.name: g for g in plan.profile.gpus}
-    return {"sysfsRoot": sysfs_root, "driverVersion": DRIVER_VERSION, "nvmlVersion": NVML_VERSION,
-            "cudaDriverVersion": CUDA_DRIVER_VERSION,
-            "gpus": {fn.bdf: identity(fn, gpus[fn.name]) for fn in plan.functions if fn.kind == "gpu"}}
+    return {
+        "sysfsRoot": sysfs_root,
+        "driverVersion": DRIVER_VERSION,
+        "nvmlVersion": NVML_VERSION,
+        "cudaDriverVersion": CUDA_DRIVER_VERSION,
+        "gpus": {fn.bdf: identity(fn, gpus[fn.name]) for fn in plan.functions if fn.kind == "gpu"},
+    }
 
 
 def proc_version() -> str:
     """/proc/driver/nvidia/version; tools take the driver version from the NVRM line."""
-    return (f"NVRM version: NVIDIA UNIX Open Kernel Module for {platform.machine()}  {DRIVER_VERSION}  "
-            "Release Build  (dralab emulated hardware)\nGCC version:  unknown\n")
+    return (
+        f"NVRM version: NVIDIA UNIX Open Kernel Module for {platform.machine()}  {DRIVER_VERSION}  "
+        "Release Build  (dralab emulated hardware)\nGCC version:  unknown\n"
+    )
 
 
 def gpu_information(fn: PciFunction, gpu: Gpu) -> str:
     """/proc/driver/nvidia/gpus/<bdf>/information, with the fields the lab knows (no IRQ, no VBIOS)."""
     assert fn.gpu is not None
-    return "".join(f"{key + ':':<17}{value}\n" for key, value in (
-        ("Model", gpu.model), ("GPU UUID", fn.gpu["uuid"]), ("Bus Type", "PCIe"), ("Bus Location", fn.bdf),
-        ("Device Minor", fn.gpu["index"]), ("GPU Excluded", "No")))
+    return "".join(
+        f"{key + ':':<17}{value}\n"
+        for key, value in (
+            ("Model", gpu.model),
+            ("GPU UUID", fn.gpu["uuid"]),
+            ("Bus Type", "PCIe"),
+            ("Bus Location", fn.bdf),
+            ("Device Minor", fn.gpu["index"]),
+            ("GPU Excluded", "No"),
+        )
+    )
 
 
 def mig_minor(gpu: int, gi: int, ci: int | None = None) -> int:
@@ -156,25 +192,30 @@ def capability(minor: int) -> str:
 def mig_instances(plan: NodePlan) -> list[tuple[int, int, int]]:
     """(GPU minor, GPU instance ID, compute instance ID) of every MIG device of the plan."""
     gpus = {g.name: g for g in plan.profile.gpus}
-    return [(int(fn.gpu["index"]), int(m["gpuInstanceId"]), int(m["computeInstanceId"]))
-            for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None
-            for m in mig_devices(gpus[fn.name], str(fn.gpu["uuid"]))]
+    return [
+        (int(fn.gpu["index"]), int(m["gpuInstanceId"]), int(m["computeInstanceId"]))
+        for fn in plan.functions
+        if fn.kind == "gpu" and fn.gpu is not None
+        for m in mig_devices(gpus[fn.name], str(fn.gpu["uuid"]))
+    ]
 
 
 def proc_files(plan: NodePlan) -> dict[Path, str]:
     """What the kernel modules show under /proc/driver for the plan's GPUs: the driver version, each
     GPU's information, the MIG capabilities of its GPU and compute instances and their minors."""
     gpus = {g.name: g for g in plan.profile.gpus}
-    files = {PROC_VERSION: proc_version(), PROC_MIG_MINORS: proc_mig_minors(),
-             PROC_CAPABILITIES / "mig" / "config": capability(1),
-             PROC_CAPABILITIES / "mig" / "monitor": capability(2)}
+    files = {
+        PROC_VERSION: proc_version(),
+        PROC_MIG_MINORS: proc_mig_minors(),
+        PROC_CAPABILITIES / "mig" / "config": capability(1),
+        PROC_CAPABILITIES / "mig" / "monitor": capability(2),
+    }
     for fn in plan.functions:
         if fn.kind == "gpu":
             files[PROC_GPUS / fn.bdf / "information"] = gpu_information(fn, gpus[fn.name])
     for gpu, gi, ci in mig_instances(plan):
         files[PROC_CAPABILITIES / f"gpu{gpu}" / "mig" / f"gi{gi}" / "access"] = capability(mig_minor(gpu, gi))
-        files[PROC_CAPABILITIES / f"gpu{gpu}" / "mig" / f"gi{gi}" / f"ci{ci}" / "access"] = capability(
-            mig_minor(gpu, gi, ci))
+        files[PROC_CAPABILITIES / f"gpu{gpu}" / "mig" / f"gi{gi}" / f"ci{ci}" / "access"] = capability(mig_minor(gpu, gi, ci))
     return files
 
 
@@ -192,17 +233,27 @@ def render(plan: NodePlan, driver_root: Path, sysfs_root: str) -> None:
 def device_nodes(plan: NodePlan) -> dict[str, tuple[int, int]]:
     """dev/ entries of the driver root: name (a path under dev/) -> (major, minor). The nvidia-caps
     nodes are those of the MIG config and monitor capabilities and of the MIG devices' instances."""
-    gpus = {f"nvidia{fn.gpu['index']}": (NVIDIA_MAJOR, int(fn.gpu["index"]))
-            for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None}
+    gpus = {
+        f"nvidia{fn.gpu['index']}": (NVIDIA_MAJOR, int(fn.gpu["index"])) for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None
+    }
     caps = [1, 2] + [m for gpu, gi, ci in mig_instances(plan) for m in (mig_minor(gpu, gi), mig_minor(gpu, gi, ci))]
-    return {**gpus, "nvidiactl": (NVIDIA_MAJOR, NVIDIACTL_MINOR), "nvidia-uvm": (NVIDIA_UVM_MAJOR, 0),
+    return (
+        {
+            **gpus,
+            "nvidiactl": (NVIDIA_MAJOR, NVIDIACTL_MINOR),
+            "nvidia-uvm": (NVIDIA_UVM_MAJOR, 0),
             "nvidia-uvm-tools": (NVIDIA_UVM_MAJOR, 1),
-            **{f"nvidia-caps/nvidia-cap{m}": (NVIDIA_CAPS_MAJOR, m) for m in caps}} if gpus else {}
+            **{f"nvidia-caps/nvidia-cap{m}": (NVIDIA_CAPS_MAJOR, m) for m in caps},
+        }
+        if gpus
+        else {}
+    )
 
 
 @dataclass(frozen=True)
 class Userspace:
     """The driver's userspace as dralab builds it (drivers_under_test: cmd/libnvidia-ml, cmd/nvidia-smi)."""
+
     library: Path
     nvidia_smi: Path
 
@@ -267,8 +318,11 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"{option} {path}: no such file")
     write_node(plan, args.out, args.library, args.nvidia_smi)
     root = (args.out / "driver-root").resolve()
-    where = (f"installed at {root / LIBRARY_FILE}" if args.library is not None else
-             f"point it at them with DRALAB_NVML_ROOT={root} or install it with --library")
+    where = (
+        f"installed at {root / LIBRARY_FILE}"
+        if args.library is not None
+        else f"point it at them with DRALAB_NVML_ROOT={root} or install it with --library"
+    )
     print(f"{sum(fn.kind == 'gpu' for fn in plan.functions)} GPUs; the library: {where}")
 
 

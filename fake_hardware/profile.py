@@ -74,8 +74,7 @@ class NumaNode(Model):
     def _whole_cores(self) -> "NumaNode":
         count = len(self.cpu_ids())
         if count % self.threads_per_core:
-            raise ValueError(f"node {self.id}: {count} CPUs do not make whole cores of "
-                             f"{self.threads_per_core} threads")
+            raise ValueError(f"node {self.id}: {count} CPUs do not make whole cores of {self.threads_per_core} threads")
         return self
 
     def cpu_ids(self) -> list[int]:
@@ -149,13 +148,17 @@ class Gpu(PciEndpoint):
                 raise ValueError(f"{self.name}: MIG profile {name!r} is not like 3g.40gb (compute slices, memory)")
         for name in sorted(set(self.mig_devices)):
             if self.mig_devices.count(name) > self.mig_profiles.get(name, 0):
-                raise ValueError(f"{self.name}: {self.mig_devices.count(name)} MIG devices {name}, the GPU takes "
-                                 f"{self.mig_profiles.get(name, 0)} (its profiles: {self.mig_profiles})")
+                raise ValueError(
+                    f"{self.name}: {self.mig_devices.count(name)} MIG devices {name}, the GPU takes "
+                    f"{self.mig_profiles.get(name, 0)} (its profiles: {self.mig_profiles})"
+                )
         if sum(mig_slices(name) for name in self.mig_devices) > 7:
             raise ValueError(f"{self.name}: MIG devices {self.mig_devices} need more than the GPU's 7 compute slices")
         if self.mig_devices and mig_layout(self) is None:
-            raise ValueError(f"{self.name}: MIG devices {self.mig_devices} do not fit the GPU's {MIG_MEMORY_SLICES} "
-                             f"memory slices (each takes {[self.mig_memory_slices(n) for n in self.mig_devices]})")
+            raise ValueError(
+                f"{self.name}: MIG devices {self.mig_devices} do not fit the GPU's {MIG_MEMORY_SLICES} "
+                f"memory slices (each takes {[self.mig_memory_slices(n) for n in self.mig_devices]})"
+            )
         return self
 
     def mig_memory_slices(self, profile: str) -> int:
@@ -168,7 +171,7 @@ class Gpu(PciEndpoint):
     def mig_placements(self, profile: str) -> list[int]:
         """Where a GPU instance of `profile` may start: aligned to its size, as many as the GPU takes."""
         size = self.mig_memory_slices(profile)
-        return list(range(0, MIG_MEMORY_SLICES - size + 1, size))[:self.mig_profiles.get(profile, 0)]
+        return list(range(0, MIG_MEMORY_SLICES - size + 1, size))[: self.mig_profiles.get(profile, 0)]
 
     def memory_bytes(self) -> int:
         return quantity_bytes(self.memory)
@@ -182,8 +185,10 @@ def mig_layout(gpu: Gpu) -> list[int] | None:
     """The start (memory slice) of each of the GPU's MIG devices, in its order, or None where no
     placements of their profiles hold them all without overlap: the first such layout, trying the
     largest and the most constrained device first, each at its profile's placements in order."""
-    order = sorted(range(len(gpu.mig_devices)), key=lambda i: (-gpu.mig_memory_slices(gpu.mig_devices[i]),
-                                                                len(gpu.mig_placements(gpu.mig_devices[i])), i))
+    order = sorted(
+        range(len(gpu.mig_devices)),
+        key=lambda i: (-gpu.mig_memory_slices(gpu.mig_devices[i]), len(gpu.mig_placements(gpu.mig_devices[i])), i),
+    )
     starts: dict[int, int] = {}
 
     def place(k: int, taken: frozenset[int]) -> bool:
@@ -204,21 +209,30 @@ def mig_layout(gpu: Gpu) -> list[int] | None:
 def mig_memory_bytes(profile: str) -> int:
     """The memory the name gives, read as GB: the names round a slice's GiB, so as GB a MIG device
     never has more memory than its GPU (a "7g.141gb" of an H200 with 140.4 GiB)."""
-    return int(MIG_PROFILE.match(profile).group(2)) * 1000 ** 3  # type: ignore[union-attr]
+    return int(MIG_PROFILE.match(profile).group(2)) * 1000**3  # type: ignore[union-attr]
 
 
 # Real parts, by the name NVML gives them: architecture, CUDA compute capability and the MIG
 # profiles `nvidia-smi mig -lgip` lists (single-compute-instance profiles, without +me variants).
 _MIG_80GB = {"1g.10gb": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1}
 GPU_MODELS: dict[str, dict[str, object]] = {
-    "NVIDIA A100-SXM4-40GB": {"architecture": "ampere", "compute_capability": "8.0",
-                              "mig_profiles": {"1g.5gb": 7, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1}},
+    "NVIDIA A100-SXM4-40GB": {
+        "architecture": "ampere",
+        "compute_capability": "8.0",
+        "mig_profiles": {"1g.5gb": 7, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1},
+    },
     "NVIDIA A100-SXM4-80GB": {"architecture": "ampere", "compute_capability": "8.0", "mig_profiles": _MIG_80GB},
     "NVIDIA H100 80GB HBM3": {"architecture": "hopper", "compute_capability": "9.0", "mig_profiles": _MIG_80GB},
-    "NVIDIA H200": {"architecture": "hopper", "compute_capability": "9.0", "mig_profiles": {
-        "1g.18gb": 7, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1}},
-    "NVIDIA B200": {"architecture": "blackwell", "compute_capability": "10.0", "mig_profiles": {
-        "1g.23gb": 7, "1g.45gb": 4, "2g.45gb": 3, "3g.90gb": 2, "4g.90gb": 1, "7g.180gb": 1}},
+    "NVIDIA H200": {
+        "architecture": "hopper",
+        "compute_capability": "9.0",
+        "mig_profiles": {"1g.18gb": 7, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1},
+    },
+    "NVIDIA B200": {
+        "architecture": "blackwell",
+        "compute_capability": "10.0",
+        "mig_profiles": {"1g.23gb": 7, "1g.45gb": 4, "2g.45gb": 3, "3g.90gb": 2, "4g.90gb": 1, "7g.180gb": 1},
+    },
     "NVIDIA L40": {"architecture": "ada", "compute_capability": "8.9"},
 }
 
@@ -282,8 +296,7 @@ class NodeProfile(Model):
             raise ValueError(f"CPUs {shared[:8]} are in more than one NUMA node (or twice in one)")
         ports = {p.name for p in self.root_ports}
         switches = {s.name for s in self.switches}
-        names: list[str] = [p.name for p in self.root_ports] + [s.name for s in self.switches] + \
-            [d.name for d in [*self.gpus, *self.nics]]
+        names: list[str] = [p.name for p in self.root_ports] + [s.name for s in self.switches] + [d.name for d in [*self.gpus, *self.nics]]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"duplicate names: {', '.join(dupes)} (root ports, switches, GPUs and NICs share one namespace)")
@@ -293,17 +306,19 @@ class NodeProfile(Model):
         for kind, items in (("root_ports", self.root_ports), ("gpus", self.gpus), ("nics", self.nics)):
             for i, item in enumerate(items):
                 if item.numa not in numa:
-                    raise ValueError(f"{kind}[{i}] ({item.name}): NUMA node {item.numa} does not exist "
-                                     f"(numa_nodes: {sorted(numa)})")
+                    raise ValueError(f"{kind}[{i}] ({item.name}): NUMA node {item.numa} does not exist (numa_nodes: {sorted(numa)})")
         for i, sw in enumerate(self.switches):
             if sw.root_port not in ports:
                 raise ValueError(f"switches[{i}] ({sw.name}): root port {sw.root_port!r} does not exist")
         for port in ports:
-            below = [s.name for s in self.switches if s.root_port == port] + \
-                [d.name for d in [*self.gpus, *self.nics] if d.root_port == port]
+            below = [s.name for s in self.switches if s.root_port == port] + [
+                d.name for d in [*self.gpus, *self.nics] if d.root_port == port
+            ]
             if len(below) > 1:
-                raise ValueError(f"root port {port!r} has {', '.join(below)} below it: a root port links to one "
-                                 "switch or one device; put a switch in between")
+                raise ValueError(
+                    f"root port {port!r} has {', '.join(below)} below it: a root port links to one "
+                    "switch or one device; put a switch in between"
+                )
         for kind, items in (("gpus", self.gpus), ("nics", self.nics)):
             for i, dev in enumerate(items):
                 if dev.switch is not None and dev.switch not in switches:
@@ -314,8 +329,9 @@ class NodeProfile(Model):
 
     def child_of(self, root_port: str) -> "Switch | PciEndpoint | None":
         """What sits below a root port: PCIe links are point to point, so at most one thing."""
-        children = [s for s in self.switches if s.root_port == root_port] + \
-            [d for d in [*self.gpus, *self.nics] if d.root_port == root_port]
+        children = [s for s in self.switches if s.root_port == root_port] + [
+            d for d in [*self.gpus, *self.nics] if d.root_port == root_port
+        ]
         return children[0] if children else None
 
     def cpus_of(self, numa: int) -> str:

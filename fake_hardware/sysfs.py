@@ -43,11 +43,21 @@ PCI_RESOURCE_LINES = 13
 NO_DRIVER_OVERRIDE = "(null)"  # what the kernel shows while driver_override is unset
 # A netdev's attributes as the kernel shows them for an Ethernet port that is up. There is no
 # ifindex or iflink: the kernel numbers the veth behind the netdev, netlink tells it.
-NETDEV_ATTRIBUTES = {"addr_assign_type": "0", "addr_len": "6", "broadcast": "ff:ff:ff:ff:ff:ff", "type": "1",
-                     "dev_id": "0x0", "dev_port": "0", "flags": "0x1003", "mtu": "1500", "operstate": "up",
-                     "carrier": "1", "duplex": "full", "tx_queue_len": "1000"}
-RDMA_RATES = {25_000: "25 Gb/sec (1X EDR)", 100_000: "100 Gb/sec (4X EDR)", 200_000: "200 Gb/sec (4X HDR)",
-              400_000: "400 Gb/sec (4X NDR)"}
+NETDEV_ATTRIBUTES = {
+    "addr_assign_type": "0",
+    "addr_len": "6",
+    "broadcast": "ff:ff:ff:ff:ff:ff",
+    "type": "1",
+    "dev_id": "0x0",
+    "dev_port": "0",
+    "flags": "0x1003",
+    "mtu": "1500",
+    "operstate": "up",
+    "carrier": "1",
+    "duplex": "full",
+    "tx_queue_len": "1000",
+}
+RDMA_RATES = {25_000: "25 Gb/sec (1X EDR)", 100_000: "100 Gb/sec (4X EDR)", 200_000: "200 Gb/sec (4X HDR)", 400_000: "400 Gb/sec (4X NDR)"}
 # mlx5 firmware versions by the PF's device ID: the major number names the chip
 MLX5_FIRMWARE = {0x101D: "22.39.1002", 0x1021: "28.39.1002", 0x1023: "40.43.1014", 0xA2DC: "32.39.1002"}
 # The user-space interfaces the RDMA core registers for every RDMA device (drivers/infiniband/core,
@@ -67,6 +77,7 @@ UVERBS_DYNAMIC_MAJOR, UMAD_DYNAMIC_MAJOR = 239, 238
 @dataclass
 class CharDevice:
     """A character device of an RDMA device: class/<cls>/<name> in sysfs, /dev/infiniband/<name>."""
+
     cls: str
     name: str
     major: int
@@ -82,14 +93,18 @@ def rdma_char_devices(fn: PciFunction) -> list[CharDevice]:
     if not fn.rdma_device:
         return []
     n = int(fn.rdma_device.rsplit("_", 1)[1])
-    uverbs = (RDMA_MAJOR, UVERBS_BASE_MINOR + n) if n < UVERBS_FIXED_MINORS else \
-        (UVERBS_DYNAMIC_MAJOR, n - UVERBS_FIXED_MINORS)
-    umad, issm = ((RDMA_MAJOR, n), (RDMA_MAJOR, UMAD_FIXED_MINORS + n)) if n < UMAD_FIXED_MINORS else \
-        ((UMAD_DYNAMIC_MAJOR, n - UMAD_FIXED_MINORS), (UMAD_DYNAMIC_MAJOR, RDMA_MAX_PORTS + n - 2 * UMAD_FIXED_MINORS))
+    uverbs = (RDMA_MAJOR, UVERBS_BASE_MINOR + n) if n < UVERBS_FIXED_MINORS else (UVERBS_DYNAMIC_MAJOR, n - UVERBS_FIXED_MINORS)
+    umad, issm = (
+        ((RDMA_MAJOR, n), (RDMA_MAJOR, UMAD_FIXED_MINORS + n))
+        if n < UMAD_FIXED_MINORS
+        else ((UMAD_DYNAMIC_MAJOR, n - UMAD_FIXED_MINORS), (UMAD_DYNAMIC_MAJOR, RDMA_MAX_PORTS + n - 2 * UMAD_FIXED_MINORS))
+    )
     port = {"port": "1"}
-    return [CharDevice(UVERBS_CLASS, f"uverbs{n}", *uverbs, 0o666, {"abi_version": str(MLX5_UVERBS_ABI_VERSION)}),
-            CharDevice(UMAD_CLASS, f"umad{n}", *umad, 0o600, port),
-            CharDevice(UMAD_CLASS, f"issm{n}", *issm, 0o600, port)]
+    return [
+        CharDevice(UVERBS_CLASS, f"uverbs{n}", *uverbs, 0o666, {"abi_version": str(MLX5_UVERBS_ABI_VERSION)}),
+        CharDevice(UMAD_CLASS, f"umad{n}", *umad, 0o600, port),
+        CharDevice(UMAD_CLASS, f"issm{n}", *issm, 0o600, port),
+    ]
 
 
 def write_atomic(path: Path, content: str | bytes) -> None:
@@ -113,36 +128,59 @@ def device_dir(root: Path, fn: PciFunction) -> Path:
 
 def modalias(fn: PciFunction) -> str:
     """As the kernel writes it, and as ghw and udev parse it: IDs and class bytes in upper-case hex."""
-    return (f"pci:v{fn.vendor:08X}d{fn.device:08X}sv{fn.subsystem_vendor:08X}sd{fn.subsystem_device:08X}"
-            f"bc{fn.class_code >> 16:02X}sc{(fn.class_code >> 8) & 0xFF:02X}i{fn.class_code & 0xFF:02X}")
+    return (
+        f"pci:v{fn.vendor:08X}d{fn.device:08X}sv{fn.subsystem_vendor:08X}sd{fn.subsystem_device:08X}"
+        f"bc{fn.class_code >> 16:02X}sc{(fn.class_code >> 8) & 0xFF:02X}i{fn.class_code & 0xFF:02X}"
+    )
 
 
 def _uevent(fn: PciFunction, driver: str | None) -> str:
     lines = [f"DRIVER={driver}"] if driver else []
-    lines += [f"PCI_CLASS={fn.class_code:X}", f"PCI_ID={fn.vendor:04X}:{fn.device:04X}",
-              f"PCI_SUBSYS_ID={fn.subsystem_vendor:04X}:{fn.subsystem_device:04X}", f"PCI_SLOT_NAME={fn.bdf}",
-              f"MODALIAS={modalias(fn)}"]
+    lines += [
+        f"PCI_CLASS={fn.class_code:X}",
+        f"PCI_ID={fn.vendor:04X}:{fn.device:04X}",
+        f"PCI_SUBSYS_ID={fn.subsystem_vendor:04X}:{fn.subsystem_device:04X}",
+        f"PCI_SLOT_NAME={fn.bdf}",
+        f"MODALIAS={modalias(fn)}",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def _files(plan: NodePlan, fn: PciFunction) -> dict[str, str | bytes]:
     files: dict[str, str | bytes] = {
-        "vendor": f"0x{fn.vendor:04x}\n", "device": f"0x{fn.device:04x}\n",
-        "subsystem_vendor": f"0x{fn.subsystem_vendor:04x}\n", "subsystem_device": f"0x{fn.subsystem_device:04x}\n",
-        "class": f"0x{fn.class_code:06x}\n", "revision": f"0x{REVISION:02x}\n", "numa_node": f"{fn.numa}\n",
-        "modalias": modalias(fn) + "\n", "uevent": _uevent(fn, fn.driver), "driver_override": f"{NO_DRIVER_OVERRIDE}\n",
-        "local_cpulist": f"{fn.cpulist}\n", "irq": "0\n", "enable": "1\n",
+        "vendor": f"0x{fn.vendor:04x}\n",
+        "device": f"0x{fn.device:04x}\n",
+        "subsystem_vendor": f"0x{fn.subsystem_vendor:04x}\n",
+        "subsystem_device": f"0x{fn.subsystem_device:04x}\n",
+        "class": f"0x{fn.class_code:06x}\n",
+        "revision": f"0x{REVISION:02x}\n",
+        "numa_node": f"{fn.numa}\n",
+        "modalias": modalias(fn) + "\n",
+        "uevent": _uevent(fn, fn.driver),
+        "driver_override": f"{NO_DRIVER_OVERRIDE}\n",
+        "local_cpulist": f"{fn.cpulist}\n",
+        "irq": "0\n",
+        "enable": "1\n",
         "local_cpus": system_tree.cpu_mask(cpu_ids(fn.cpulist), plan.profile.cpu_count()) + "\n",
-        "current_link_speed": f"{fn.link_speed}\n", "current_link_width": f"{fn.link_width}\n",
-        "max_link_speed": f"{fn.link_speed}\n", "max_link_width": f"{fn.link_width}\n",
+        "current_link_speed": f"{fn.link_speed}\n",
+        "current_link_width": f"{fn.link_width}\n",
+        "max_link_speed": f"{fn.link_speed}\n",
+        "max_link_width": f"{fn.link_width}\n",
         "resource": "0x0000000000000000 0x0000000000000000 0x0000000000000000\n" * PCI_RESOURCE_LINES,
         "config": fn.config_space(),
     }
     if fn.gpu is not None:
         files[GPU_INFO_FILE] = json.dumps({**fn.gpu, "health": "healthy"}, indent=2) + "\n"
     if fn.kind == "nic" and fn.sriov_total:
-        files.update({"sriov_totalvfs": f"{fn.sriov_total}\n", "sriov_numvfs": f"{fn.sriov_num_at_boot}\n",
-                      "sriov_offset": "1\n", "sriov_stride": "1\n", "sriov_vf_device": f"{fn.sriov_vf_device:04x}\n"})
+        files.update(
+            {
+                "sriov_totalvfs": f"{fn.sriov_total}\n",
+                "sriov_numvfs": f"{fn.sriov_num_at_boot}\n",
+                "sriov_offset": "1\n",
+                "sriov_stride": "1\n",
+                "sriov_vf_device": f"{fn.sriov_vf_device:04x}\n",
+            }
+        )
     return files
 
 
@@ -158,17 +196,28 @@ def _rdma(plan: NodePlan, fn: PciFunction) -> dict[str, str]:
     pf = plan.by_bdf(fn.physfn) if fn.physfn else fn
     raw = _guid(str(fn.mac))
     link_local = bytes.fromhex("fe80000000000000") + bytes([raw[0] ^ 0x02]) + raw[1:3] + b"\xff\xfe" + raw[5:]
-    return {"node_guid": _colons(raw), "sys_image_guid": _colons(_guid(str(pf.mac))), "node_type": "1: CA",
-            "node_desc": f"{plan.node} {fn.rdma_device}", "hca_type": f"MT{fn.device}", "hw_rev": "0x0",
-            "fw_ver": MLX5_FIRMWARE.get(pf.device, "16.35.1012"),
-            "ports/1/state": "4: ACTIVE", "ports/1/phys_state": "5: LinkUp", "ports/1/link_layer": "Ethernet",
-            "ports/1/rate": RDMA_RATES.get(fn.port_speed, f"{fn.port_speed // 1000} Gb/sec (4X)"),
-            "ports/1/lid": "0x0", "ports/1/sm_lid": "0x0", "ports/1/gids/0": _colons(link_local),
-            "ports/1/gid_attrs/ndevs/0": str(fn.netdev), "ports/1/gid_attrs/types/0": "IB/RoCE v1"}
+    return {
+        "node_guid": _colons(raw),
+        "sys_image_guid": _colons(_guid(str(pf.mac))),
+        "node_type": "1: CA",
+        "node_desc": f"{plan.node} {fn.rdma_device}",
+        "hca_type": f"MT{fn.device}",
+        "hw_rev": "0x0",
+        "fw_ver": MLX5_FIRMWARE.get(pf.device, "16.35.1012"),
+        "ports/1/state": "4: ACTIVE",
+        "ports/1/phys_state": "5: LinkUp",
+        "ports/1/link_layer": "Ethernet",
+        "ports/1/rate": RDMA_RATES.get(fn.port_speed, f"{fn.port_speed // 1000} Gb/sec (4X)"),
+        "ports/1/lid": "0x0",
+        "ports/1/sm_lid": "0x0",
+        "ports/1/gids/0": _colons(link_local),
+        "ports/1/gid_attrs/ndevs/0": str(fn.netdev),
+        "ports/1/gid_attrs/types/0": "IB/RoCE v1",
+    }
 
 
 def _colons(raw: bytes) -> str:
-    return ":".join(raw[i:i + 2].hex() for i in range(0, len(raw), 2))
+    return ":".join(raw[i : i + 2].hex() for i in range(0, len(raw), 2))
 
 
 def _up_to_root(fn: PciFunction, below: int = 0) -> str:
@@ -202,8 +251,7 @@ def _write_netdev_dir(directory: Path, fn: PciFunction) -> None:
     virtual one (mlx5): reading those attributes fails with EOPNOTSUPP, so here they are absent.
     """
     directory.mkdir(parents=True)
-    attributes = {**NETDEV_ATTRIBUTES, "address": str(fn.mac), "speed": str(fn.port_speed),
-                  "uevent": f"INTERFACE={fn.netdev}"}
+    attributes = {**NETDEV_ATTRIBUTES, "address": str(fn.mac), "speed": str(fn.port_speed), "uevent": f"INTERFACE={fn.netdev}"}
     if fn.kind == "nic":
         attributes.update(phys_port_name="p0", phys_switch_id=_guid(str(fn.mac)).hex())
     for name, value in attributes.items():
@@ -225,8 +273,7 @@ def _write_char_device_dir(directory: Path, fn: PciFunction, char: CharDevice) -
     directory.mkdir(parents=True)
     mode = [f"DEVMODE={char.mode:04o}"] if char.mode != 0o600 else []  # a mode the class asked devtmpfs for
     uevent = "\n".join([f"MAJOR={char.major}", f"MINOR={char.minor}", f"DEVNAME=infiniband/{char.name}", *mode])
-    attributes = {"ibdev": str(fn.rdma_device), "dev": f"{char.major}:{char.minor}", "uevent": uevent,
-                  **char.attributes}
+    attributes = {"ibdev": str(fn.rdma_device), "dev": f"{char.major}:{char.minor}", "uevent": uevent, **char.attributes}
     for name, value in attributes.items():
         (directory / name).write_text(f"{value}\n")
     os.symlink(f"../../../{fn.bdf}", directory / "device")
@@ -271,10 +318,12 @@ def _link_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
 
 def remove_function(root: Path, plan: NodePlan, fn: PciFunction) -> None:
     """Unlink a function from every index first, then take its directory away in one rename."""
-    for link in (root / "bus" / "pci" / "devices" / fn.bdf,
-                 root / "bus" / "pci" / "drivers" / (fn.driver or "-") / fn.bdf,
-                 root / "kernel" / "iommu_groups" / str(fn.iommu_group) / "devices" / fn.bdf,
-                 *(root / "class" / cls / name for cls, name in _registered(plan, fn))):
+    for link in (
+        root / "bus" / "pci" / "devices" / fn.bdf,
+        root / "bus" / "pci" / "drivers" / (fn.driver or "-") / fn.bdf,
+        root / "kernel" / "iommu_groups" / str(fn.iommu_group) / "devices" / fn.bdf,
+        *(root / "class" / cls / name for cls, name in _registered(plan, fn)),
+    ):
         if link.is_symlink():
             link.unlink()
     if fn.physfn:
@@ -321,19 +370,27 @@ def sync_virtual_links(root: Path, links: dict[str, VirtualLink]) -> None:
         (root / "class" / "net" / gone).unlink(missing_ok=True)
         shutil.rmtree(virtual / gone, ignore_errors=True)
     for name, link in links.items():
-        attributes = {**{k: v for k, v in NETDEV_ATTRIBUTES.items() if k != "duplex"},  # no duplex: EINVAL
-                      "address": link.address, "mtu": str(link.mtu), "ifindex": str(link.ifindex),
-                      "iflink": str(link.ifindex), "operstate": link.operstate, "type": str(link.arp_type),
-                      "flags": hex(link.flags), "carrier": "1" if link.operstate != "down" else "0",
-                      "uevent": f"INTERFACE={name}\nIFINDEX={link.ifindex}"}
-        if all((virtual / name / a).is_file() and (virtual / name / a).read_text() == f"{v}\n"
-               for a, v in attributes.items()):
+        attributes = {
+            **{k: v for k, v in NETDEV_ATTRIBUTES.items() if k != "duplex"},  # no duplex: EINVAL
+            "address": link.address,
+            "mtu": str(link.mtu),
+            "ifindex": str(link.ifindex),
+            "iflink": str(link.ifindex),
+            "operstate": link.operstate,
+            "type": str(link.arp_type),
+            "flags": hex(link.flags),
+            "carrier": "1" if link.operstate != "down" else "0",
+            "uevent": f"INTERFACE={name}\nIFINDEX={link.ifindex}",
+        }
+        if all((virtual / name / a).is_file() and (virtual / name / a).read_text() == f"{v}\n" for a, v in attributes.items()):
             continue  # as it was: a link whose state changed (up, a new address) is written again
+
         def write(directory: Path, attributes: dict[str, str] = attributes) -> None:
             directory.mkdir(parents=True)
             for attribute, value in attributes.items():
                 (directory / attribute).write_text(f"{value}\n")
             os.symlink("../../../../class/net", directory / "subsystem")
+
         _rename_in(virtual / name, write)
         link_atomic(root / "class" / "net" / name, virtual / name)
 
@@ -341,9 +398,17 @@ def sync_virtual_links(root: Path, links: dict[str, VirtualLink]) -> None:
 def write_tree(root: Path, plan: NodePlan) -> None:
     # Every index exists, as in real sysfs, even with no device in it (a node without NICs still
     # has /sys/class/net): drivers and their hostPath mounts rely on that.
-    for index in (*(f"devices/{bridge}" for bridge in plan.host_bridges()), "bus/pci/devices", "bus/pci/drivers",
-                  "class/net", "class/infiniband", f"class/{UVERBS_CLASS}", f"class/{UMAD_CLASS}",
-                  "kernel/iommu_groups", "module"):
+    for index in (
+        *(f"devices/{bridge}" for bridge in plan.host_bridges()),
+        "bus/pci/devices",
+        "bus/pci/drivers",
+        "class/net",
+        "class/infiniband",
+        f"class/{UVERBS_CLASS}",
+        f"class/{UMAD_CLASS}",
+        "kernel/iommu_groups",
+        "module",
+    ):
         (root / index).mkdir(parents=True, exist_ok=True)
     for cls, version in CLASS_ABI_VERSIONS.items():
         write_atomic(root / "class" / cls / "abi_version", f"{version}\n")

@@ -83,8 +83,9 @@ def write_system(root: Path, profile: NodeProfile) -> None:
         _write_cpus(tree, system, numa, width)
     nodes = cpu_list([n.id for n in profile.numa_nodes])
     tree.dir(f"{system}/node", dict.fromkeys(("online", "possible", "has_cpu", "has_memory", "has_normal_memory"), nodes))
-    tree.dir(f"{system}/cpu", dict.fromkeys(("online", "possible", "present"),
-                                           cpu_list([c for n in profile.numa_nodes for c in n.cpu_ids()])))
+    tree.dir(
+        f"{system}/cpu", dict.fromkeys(("online", "possible", "present"), cpu_list([c for n in profile.numa_nodes for c in n.cpu_ids()]))
+    )
     # SMT as the kernel reports it: "notsupported" where no core has a second thread.
     smt = any(n.threads_per_core > 1 for n in profile.numa_nodes)
     tree.dir(f"{system}/cpu/smt", {"control": "on" if smt else "notsupported", "active": int(smt)})
@@ -128,22 +129,34 @@ def _write_node(tree: _Writer, system: str, profile: NodeProfile, numa: NumaNode
     node = f"{system}/node/node{numa.id}"
     links = {f"cpu{cpu}": f"../../cpu/cpu{cpu}" for cpu in numa.cpu_ids()}
     links.update({f"memory{block}": f"../../memory/memory{block}" for block in memory_blocks(profile)[numa.id]})
-    tree.dir(node, {"cpulist": numa.cpus, "cpumap": cpu_mask(numa.cpu_ids(), width),
-                    "distance": " ".join(map(str, distances(profile)[numa.id])), "meminfo": _meminfo(numa)}, links)
+    tree.dir(
+        node,
+        {
+            "cpulist": numa.cpus,
+            "cpumap": cpu_mask(numa.cpu_ids(), width),
+            "distance": " ".join(map(str, distances(profile)[numa.id])),
+            "meminfo": _meminfo(numa),
+        },
+        links,
+    )
     for size in HUGE_PAGE_SIZES_KB:
-        tree.dir(f"{node}/hugepages/hugepages-{size}kB",
-                 dict.fromkeys(("nr_hugepages", "free_hugepages", "surplus_hugepages"), 0))
+        tree.dir(f"{node}/hugepages/hugepages-{size}kB", dict.fromkeys(("nr_hugepages", "free_hugepages", "surplus_hugepages"), 0))
 
 
 def _meminfo(numa: NumaNode) -> str:
     """The node's meminfo in the kernel's layout; a sliver of the memory is in use."""
     total = numa.memory_bytes() >> 10
     used = total // 64
-    fields = {"MemTotal": total, "MemFree": total - used, "MemUsed": used, "FilePages": used // 2,
-              "AnonPages": used // 4, "Slab": used // 8}
+    fields = {
+        "MemTotal": total,
+        "MemFree": total - used,
+        "MemUsed": used,
+        "FilePages": used // 2,
+        "AnonPages": used // 4,
+        "Slab": used // 8,
+    }
     lines = [f"Node {numa.id} {key + ':':<16}{kb:>8} kB" for key, kb in fields.items()]
-    lines += [f"Node {numa.id} {key + ':':<16} {0:>5}"
-              for key in ("HugePages_Total", "HugePages_Free", "HugePages_Surp")]
+    lines += [f"Node {numa.id} {key + ':':<16} {0:>5}" for key in ("HugePages_Total", "HugePages_Free", "HugePages_Surp")]
     return "\n".join(lines)
 
 
@@ -156,13 +169,27 @@ def _write_cpus(tree: _Writer, system: str, numa: NumaNode, width: int) -> None:
         caches = [*((level, kind, kb, core_id, threads) for level, kind, kb in PER_CORE_CACHES), l3]
         for cpu in threads:
             here = f"{system}/cpu/cpu{cpu}"
-            tree.dir(f"{here}/topology", {"core_id": core_id, "physical_package_id": numa.id,
-                                          "thread_siblings_list": cpu_list(threads),
-                                          "core_siblings_list": cpu_list(package)})
+            tree.dir(
+                f"{here}/topology",
+                {
+                    "core_id": core_id,
+                    "physical_package_id": numa.id,
+                    "thread_siblings_list": cpu_list(threads),
+                    "core_siblings_list": cpu_list(package),
+                },
+            )
             for index, (level, kind, kb, cache_id, sharing) in enumerate(caches):
-                tree.dir(f"{here}/cache/index{index}", {"level": level, "type": kind, "size": f"{kb}K",
-                                                        "id": cache_id, "shared_cpu_map": cpu_mask(sharing, width),
-                                                        "shared_cpu_list": cpu_list(sharing)})
+                tree.dir(
+                    f"{here}/cache/index{index}",
+                    {
+                        "level": level,
+                        "type": kind,
+                        "size": f"{kb}K",
+                        "id": cache_id,
+                        "shared_cpu_map": cpu_mask(sharing, width),
+                        "shared_cpu_list": cpu_list(sharing),
+                    },
+                )
             tree.dir(here, {}, {f"node{numa.id}": f"../../node/node{numa.id}"})
 
 

@@ -126,26 +126,56 @@ def plan_node(profile: NodeProfile, node: str, seed: int) -> NodePlan:
     def new_bus(numa: int) -> int:
         first, last = buses[numa]
         if next_bus[numa] > last:
-            raise BadInput(f"hardware profile {profile.name}: the devices of NUMA node {numa} need more buses than "
-                           f"its host bridge owns ({first:02x}-{last:02x})")
+            raise BadInput(
+                f"hardware profile {profile.name}: the devices of NUMA node {numa} need more buses than "
+                f"its host bridge owns ({first:02x}-{last:02x})"
+            )
         next_bus[numa] += 1
         return next_bus[numa] - 1
 
     def endpoint(dev: PciEndpoint, bus: int, parent: tuple[str, ...]) -> None:
         bdf = _bdf(bus, 0)
-        common = dict(parent_path=parent, name=dev.name, vendor=int(dev.vendor, 16), device=int(dev.device, 16),
-                      numa=dev.numa, cpulist=profile.cpus_of(dev.numa),
-                      subsystem_vendor=int(dev.subsystem_vendor or dev.vendor, 16),
-                      subsystem_device=int(dev.subsystem_device or "0x0000", 16),
-                      link_speed=dev.link_speed, link_width=dev.link_width, driver=dev.driver)
+        common = dict(
+            parent_path=parent,
+            name=dev.name,
+            vendor=int(dev.vendor, 16),
+            device=int(dev.device, 16),
+            numa=dev.numa,
+            cpulist=profile.cpus_of(dev.numa),
+            subsystem_vendor=int(dev.subsystem_vendor or dev.vendor, 16),
+            subsystem_device=int(dev.subsystem_device or "0x0000", 16),
+            link_speed=dev.link_speed,
+            link_width=dev.link_width,
+            driver=dev.driver,
+        )
         if isinstance(dev, Gpu):
-            functions.append(PciFunction(bdf=bdf, kind="gpu", class_code=CLASS_3D, iommu_group=next(iommu), **common,
-                                         gpu={"uuid": gpu_uuid(seed, node, dev.name), "index": gpu_index[dev.name],
-                                              "model": dev.model, "memoryBytes": dev.memory_bytes()}))
+            functions.append(
+                PciFunction(
+                    bdf=bdf,
+                    kind="gpu",
+                    class_code=CLASS_3D,
+                    iommu_group=next(iommu),
+                    **common,
+                    gpu={
+                        "uuid": gpu_uuid(seed, node, dev.name),
+                        "index": gpu_index[dev.name],
+                        "model": dev.model,
+                        "memoryBytes": dev.memory_bytes(),
+                    },
+                )
+            )
             return
         assert isinstance(dev, Nic)
-        pf = PciFunction(bdf=bdf, kind="nic", class_code=CLASS_ETHERNET, iommu_group=next(iommu), **common,
-                         netdev=dev.ifname, mac=mac_address(seed, node, dev.name), port_speed=dev.speed)
+        pf = PciFunction(
+            bdf=bdf,
+            kind="nic",
+            class_code=CLASS_ETHERNET,
+            iommu_group=next(iommu),
+            **common,
+            netdev=dev.ifname,
+            mac=mac_address(seed, node, dev.name),
+            port_speed=dev.speed,
+        )
         functions.append(pf)
         if dev.sriov:
             pf.sriov_total, pf.sriov_vf_device = dev.sriov.total_vfs, int(dev.sriov.vf_device, 16)
@@ -153,36 +183,75 @@ def plan_node(profile: NodeProfile, node: str, seed: int) -> NodePlan:
             for i in range(dev.sriov.total_vfs):
                 slot = i + 1  # VF offset 1, stride 1
                 vf = PciFunction(
-                    bdf=_bdf(bus, slot // 8, slot % 8), kind="vf", class_code=CLASS_ETHERNET,
-                    iommu_group=next(iommu), physfn=bdf, netdev=f"{dev.ifname}v{i}", at_boot=i < dev.sriov.num_vfs,
-                    mac=mac_address(seed, node, dev.name, i), port_speed=dev.speed,
-                    **{**common, "name": f"{dev.name}-vf{i}", "device": pf.sriov_vf_device, "subsystem_device": 0,
-                       "driver": dev.sriov.vf_driver or dev.driver})
+                    bdf=_bdf(bus, slot // 8, slot % 8),
+                    kind="vf",
+                    class_code=CLASS_ETHERNET,
+                    iommu_group=next(iommu),
+                    physfn=bdf,
+                    netdev=f"{dev.ifname}v{i}",
+                    at_boot=i < dev.sriov.num_vfs,
+                    mac=mac_address(seed, node, dev.name, i),
+                    port_speed=dev.speed,
+                    **{
+                        **common,
+                        "name": f"{dev.name}-vf{i}",
+                        "device": pf.sriov_vf_device,
+                        "subsystem_device": 0,
+                        "driver": dev.sriov.vf_driver or dev.driver,
+                    },
+                )
                 pf.virtfns.append(vf.bdf)
                 functions.append(vf)
 
     for rp in profile.root_ports:
         root_bus = buses[rp.numa][0]
         ports_on[rp.numa] += 1
-        rp_fn = PciFunction(bdf=_bdf(root_bus, ports_on[rp.numa]), parent_path=(host_bridge(root_bus),), name=rp.name,
-                            kind="root_port", vendor=int(rp.vendor, 16), device=int(rp.device, 16),
-                            class_code=CLASS_BRIDGE, numa=rp.numa, cpulist=profile.cpus_of(rp.numa), driver="pcieport")
+        rp_fn = PciFunction(
+            bdf=_bdf(root_bus, ports_on[rp.numa]),
+            parent_path=(host_bridge(root_bus),),
+            name=rp.name,
+            kind="root_port",
+            vendor=int(rp.vendor, 16),
+            device=int(rp.device, 16),
+            class_code=CLASS_BRIDGE,
+            numa=rp.numa,
+            cpulist=profile.cpus_of(rp.numa),
+            driver="pcieport",
+        )
         functions.append(rp_fn)
         rp_bus = new_bus(rp.numa)
         child = profile.child_of(rp.name)
         if isinstance(child, PciEndpoint):
             endpoint(child, rp_bus, rp_fn.path)
         elif child is not None:
-            up = PciFunction(bdf=_bdf(rp_bus, 0), parent_path=rp_fn.path, name=child.name, kind="switch_upstream",
-                             vendor=int(child.vendor, 16), device=int(child.device, 16), class_code=CLASS_BRIDGE,
-                             numa=rp.numa, cpulist=rp_fn.cpulist, driver="pcieport")
+            up = PciFunction(
+                bdf=_bdf(rp_bus, 0),
+                parent_path=rp_fn.path,
+                name=child.name,
+                kind="switch_upstream",
+                vendor=int(child.vendor, 16),
+                device=int(child.device, 16),
+                class_code=CLASS_BRIDGE,
+                numa=rp.numa,
+                cpulist=rp_fn.cpulist,
+                driver="pcieport",
+            )
             functions.append(up)
             internal = new_bus(rp.numa)
             below = [d for d in [*profile.gpus, *profile.nics] if d.switch == child.name]
             for port_no, dev in enumerate(below):
-                down = PciFunction(bdf=_bdf(internal, port_no), parent_path=up.path, name=f"{child.name}-down{port_no}",
-                                   kind="switch_downstream", vendor=up.vendor, device=up.device,
-                                   class_code=CLASS_BRIDGE, numa=rp.numa, cpulist=rp_fn.cpulist, driver="pcieport")
+                down = PciFunction(
+                    bdf=_bdf(internal, port_no),
+                    parent_path=up.path,
+                    name=f"{child.name}-down{port_no}",
+                    kind="switch_downstream",
+                    vendor=up.vendor,
+                    device=up.device,
+                    class_code=CLASS_BRIDGE,
+                    numa=rp.numa,
+                    cpulist=rp_fn.cpulist,
+                    driver="pcieport",
+                )
                 functions.append(down)
                 ep_bus = new_bus(rp.numa)
                 down.bus_range = (internal, ep_bus, ep_bus)

@@ -40,9 +40,15 @@ from suites import catalogue
 REPO = Path(__file__).resolve().parents[1]
 
 # Requirement ID prefix -> the suite that checks it (`--only`).
-SUITES = {"DEP": "suites/deployment", "KP": "suites/kubelet_plugin", "LAB": "suites/lab",
-          "MD": "suites/device_metadata", "ST": "suites/resource_claim_status", "DA": "suites/derived_attributes",
-          "DP": "suites/device_plugin"}
+SUITES = {
+    "DEP": "suites/deployment",
+    "KP": "suites/kubelet_plugin",
+    "LAB": "suites/lab",
+    "MD": "suites/device_metadata",
+    "ST": "suites/resource_claim_status",
+    "DA": "suites/derived_attributes",
+    "DP": "suites/device_plugin",
+}
 # Local labs certify starts are named apart from a test run's ("e2e..."), so both can run at once.
 LAB_PREFIX = "cert"
 # Our progress lines instead of pytest's terminal output; its addopts name terminal options (-ra).
@@ -64,13 +70,17 @@ def selection(only: str | None) -> tuple[list[str], list[str]]:
     wanted = [p.strip().upper() for p in only.split(",") if p.strip()]
     unknown = [p for p in wanted if p.split("-")[0] not in SUITES or not re.fullmatch(r"[A-Z]+(-\d+)?", p)]
     if unknown or not wanted:
-        raise BadInput(f"--only {only!r}: unknown suite(s) {', '.join(unknown) or '(none given)'}; "
-                       f"choose from {', '.join(SUITES)} or requirement IDs such as MD-01")
+        raise BadInput(
+            f"--only {only!r}: unknown suite(s) {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(SUITES)} or requirement IDs such as MD-01"
+        )
     uncatalogued = [p for p in wanted if "-" in p and catalogue.get(p) is None]
     if uncatalogued:
         known = sorted(i for i in catalogue.load() if i.split("-")[0] in {p.split("-")[0] for p in uncatalogued})
-        raise BadInput(f"--only {only!r}: {', '.join(uncatalogued)} is not a requirement of the catalogue, so it "
-                       f"selects nothing; its suite has {', '.join(known)}")
+        raise BadInput(
+            f"--only {only!r}: {', '.join(uncatalogued)} is not a requirement of the catalogue, so it "
+            f"selects nothing; its suite has {', '.join(known)}"
+        )
     prefixes = {p.split("-")[0] for p in wanted}
     ids = [p for p in dict.fromkeys(wanted) if "-" in p and p.split("-")[0] not in wanted]  # a suite wins over its IDs
     # Whatever else is chosen, the driver must first come up (DEP-01).
@@ -95,8 +105,10 @@ def lab_hardware(option: str | None, drivers: list[DriverProfile]) -> str | None
     if option is None:
         expected = {d.hardware for d in drivers if d.needs_hardware}
         if len(expected) > 1:
-            raise BadInput(f"the driver profiles expect different hardware ({', '.join(sorted(expected))}) on the "
-                           "same lab: certify them one at a time, or choose one with --hardware")
+            raise BadInput(
+                f"the driver profiles expect different hardware ({', '.join(sorted(expected))}) on the "
+                "same lab: certify them one at a time, or choose one with --hardware"
+            )
         if not drivers:
             return None
         return expected.pop() if expected else NO_HARDWARE
@@ -107,8 +119,7 @@ def lab_hardware(option: str | None, drivers: list[DriverProfile]) -> str | None
     try:
         load_node_profile(option)
     except Exception as e:
-        raise BadInput(f"--hardware {option!r}: {e}; profiles: fake_hardware/profiles/*.yaml, a .yaml path, or "
-                       f"{NO_HARDWARE}") from None
+        raise BadInput(f"--hardware {option!r}: {e}; profiles: fake_hardware/profiles/*.yaml, a .yaml path, or {NO_HARDWARE}") from None
     return str(Path(option).resolve()) if Path(option).suffix in (".yaml", ".yml") else option
 
 
@@ -120,8 +131,10 @@ def _nodes_hardware(hardware: str | None) -> dict[str, str]:
 
 
 # What a profile that claims nothing dralab checks is told, by certify and by `driver validate`.
-NO_CAPABILITY = (f"no DRA driver (drivers: every DRA driver is checked on the kubelet-plugin contract, KP) and no "
-                 f"capability dralab checks (capabilities: {', '.join(c.value for c in Capability)})")
+NO_CAPABILITY = (
+    f"no DRA driver (drivers: every DRA driver is checked on the kubelet-plugin contract, KP) and no "
+    f"capability dralab checks (capabilities: {', '.join(c.value for c in Capability)})"
+)
 
 
 def certifiable(profile: DriverProfile) -> list[str]:
@@ -135,8 +148,10 @@ def _check_variant(variant: str | None, drivers: list[DriverProfile]) -> None:
     if len(drivers) != 1:
         raise BadInput(f"--variant {variant!r} applies to one driver profile: give exactly one --driver")
     if variant not in drivers[0].variants:
-        raise BadInput(f"--variant {variant!r}: driver profile {drivers[0].source} has no such variant; "
-                       f"it has {', '.join(drivers[0].variants) or 'none'}")
+        raise BadInput(
+            f"--variant {variant!r}: driver profile {drivers[0].source} has no such variant; "
+            f"it has {', '.join(drivers[0].variants) or 'none'}"
+        )
 
 
 def _sha256(path: Path) -> str:
@@ -147,9 +162,15 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def environment(cluster: str, drivers: list[DriverProfile], variant: str | None, hardware: dict[str, str],
-                selected: list[str], kubernetes_version: str = versions.KUBERNETES,
-                kubeconfig: str | None = None) -> dict[str, object]:
+def environment(
+    cluster: str,
+    drivers: list[DriverProfile],
+    variant: str | None,
+    hardware: dict[str, str],
+    selected: list[str],
+    kubernetes_version: str = versions.KUBERNETES,
+    kubeconfig: str | None = None,
+) -> dict[str, object]:
     """What the verdicts were reached on: what was selected, component versions, the drivers'
     images with their digests, for the embedded lab its gates and hardware, and the cluster's
     last qualification by Kubernetes' own DRA e2e suite (`dralab qualify`)."""
@@ -158,23 +179,33 @@ def environment(cluster: str, drivers: list[DriverProfile], variant: str | None,
 
     tools = provision(offline=True, kubernetes_version=kubernetes_version)
     reference = tools.drivers_image
-    env: dict[str, object] = {"suites": selected, "cluster": cluster, **tools.versions(),
-                              "driver profiles": [str(d.source) for d in drivers] or "the reference drivers",
-                              "driver images": [f"{reference.ref} {reference.digest}" if archive == reference.archive
-                                                else f"{archive} sha256:{_sha256(archive)}"
-                                                for d in drivers for archive in image_archives(d, reference.archive)]
-                              or [f"{reference.ref} {reference.digest}"]}
+    env: dict[str, object] = {
+        "suites": selected,
+        "cluster": cluster,
+        **tools.versions(),
+        "driver profiles": [str(d.source) for d in drivers] or "the reference drivers",
+        "driver images": [
+            f"{reference.ref} {reference.digest}" if archive == reference.archive else f"{archive} sha256:{_sha256(archive)}"
+            for d in drivers
+            for archive in image_archives(d, reference.archive)
+        ]
+        or [f"{reference.ref} {reference.digest}"],
+    }
     if variant:
         env["driver variant"] = variant
     one_pod = [d.name for d in drivers if d.in_variant(variant if variant in d.variants else None).claims_serve_one_pod]
     if one_pod:
-        env["claims serve one pod"] = (f"{', '.join(one_pod)} (claimsServeOnePod): the suites' pods share no claim; "
-                                       "requirements about claims shared by pods were judged on none")
+        env["claims serve one pod"] = (
+            f"{', '.join(one_pod)} (claimsServeOnePod): the suites' pods share no claim; "
+            "requirements about claims shared by pods were judged on none"
+        )
     one_container = [d.name for d in drivers if d.claims_serve_one_container]
     if one_container:
-        env["claims serve one container"] = (f"{', '.join(one_container)} (claimsServeOneContainer): no two containers "
-                                             "of the suites' pods use one claim; requirements about a claim's requests "
-                                             "in several containers were judged on none")
+        env["claims serve one container"] = (
+            f"{', '.join(one_container)} (claimsServeOneContainer): no two containers "
+            "of the suites' pods use one claim; requirements about a claim's requests "
+            "in several containers were judged on none"
+        )
     env["cluster qualification"] = qualification.recorded(cluster, kubernetes_version, kubeconfig)
     if cluster in ("local", "kind"):
         gates = at_version(SESSION_LAB, kubernetes_version, known_feature_gates(tools))[0].feature_gates
@@ -192,8 +223,11 @@ def _allure_html(results: Path, out: Path) -> Path | None:
         console.print(f"[yellow]no allure HTML report: {e}[/yellow]")
         return None
     # One self-contained file (allurerc.json: singleFile), so it opens from disk like report.html.
-    run_logged([cli, "generate", results, "-o", out, "-c", Path(__file__).with_name("allurerc.json"),
-                "--report-name", "dralab certification"], cache_root() / "logs" / "allure.log", what="allure generate")
+    run_logged(
+        [cli, "generate", results, "-o", out, "-c", Path(__file__).with_name("allurerc.json"), "--report-name", "dralab certification"],
+        cache_root() / "logs" / "allure.log",
+        what="allure generate",
+    )
     return out / "index.html"
 
 
@@ -277,9 +311,14 @@ class SuiteRun:
         refused the options."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / "trace.jsonl").unlink(missing_ok=True)  # each lab's teardown appends its calls
-        cmd = [*pytest_command(self.paths), f"--cluster={self.cluster}",
-               f"--results-dir={self.out_dir}", "--progress", *QUIET,
-               *(f"--driver={d.source}" for d in self.drivers)]
+        cmd = [
+            *pytest_command(self.paths),
+            f"--cluster={self.cluster}",
+            f"--results-dir={self.out_dir}",
+            "--progress",
+            *QUIET,
+            *(f"--driver={d.source}" for d in self.drivers),
+        ]
         cmd += [f"--kubeconfig={self.kubeconfig}"] if self.kubeconfig else []
         cmd += [f"--hardware={self.hardware}"] if self.hardware else []
         cmd += [f"--driver-variant={self.variant}"] if self.variant else []
@@ -290,9 +329,11 @@ class SuiteRun:
         cmd += [f"--seed={self.seed}"] if self.seed is not None else []
         cmd += [f"--budget={self.budget}"] if self.budget is not None else []
         cmd += [f"--seeds={self.seeds}"] if self.seeds is not None else []
-        console.print(f"certify: {', '.join(self.paths)}{' (' + ', '.join(self.ids) + ')' if self.ids else ''} on the "
-                      f"{self.cluster} cluster (Kubernetes {self.kubernetes_version}){f' (variant {self.variant})' if self.variant else ''}"
-                      f"{f', in {self.shards} runs side by side' if self.shards > 1 else ''}; results in {self.out_dir}")
+        console.print(
+            f"certify: {', '.join(self.paths)}{' (' + ', '.join(self.ids) + ')' if self.ids else ''} on the "
+            f"{self.cluster} cluster (Kubernetes {self.kubernetes_version}){f' (variant {self.variant})' if self.variant else ''}"
+            f"{f', in {self.shards} runs side by side' if self.shards > 1 else ''}; results in {self.out_dir}"
+        )
         if self.shards > 1:  # built once, before the runs would each build what is missing
             from clusters.provision import provision
 
@@ -314,17 +355,28 @@ class SuiteRun:
         alone = self.shards == 1
         junit = self.junit if alone else self.out_dir / f"junit-{k}.xml"
         allure = self.out_dir / ("allure-results" if alone else f"allure-results-{k}")
-        return Shard(junit, allure, [f"--junitxml={junit}", f"--alluredir={allure}", "--clean-alluredir",
-                                     f"--lab-prefix={shard_prefix(self.lab_prefix, k)}",
-                                     *([] if alone else [f"--shard={k}/{self.shards}"])])
+        return Shard(
+            junit,
+            allure,
+            [
+                f"--junitxml={junit}",
+                f"--alluredir={allure}",
+                "--clean-alluredir",
+                f"--lab-prefix={shard_prefix(self.lab_prefix, k)}",
+                *([] if alone else [f"--shard={k}/{self.shards}"]),
+            ],
+        )
 
     def report(self, rc: int, nodes_hardware: dict[str, str], more: dict[str, object]) -> dict[str, object]:
         """report.json and report.html from the run's JUnit XML; NoResults when there is none."""
         if not self.junit.exists():
-            raise NoResults(f"{INCOMPLETE}: the suites produced no results (pytest exit {rc}); logs under "
-                            f"{self.out_dir / 'logs'}")
-        env = {**environment(self.cluster, self.drivers, self.variant, nodes_hardware, self.paths + self.ids,
-                             self.kubernetes_version, self.kubeconfig), **more}
+            raise NoResults(f"{INCOMPLETE}: the suites produced no results (pytest exit {rc}); logs under {self.out_dir / 'logs'}")
+        env = {
+            **environment(
+                self.cluster, self.drivers, self.variant, nodes_hardware, self.paths + self.ids, self.kubernetes_version, self.kubeconfig
+            ),
+            **more,
+        }
         report = build(read_junit(self.junit, self.out_dir), env, time.monotonic() - self.started)
         write(report, self.out_dir)
         return report
@@ -332,34 +384,85 @@ class SuiteRun:
 
 @click.command()
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--cluster", type=click.Choice(["local", "kind", "kubeconfig"]), default="local", show_default=True,
-              help="local: the embedded lab; kind: the same lab as a kind cluster (LAB-06); kubeconfig: your cluster.")
+@click.option(
+    "--cluster",
+    type=click.Choice(["local", "kind", "kubeconfig"]),
+    default="local",
+    show_default=True,
+    help="local: the embedded lab; kind: the same lab as a kind cluster (LAB-06); kubeconfig: your cluster.",
+)
 @click.option("--kubeconfig", default=None, help="With --cluster kubeconfig: the cluster's kubeconfig.")
-@click.option("--driver", "driver_names", multiple=True, help="Driver profile under test (name or .yaml; repeatable); "
-              "default: each suite's reference drivers.")
-@click.option("--variant", default=None, help="Deploy the --driver profile in this variant of its own, e.g. a broken "
-              "one (MUT-01) to see which requirements it fails.")
-@click.option("--hardware", default=None, help="Hardware profile of the local lab's nodes (name or .yaml, or "
-              f"{NO_HARDWARE}); default: what the --driver profiles expect, for the reference drivers "
-              f"{', '.join(sorted(set(SESSION_LAB.hardware.values())))}.")
-@click.option("--workload-image", default=None, help="Image of the suites' pods, pulled when a node lacks it "
-              "(needs sh, busybox-like coreutils, ip and incluster-whoami); default: the lab's dralab.dev/workload:lab.")
-@click.option("--only", default=None, help=f"Comma-separated suites by requirement prefix ({', '.join(SUITES)}) "
-              "or requirement IDs (MD-01).")
-@click.option("--seed", type=int, default=None, help="Seed of the generated workloads (hypothesis); default: a "
-              "random one, in the evidence of the check that draws them. The same seed draws the same pod shapes.")
-@click.option("--budget", type=click.IntRange(min=1), default=None, help="Pod shapes the generated workloads try per "
-              "driver (default 10: the widest shapes, three claims a pod, come up in 98 of 100 seeds).")
-@click.option("--seeds", type=click.IntRange(min=1), default=None, help="Draw the generated workloads with this many "
-              "seeds in turn (--seed and those after it), each with --budget shapes.")
-@click.option("--shards", type=click.IntRange(min=1, max=4), default=DEFAULT_SHARDS, show_default=True,
-              help="On the local cluster: pytest runs side by side, each on labs of its own, a driver's tests "
-                   "in one of them, the cluster's checks spread by suite (1: one run, one session lab).")
-@kubernetes_version_option("Kubernetes version of the labs (local); IDs that shipped later or whose feature gates "
-                           "it lacks SKIP.")
-def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: tuple[str, ...],
-            variant: str | None, hardware: str | None, only: str | None, workload_image: str | None,
-            seed: int | None, budget: int | None, seeds: int | None, shards: int, kubernetes_version: str) -> None:
+@click.option(
+    "--driver",
+    "driver_names",
+    multiple=True,
+    help="Driver profile under test (name or .yaml; repeatable); default: each suite's reference drivers.",
+)
+@click.option(
+    "--variant",
+    default=None,
+    help="Deploy the --driver profile in this variant of its own, e.g. a broken one (MUT-01) to see which requirements it fails.",
+)
+@click.option(
+    "--hardware",
+    default=None,
+    help="Hardware profile of the local lab's nodes (name or .yaml, or "
+    f"{NO_HARDWARE}); default: what the --driver profiles expect, for the reference drivers "
+    f"{', '.join(sorted(set(SESSION_LAB.hardware.values())))}.",
+)
+@click.option(
+    "--workload-image",
+    default=None,
+    help="Image of the suites' pods, pulled when a node lacks it "
+    "(needs sh, busybox-like coreutils, ip and incluster-whoami); default: the lab's dralab.dev/workload:lab.",
+)
+@click.option(
+    "--only", default=None, help=f"Comma-separated suites by requirement prefix ({', '.join(SUITES)}) or requirement IDs (MD-01)."
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of the generated workloads (hypothesis); default: a "
+    "random one, in the evidence of the check that draws them. The same seed draws the same pod shapes.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Pod shapes the generated workloads try per "
+    "driver (default 10: the widest shapes, three claims a pod, come up in 98 of 100 seeds).",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Draw the generated workloads with this many seeds in turn (--seed and those after it), each with --budget shapes.",
+)
+@click.option(
+    "--shards",
+    type=click.IntRange(min=1, max=4),
+    default=DEFAULT_SHARDS,
+    show_default=True,
+    help="On the local cluster: pytest runs side by side, each on labs of its own, a driver's tests "
+    "in one of them, the cluster's checks spread by suite (1: one run, one session lab).",
+)
+@kubernetes_version_option("Kubernetes version of the labs (local); IDs that shipped later or whose feature gates it lacks SKIP.")
+def certify(
+    out_dir: Path,
+    cluster: str,
+    kubeconfig: str | None,
+    driver_names: tuple[str, ...],
+    variant: str | None,
+    hardware: str | None,
+    only: str | None,
+    workload_image: str | None,
+    seed: int | None,
+    budget: int | None,
+    seeds: int | None,
+    shards: int,
+    kubernetes_version: str,
+) -> None:
     """Run the conformance suites and write the results to OUT (exit 0 CERTIFIED, 1 NOT CERTIFIED,
     2 bad input, 3 INCOMPLETE, 4 NOTHING TO CERTIFY)."""
     paths, ids = selection(only)
@@ -372,14 +475,26 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     if cluster == "kubeconfig":
         require_reachable(kubeconfig)
     if drivers and not any(map(certifiable, drivers)):
-        console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} have "
-                      f"{NO_CAPABILITY}")
+        console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} have {NO_CAPABILITY}")
         sys.exit(EXIT_CODES[NOTHING])
     # The suites run with the package as their cwd (an installed one is not the user's): absolute paths only.
     out_dir, kubeconfig = writable(out_dir.resolve()), str(Path(kubeconfig).resolve()) if kubeconfig else None
-    run = SuiteRun(out_dir, paths, ids, cluster, kubeconfig, drivers, variant, hardware, workload_image=workload_image,
-                   kubernetes_version=kubernetes_version, seed=seed, budget=budget, seeds=seeds,
-                   shards=shards if cluster == "local" else 1)
+    run = SuiteRun(
+        out_dir,
+        paths,
+        ids,
+        cluster,
+        kubeconfig,
+        drivers,
+        variant,
+        hardware,
+        workload_image=workload_image,
+        kubernetes_version=kubernetes_version,
+        seed=seed,
+        budget=budget,
+        seeds=seeds,
+        shards=shards if cluster == "local" else 1,
+    )
     rc = run.pytest()
     left = [str(r) for lab in lab_names(run.lab_prefix, run.shards) for r in residue.find(lab)]  # LAB-05, after every run
     if left:
@@ -390,12 +505,19 @@ def certify(out_dir: Path, cluster: str, kubeconfig: str | None, driver_names: t
     for r in report["requirements"]:
         if r["verdict"] in (Verdict.FAIL, Verdict.ERROR, Verdict.BLOCKED, Verdict.WARNING):
             console.print(f"  {r['verdict']} {r['id']} ({r['section']}): {first_message(r)[:200]}", markup=False)
-    counts = "; ".join(f"{section}: " + ", ".join(f"{n} {v}" for v, n in c.items() if n)
-                       for section, c in report["summary"]["requirements"].items() if any(c.values()))
+    counts = "; ".join(
+        f"{section}: " + ", ".join(f"{n} {v}" for v, n in c.items() if n)
+        for section, c in report["summary"]["requirements"].items()
+        if any(c.values())
+    )
     trace = out_dir / "trace.jsonl"
-    console.print(f"requirements {counts} in {report['summary']['wall_seconds']:.0f}s; {as_html}, {as_json}, {run.junit}, "
-                  f"logs {out_dir / 'logs'}" + (f", kubelet-plugin calls {trace}" if trace.exists() else "")
-                  + (f", {allure_html}" if allure_html else ""), markup=False)
+    console.print(
+        f"requirements {counts} in {report['summary']['wall_seconds']:.0f}s; {as_html}, {as_json}, {run.junit}, "
+        f"logs {out_dir / 'logs'}"
+        + (f", kubelet-plugin calls {trace}" if trace.exists() else "")
+        + (f", {allure_html}" if allure_html else ""),
+        markup=False,
+    )
     console.print(last_line(report), markup=False)
     sys.exit(report["summary"]["exit_code"])
 
@@ -434,8 +556,10 @@ def reserved_prefix(prefix: str, shards: int, reuse: bool) -> Iterator[str]:
                 console.print(f"labs named {prefix}... are another run's: this run's labs are named {candidate}...")
             yield candidate
         return
-    raise BadInput(f"every lab name prefix from {prefix} to {prefix}k is in use by another run or its labs: "
-                   "wait for those runs, or remove their labs (`dralab down --name NAME`, `dralab residue`)")
+    raise BadInput(
+        f"every lab name prefix from {prefix} to {prefix}k is in use by another run or its labs: "
+        "wait for those runs, or remove their labs (`dralab down --name NAME`, `dralab residue`)"
+    )
 
 
 def lab_names(prefix: str, shards: int = DEFAULT_SHARDS) -> list[str]:

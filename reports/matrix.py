@@ -48,8 +48,7 @@ SKIP = Verdict.SKIP
 # The most jobs one matrix of each CI system makes: GitHub Actions' strategy.matrix, GitLab's parallel:matrix.
 PLAN_LIMITS = {"github": 256, "gitlab": 200}
 # A selected cell that no merged directory recorded: its CI job never got to write one.
-UNRECORDED = ("no cell.json among the merged directories: its CI job wrote none (it failed before certifying, "
-              "or was cancelled)")
+UNRECORDED = "no cell.json among the merged directories: its CI job wrote none (it failed before certifying, or was cancelled)"
 # How many lines of a finding's message stay in the matrix (the report has the rest).
 FINDING_LINES = 6
 
@@ -105,8 +104,15 @@ Todo = tuple[DriverProfile, str]
 
 
 def cell_of(driver: DriverProfile, version: str, report: dict[str, Any], report_path: str, seconds: float) -> Cell:
-    return Cell(driver.name, version, driver.module is not None, report["summary"]["outcome"],
-                {r["id"]: r["verdict"] for r in report["requirements"]}, report_path, round(seconds, 1))
+    return Cell(
+        driver.name,
+        version,
+        driver.module is not None,
+        report["summary"]["outcome"],
+        {r["id"]: r["verdict"] for r in report["requirements"]},
+        report_path,
+        round(seconds, 1),
+    )
 
 
 def reportless_cell(driver: DriverProfile, version: str, outcome: str, reason: str) -> Cell:
@@ -124,8 +130,9 @@ def findings(cell: Cell, report: dict[str, Any], causes: dict[str, str] | None =
             continue
         failing = next(t for t in requirement["tests"] if t["verdict"] == Verdict.FAIL)
         lines = (failing["message"] or first_message(requirement)).splitlines()[:FINDING_LINES]
-        out.append(Finding(cell.driver, cell.version, requirement["id"], "\n".join(lines), cell.report,
-                           (causes or {}).get(requirement["id"], "")))
+        out.append(
+            Finding(cell.driver, cell.version, requirement["id"], "\n".join(lines), cell.report, (causes or {}).get(requirement["id"], ""))
+        )
     return out
 
 
@@ -140,8 +147,9 @@ def compared(cells: list[Cell], previous: dict[str, Any] | None) -> list[Cell]:
             out.append(cell)
             continue
         ids = sorted(set(old["verdicts"]) | set(cell.verdicts))
-        changed = {i: [old["verdicts"].get(i, "-"), cell.verdicts.get(i, "-")] for i in ids
-                   if old["verdicts"].get(i) != cell.verdicts.get(i)}
+        changed = {
+            i: [old["verdicts"].get(i, "-"), cell.verdicts.get(i, "-")] for i in ids if old["verdicts"].get(i) != cell.verdicts.get(i)
+        }
         if old["outcome"] != cell.outcome:
             changed["outcome"] = [old["outcome"], cell.outcome]
         previous_report = (old["report"] or None) if changed else None  # a SKIP cell had none
@@ -149,17 +157,30 @@ def compared(cells: list[Cell], previous: dict[str, Any] | None) -> list[Cell]:
     return out
 
 
-def write(out_dir: Path, cells: list[Cell], found: list[Finding], started: str, wall_seconds: float,
-          qualifications: dict[str, str] | None = None, unshipped: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+def write(
+    out_dir: Path,
+    cells: list[Cell],
+    found: list[Finding],
+    started: str,
+    wall_seconds: float,
+    qualifications: dict[str, str] | None = None,
+    unshipped: dict[str, dict[str, str]] | None = None,
+) -> dict[str, Any]:
     """matrix.json, matrix.html and the run appended to history.json; with `unshipped`, what the
     Go module proxy answered today for the public drivers not shipped (drivers_under_test.candidates)."""
     history_path = out_dir / HISTORY
     history = json.loads(history_path.read_text()) if history_path.exists() else []
     cells = compared(cells, history[-1] if history else None)
-    data = {"started": started, "wall_seconds": round(wall_seconds, 1),
-            "versions": sorted({c.version for c in cells}), "drivers": sorted({c.driver for c in cells}),
-            "cells": [asdict(c) for c in cells], "findings": [asdict(f) for f in found],
-            "qualifications": qualifications or {}, "unshipped": unshipped or {}}
+    data = {
+        "started": started,
+        "wall_seconds": round(wall_seconds, 1),
+        "versions": sorted({c.version for c in cells}),
+        "drivers": sorted({c.driver for c in cells}),
+        "cells": [asdict(c) for c in cells],
+        "findings": [asdict(f) for f in found],
+        "qualifications": qualifications or {},
+        "unshipped": unshipped or {},
+    }
     history.append({k: data[k] for k in ("started", "cells")})
     history_path.write_text(json.dumps(history, indent=2))
     (out_dir / "matrix.json").write_text(json.dumps(data, indent=2))
@@ -181,34 +202,49 @@ def render_html(data: dict[str, Any]) -> str:
         flag = f" <b class='changed'>changed</b>{before}" if c["changed"] else ""
         return f"<td class='{e(c['outcome'].replace(' ', '-'))}'>{label}{reason}{flag}</td>"
 
-    summary = "".join(f"<tr><th>{e(d)}</th>{''.join(outcome(cells.get((d, v))) for v in data['versions'])}</tr>"
-                      for d in data["drivers"])
+    summary = "".join(f"<tr><th>{e(d)}</th>{''.join(outcome(cells.get((d, v))) for v in data['versions'])}</tr>" for d in data["drivers"])
     grid = "".join(
-        f"<tr><th>{e(c['driver'])} @ {e(c['version'])}</th>" + "".join(
+        f"<tr><th>{e(c['driver'])} @ {e(c['version'])}</th>"
+        + "".join(
             f"<td class='{e(c['verdicts'].get(i, ''))}{' changed' if i in c['changed'] else ''}'"
             f"{' title=' + chr(39) + e(' -> '.join(c['changed'][i])) + chr(39) if i in c['changed'] else ''}>"
-            f"<a href='{e(c['report'])}#{e(i)}'>{e(c['verdicts'].get(i, ''))}</a></td>" for i in ids) + "</tr>"
-        for c in data["cells"] if c["report"])
-    found = "".join(f"<li><b>{e(f['driver'])} @ {e(f['version'])}: FAIL {e(f['id'])}</b> "
-                    f"(<a href='{e(f['report'])}#{e(f['id'])}'>report</a>)<pre>{e(f['message'])}</pre>"
-                    + (f"<p>cause: {e(f['cause'])}</p>" if f.get("cause") else "") + "</li>"
-                    for f in data["findings"]) or "<li>none</li>"
-    unshipped = "".join(f"<li><b>{e(m)}</b> ({e(c['what'])}), {e(c['asked'])}: {e(c['answer'])}</li>"
-                        for m, c in data.get("unshipped", {}).items()) or "<li>not asked</li>"
-    qualified = "".join(f"<li><b>{e(v)}</b>: {e(q)}</li>" for v, q in data.get("qualifications", {}).items()) \
+            f"<a href='{e(c['report'])}#{e(i)}'>{e(c['verdicts'].get(i, ''))}</a></td>"
+            for i in ids
+        )
+        + "</tr>"
+        for c in data["cells"]
+        if c["report"]
+    )
+    found = (
+        "".join(
+            f"<li><b>{e(f['driver'])} @ {e(f['version'])}: FAIL {e(f['id'])}</b> "
+            f"(<a href='{e(f['report'])}#{e(f['id'])}'>report</a>)<pre>{e(f['message'])}</pre>"
+            + (f"<p>cause: {e(f['cause'])}</p>" if f.get("cause") else "")
+            + "</li>"
+            for f in data["findings"]
+        )
+        or "<li>none</li>"
+    )
+    unshipped = (
+        "".join(f"<li><b>{e(m)}</b> ({e(c['what'])}), {e(c['asked'])}: {e(c['answer'])}</li>" for m, c in data.get("unshipped", {}).items())
+        or "<li>not asked</li>"
+    )
+    qualified = (
+        "".join(f"<li><b>{e(v)}</b>: {e(q)}</li>" for v, q in data.get("qualifications", {}).items())
         or "<li>not run (dralab matrix --qualify)</li>"
+    )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab matrix</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:.3em;text-align:left}}.CERTIFIED,.PASS{{background:#dfd}}
 .NOT-CERTIFIED,.FAIL{{background:#fdd}}.INCOMPLETE,.ERROR,.BLOCKED{{background:#fec}}.WARNING{{background:#ffd}}
 .SKIP{{background:#eee}}
 .changed{{outline:3px solid #c0c}}b.changed{{color:#c0c;outline:none}}pre{{white-space:pre-wrap}}</style></head><body>
-<h1>dralab matrix: {len(data['drivers'])} driver(s) x {len(data['versions'])} Kubernetes version(s)</h1>
-<p>Run {e(data['started'])}, {data['wall_seconds']}s. A cell outlined changed since the previous run; a SKIP cell's
+<h1>dralab matrix: {len(data["drivers"])} driver(s) x {len(data["versions"])} Kubernetes version(s)</h1>
+<p>Run {e(data["started"])}, {data["wall_seconds"]}s. A cell outlined changed since the previous run; a SKIP cell's
 version is not one its driver's own project supports.</p>
-<table><tr><th>driver</th>{''.join(f'<th>{e(v)}</th>' for v in data['versions'])}</tr>{summary}</table>
+<table><tr><th>driver</th>{"".join(f"<th>{e(v)}</th>" for v in data["versions"])}</tr>{summary}</table>
 <h2>Requirements</h2>
-<table><tr><th></th>{''.join(f'<th>{e(i)}</th>' for i in ids)}</tr>{grid}</table>
+<table><tr><th></th>{"".join(f"<th>{e(i)}</th>" for i in ids)}</tr>{grid}</table>
 <h2>The clusters, qualified by Kubernetes' own DRA e2e suite</h2><ul>{qualified}</ul>
 <h2>Findings in public drivers</h2><ul>{found}</ul>
 <h2>Public drivers not shipped: the Go module proxy's answer today</h2><ul>{unshipped}</ul></body></html>
@@ -220,8 +256,7 @@ def qualify(version: str, out_dir: Path) -> str:
     it records, which the cells' certifications then name in their environment."""
     from reports import qualification
 
-    rc = run_to_completion([sys.executable, "-m", "dralab.cli", "qualify", "--kubernetes-version", version,
-                            "--out", str(out_dir)])
+    rc = run_to_completion([sys.executable, "-m", "dralab.cli", "qualify", "--kubernetes-version", version, "--out", str(out_dir)])
     return qualification.recorded("local", version) if rc in (0, 1) else f"ERROR: dralab qualify exited {rc}; {out_dir}"
 
 
@@ -230,23 +265,29 @@ def planned(profiles: list[DriverProfile], kubernetes_versions: list[str]) -> li
     return [(profile, version) for version in kubernetes_versions for profile in profiles]
 
 
-def certify_cell(profile: DriverProfile, version: str, out_dir: Path, stamp: str,
-                 only: str | None) -> tuple[Cell, list[Finding]]:
+def certify_cell(profile: DriverProfile, version: str, out_dir: Path, stamp: str, only: str | None) -> tuple[Cell, list[Finding]]:
     """One certification run (its labs go at its end), its report under out_dir/runs/stamp."""
-    suite_run = SuiteRun(out_dir / "runs" / stamp / f"{profile.name}-{version}", *selection(only),
-                         drivers=[profile], lab_prefix=LAB_PREFIX, kubernetes_version=version)
+    suite_run = SuiteRun(
+        out_dir / "runs" / stamp / f"{profile.name}-{version}",
+        *selection(only),
+        drivers=[profile],
+        lab_prefix=LAB_PREFIX,
+        kubernetes_version=version,
+    )
     started = time.monotonic()
     try:
         report = suite_run.report(suite_run.pytest(), {}, {})
     except NoResults:
         report = {"requirements": [], "summary": {"outcome": INCOMPLETE}}
-    cell = cell_of(profile, version, report, (suite_run.out_dir / "report.html").relative_to(out_dir).as_posix(),
-                   time.monotonic() - started)
+    cell = cell_of(
+        profile, version, report, (suite_run.out_dir / "report.html").relative_to(out_dir).as_posix(), time.monotonic() - started
+    )
     return cell, findings(cell, report, profile.findings)
 
 
-def run(todo: list[Todo], out_dir: Path, stamp: str, only: str | None,
-        qualifications: dict[str, str] | None = None) -> tuple[list[Cell], list[Finding]]:
+def run(
+    todo: list[Todo], out_dir: Path, stamp: str, only: str | None, qualifications: dict[str, str] | None = None
+) -> tuple[list[Cell], list[Finding]]:
     """Certify each cell, one after another; a cell its driver's project does not support is SKIP,
     unrun. With `qualifications` (a dict to fill), each version's cluster is qualified before its
     first cell."""
@@ -263,8 +304,7 @@ def run(todo: list[Todo], out_dir: Path, stamp: str, only: str | None,
             cell, its_findings = certify_cell(profile, version, out_dir, stamp, only)
             found += its_findings
         cells.append(cell)
-        console.print(f"  {cell.outcome} in {cell.seconds:.0f}s" + (f": {cell.reason}" if cell.reason else ""),
-                      markup=False)
+        console.print(f"  {cell.outcome} in {cell.seconds:.0f}s" + (f": {cell.reason}" if cell.reason else ""), markup=False)
     return cells, found
 
 
@@ -276,16 +316,21 @@ def plan(todo: list[Todo], plan_format: str) -> str:
     runnable = [(p.name, v) for p, v in todo if p.unsupported_kubernetes(v) is None]
     if not runnable:
         reasons = "; ".join(sorted({p.unsupported_kubernetes(v) or "" for p, v in todo}))
-        raise BadInput(f"--plan: no cell to run, every one selected would be SKIP ({reasons}): select others with "
-                       "--driver and --kubernetes-version")
+        raise BadInput(
+            f"--plan: no cell to run, every one selected would be SKIP ({reasons}): select others with --driver and --kubernetes-version"
+        )
     if len(runnable) > PLAN_LIMITS[plan_format]:
-        raise BadInput(f"--plan: {len(runnable)} cells, and one {plan_format} matrix makes at most "
-                       f"{PLAN_LIMITS[plan_format]} jobs: plan fewer with --driver or --kubernetes-version")
+        raise BadInput(
+            f"--plan: {len(runnable)} cells, and one {plan_format} matrix makes at most "
+            f"{PLAN_LIMITS[plan_format]} jobs: plan fewer with --driver or --kubernetes-version"
+        )
     if plan_format == "github":
         doc: Any = {"include": [{"cell": key(d, v), "driver": d, "kubernetes_version": v} for d, v in runnable]}
     else:
-        doc = [{"KUBERNETES_VERSION": [version], "CELL": [key(d, v) for d, v in runnable if v == version]}
-               for version in dict.fromkeys(v for _, v in runnable)]
+        doc = [
+            {"KUBERNETES_VERSION": [version], "CELL": [key(d, v) for d, v in runnable if v == version]}
+            for version in dict.fromkeys(v for _, v in runnable)
+        ]
     return json.dumps(doc, separators=(",", ":"))
 
 
@@ -296,11 +341,12 @@ def requested_cells(names: tuple[str, ...]) -> list[Todo]:
     for name in dict.fromkeys(names):
         driver, at, version = name.partition("@")
         if not (driver and at and version):
-            raise BadInput(f"--cell {name!r}: expected DRIVER@VERSION, a shipped profile on a Kubernetes version, "
-                           f"e.g. gpu@{versions.KUBERNETES} (`dralab matrix --plan` lists them)")
+            raise BadInput(
+                f"--cell {name!r}: expected DRIVER@VERSION, a shipped profile on a Kubernetes version, "
+                f"e.g. gpu@{versions.KUBERNETES} (`dralab matrix --plan` lists them)"
+            )
         if driver not in shipped_profiles():
-            raise BadInput(f"--cell {name}: {driver} is not a shipped profile (these are: "
-                           f"{', '.join(shipped_profiles())})")
+            raise BadInput(f"--cell {name}: {driver} is not a shipped profile (these are: {', '.join(shipped_profiles())})")
         unsupported = versions.unsupported(version)
         if unsupported:
             raise BadInput(f"--cell {name}: {unsupported}")
@@ -317,20 +363,27 @@ def write_record(out_dir: Path, record: CellRecord) -> Path:
 def read_record(directory: Path) -> CellRecord:
     path = directory / CELL_RECORD
     if not path.is_file():
-        raise BadInput(f"dralab matrix merge {directory}: no {CELL_RECORD} there; give the directories that "
-                       "`dralab matrix --cell ... --out DIR` wrote (the cell jobs' artifacts, downloaded)")
+        raise BadInput(
+            f"dralab matrix merge {directory}: no {CELL_RECORD} there; give the directories that "
+            "`dralab matrix --cell ... --out DIR` wrote (the cell jobs' artifacts, downloaded)"
+        )
     try:
         data = json.loads(path.read_text())
         time.strptime(data["started"], STAMP)
-        return CellRecord(data["started"], data["wall_seconds"], [Cell(**c) for c in data["cells"]],
-                          [Finding(**f) for f in data["findings"]], dict(data["qualifications"]))
+        return CellRecord(
+            data["started"],
+            data["wall_seconds"],
+            [Cell(**c) for c in data["cells"]],
+            [Finding(**f) for f in data["findings"]],
+            dict(data["qualifications"]),
+        )
     except (ValueError, KeyError, TypeError) as e:
-        raise BadInput(f"dralab matrix merge: {path} is not the {CELL_RECORD} of `dralab matrix --cell` ({e!r}): "
-                       "run that cell again") from None
+        raise BadInput(
+            f"dralab matrix merge: {path} is not the {CELL_RECORD} of `dralab matrix --cell` ({e!r}): run that cell again"
+        ) from None
 
 
-def merge(directories: list[Path], todo: list[Todo], out_dir: Path,
-          unshipped: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+def merge(directories: list[Path], todo: list[Todo], out_dir: Path, unshipped: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
     """The matrix of the cells recorded in `directories`, written as one run of `todo` (reports
     copied under out_dir, so the links hold): a cell of `todo` that none recorded is SKIP where its
     driver's project does not support the version, else INCOMPLETE (UNRECORDED)."""
@@ -339,8 +392,10 @@ def merge(directories: list[Path], todo: list[Todo], out_dir: Path,
     for directory, record in zip(directories, records):
         for cell in record.cells:
             if cell.key in recorded:
-                raise BadInput(f"dralab matrix merge: cell {cell.key} is recorded twice, the second time in "
-                               f"{directory}: give each cell's directory once")
+                raise BadInput(
+                    f"dralab matrix merge: cell {cell.key} is recorded twice, the second time in "
+                    f"{directory}: give each cell's directory once"
+                )
             recorded[cell.key] = cell
     out_dir.mkdir(parents=True, exist_ok=True)
     for directory in directories:
@@ -351,8 +406,15 @@ def merge(directories: list[Path], todo: list[Todo], out_dir: Path,
     found = sorted((f for r in records for f in r.findings), key=lambda f: order[key(f.driver, f.version)])
     starts = [calendar.timegm(time.strptime(r.started, STAMP)) for r in records]
     wall = max(s + r.wall_seconds for s, r in zip(starts, records)) - min(starts)
-    return write(out_dir, cells, found, records[starts.index(min(starts))].started, wall,
-                 {v: q for r in records for v, q in r.qualifications.items()}, unshipped)
+    return write(
+        out_dir,
+        cells,
+        found,
+        records[starts.index(min(starts))].started,
+        wall,
+        {v: q for r in records for v, q in r.qualifications.items()},
+        unshipped,
+    )
 
 
 def _unrecorded(profile: DriverProfile, version: str) -> Cell:
@@ -362,15 +424,20 @@ def _unrecorded(profile: DriverProfile, version: str) -> Cell:
     return reportless_cell(profile, version, INCOMPLETE, UNRECORDED)
 
 
-def finish(cells: list[dict[str, Any]], found: list[dict[str, Any]], written: list[Path],
-           matrix_written: bool) -> NoReturn:
+def finish(cells: list[dict[str, Any]], found: list[dict[str, Any]], written: list[Path], matrix_written: bool) -> NoReturn:
     """The summary line (for a matrix written, what changed since its last run) and the exit: 3 when
     a cell is INCOMPLETE, else 0."""
     outcomes = [c["outcome"] for c in cells]
-    changed = "" if not matrix_written else ", changed since the last run: " + (
-        ", ".join(key(c["driver"], c["version"]) for c in cells if c["changed"]) or "none")
-    console.print(f"matrix: {len(cells)} cell(s), {outcomes.count(CERTIFIED)} CERTIFIED, {outcomes.count(SKIP)} SKIP, "
-                  f"{len(found)} finding(s) in public drivers{changed}; {', '.join(map(str, written))}", markup=False)
+    changed = (
+        ""
+        if not matrix_written
+        else ", changed since the last run: " + (", ".join(key(c["driver"], c["version"]) for c in cells if c["changed"]) or "none")
+    )
+    console.print(
+        f"matrix: {len(cells)} cell(s), {outcomes.count(CERTIFIED)} CERTIFIED, {outcomes.count(SKIP)} SKIP, "
+        f"{len(found)} finding(s) in public drivers{changed}; {', '.join(map(str, written))}",
+        markup=False,
+    )
     sys.exit(3 if INCOMPLETE in outcomes else 0)
 
 
@@ -387,47 +454,81 @@ def _selected(driver_names: tuple[str, ...], kubernetes_versions: tuple[str, ...
 
 
 def _out_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option("--out", "out_dir", default="matrix", show_default=True, help=help,
-                        type=click.Path(file_okay=False, path_type=Path))
+    return click.option(
+        "--out", "out_dir", default="matrix", show_default=True, help=help, type=click.Path(file_okay=False, path_type=Path)
+    )
 
 
 def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--driver and --kubernetes-version: the cells a matrix run, its plan and a merge take."""
-    command = click.option("--kubernetes-version", "kubernetes_versions", multiple=True,
-                           type=click.Choice(versions.KUBERNETES_VERSIONS),
-                           help="Only this version (repeatable); default: every one dralab builds "
-                                f"({', '.join(versions.KUBERNETES_VERSIONS)}).")(command)
-    return click.option("--driver", "driver_names", multiple=True, help="Only this shipped profile (repeatable); "
-                        "default: every shipped profile, reference and public.")(command)
+    command = click.option(
+        "--kubernetes-version",
+        "kubernetes_versions",
+        multiple=True,
+        type=click.Choice(versions.KUBERNETES_VERSIONS),
+        help=f"Only this version (repeatable); default: every one dralab builds ({', '.join(versions.KUBERNETES_VERSIONS)}).",
+    )(command)
+    return click.option(
+        "--driver",
+        "driver_names",
+        multiple=True,
+        help="Only this shipped profile (repeatable); default: every shipped profile, reference and public.",
+    )(command)
 
 
 @click.group(invoke_without_command=True)
 @_out_option("Where matrix.json and matrix.html go (with --cell: cell.json), each cell's run under runs/.")
 @_selection_options
 @click.option("--only", default=None, help="Comma-separated suites or requirement IDs, as for certify.")
-@click.option("--qualify", "with_qualify", is_flag=True, help="First qualify each version's cluster with Kubernetes' "
-              "own DRA e2e suite (dralab qualify; about 30 minutes each).")
-@click.option("--plan", "plan_only", is_flag=True, help="Run nothing: print the cells the options select, SKIP ones "
-              "left out, as one line of JSON a CI system's job matrix takes (--plan-format).")
-@click.option("--plan-format", type=click.Choice(sorted(PLAN_LIMITS)), default=None,
-              help="github (default): {\"include\": [...]} for strategy.matrix; gitlab: the list parallel:matrix "
-                   "takes.")
-@click.option("--cell", "cell_names", multiple=True, metavar="DRIVER@VERSION", help="Run only this cell (repeatable; "
-              "one of --plan's) and write cell.json in --out for `dralab matrix merge` instead of the matrix.")
+@click.option(
+    "--qualify",
+    "with_qualify",
+    is_flag=True,
+    help="First qualify each version's cluster with Kubernetes' own DRA e2e suite (dralab qualify; about 30 minutes each).",
+)
+@click.option(
+    "--plan",
+    "plan_only",
+    is_flag=True,
+    help="Run nothing: print the cells the options select, SKIP ones "
+    "left out, as one line of JSON a CI system's job matrix takes (--plan-format).",
+)
+@click.option(
+    "--plan-format",
+    type=click.Choice(sorted(PLAN_LIMITS)),
+    default=None,
+    help='github (default): {"include": [...]} for strategy.matrix; gitlab: the list parallel:matrix takes.',
+)
+@click.option(
+    "--cell",
+    "cell_names",
+    multiple=True,
+    metavar="DRIVER@VERSION",
+    help="Run only this cell (repeatable; one of --plan's) and write cell.json in --out for `dralab matrix merge` instead of the matrix.",
+)
 @click.pass_context
-def matrix(ctx: click.Context, out_dir: Path, driver_names: tuple[str, ...], kubernetes_versions: tuple[str, ...],
-           only: str | None, with_qualify: bool, plan_only: bool, plan_format: str | None,
-           cell_names: tuple[str, ...]) -> None:
+def matrix(
+    ctx: click.Context,
+    out_dir: Path,
+    driver_names: tuple[str, ...],
+    kubernetes_versions: tuple[str, ...],
+    only: str | None,
+    with_qualify: bool,
+    plan_only: bool,
+    plan_format: str | None,
+    cell_names: tuple[str, ...],
+) -> None:
     """Certify every shipped driver profile on each Kubernetes version dralab provisions and write
     matrix.json and matrix.html (cells changed since the previous run flagged, public drivers'
     FAILs listed as findings). Exit 0 when every cell has a verdict, 3 when one is INCOMPLETE.
     In CI: --plan, a job per cell with --cell, then `dralab matrix merge`."""
     if ctx.invoked_subcommand is not None:
-        given = [p.opts[0] for p in ctx.command.params
-                 if ctx.get_parameter_source(p.name or "") is not ParameterSource.DEFAULT]
+        given = [p.opts[0] for p in ctx.command.params if ctx.get_parameter_source(p.name or "") is not ParameterSource.DEFAULT]
         if given:
-            raise BadInput(f"{', '.join(given)} before {ctx.invoked_subcommand}: give its options after it "
-                           f"(dralab matrix {ctx.invoked_subcommand} --help)")
+            raise BadInput(
+                f"{', '.join(given)} before {ctx.invoked_subcommand}: give its options after it "
+                f"(dralab matrix {ctx.invoked_subcommand} --help)"
+            )
         return
     if plan_format and not plan_only:
         raise BadInput("--plan-format is for --plan")
@@ -455,11 +556,13 @@ def matrix(ctx: click.Context, out_dir: Path, driver_names: tuple[str, ...], kub
 
 @matrix.command("merge")
 @click.argument("directories", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
-@_out_option("Where matrix.json, matrix.html and history.json go (a previous run's history there is kept); "
-             "the cells' runs are copied under runs/.")
+@_out_option(
+    "Where matrix.json, matrix.html and history.json go (a previous run's history there is kept); the cells' runs are copied under runs/."
+)
 @_selection_options
-def merge_command(directories: tuple[Path, ...], out_dir: Path, driver_names: tuple[str, ...],
-                  kubernetes_versions: tuple[str, ...]) -> None:
+def merge_command(
+    directories: tuple[Path, ...], out_dir: Path, driver_names: tuple[str, ...], kubernetes_versions: tuple[str, ...]
+) -> None:
     """Join the cells `dralab matrix --cell` recorded in DIRECTORIES (each one's --out: the cell
     jobs' artifacts) into the matrix in --out, as one run of the cells --driver and
     --kubernetes-version select (those --plan was given): matrix.json and matrix.html, the run

@@ -19,33 +19,46 @@ QUALIFIED, NOT_QUALIFIED, INCOMPLETE = "QUALIFIED", "NOT QUALIFIED", "INCOMPLETE
 EXIT_CODES = {QUALIFIED: 0, NOT_QUALIFIED: 1, INCOMPLETE: 3}
 
 
-def build(outcomes: list[Outcome], cluster: str, kubernetes_version: str, server: str, wall_seconds: float,
-          lab: dict[str, Any], diagnosis: list[str], owned: bool = True) -> dict[str, Any]:
+def build(
+    outcomes: list[Outcome],
+    cluster: str,
+    kubernetes_version: str,
+    server: str,
+    wall_seconds: float,
+    lab: dict[str, Any],
+    diagnosis: list[str],
+    owned: bool = True,
+) -> dict[str, Any]:
     """The qualification; INCOMPLETE when a lab dralab started broke under the run (`diagnosis`
     names its dead parts): its failures are the lab's, not the cluster's kind's."""
     counts = Counter(o.state for o in outcomes)
     outcome = INCOMPLETE if owned and diagnosis else NOT_QUALIFIED if counts[FAILED] or not outcomes else QUALIFIED
     return {
         "outcome": outcome,
-        "cluster": cluster, "kubernetes_version": kubernetes_version, "server": server,
+        "cluster": cluster,
+        "kubernetes_version": kubernetes_version,
+        "server": server,
         "counts": {state: counts[state] for state in (PASSED, FAILED, SKIPPED)},
-        "wall_seconds": round(wall_seconds), "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "lab": lab, "diagnosis": diagnosis,
+        "wall_seconds": round(wall_seconds),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "lab": lab,
+        "diagnosis": diagnosis,
         "specs": [dataclasses.asdict(o) for o in sorted(outcomes, key=lambda o: (o.state != FAILED, o.name))],
     }
 
 
 def summary(q: dict[str, Any]) -> str:
     c = q["counts"]
-    return (f"{q['outcome']}: {sum(c.values())} upstream DRA specs, {c[PASSED]} passed, {c[FAILED]} failed, "
-            f"{c[SKIPPED]} skipped, on the {q['cluster']} cluster (Kubernetes {q['kubernetes_version']}) in "
-            f"{q['wall_seconds']}s")
+    return (
+        f"{q['outcome']}: {sum(c.values())} upstream DRA specs, {c[PASSED]} passed, {c[FAILED]} failed, "
+        f"{c[SKIPPED]} skipped, on the {q['cluster']} cluster (Kubernetes {q['kubernetes_version']}) in "
+        f"{q['wall_seconds']}s"
+    )
 
 
 def skip_reasons(q: dict[str, Any]) -> list[tuple[str, int]]:
     """Each SKIP reason (its first line) with how many specs gave it, most frequent first."""
-    return Counter(s["message"].splitlines()[0] if s["message"] else "?"
-                   for s in q["specs"] if s["state"] == SKIPPED).most_common()
+    return Counter(s["message"].splitlines()[0] if s["message"] else "?" for s in q["specs"] if s["state"] == SKIPPED).most_common()
 
 
 def _e(value: object) -> str:
@@ -58,46 +71,52 @@ def _message(spec: dict[str, Any]) -> str:
 
 def render_section(q: dict[str, Any]) -> str:
     """The qualification as a section of an HTML report: settings, each SKIP's reason, each spec."""
-    rows = "".join(f"<tr class='{'PASS' if s['state'] == PASSED else 'FAIL' if s['state'] == FAILED else 'SKIP'}'>"
-                   f"<td>{_e(s['state'])}</td><td>{s['seconds']:.1f}s</td><td>{_e(s['name'])}<br><small>"
-                   f"{_e(s['location'])}</small>{_message(s)}"
-                   f"</td></tr>" for s in q["specs"])
+    rows = "".join(
+        f"<tr class='{'PASS' if s['state'] == PASSED else 'FAIL' if s['state'] == FAILED else 'SKIP'}'>"
+        f"<td>{_e(s['state'])}</td><td>{s['seconds']:.1f}s</td><td>{_e(s['name'])}<br><small>"
+        f"{_e(s['location'])}</small>{_message(s)}"
+        f"</td></tr>"
+        for s in q["specs"]
+    )
     skips = "".join(f"<li>{n} × {_e(reason)}</li>" for reason, n in skip_reasons(q))
-    lab = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(v))}</td></tr>"
-                  for k, v in q["lab"].items())
+    lab = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(v))}</td></tr>" for k, v in q["lab"].items())
     diagnosis = f"<h3>Lab diagnosis</h3><pre>{_e(chr(10).join(q['diagnosis']))}</pre>" if q["diagnosis"] else ""
-    return (f"<h2>Cluster qualification: Kubernetes' DRA e2e suite</h2><p class='verdict "
-            f"{'PASS' if q['outcome'] == QUALIFIED else 'FAIL'}'>{_e(summary(q))}</p><table>{lab}</table>{diagnosis}"
-            f"<h3>Why specs skipped</h3><ul>{skips or '<li>none skipped</li>'}</ul>"
-            f"<table><tr><th>outcome</th><th>duration</th><th>spec</th></tr>{rows}</table>")
+    return (
+        f"<h2>Cluster qualification: Kubernetes' DRA e2e suite</h2><p class='verdict "
+        f"{'PASS' if q['outcome'] == QUALIFIED else 'FAIL'}'>{_e(summary(q))}</p><table>{lab}</table>{diagnosis}"
+        f"<h3>Why specs skipped</h3><ul>{skips or '<li>none skipped</li>'}</ul>"
+        f"<table><tr><th>outcome</th><th>duration</th><th>spec</th></tr>{rows}</table>"
+    )
 
 
-STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-         "padding:4px;text-align:left;vertical-align:top}.PASS{background:#e8f5e9}.FAIL{background:#ffebee}"
-         ".SKIP{background:#f5f5f5}pre{white-space:pre-wrap;max-width:110em}")
+STYLE = (
+    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+    "padding:4px;text-align:left;vertical-align:top}.PASS{background:#e8f5e9}.FAIL{background:#ffebee}"
+    ".SKIP{background:#f5f5f5}pre{white-space:pre-wrap;max-width:110em}"
+)
 
 
 def write(q: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     as_json, as_html = out_dir / "qualification.json", out_dir / "qualification.html"
     as_json.write_text(json.dumps(q, indent=2) + "\n")
-    as_html.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>dralab qualify: {_e(q['outcome'])}"
-                       f"</title><style>{STYLE}</style></head><body><h1>dralab qualify</h1>{render_section(q)}"
-                       f"</body></html>\n")
+    as_html.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>dralab qualify: {_e(q['outcome'])}"
+        f"</title><style>{STYLE}</style></head><body><h1>dralab qualify</h1>{render_section(q)}"
+        f"</body></html>\n"
+    )
     return as_json, as_html
 
 
 def _record_path(cluster: str, kubernetes_version: str, host: str) -> Path:
     # Labs dralab starts are new clusters each time: what is qualified is their kind and version.
-    key = f"{cluster}-{kubernetes_version}" if cluster != "kubeconfig" else \
-        "kubeconfig-" + "".join(c if c.isalnum() else "_" for c in host)
+    key = f"{cluster}-{kubernetes_version}" if cluster != "kubeconfig" else "kubeconfig-" + "".join(c if c.isalnum() else "_" for c in host)
     return labs_root() / "qualifications" / f"{key}.json"
 
 
 def record(q: dict[str, Any], report_dir: Path) -> Path:
     path = _record_path(q["cluster"], q["kubernetes_version"], q["server"].split(" ")[0])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"summary": summary(q), "finished": q["finished"],
-                                "report": str(report_dir / "qualification.html")}) + "\n")
+    path.write_text(json.dumps({"summary": summary(q), "finished": q["finished"], "report": str(report_dir / "qualification.html")}) + "\n")
     return path
 
 

@@ -36,23 +36,25 @@ LAB = ClusterConfig(name="qualify", nodes=2)
 
 
 def lab_config(plan: Plan, kubernetes_version: str, cluster: str) -> ClusterConfig:
-    cfg = ClusterConfig.model_validate(LAB.model_dump() | {
-        "kubernetes_version": kubernetes_version, "feature_gates": plan.feature_gates,
-        "runtime_config": plan.runtime_config})
+    cfg = ClusterConfig.model_validate(
+        LAB.model_dump()
+        | {"kubernetes_version": kubernetes_version, "feature_gates": plan.feature_gates, "runtime_config": plan.runtime_config}
+    )
     return on_kind(cfg) if cluster == "kind" else cfg
 
 
 @contextlib.contextmanager
-def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESuite, out_dir: Path,
-                offline: bool) -> Iterator[Lab]:
+def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESuite, out_dir: Path, offline: bool) -> Iterator[Lab]:
     """A lab up for the run with the suite's images in its nodes; down afterwards whatever happens,
     its component logs kept under out_dir/logs."""
     from clusters.kind.cluster import KindCluster
     from clusters.local.cluster import LocalCluster
 
-    console.print(f"starting {cluster} lab {cfg.name}: {cfg.nodes} nodes, Kubernetes {cfg.kubernetes_version}, "
-                  f"feature gates on: {', '.join(cfg.feature_gates) or 'none'}; API versions served beyond the "
-                  f"defaults: {', '.join(api for api, on in cfg.runtime_config.items() if on) or 'none'}")
+    console.print(
+        f"starting {cluster} lab {cfg.name}: {cfg.nodes} nodes, Kubernetes {cfg.kubernetes_version}, "
+        f"feature gates on: {', '.join(cfg.feature_gates) or 'none'}; API versions served beyond the "
+        f"defaults: {', '.join(api for api, on in cfg.runtime_config.items() if on) or 'none'}"
+    )
     if cluster == "kind":
         owned: LocalCluster | KindCluster = KindCluster(cfg, tools, offline)
         try:
@@ -76,10 +78,11 @@ def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESu
 
 
 @contextlib.contextmanager
-def foreign_cluster(kubeconfig: Path, kubelet_root_dir: str, tools: Toolchain, suite: E2ESuite,
-                    out_dir: Path) -> Iterator[Lab]:
-    console.print(f"using the cluster of {kubeconfig}: dralab cannot load images into its nodes; they must be able "
-                  f"to pull {', '.join(image.ref for image in suite.images)}")
+def foreign_cluster(kubeconfig: Path, kubelet_root_dir: str, tools: Toolchain, suite: E2ESuite, out_dir: Path) -> Iterator[Lab]:
+    console.print(
+        f"using the cluster of {kubeconfig}: dralab cannot load images into its nodes; they must be able "
+        f"to pull {', '.join(image.ref for image in suite.images)}"
+    )
     yield kubeconfig_lab(kubeconfig, tools.kubectl, out_dir / "logs", kubelet_root_dir)
 
 
@@ -95,9 +98,11 @@ def suite_version_for(kubeconfig: Path) -> str:
     same_minor = [v for v in versions.KUBERNETES_VERSIONS if v.split(".")[:2] == server.split("-")[0].split(".")[:2]]
     if same_minor:
         return same_minor[-1]
-    console.print(f"[yellow]the cluster's API server is {server}; dralab builds the suite at "
-                  f"{', '.join(versions.KUBERNETES_VERSIONS)}: running {versions.KUBERNETES}'s (--kubernetes-version "
-                  "picks another)[/yellow]")
+    console.print(
+        f"[yellow]the cluster's API server is {server}; dralab builds the suite at "
+        f"{', '.join(versions.KUBERNETES_VERSIONS)}: running {versions.KUBERNETES}'s (--kubernetes-version "
+        "picks another)[/yellow]"
+    )
     return versions.KUBERNETES
 
 
@@ -119,24 +124,56 @@ def _server(lab: Lab) -> str:
 
 
 @click.command()
-@click.option("--out", "out_dir", default="qualify-out", show_default=True,
-              type=click.Path(file_okay=False, path_type=Path))
-@click.option("--cluster", type=click.Choice(["local", "kind", "kubeconfig"]), default="local", show_default=True,
-              help="local: the embedded lab; kind: a kind cluster; kubeconfig: your cluster (--kubeconfig).")
-@click.option("--kubeconfig", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="With --cluster kubeconfig: the cluster's kubeconfig.")
-@click.option("--procs", default=3, show_default=True, type=click.IntRange(1, 16),
-              help="Specs run at once (ginkgo processes); Serial specs run alone.")
+@click.option("--out", "out_dir", default="qualify-out", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--cluster",
+    type=click.Choice(["local", "kind", "kubeconfig"]),
+    default="local",
+    show_default=True,
+    help="local: the embedded lab; kind: a kind cluster; kubeconfig: your cluster (--kubeconfig).",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --cluster kubeconfig: the cluster's kubeconfig.",
+)
+@click.option(
+    "--procs",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 16),
+    help="Specs run at once (ginkgo processes); Serial specs run alone.",
+)
 @click.option("--focus", default=None, help="Only the specs whose full name matches this regular expression.")
-@click.option("--gates-on", default="", help="With --cluster kubeconfig: comma-separated feature gates on in your "
-              "cluster that are off by default (their specs SKIP otherwise).")
-@click.option("--kubelet-root-dir", default="/var/lib/kubelet", show_default=True,
-              help="With --cluster kubeconfig: the kubelets' root dir on your nodes (the same on all).")
+@click.option(
+    "--gates-on",
+    default="",
+    help="With --cluster kubeconfig: comma-separated feature gates on in your "
+    "cluster that are off by default (their specs SKIP otherwise).",
+)
+@click.option(
+    "--kubelet-root-dir",
+    default="/var/lib/kubelet",
+    show_default=True,
+    help="With --cluster kubeconfig: the kubelets' root dir on your nodes (the same on all).",
+)
 @click.option("--offline", is_flag=True, help="Do not build: fail if the suite or a component is not cached.")
-@kubernetes_version_option("Kubernetes version of the lab and of the suite (built once per version); on a kubeconfig "
-                           "cluster, default: its API server's minor version.")
-def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, focus: str | None, gates_on: str,
-            kubelet_root_dir: str, offline: bool, kubernetes_version: str) -> None:
+@kubernetes_version_option(
+    "Kubernetes version of the lab and of the suite (built once per version); on a kubeconfig "
+    "cluster, default: its API server's minor version."
+)
+def qualify(
+    out_dir: Path,
+    cluster: str,
+    kubeconfig: Path | None,
+    procs: int,
+    focus: str | None,
+    gates_on: str,
+    kubelet_root_dir: str,
+    offline: bool,
+    kubernetes_version: str,
+) -> None:
     """Run Kubernetes' own DRA e2e suite on a cluster: is it DRA-ready? (exit 0 QUALIFIED, 1 NOT
     QUALIFIED, 2 bad input, 3 INCOMPLETE: the lab dralab started broke under the run)."""
     if cluster == "kubeconfig" and not (kubeconfig and kubeconfig.is_file()):
@@ -160,8 +197,10 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
         from clusters.local.preflight import require_root
 
         require_root("qualify")
-    if cluster == "kubeconfig" and click.get_current_context().get_parameter_source(
-            "kubernetes_version") == click.core.ParameterSource.DEFAULT:
+    if (
+        cluster == "kubeconfig"
+        and click.get_current_context().get_parameter_source("kubernetes_version") == click.core.ParameterSource.DEFAULT
+    ):
         kubernetes_version = suite_version_for(kubeconfig)  # type: ignore[arg-type]
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -170,27 +209,42 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
     suite = ensure_e2e_suite(tools, offline)
     specs = list_specs(suite.test_binary)
     if cluster == "kubeconfig":
-        plan = plan_foreign(specs, suite.gate_defaults, {g.strip() for g in gates_on.split(",") if g.strip()},
-                            served_apis(kubeconfig))  # type: ignore[arg-type]
+        plan = plan_foreign(specs, suite.gate_defaults, {g.strip() for g in gates_on.split(",") if g.strip()}, served_apis(kubeconfig))  # type: ignore[arg-type]
         lab_cm = foreign_cluster(kubeconfig.resolve(), kubelet_root_dir, tools, suite, out_dir)  # type: ignore[union-attr]
     else:
         source = Path(download("k8s.io/kubernetes", kubernetes_version)["Dir"])
         plan = plan_owned(specs, suite.gate_defaults, upstream_runtime_config(source))
         cfg = lab_config(plan, kubernetes_version, cluster)
         lab_cm = started_lab(cluster, cfg, tools, suite, out_dir, offline)
-    console.print(f"qualify: {len(specs)} upstream DRA specs (Kubernetes {kubernetes_version})"
-                  + (f", {len(plan.skips)} of them SKIP on this cluster" if plan.skips else "")
-                  + (f"; only those matching {focus!r}" if focus else ""))
+    console.print(
+        f"qualify: {len(specs)} upstream DRA specs (Kubernetes {kubernetes_version})"
+        + (f", {len(plan.skips)} of them SKIP on this cluster" if plan.skips else "")
+        + (f"; only those matching {focus!r}" if focus else "")
+    )
     with lab_cm as lab:
         server = _server(lab)
-        outcomes = run(suite.ginkgo, suite.test_binary, lab.kubeconfig, plan, out_dir, procs=procs, focus=focus,
-                       kubelet_root_dir=lab.nodes[0].kubelet_root_dir)
+        outcomes = run(
+            suite.ginkgo,
+            suite.test_binary,
+            lab.kubeconfig,
+            plan,
+            out_dir,
+            procs=procs,
+            focus=focus,
+            kubelet_root_dir=lab.nodes[0].kubelet_root_dir,
+        )
         diagnosis = lab.dead_parts()
-    settings = {"feature gates": plan.feature_gates or "the cluster's own", "runtime config": plan.runtime_config
-                or "the cluster's own", "suite": str(suite.test_binary), "ginkgo log": str(out_dir / "ginkgo.log"),
-                "junit": str(out_dir / "junit.xml"), "component logs": str(out_dir / "logs")}
-    q = qualification.build(outcomes, cluster, kubernetes_version, server, time.monotonic() - start, settings, diagnosis,
-                            owned=cluster != "kubeconfig")
+    settings = {
+        "feature gates": plan.feature_gates or "the cluster's own",
+        "runtime config": plan.runtime_config or "the cluster's own",
+        "suite": str(suite.test_binary),
+        "ginkgo log": str(out_dir / "ginkgo.log"),
+        "junit": str(out_dir / "junit.xml"),
+        "component logs": str(out_dir / "logs"),
+    }
+    q = qualification.build(
+        outcomes, cluster, kubernetes_version, server, time.monotonic() - start, settings, diagnosis, owned=cluster != "kubeconfig"
+    )
     _, as_html = qualification.write(q, out_dir)
     if not focus:  # a subset does not qualify a cluster
         qualification.record(q, out_dir)
@@ -203,4 +257,3 @@ def qualify(out_dir: Path, cluster: str, kubeconfig: Path | None, procs: int, fo
         exit_if_left_behind([str(r) for r in residue.find(cfg.name)])
     console.print(f"{qualification.summary(q)}; {as_html}", markup=False)
     sys.exit(qualification.EXIT_CODES[q["outcome"]])
-

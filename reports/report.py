@@ -27,9 +27,11 @@ from suites.framework.spec_drift import PROPERTY as SPEC_DRIFT
 VERDICTS = WORST_FIRST
 # Sections of the report: what the outcome is about, and what is reported apart.
 DRIVER, CLUSTER, SELF_CHECK = "driver", "cluster", "self-check"
-SECTION_TITLES = {DRIVER: "Requirements of the driver under test",
-                  CLUSTER: "Cluster and lab checks (reported apart: not the driver's PASS)",
-                  SELF_CHECK: "dralab's self-checks and harness (reported apart)"}
+SECTION_TITLES = {
+    DRIVER: "Requirements of the driver under test",
+    CLUSTER: "Cluster and lab checks (reported apart: not the driver's PASS)",
+    SELF_CHECK: "dralab's self-checks and harness (reported apart)",
+}
 # RP-04: each outcome's exit code.
 CERTIFIED, NOT_CERTIFIED, INCOMPLETE, NOTHING = "CERTIFIED", "NOT CERTIFIED", "INCOMPLETE", "NOTHING TO CERTIFY"
 EXIT_CODES = {CERTIFIED: 0, NOT_CERTIFIED: 1, INCOMPLETE: 3, NOTHING: 4}
@@ -106,14 +108,21 @@ def read_junit(path: Path, out_dir: Path | None = None) -> list[TestResult]:
         warnings = [v for k, v in props if k == WARNING]
         if verdict == Verdict.WARNING:
             message = "\n".join(f"SHOULD not met: {w}" for w in warnings)
-        results.append(TestResult(
-            name=f"{case.get('classname', '')}::{case.get('name', '')}", verdict=verdict,
-            seconds=sum(float(c.get("time") or 0) for c in cases), requirements=[v for k, v in props if k == REQUIREMENT] or ["(none)"],
-            message=_relocated(message, out_dir), traceback=_relocated(traceback, out_dir),
-            evidence=[v for k, v in props if k == EVIDENCE], observed=[v for k, v in props if k == OBSERVED],
-            spec_drift=[json.loads(v) for k, v in props if k == SPEC_DRIFT],
-            diagnosis=next((v for k, v in props if k == DIAGNOSIS), ""),
-            blocked_by=next((v for k, v in props if k == BLOCKED_BY), "")))
+        results.append(
+            TestResult(
+                name=f"{case.get('classname', '')}::{case.get('name', '')}",
+                verdict=verdict,
+                seconds=sum(float(c.get("time") or 0) for c in cases),
+                requirements=[v for k, v in props if k == REQUIREMENT] or ["(none)"],
+                message=_relocated(message, out_dir),
+                traceback=_relocated(traceback, out_dir),
+                evidence=[v for k, v in props if k == EVIDENCE],
+                observed=[v for k, v in props if k == OBSERVED],
+                spec_drift=[json.loads(v) for k, v in props if k == SPEC_DRIFT],
+                diagnosis=next((v for k, v in props if k == DIAGNOSIS), ""),
+                blocked_by=next((v for k, v in props if k == BLOCKED_BY), ""),
+            )
+        )
     return results
 
 
@@ -129,8 +138,13 @@ def _catalogued(rid: str) -> dict[str, str]:
     known = catalogue.get(rid)
     if known is None:
         return {}
-    return {"text": known.text, "level": known.level.value, "source": known.source, "remedy": known.remedy or "",
-            "upstream_issue": known.upstream_issue or ""}
+    return {
+        "text": known.text,
+        "level": known.level.value,
+        "source": known.source,
+        "remedy": known.remedy or "",
+        "upstream_issue": known.upstream_issue or "",
+    }
 
 
 def by_requirement(results: list[TestResult]) -> list[RequirementResult]:
@@ -140,8 +154,16 @@ def by_requirement(results: list[TestResult]) -> list[RequirementResult]:
     for rid in ids:
         tests = [t for t in results if rid in t.requirements]
         verdicts = {t.verdict for t in tests}
-        out.append(RequirementResult(rid, next(v for v in VERDICTS if v in verdicts), round(sum(t.seconds for t in tests), 2),
-                                     tests, section=_section(rid), **_catalogued(rid)))
+        out.append(
+            RequirementResult(
+                rid,
+                next(v for v in VERDICTS if v in verdicts),
+                round(sum(t.seconds for t in tests), 2),
+                tests,
+                section=_section(rid),
+                **_catalogued(rid),
+            )
+        )
     return out
 
 
@@ -168,8 +190,9 @@ def _unclaimed(requirement: RequirementResult) -> bool:
 
 def _driver_ids(requirements: list[RequirementResult], level: str, verdicts: tuple[str, ...]) -> list[str]:
     """The driver's requirements (coming up aside) of `level` that got one of `verdicts`."""
-    return [r.id for r in requirements if r.section == DRIVER and r.level == level and r.verdict in verdicts
-            and not r.id.startswith("DEP-")]
+    return [
+        r.id for r in requirements if r.section == DRIVER and r.level == level and r.verdict in verdicts and not r.id.startswith("DEP-")
+    ]
 
 
 def _counts(requirements: list[RequirementResult], section: str) -> dict[str, int]:
@@ -182,15 +205,22 @@ def build(results: list[TestResult], environment: dict[str, Any], wall_seconds: 
     result, behind = outcome(requirements)
     drift = [{**d, "test": t.name} for t in results for d in t.spec_drift]
     return {
-        "summary": {"outcome": result, "exit_code": EXIT_CODES[result], "behind": behind,
-                    "warnings": [r.id for r in requirements if r.section == DRIVER and r.verdict == Verdict.WARNING],
-                    # What CERTIFIED rests on besides the MUSTs that PASSed (`behind`), said as it is.
-                    "not_exercised": [rid for rid in _driver_ids(requirements, "MUST", (Verdict.SKIP,))
-                                      if not _unclaimed(next(r for r in requirements if r.id == rid))],
-                    "shoulds_met": _driver_ids(requirements, "SHOULD", (Verdict.PASS,)),
-                    "requirements": {section: _counts(requirements, section) for section in SECTION_TITLES},
-                    "tests": {v: sum(t.verdict == v for t in results) for v in VERDICTS},
-                    "wall_seconds": round(wall_seconds, 1)},
+        "summary": {
+            "outcome": result,
+            "exit_code": EXIT_CODES[result],
+            "behind": behind,
+            "warnings": [r.id for r in requirements if r.section == DRIVER and r.verdict == Verdict.WARNING],
+            # What CERTIFIED rests on besides the MUSTs that PASSed (`behind`), said as it is.
+            "not_exercised": [
+                rid
+                for rid in _driver_ids(requirements, "MUST", (Verdict.SKIP,))
+                if not _unclaimed(next(r for r in requirements if r.id == rid))
+            ],
+            "shoulds_met": _driver_ids(requirements, "SHOULD", (Verdict.PASS,)),
+            "requirements": {section: _counts(requirements, section) for section in SECTION_TITLES},
+            "tests": {v: sum(t.verdict == v for t in results) for v in VERDICTS},
+            "wall_seconds": round(wall_seconds, 1),
+        },
         "requirements": [asdict(r) for r in requirements],
         "spec_drift": drift,
         "environment": environment,
@@ -199,8 +229,7 @@ def build(results: list[TestResult], environment: dict[str, Any], wall_seconds: 
 
 def first_message(requirement: dict[str, Any]) -> str:
     """The first line of the message of the first test that gave a requirement its verdict."""
-    return next((t["message"] or "(no message)").splitlines()[0] for t in requirement["tests"]
-                if t["verdict"] == requirement["verdict"])
+    return next((t["message"] or "(no message)").splitlines()[0] for t in requirement["tests"] if t["verdict"] == requirement["verdict"])
 
 
 def last_line(report: dict[str, Any]) -> str:
@@ -208,11 +237,13 @@ def last_line(report: dict[str, Any]) -> str:
     applicable MUSTs it was not exercised on (SKIP) and the SHOULDs, each said for what it is."""
     summary = report["summary"]
     ids = ", ".join(summary["behind"])
-    what = {CERTIFIED: f"no MUST of the driver FAILed, and these were exercised and PASSed: {ids}",
-            NOT_CERTIFIED: f"FAIL {ids}",
-            INCOMPLETE: f"no verdict (ERROR or BLOCKED) for {ids}",
-            NOTHING: "no MUST of the driver was exercised (the profile claims nothing dralab checks, or every MUST "
-                     "it claims SKIPped: see the reasons)"}[summary["outcome"]]
+    what = {
+        CERTIFIED: f"no MUST of the driver FAILed, and these were exercised and PASSed: {ids}",
+        NOT_CERTIFIED: f"FAIL {ids}",
+        INCOMPLETE: f"no verdict (ERROR or BLOCKED) for {ids}",
+        NOTHING: "no MUST of the driver was exercised (the profile claims nothing dralab checks, or every MUST "
+        "it claims SKIPped: see the reasons)",
+    }[summary["outcome"]]
     parts = [f"{summary['outcome']}: {what}"]
     if summary["outcome"] == CERTIFIED and summary.get("not_exercised"):
         parts.append(f"not exercised (SKIP, reasons in the report): {', '.join(summary['not_exercised'])}")
@@ -243,9 +274,10 @@ SHOWN = (Verdict.FAIL, Verdict.ERROR, Verdict.WARNING, Verdict.BLOCKED)
 # Verdicts whose row says what the requirement is, where it comes from and what to fix.
 EXPLAINED = (Verdict.FAIL, Verdict.WARNING)
 # What to do about a FAIL the driver cannot fix, by section.
-REMEDY_ELSEWHERE = {CLUSTER: "not the driver's to fix: compare the cluster's versions and feature gates "
-                             "(Environment) with the source",
-                    SELF_CHECK: "dralab's own: report it to dralab with this report"}
+REMEDY_ELSEWHERE = {
+    CLUSTER: "not the driver's to fix: compare the cluster's versions and feature gates (Environment) with the source",
+    SELF_CHECK: "dralab's own: report it to dralab with this report",
+}
 # DriverUnderTest.requires's SKIP (suites/framework/drivers.py): the profile does not claim what the
 # requirement needs. Such requirements are one line per suite, not a row each.
 NOT_CLAIMED = re.compile(r"driver profile (?P<profile>\S+) does not claim (?P<capabilities>.+)")
@@ -301,8 +333,10 @@ def _pretty(text: str) -> str:
 def _evidence(item: str) -> str:
     title, _, body = item.partition("\n")
     # What the check saw is open on the page; component logs, the longer part, are one click away.
-    return (f"<details{' open' if title.startswith('evidence: ') else ''}><summary>{_e(title)}</summary>"
-            f"<pre>{_e(_pretty(body))}</pre></details>")
+    return (
+        f"<details{' open' if title.startswith('evidence: ') else ''}><summary>{_e(title)}</summary>"
+        f"<pre>{_e(_pretty(body))}</pre></details>"
+    )
 
 
 def _details(test: dict[str, Any]) -> str:
@@ -320,16 +354,18 @@ def _details(test: dict[str, Any]) -> str:
 def _case(test: dict[str, Any]) -> str:
     """A parametrised test's case, "[a bare name] ", to tell its observations apart."""
     name = test["name"]
-    return name[name.index("["):] + " " if "[" in name else ""
+    return name[name.index("[") :] + " " if "[" in name else ""
 
 
 def _explained(r: dict[str, Any]) -> str:
     """A FAIL's or WARNING's level, source (and upstream issue) and what to fix."""
     issue = r.get("upstream_issue")
-    upstream = f"; upstream: <a href=\"{_e(catalogue.issue_url(issue))}\">{_e(issue)}</a>" if issue else ""
+    upstream = f'; upstream: <a href="{_e(catalogue.issue_url(issue))}">{_e(issue)}</a>' if issue else ""
     remedy = r.get("remedy") or REMEDY_ELSEWHERE.get(r["section"], "")
-    return (f"<div class='text'>{_e(r.get('level') or '')}; source: {_e(r.get('source') or '(not in the catalogue)')}"
-            f"{upstream}</div><div><b>remedy:</b> {_e(remedy)}</div>")
+    return (
+        f"<div class='text'>{_e(r.get('level') or '')}; source: {_e(r.get('source') or '(not in the catalogue)')}"
+        f"{upstream}</div><div><b>remedy:</b> {_e(remedy)}</div>"
+    )
 
 
 def _skip_reasons(r: dict[str, Any]) -> str:
@@ -343,9 +379,11 @@ def _row(r: dict[str, Any]) -> str:
     text = f"<div class='text'>{_e(r['text'])}</div>" if r.get("text") else ""
     explained = _explained(r) if r["verdict"] in EXPLAINED else ""
     skipped = _skip_reasons(r) if r["verdict"] == Verdict.SKIP else ""
-    return (f"<tr class='{r['verdict']}' id='{_e(r['id'])}'><td>{_e(r['id'])}</td><td>{r['verdict']}</td>"
-            f"<td>{_e(r.get('level') or '')}</td><td>{r['seconds']:.1f}s</td><td>{len(r['tests'])}</td>"
-            f"<td>{text}{explained}{skipped}{observed}{shown}</td></tr>")
+    return (
+        f"<tr class='{r['verdict']}' id='{_e(r['id'])}'><td>{_e(r['id'])}</td><td>{r['verdict']}</td>"
+        f"<td>{_e(r.get('level') or '')}</td><td>{r['seconds']:.1f}s</td><td>{len(r['tests'])}</td>"
+        f"<td>{text}{explained}{skipped}{observed}{shown}</td></tr>"
+    )
 
 
 def _not_claimed(r: dict[str, Any]) -> tuple[str, str, set[str]] | None:
@@ -365,18 +403,22 @@ def _unclaimed_lines(unclaimed: dict[str, tuple[str, str, set[str]]]) -> str:
         needed, ids = groups.setdefault((suite, profile), (set(), []))
         needed |= capabilities
         ids.append(rid)
-    return "".join(f"<tr class='SKIP unclaimed'><td colspan='6'>{_e(suite)}: {len(ids)} requirement"
-                   f"{'s' if len(ids) > 1 else ''} not claimed by driver profile {_e(profile)} "
-                   f"({_e(', '.join(sorted(capabilities)))}): {_e(', '.join(ids))}</td></tr>"
-                   for (suite, profile), (capabilities, ids) in groups.items())
+    return "".join(
+        f"<tr class='SKIP unclaimed'><td colspan='6'>{_e(suite)}: {len(ids)} requirement"
+        f"{'s' if len(ids) > 1 else ''} not claimed by driver profile {_e(profile)} "
+        f"({_e(', '.join(sorted(capabilities)))}): {_e(', '.join(ids))}</td></tr>"
+        for (suite, profile), (capabilities, ids) in groups.items()
+    )
 
 
 def _table(requirements: list[dict[str, Any]]) -> str:
     unclaimed = {r["id"]: found for r in requirements if (found := _not_claimed(r))}
     rows = "".join(_row(r) for r in requirements if r["id"] not in unclaimed)
-    return ("<table class='requirements'><tr><th>ID</th><th>verdict</th><th>level</th><th>duration</th><th>tests</th>"
-            f"<th>requirement, what was observed, and for failures the evidence</th></tr>{rows}"
-            f"{_unclaimed_lines(unclaimed)}</table>")
+    return (
+        "<table class='requirements'><tr><th>ID</th><th>verdict</th><th>level</th><th>duration</th><th>tests</th>"
+        f"<th>requirement, what was observed, and for failures the evidence</th></tr>{rows}"
+        f"{_unclaimed_lines(unclaimed)}</table>"
+    )
 
 
 def _relative(report: dict[str, Any], out_dir: Path) -> dict[str, Any]:
@@ -399,18 +441,23 @@ def render_html(report: dict[str, Any], out_dir: Path | None = None) -> str:
             continue
         counts = ", ".join(f"{n} {v}" for v, n in summary["requirements"][section].items() if n)
         sections.append(f"<h2>{_e(heading)}</h2><p>{_e(counts)}</p>{_table(members)}")
-    drift = "".join(f"<tr><td>{_e(d['kep'])}</td><td>{_e(d['topic'])}</td><td>{_e(d['promised'])}</td>"
-                    f"<td>{_e(d['observed'])}</td></tr>" for d in report["spec_drift"]) \
+    drift = (
+        "".join(
+            f"<tr><td>{_e(d['kep'])}</td><td>{_e(d['topic'])}</td><td>{_e(d['promised'])}</td><td>{_e(d['observed'])}</td></tr>"
+            for d in report["spec_drift"]
+        )
         or "<tr><td colspan='4'>none recorded by the checks that ran</td></tr>"
-    environment = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(v))}</td></tr>"
-                          for k, v in report["environment"].items())
+    )
+    environment = "".join(
+        f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(v))}</td></tr>" for k, v in report["environment"].items()
+    )
     paths = "<p>Paths are relative to the directory of this report, the run's output.</p>" if out_dir else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab: {_e(title)}</title>
 <style>{STYLE}</style></head><body>
 <h1>dralab certification</h1>
-<p class="verdict {'PASS' if title == CERTIFIED else 'FAIL'}">{_e(last_line(report))}</p>
-<p>tests: {_e(', '.join(f'{n} {v}' for v, n in summary['tests'].items() if n))}; {summary['wall_seconds']}s</p>{paths}
-{''.join(sections)}
+<p class="verdict {"PASS" if title == CERTIFIED else "FAIL"}">{_e(last_line(report))}</p>
+<p>tests: {_e(", ".join(f"{n} {v}" for v, n in summary["tests"].items() if n))}; {summary["wall_seconds"]}s</p>{paths}
+{"".join(sections)}
 <h2>Spec drift (shipped Kubernetes against the KEP text)</h2>
 <table><tr><th>KEP</th><th>topic</th><th>the KEP promised</th><th>this cluster did</th></tr>{drift}</table>
 <h2>Environment</h2><table>{environment}</table>

@@ -37,8 +37,24 @@ CONFIGURATIONS = {METADATA_DISABLED}
 # containers and the claims of the generated workloads (suites/kubelet_plugin, suites/device_metadata/
 # in_containers.py, suites/resource_claim_status/test_status_over_the_run.py), whatever the
 # variant's choice concerns.
-SWEPT = ["KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-10", "MD-16",
-         "MD-19", "ST-02", "ST-07", "ST-08"]
+SWEPT = [
+    "KP-03",
+    "KP-04",
+    "KP-05",
+    "KP-06",
+    "KP-07",
+    "MD-01",
+    "MD-02",
+    "MD-03",
+    "MD-04",
+    "MD-08",
+    "MD-10",
+    "MD-16",
+    "MD-19",
+    "ST-02",
+    "ST-07",
+    "ST-08",
+]
 
 
 @dataclass(frozen=True)
@@ -74,8 +90,18 @@ def cases() -> list[Case]:
         for variant, v in sorted(profile.variants.items()):
             if variant in CONFIGURATIONS:
                 continue
-            found.append(Case(variant, profile.name, BROKEN if v.breaks else VALID, list(v.breaks), list(v.warns),
-                              dict(v.violations), list(v.concerns), v.seeds))
+            found.append(
+                Case(
+                    variant,
+                    profile.name,
+                    BROKEN if v.breaks else VALID,
+                    list(v.breaks),
+                    list(v.warns),
+                    dict(v.violations),
+                    list(v.concerns),
+                    v.seeds,
+                )
+            )
     return found
 
 
@@ -96,8 +122,7 @@ def chosen(all_cases: list[Case], only: str | None, variants: tuple[str, ...]) -
     if variants:
         unknown = [v for v in variants if not any(v in (c.variant, c.name) for c in all_cases)]
         if unknown:
-            raise BadInput(f"--variant {', '.join(unknown)}: no reference driver has it; `dralab selfcheck --list` "
-                           "lists them")
+            raise BadInput(f"--variant {', '.join(unknown)}: no reference driver has it; `dralab selfcheck --list` lists them")
         picked = [c for c in all_cases if c.variant in variants or c.name in variants]
     if only:
         selection(only)  # BadInput for what names no suite
@@ -148,13 +173,15 @@ class Observed:
     report: str
 
 
-def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
-          checked: list[str] | None = None) -> Observed:
+def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path, checked: list[str] | None = None) -> Observed:
     """Compare a variant's certification report (of the IDs and suites `checked`) with what dralab
     must say about it."""
     verdicts = {r["id"]: r["verdict"] for r in report["requirements"]}
-    messages = {r["id"]: first_message(r) for r in report["requirements"]
-                if r["verdict"] in (Verdict.FAIL, Verdict.ERROR, Verdict.BLOCKED, Verdict.WARNING)}
+    messages = {
+        r["id"]: first_message(r)
+        for r in report["requirements"]
+        if r["verdict"] in (Verdict.FAIL, Verdict.ERROR, Verdict.BLOCKED, Verdict.WARNING)
+    }
     expected = case.expected(checked)
     outcome = report["summary"]["outcome"]
     observed = {"outcome": outcome, **verdicts} if case.kind == VALID else verdicts
@@ -164,32 +191,53 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
         if got != want:
             problems.append(f"{rid}: {got}, expected {want}" + (f" ({messages[rid][:160]})" if rid in messages else ""))
         elif want == Verdict.FAIL and not re.search(case.violations.get(rid, r"(?!)"), messages.get(rid, "")):
-            problems.append(f"{rid} FAILed without naming the violation /{case.violations.get(rid, '(none declared)')}/: "
-                            f"{messages.get(rid, '')[:200]}")
+            problems.append(
+                f"{rid} FAILed without naming the violation /{case.violations.get(rid, '(none declared)')}/: {messages.get(rid, '')[:200]}"
+            )
     # Exactly what it breaks: no other requirement of the driver may FAIL, nor the lab ERROR.
-    problems += [f"{r['id']}: {r['verdict']} ({messages.get(r['id'], '')[:160]})" for r in report["requirements"]
-                 if r["id"] not in expected and r["verdict"] in (Verdict.FAIL, Verdict.ERROR, Verdict.BLOCKED)]
-    return Observed(case.variant, case.driver, case.kind, case.breaks, expected, observed, messages, not problems,
-                    "; ".join(problems), round(seconds, 1), str(report_path))
+    problems += [
+        f"{r['id']}: {r['verdict']} ({messages.get(r['id'], '')[:160]})"
+        for r in report["requirements"]
+        if r["id"] not in expected and r["verdict"] in (Verdict.FAIL, Verdict.ERROR, Verdict.BLOCKED)
+    ]
+    return Observed(
+        case.variant,
+        case.driver,
+        case.kind,
+        case.breaks,
+        expected,
+        observed,
+        messages,
+        not problems,
+        "; ".join(problems),
+        round(seconds, 1),
+        str(report_path),
+    )
 
 
-def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None = None,
-        lab_prefix: str = LAB_PREFIX) -> list[Observed]:
+def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None = None, lab_prefix: str = LAB_PREFIX) -> list[Observed]:
     """Certify each case on shared labs (named after `lab_prefix`); the labs go at the end whatever
     happens. With `seeds`, each run draws its generated workloads with seeds 1 to `seeds` (the
     same for every case)."""
     results = []
     try:
         for n, case in enumerate(selected, 1):
-            console.print(f"[bold]selfcheck {n}/{len(selected)}: {case.name}[/bold] ({case.kind}"
-                          f"{', breaks ' + ', '.join(case.breaks) if case.breaks else ''})")
+            console.print(
+                f"[bold]selfcheck {n}/{len(selected)}: {case.name}[/bold] ({case.kind}"
+                f"{', breaks ' + ', '.join(case.breaks) if case.breaks else ''})"
+            )
             checked = _suites_of(case, only, sweep=bool(seeds))
             paths, ids = selection(checked)
-            suite_run = SuiteRun(out_dir / "variants" / f"{case.driver}-{case.variant}", paths, ids,
-                                 drivers=[load_profile(case.driver)],
-                                 variant=None if case.variant == REFERENCE else case.variant,
-                                 lab_prefix=lab_prefix, reuse_labs=True,
-                                 **({"seed": 1, "seeds": seeds} if seeds else {"seeds": case.seeds}))
+            suite_run = SuiteRun(
+                out_dir / "variants" / f"{case.driver}-{case.variant}",
+                paths,
+                ids,
+                drivers=[load_profile(case.driver)],
+                variant=None if case.variant == REFERENCE else case.variant,
+                lab_prefix=lab_prefix,
+                reuse_labs=True,
+                **({"seed": 1, "seeds": seeds} if seeds else {"seeds": case.seeds}),
+            )
             started = time.monotonic()
             try:
                 report = suite_run.report(suite_run.pytest(), {}, {})
@@ -197,8 +245,10 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
                 report = {"requirements": [], "summary": {"outcome": INCOMPLETE}}
             result = judge(case, report, time.monotonic() - started, suite_run.out_dir / "report.html", checked.split(","))
             results.append(result)
-            console.print(f"  {'[green]match[/green]' if result.match else '[red]MISMATCH[/red]'} in "
-                          f"{result.seconds:.0f}s: {result.why or _short(result.observed)}")
+            console.print(
+                f"  {'[green]match[/green]' if result.match else '[red]MISMATCH[/red]'} in "
+                f"{result.seconds:.0f}s: {result.why or _short(result.observed)}"
+            )
             if any(r["verdict"] == Verdict.ERROR for r in report["requirements"]) or not report["requirements"]:
                 # A lab that broke under this variant is not one to reuse: the next starts afresh.
                 _remove_labs(lab_prefix)
@@ -224,9 +274,16 @@ def _remove_labs(lab_prefix: str) -> None:
 
 def write(results: list[Observed], out_dir: Path, wall_seconds: float) -> tuple[Path, Path]:
     matched = sum(r.match for r in results)
-    data = {"summary": {"variants": len(results), "matched": matched, "wall_seconds": round(wall_seconds, 1),
-                        "valid": sum(r.kind == VALID for r in results), "broken": sum(r.kind == BROKEN for r in results)},
-            "variants": [asdict(r) for r in results]}
+    data = {
+        "summary": {
+            "variants": len(results),
+            "matched": matched,
+            "wall_seconds": round(wall_seconds, 1),
+            "valid": sum(r.kind == VALID for r in results),
+            "broken": sum(r.kind == BROKEN for r in results),
+        },
+        "variants": [asdict(r) for r in results],
+    }
     as_json, as_html = out_dir / "selfcheck.json", out_dir / "selfcheck.html"
     as_json.write_text(json.dumps(data, indent=2))
     as_html.write_text(render_html(data, out_dir))
@@ -244,15 +301,16 @@ def render_html(data: dict[str, Any], out_dir: Path) -> str:
         f"<td>{e(v['kind'])}</td><td>{cell(v['expected'])}</td><td>{cell(v['observed'])}</td>"
         f"<td>{'match' if v['match'] else 'MISMATCH: ' + e(v['why'])}</td><td>{v['seconds']:.0f}s</td>"
         f"<td><a href='{e(Path(v['report']).relative_to(out_dir).as_posix())}'>report</a></td></tr>"
-        for v in data["variants"])
+        for v in data["variants"]
+    )
     s = data["summary"]
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab selfcheck</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;width:100%}}
 td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top;text-align:left}}
 tr.PASS td:nth-child(6){{color:#070}}tr.FAIL td:nth-child(6){{color:#b00;font-weight:bold}}</style></head><body>
-<h1>dralab selfcheck: {s['matched']} of {s['variants']} variants as expected</h1>
-<p>{s['broken']} broken variants (MUT-01: each must FAIL what it breaks, naming the violation), {s['valid']} valid
-variants (MUT-02: each must be CERTIFIED); {s['wall_seconds']}s.</p>
+<h1>dralab selfcheck: {s["matched"]} of {s["variants"]} variants as expected</h1>
+<p>{s["broken"]} broken variants (MUT-01: each must FAIL what it breaks, naming the violation), {s["valid"]} valid
+variants (MUT-02: each must be CERTIFIED); {s["wall_seconds"]}s.</p>
 <table><tr><th>driver</th><th>variant</th><th>kind</th><th>expected</th><th>observed</th><th>match</th>
 <th>time</th><th>its report</th></tr>{rows}</table></body></html>
 """
@@ -260,28 +318,52 @@ variants (MUT-02: each must be CERTIFIED); {s['wall_seconds']}s.</p>
 
 def _lab_prefix(prefix: str) -> str:
     if not DNS_LABEL.match(prefix + "2") or len(prefix) > 16:
-        raise BadInput(f"--lab-prefix {prefix!r}: a lab name starts with it, so it must be lower-case letters, digits "
-                       "and dashes, not starting with a dash, at most 16 characters (say --lab-prefix self2)")
+        raise BadInput(
+            f"--lab-prefix {prefix!r}: a lab name starts with it, so it must be lower-case letters, digits "
+            "and dashes, not starting with a dash, at most 16 characters (say --lab-prefix self2)"
+        )
     return prefix
 
 
 @click.command()
-@click.option("--out", "out_dir", default="selfcheck", show_default=True,
-              type=click.Path(file_okay=False, path_type=Path))
-@click.option("--only", default=None, help="Comma-separated suites or requirement IDs: the broken variants that "
-              "break one of them, and the valid variants checked on them only.")
+@click.option("--out", "out_dir", default="selfcheck", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--only",
+    default=None,
+    help="Comma-separated suites or requirement IDs: the broken variants that "
+    "break one of them, and the valid variants checked on them only.",
+)
 @click.option("--variant", "variants", multiple=True, help="Only this variant (name or driver:variant; repeatable).")
-@click.option("--list", "list_only", is_flag=True, help="Print the variants, what each breaks and the requirements "
-              "each is checked on; run nothing.")
+@click.option(
+    "--list", "list_only", is_flag=True, help="Print the variants, what each breaks and the requirements each is checked on; run nothing."
+)
 @click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list of {variant, driver, kind, breaks, checked_on}.")
 @click.option("--kind", type=click.Choice([VALID, BROKEN]), default=None, help="Only the valid or only the broken variants.")
-@click.option("--seeds", type=click.IntRange(min=1), default=None, help="A sweep for false FAILs (`make seeds`): the "
-              f"reference DRA drivers and their valid variants, each checked on {', '.join(SWEPT)} with its generated "
-              "workloads drawn with seeds 1 to N in turn.")
-@click.option("--lab-prefix", default=LAB_PREFIX, show_default=True, callback=lambda _c, _p, v: _lab_prefix(v),
-              help="Name the labs after this (two selfchecks side by side each need their own).")
-def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_only: bool, as_json: bool,
-              kind: str | None, seeds: int | None, lab_prefix: str) -> None:
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=None,
+    help="A sweep for false FAILs (`make seeds`): the "
+    f"reference DRA drivers and their valid variants, each checked on {', '.join(SWEPT)} with its generated "
+    "workloads drawn with seeds 1 to N in turn.",
+)
+@click.option(
+    "--lab-prefix",
+    default=LAB_PREFIX,
+    show_default=True,
+    callback=lambda _c, _p, v: _lab_prefix(v),
+    help="Name the labs after this (two selfchecks side by side each need their own).",
+)
+def selfcheck(
+    out_dir: Path,
+    only: str | None,
+    variants: tuple[str, ...],
+    list_only: bool,
+    as_json: bool,
+    kind: str | None,
+    seeds: int | None,
+    lab_prefix: str,
+) -> None:
     """Certify the reference drivers' variants and check dralab's verdicts on them (MUT-01, MUT-02):
     broken ones must FAIL what they break, valid ones must be CERTIFIED (exit 0 all as expected,
     1 a mismatch, 2 bad input)."""
@@ -289,15 +371,25 @@ def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_o
     if seeds:
         selected = [c for c in selected if c.kind == VALID and _named(certifiable(load_profile(c.driver)), SWEPT)]
     if list_only:
-        listing = [{"variant": c.variant, "driver": c.driver, "kind": c.kind, "breaks": c.breaks,
-                    "checked_on": _suites_of(c, only, sweep=bool(seeds)).split(",")} for c in selected]
+        listing = [
+            {
+                "variant": c.variant,
+                "driver": c.driver,
+                "kind": c.kind,
+                "breaks": c.breaks,
+                "checked_on": _suites_of(c, only, sweep=bool(seeds)).split(","),
+            }
+            for c in selected
+        ]
         if as_json:
             click.echo(json.dumps(listing, indent=2))
         else:
             for c, entry in zip(selected, listing):
-                click.echo(f"{c.name:40} {c.kind:7} {'breaks ' + ', '.join(c.breaks) if c.breaks else ''}"
-                           f"{' warns ' + ', '.join(c.warns) if c.warns else ''}"
-                           f"{' checked on ' + ', '.join(entry['checked_on']) if c.kind == VALID else ''}")
+                click.echo(
+                    f"{c.name:40} {c.kind:7} {'breaks ' + ', '.join(c.breaks) if c.breaks else ''}"
+                    f"{' warns ' + ', '.join(c.warns) if c.warns else ''}"
+                    f"{' checked on ' + ', '.join(entry['checked_on']) if c.kind == VALID else ''}"
+                )
         return
     if as_json:
         raise BadInput("--json goes with --list")
@@ -309,6 +401,8 @@ def selfcheck(out_dir: Path, only: str | None, variants: tuple[str, ...], list_o
     results = run(selected, out_dir, only, seeds, lab_prefix)
     as_json_path, as_html = write(results, out_dir, time.monotonic() - started)
     matched = sum(r.match for r in results)
-    console.print(f"selfcheck: {matched} of {len(results)} variants as expected in {time.monotonic() - started:.0f}s; "
-                  f"{as_html}, {as_json_path}", markup=False)
+    console.print(
+        f"selfcheck: {matched} of {len(results)} variants as expected in {time.monotonic() - started:.0f}s; {as_html}, {as_json_path}",
+        markup=False,
+    )
     sys.exit(0 if matched == len(results) else 1)

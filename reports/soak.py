@@ -81,8 +81,13 @@ class Machine:
     def figures(self) -> dict[str, float]:
         def median(values: list[float]) -> float:
             return round(statistics.median(values), 1) if values else -1.0
-        return {"load_max": round(max(self.loads, default=0.0), 1), "api_ms": median(self.api_ms),
-                "pod_start_s": median(self.pod_start_s), "pace_max": round(max(self.factors, default=0.0), 1)}
+
+        return {
+            "load_max": round(max(self.loads, default=0.0), 1),
+            "api_ms": median(self.api_ms),
+            "pod_start_s": median(self.pod_start_s),
+            "pace_max": round(max(self.factors, default=0.0), 1),
+        }
 
 
 def _sample(peaks: dict[str, dict[str, int]]) -> None:
@@ -94,8 +99,7 @@ def _sample(peaks: dict[str, dict[str, int]]) -> None:
             kind = watched_kind((proc / "cmdline").read_bytes().decode(errors="replace").split("\0"))
             if kind is None:
                 continue
-            rss = next(int(line.split()[1]) for line in (proc / "status").read_text().splitlines()
-                       if line.startswith("VmRSS:"))
+            rss = next(int(line.split()[1]) for line in (proc / "status").read_text().splitlines() if line.startswith("VmRSS:"))
             fds = len(list((proc / "fd").iterdir()))
         except (OSError, StopIteration, ValueError):
             continue  # gone meanwhile, or a kernel thread
@@ -118,19 +122,27 @@ def certify_once(out_dir: Path, seed: int, passed: list[str]) -> Run:
         while not done.wait(SAMPLE_SECONDS):
             _sample(peaks)
             machine.sample()
+
     thread = threading.Thread(target=sampler, daemon=True)
     thread.start()
     started = time.monotonic()
-    rc = run_to_completion([sys.executable, "-m", "dralab.cli", "certify", "--seed", str(seed), "--out", str(out_dir),
-                            *passed])
+    rc = run_to_completion([sys.executable, "-m", "dralab.cli", "certify", "--seed", str(seed), "--out", str(out_dir), *passed])
     done.set()
     thread.join()
     report_path = out_dir / "report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
     verdicts = {r["id"]: r["verdict"] for r in report.get("requirements", [])}
     residue = report.get("environment", {}).get("residue after teardown", "unknown")
-    return Run(seed, rc, round(time.monotonic() - started, 1), report.get("summary", {}).get("outcome", "no report"),
-               verdicts, residue if isinstance(residue, str) else f"{len(residue)} item(s)", peaks, machine.figures())
+    return Run(
+        seed,
+        rc,
+        round(time.monotonic() - started, 1),
+        report.get("summary", {}).get("outcome", "no report"),
+        verdicts,
+        residue if isinstance(residue, str) else f"{len(residue)} item(s)",
+        peaks,
+        machine.figures(),
+    )
 
 
 def differences(runs: list[Run]) -> list[str]:
@@ -140,8 +152,11 @@ def differences(runs: list[Run]) -> list[str]:
         of_seed = [r for r in runs if r.seed == seed]
         first = of_seed[0]
         for n, run in enumerate(of_seed[1:], start=2):
-            changed = {i: [first.verdicts.get(i, "-"), run.verdicts.get(i, "-")]
-                       for i in sorted(set(first.verdicts) | set(run.verdicts)) if first.verdicts.get(i) != run.verdicts.get(i)}
+            changed = {
+                i: [first.verdicts.get(i, "-"), run.verdicts.get(i, "-")]
+                for i in sorted(set(first.verdicts) | set(run.verdicts))
+                if first.verdicts.get(i) != run.verdicts.get(i)
+            }
             if changed:
                 out.append(f"seed {seed}, run {n} against its first: {changed}")
     return out
@@ -160,26 +175,39 @@ def growth(runs: list[Run]) -> list[str]:
         seen = [r.peaks[kind] for r in runs if kind in r.peaks]
         first, last = seen[0], seen[-1]
         grew = last["rss_kib"] > first["rss_kib"] * RSS_GROWTH or last["fds"] > first["fds"] + FD_GROWTH
-        out.append(f"{kind}: RSS {first['rss_kib']} -> {last['rss_kib']} KiB, open files {first['fds']} -> {last['fds']} "
-                   f"over {len(seen)} run(s){': GROWING' if grew else ''}")
+        out.append(
+            f"{kind}: RSS {first['rss_kib']} -> {last['rss_kib']} KiB, open files {first['fds']} -> {last['fds']} "
+            f"over {len(seen)} run(s){': GROWING' if grew else ''}"
+        )
     return out
 
 
 def table(runs: list[Run]) -> str:
     kinds = sorted({k for r in runs for k in r.peaks})
     head = ["run", "seed", "outcome", "FAIL", "s", "residue", *MACHINE, *(f"{k} RSS KiB / fds" for k in kinds)]
-    rows = [[str(n), str(r.seed), r.outcome, ",".join(i for i, v in r.verdicts.items() if v == Verdict.FAIL) or "-",
-             f"{r.seconds:.0f}", r.residue, *(_figure(r, key) for key in MACHINE.values()),
-             *(f"{r.peaks[k]['rss_kib']} / {r.peaks[k]['fds']}" if k in r.peaks else "-" for k in kinds)]
-            for n, r in enumerate(runs, start=1)]
+    rows = [
+        [
+            str(n),
+            str(r.seed),
+            r.outcome,
+            ",".join(i for i, v in r.verdicts.items() if v == Verdict.FAIL) or "-",
+            f"{r.seconds:.0f}",
+            r.residue,
+            *(_figure(r, key) for key in MACHINE.values()),
+            *(f"{r.peaks[k]['rss_kib']} / {r.peaks[k]['fds']}" if k in r.peaks else "-" for k in kinds),
+        ]
+        for n, r in enumerate(runs, start=1)
+    ]
     return _columns([head, *rows])
 
 
 def side_by_side(before: list[Run], now: list[Run], names: tuple[str, str]) -> str:
     """Each ID's verdicts in two soaks (an idle one and one under load), the times below."""
     ids = sorted({i for r in [*before, *now] for i in r.verdicts})
+
     def verdicts(runs: list[Run], i: str) -> str:
         return ",".join(sorted({r.verdicts.get(i, "-") for r in runs}))
+
     rows = [["ID", *names]] + [[i, verdicts(before, i), verdicts(now, i)] for i in ids]
     rows.append(["seconds", *(",".join(f"{r.seconds:.0f}" for r in runs) for runs in (before, now))])
     rows += [[title, *(",".join(_figure(r, key) for r in runs) for runs in (before, now))] for title, key in MACHINE.items()]
@@ -209,14 +237,22 @@ def _runs_of(path: Path) -> list[Run]:
 @click.option("--runs", type=click.IntRange(1, 100), default=10, show_default=True, help="Certifications in a row.")
 @click.option("--seed", type=int, default=1, show_default=True, help="The seed of the generated workloads.")
 @click.option("--vary-seeds", is_flag=True, help="Run K takes seed + K - 1 instead of the same seed every time.")
-@click.option("--load", type=click.IntRange(0, 64), default=0, show_default=True,
-              help="Cores kept busy by processes of the soak's own while the runs go.")
+@click.option(
+    "--load",
+    type=click.IntRange(0, 64),
+    default=0,
+    show_default=True,
+    help="Cores kept busy by processes of the soak's own while the runs go.",
+)
 @click.option("--out", "out_dir", default="soak", show_default=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--beside", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
-              help="Another soak's --out (an idle one): print its verdicts and times beside these.")
+@click.option(
+    "--beside",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Another soak's --out (an idle one): print its verdicts and times beside these.",
+)
 @click.argument("certify_args", nargs=-1, type=click.UNPROCESSED)
-def soak(runs: int, seed: int, vary_seeds: bool, load: int, out_dir: Path, beside: Path | None,
-         certify_args: tuple[str, ...]) -> None:
+def soak(runs: int, seed: int, vary_seeds: bool, load: int, out_dir: Path, beside: Path | None, certify_args: tuple[str, ...]) -> None:
     """Run `dralab certify` --runs times in a row (CERTIFY_ARGS after `--` go to each, e.g. `-- --only
     KP`), then print the table: outcome, FAILs, time, residue, the machine's load and the labs' pace,
     and the peak memory and open files of the recorder, sysfs server and hardware agents per run;
@@ -239,15 +275,13 @@ def soak(runs: int, seed: int, vary_seeds: bool, load: int, out_dir: Path, besid
         for process in busy:
             process.kill()
     changed = differences(done)
-    (out_dir / "soak.json").write_text(json.dumps({"load": load, "runs": [asdict(r) for r in done],
-                                                   "changed": changed}, indent=2))
+    (out_dir / "soak.json").write_text(json.dumps({"load": load, "runs": [asdict(r) for r in done], "changed": changed}, indent=2))
     console.print(table(done), markup=False)
     grown = growth(done)
     for line in grown:
         console.print(line, markup=False)
     if beside is not None:
-        console.print(side_by_side(_runs_of(beside), done, (f"{beside.name}", f"{out_dir.name} (load {load})")),
-                      markup=False)
+        console.print(side_by_side(_runs_of(beside), done, (f"{beside.name}", f"{out_dir.name} (load {load})")), markup=False)
     for line in changed:
         console.print(f"[red]changed:[/red] {line}")
     left = [r for r in done if r.residue != "none"]

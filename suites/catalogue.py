@@ -89,10 +89,19 @@ def load() -> dict[str, Requirement]:
 
 
 # Requirement ID prefix -> the KEP or API it checks (the allure feature, the report's suite lines).
-FAMILIES = {"LAB": "Lab", "DEP": "Coming up", "KP": "The kubelet-plugin contract",
-            "HW": "Emulated hardware", "MD": "KEP-5304 device metadata",
-            "ST": "KEP-4817 device status", "DA": "KEP-6080 derived attributes", "DP": "Device plugin API",
-            "MUT": "Broken driver variants (self-checks)", "RP": "Reports", "PF": "Performance"}
+FAMILIES = {
+    "LAB": "Lab",
+    "DEP": "Coming up",
+    "KP": "The kubelet-plugin contract",
+    "HW": "Emulated hardware",
+    "MD": "KEP-5304 device metadata",
+    "ST": "KEP-4817 device status",
+    "DA": "KEP-6080 derived attributes",
+    "DP": "Device plugin API",
+    "MUT": "Broken driver variants (self-checks)",
+    "RP": "Reports",
+    "PF": "Performance",
+}
 
 
 def family(id: str) -> str:
@@ -122,8 +131,11 @@ def not_applicable(ids: list[str], version: str, known_gates: Callable[[], set[s
             gates = f" (feature gate {', '.join(req.gates)})" if req.gates else ""
             reasons.append(f"{req.id} applies from Kubernetes {req.since}{gates}; this lab runs {version}")
             continue
-        reasons += [f"{req.id} needs the feature gate {gate}, which Kubernetes {version} does not have"
-                    for gate in req.gates if gate not in known_gates()]
+        reasons += [
+            f"{req.id} needs the feature gate {gate}, which Kubernetes {version} does not have"
+            for gate in req.gates
+            if gate not in known_gates()
+        ]
     return reasons
 
 

@@ -28,8 +28,10 @@ ALL_REFERENCE_DRIVERS = ["gpu", "gpu-nvml", "net", "fake-gpu-plugin"]
 
 def pytest_dralab_fail_attachments(item: pytest.Item, message: str) -> list[tuple[str, str]]:
     """A check over the run that FAILed: the generated cases its message names, to apply."""
-    return [(f"the generated case {name}, to apply", manifests) for name, manifests in
-            generated.cases_named(item.config.stash.get(generated.RUNS, {}).values(), message).items()]
+    return [
+        (f"the generated case {name}, to apply", manifests)
+        for name, manifests in generated.cases_named(item.config.stash.get(generated.RUNS, {}).values(), message).items()
+    ]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -62,9 +64,16 @@ def generated_workloads(request: pytest.FixtureRequest, lab: Lab, api) -> Callab
     def of(driver: DriverUnderTest) -> generated.Run:
         if driver.name not in runs:
             chosen = config.getoption("--seed")
-            runs[driver.name] = generated_run.draw(lab, api, driver, chosen if chosen is not None else random.randrange(2**32),
-                                                   config.getoption("--budget"), config.getoption("--seeds"))
+            runs[driver.name] = generated_run.draw(
+                lab,
+                api,
+                driver,
+                chosen if chosen is not None else random.randrange(2**32),
+                config.getoption("--budget"),
+                config.getoption("--seeds"),
+            )
         return runs[driver.name]
+
     return of
 
 

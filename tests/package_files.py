@@ -58,7 +58,11 @@ def build_wheel(work: Path) -> tuple[Path, Path]:
     shutil.copy(REPO / "pyproject.toml", src)
     for top in package_dirs():
         shutil.copytree(REPO / top, src / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
-                           "-w", str(work / "dist"), str(src)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q", "-w", str(work / "dist"), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, f"pip wheel exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return next((work / "dist").glob("dralab-*.whl")), src

@@ -17,17 +17,75 @@ from pathlib import Path
 
 # The Linux capability numbers, in order (include/uapi/linux/capability.h).
 CAPABILITIES = (
-    "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "SETPCAP",
-    "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "IPC_OWNER",
-    "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE",
-    "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
-    "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
     "CHECKPOINT_RESTORE",
 )
 # runc's options that take a value, before the command and after `create`, `run` and `exec`.
-_VALUED = {"--root", "--log", "--log-format", "--criu", "--rootless", "--bundle", "-b", "--pid-file", "--console-socket",
-           "--process", "-p", "--preserve-fds", "--cwd", "--env", "-e", "--user", "-u", "--cap", "-c", "--process-label",
-           "--apparmor", "--cgroup", "--additional-gids", "-g"}
+_VALUED = {
+    "--root",
+    "--log",
+    "--log-format",
+    "--criu",
+    "--rootless",
+    "--bundle",
+    "-b",
+    "--pid-file",
+    "--console-socket",
+    "--process",
+    "-p",
+    "--preserve-fds",
+    "--cwd",
+    "--env",
+    "-e",
+    "--user",
+    "-u",
+    "--cap",
+    "-c",
+    "--process-label",
+    "--apparmor",
+    "--cgroup",
+    "--additional-gids",
+    "-g",
+}
 
 
 def bounding_set(status: str) -> int:
@@ -37,7 +95,7 @@ def bounding_set(status: str) -> int:
 
 def missing(mask: int, last_cap: int) -> list[str]:
     """CAP_ names up to the kernel's last capability that `mask` lacks."""
-    return [f"CAP_{name}" for bit, name in enumerate(CAPABILITIES[:last_cap + 1]) if not mask >> bit & 1]
+    return [f"CAP_{name}" for bit, name in enumerate(CAPABILITIES[: last_cap + 1]) if not mask >> bit & 1]
 
 
 def strip_process(process: dict, refused: set[str]) -> bool:
@@ -58,7 +116,7 @@ def files_to_rewrite(args: list[str]) -> list[tuple[Path, bool]]:
         i += 1 + (args[i] in _VALUED and "=" not in args[i])
     if i >= len(args) or args[i] not in ("create", "run", "exec"):
         return []
-    command, options = args[i], args[i + 1:]
+    command, options = args[i], args[i + 1 :]
     values: dict[str, str] = {}
     j = 0
     while j < len(options) and options[j].startswith("-"):

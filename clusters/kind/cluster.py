@@ -41,8 +41,7 @@ READY_TIMEOUT = 300.0
 def node_containers(nodes: list[dict]) -> dict[str, str]:
     """Node name -> its container, from kind's provider IDs (kind://docker/<cluster>/<container>);
     kwok's nodes have none."""
-    return {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes
-            if "providerID" in n["spec"]}
+    return {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes if "providerID" in n["spec"]}
 
 
 @dataclass
@@ -57,8 +56,23 @@ class KindCLI:
 
     def create(self, config_file: Path) -> None:
         with step(f"kind create cluster {self.name} (log: {self.log})"):
-            run_logged([self.kind, "create", "cluster", "--name", self.name, "--image", self.image, "--config",
-                        config_file, "--kubeconfig", self.kubeconfig], self.log, what=f"kind create cluster {self.name}")
+            run_logged(
+                [
+                    self.kind,
+                    "create",
+                    "cluster",
+                    "--name",
+                    self.name,
+                    "--image",
+                    self.image,
+                    "--config",
+                    config_file,
+                    "--kubeconfig",
+                    self.kubeconfig,
+                ],
+                self.log,
+                what=f"kind create cluster {self.name}",
+            )
 
     def delete(self) -> None:
         run_logged([self.kind, "delete", "cluster", "--name", self.name], self.log, what=f"kind delete cluster {self.name}")
@@ -105,8 +119,10 @@ class KindCluster:
     def up(self, images: tuple[Image, ...] = ()) -> None:
         """Engine, node image, cluster, pod network, images; on failure the cluster is deleted."""
         if self.cfg.hardware and self.cfg.lab_dir.exists():  # never tear down another lab of that name
-            raise BadInput(f"a lab named {self.cfg.name!r} exists ({self.cfg.lab_dir}); `dralab down --name "
-                           f"{self.cfg.name}` removes it, or choose another name")
+            raise BadInput(
+                f"a lab named {self.cfg.name!r} exists ({self.cfg.lab_dir}); `dralab down --name "
+                f"{self.cfg.name}` removes it, or choose another name"
+            )
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(self.cfg.model_dump_json(indent=2))  # first: `dralab down` finds it
         start = time.monotonic()
@@ -129,8 +145,11 @@ class KindCluster:
             mounts = recorder.mounts(self.cfg, self.tools.drivers_under_test, self.log_dir)
             for node, hardware_mounts in (hardware.mounts(self.cfg) if self.cfg.hardware else {}).items():
                 mounts[node] |= hardware_mounts
-            config.write_text(yaml.safe_dump(kind_config(self.cfg, host_has_cgroup_v1(), image.ref, image.kubeadm_config,
-                                                         restrict_oom, mounts), sort_keys=False))
+            config.write_text(
+                yaml.safe_dump(
+                    kind_config(self.cfg, host_has_cgroup_v1(), image.ref, image.kubeadm_config, restrict_oom, mounts), sort_keys=False
+                )
+            )
             KindCLI(self.name, self.kubeconfig, image.ref, kind, self.log).create(config)
             self._timed("kind create", start)
             nodes = self._registered_nodes()
@@ -153,8 +172,11 @@ class KindCluster:
         """Into every node's containerd, as `kind load image-archive` does."""
         kind = nodeimage.kind_binary(offline=True)
         for archive in archives:
-            run_logged([kind, "load", "image-archive", archive, "--name", self.name], self.log,
-                       what=f"loading {archive.name} into kind cluster {self.name}")
+            run_logged(
+                [kind, "load", "image-archive", archive, "--name", self.name],
+                self.log,
+                what=f"loading {archive.name} into kind cluster {self.name}",
+            )
 
     def nodes(self) -> list[KindNode]:
         """The lab's nodes (kind's workers, named as the local lab's) as node handles; kind's
@@ -162,21 +184,30 @@ class KindCluster:
         containers = node_containers(json.loads(self._kubectl("get", "nodes", "-o", "json"))["items"])
         docker = engine.docker()
         server = yaml.safe_load(self.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-        return [KindNode(name, containers[name], docker, self.log_dir / name, self.dir, server, self.cfg.kubelet_root_dir)
-                for name in self.cfg.node_names()]
+        return [
+            KindNode(name, containers[name], docker, self.log_dir / name, self.dir, server, self.cfg.kubelet_root_dir)
+            for name in self.cfg.node_names()
+        ]
 
     def dead_parts(self) -> list[str]:
         """The lab's diagnosis: the engine, the node containers (with their logs' tail), kwok and
         the hardware agents."""
         if not engine.engine_running():
-            return [f"the Docker engine does not answer (`docker info` fails); dralab's dockerd log: "
-                    f"{engine.engine_dir() / 'logs' / 'dockerd.log'}"]
+            return [
+                f"the Docker engine does not answer (`docker info` fails); dralab's dockerd log: "
+                f"{engine.engine_dir() / 'logs' / 'dockerd.log'}"
+            ]
         containers = self.containers()
-        dead = [f"kind node container {name} is {status}; last lines of `docker logs {name}`:\n{self.container_log(name)}"
-                for name, (state, status) in sorted(containers.items()) if state != "running"]
-        dead += [f"the plugin recorder in kind node container {name} is not running (its log: "
-                 f"{self.log_dir}/<node>/{recorder.LOG})" for name, (state, _) in sorted(containers.items())
-                 if state == "running" and not name.endswith("-control-plane") and self._recorder_down(name)]
+        dead = [
+            f"kind node container {name} is {status}; last lines of `docker logs {name}`:\n{self.container_log(name)}"
+            for name, (state, status) in sorted(containers.items())
+            if state != "running"
+        ]
+        dead += [
+            f"the plugin recorder in kind node container {name} is not running (its log: {self.log_dir}/<node>/{recorder.LOG})"
+            for name, (state, _) in sorted(containers.items())
+            if state == "running" and not name.endswith("-control-plane") and self._recorder_down(name)
+        ]
         dirs = [self.dir] + ([self.cfg.lab_dir] if self.cfg.hardware else [])
         return dead + [problem for d in dirs for problem in supervisor.describe_down(d)]
 
@@ -195,9 +226,20 @@ class KindCluster:
         ("exited", "Exited (130) 5 seconds ago"); empty when no engine runs."""
         if not engine.engine_running():
             return {}
-        out = subprocess.run([engine.docker(), "ps", "-a", "--filter", f"label={KIND_CLUSTER_LABEL}={self.name}",
-                              "--format", "{{.Names}}\t{{.State}}\t{{.Status}}"], capture_output=True, text=True,
-                             check=True).stdout
+        out = subprocess.run(
+            [
+                engine.docker(),
+                "ps",
+                "-a",
+                "--filter",
+                f"label={KIND_CLUSTER_LABEL}={self.name}",
+                "--format",
+                "{{.Names}}\t{{.State}}\t{{.Status}}",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         return {name: (state, status) for name, state, status in (line.split("\t") for line in out.splitlines())}
 
     def api(self):  # -> kubernetes.client.ApiClient
@@ -206,8 +248,9 @@ class KindCluster:
         return client_for(self.kubeconfig)
 
     def _kubectl(self, *args: str) -> str:
-        return subprocess.run([str(self.tools.kubectl), "--kubeconfig", str(self.kubeconfig), *args],
-                              capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            [str(self.tools.kubectl), "--kubeconfig", str(self.kubeconfig), *args], capture_output=True, text=True, check=True
+        ).stdout
 
     def _registered_nodes(self) -> list[dict]:
         """Every node, once each has a pod CIDR. Workers are named as the lab's nodes; kind's
@@ -225,27 +268,30 @@ class KindCluster:
     def _pod_network(self, docker: str, nodes: list[dict], containers: dict[str, str]) -> None:
         """The local lab's bridge conflist per node and routes between the nodes' pod CIDRs."""
         cidrs = {n["metadata"]["name"]: n["spec"]["podCIDR"] for n in nodes}
-        ips = {n["metadata"]["name"]: next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP")
-               for n in nodes}
+        ips = {n["metadata"]["name"]: next(a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP") for n in nodes}
         for node, cidr in cidrs.items():
             script = [f"cat > {CNI_CONFLIST} <<'EOF'\n{cni_conflist(str(ipaddress.ip_network(cidr)))}\nEOF"]
-            script += [f"ip route replace {other_cidr} via {ips[other]}" for other, other_cidr in cidrs.items()
-                       if other != node]
-            run_logged([docker, "exec", containers[node], "sh", "-euc", "\n".join(script)], self.log,
-                       what=f"pod network of kind node {node}")
+            script += [f"ip route replace {other_cidr} via {ips[other]}" for other, other_cidr in cidrs.items() if other != node]
+            run_logged(
+                [docker, "exec", containers[node], "sh", "-euc", "\n".join(script)], self.log, what=f"pod network of kind node {node}"
+            )
 
     def _wait_ready(self) -> None:
         with step(f"waiting for the nodes of {self.name} to be Ready"):
             self._kubectl("wait", "--for=condition=Ready", "nodes", "--all", f"--timeout={READY_TIMEOUT:.0f}s")
-            self._kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns",
-                          f"--timeout={READY_TIMEOUT:.0f}s")
+            self._kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", f"--timeout={READY_TIMEOUT:.0f}s")
 
     def _slice_only_nodes(self) -> None:
         """kwok on this host against the kind API server, as a local lab runs it (LAB-09): it keeps
         the slice-only Node objects Ready; supervised in the kind lab's dir."""
         stages = kwok.write_stages(self.tools, self.dir)
-        component = supervisor.start("kwok", kwok.command(self.tools, self.cfg, self.kubeconfig, stages),
-                                     lab_dir=self.dir, log_dir=self.log_dir, env=kwok.environment(self.dir))
+        component = supervisor.start(
+            "kwok",
+            kwok.command(self.tools, self.cfg, self.kubeconfig, stages),
+            lab_dir=self.dir,
+            log_dir=self.log_dir,
+            env=kwok.environment(self.dir),
+        )
         with step(f"{self.cfg.slice_only_nodes} slice-only nodes (kwok)"):
             kwok.bring_up(self.api(), self.cfg.slice_only_node_names(), [component])
 
@@ -279,8 +325,10 @@ class KindCluster:
 
 def require_kind_version(kubernetes_version: str) -> None:
     if kubernetes_version != versions.KUBERNETES:
-        raise BadInput(f"kind labs run Kubernetes {versions.KUBERNETES} only (their offline node image pins "
-                       f"kubeadm and CoreDNS to it), not {kubernetes_version}: use --cluster local for other versions")
+        raise BadInput(
+            f"kind labs run Kubernetes {versions.KUBERNETES} only (their offline node image pins "
+            f"kubeadm and CoreDNS to it), not {kubernetes_version}: use --cluster local for other versions"
+        )
 
 
 def up_kind(cfg: ClusterConfig, offline: bool) -> KindCluster:

@@ -19,8 +19,11 @@ from clusters.local.configs import NODE_STATUS_UPDATE_FREQUENCY, SYNC_FREQUENCY
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 
 # kubeadm's names for the control-plane components whose flags a ClusterConfiguration sets.
-KUBEADM_SECTIONS: dict[Component, str] = {"kube-apiserver": "apiServer", "kube-controller-manager": "controllerManager",
-                                          "kube-scheduler": "scheduler"}
+KUBEADM_SECTIONS: dict[Component, str] = {
+    "kube-apiserver": "apiServer",
+    "kube-controller-manager": "controllerManager",
+    "kube-scheduler": "scheduler",
+}
 # containerd 2.x: CDI devices for the DRA drivers and device plugins, NRI for the drivers' NRI plugins.
 # Named as in kind's config.toml (version 2), which containerd 2 migrates as a whole.
 CONTAINERD_PATCHES = [
@@ -67,10 +70,8 @@ def worker(cfg: ClusterConfig, name: str, image: str, mounts: dict[str, Path]) -
     """A worker registered under the local lab's node name (node-1, ...), not its container's, so
     the suites and hardware profiles name the same nodes on both providers; `mounts`: node path ->
     host path (its emulated hardware)."""
-    join = {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "JoinConfiguration",
-            "nodeRegistration": {"name": name, **_registration(cfg)}}
-    node: dict[str, Any] = {"role": "worker", "image": image,
-                            "kubeadmConfigPatches": [yaml.safe_dump(join, sort_keys=False)]}
+    join = {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "JoinConfiguration", "nodeRegistration": {"name": name, **_registration(cfg)}}
+    node: dict[str, Any] = {"role": "worker", "image": image, "kubeadmConfigPatches": [yaml.safe_dump(join, sort_keys=False)]}
     if mounts:
         node["extraMounts"] = [{"hostPath": str(host), "containerPath": path} for path, host in sorted(mounts.items())]
     return node
@@ -89,31 +90,50 @@ def control_plane(cfg: ClusterConfig, image: str) -> dict[str, Any]:
 RESTRICT_OOM_SCORE_ADJ = '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true\n'
 
 
-def kind_config(cfg: ClusterConfig, cgroup_v1: bool, image: str, cluster_fields: dict[str, Any],
-                restrict_oom_score_adj: bool = False, mounts: dict[str, dict[str, Path]] | None = None) -> dict[str, Any]:
+def kind_config(
+    cfg: ClusterConfig,
+    cgroup_v1: bool,
+    image: str,
+    cluster_fields: dict[str, Any],
+    restrict_oom_score_adj: bool = False,
+    mounts: dict[str, dict[str, Path]] | None = None,
+) -> dict[str, Any]:
     """The kind cluster config for `cfg`: one control-plane node and one worker per lab node, all
     from `image`, whose images kubeadm finds by `cluster_fields` of its ClusterConfiguration;
     `mounts`: lab node -> its extra mounts."""
     check_supported(cfg)
     # Gates for every component go to kind's featureGates; a component's own overrides go to its
     # kubeadm section as the whole --feature-gates flag (kubeadm's flag replaces kind's).
-    sections = {section: {"extraArgs": _extra_args({"feature-gates": flag_map(cfg.gates_for(component))})}
-                for component, section in KUBEADM_SECTIONS.items() if component in cfg.component_feature_gates}
+    sections = {
+        section: {"extraArgs": _extra_args({"feature-gates": flag_map(cfg.gates_for(component))})}
+        for component, section in KUBEADM_SECTIONS.items()
+        if component in cfg.component_feature_gates
+    }
     sections.update(cluster_fields)
     # The images are imported from files and can never be pulled again: never collect them.
-    kubelet: dict[str, Any] = {"imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
-                               "syncFrequency": SYNC_FREQUENCY, "nodeStatusUpdateFrequency": NODE_STATUS_UPDATE_FREQUENCY}
+    kubelet: dict[str, Any] = {
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "syncFrequency": SYNC_FREQUENCY,
+        "nodeStatusUpdateFrequency": NODE_STATUS_UPDATE_FREQUENCY,
+    }
     if cgroup_v1:
         kubelet["failCgroupV1"] = False  # kubelet refuses cgroup v1 hosts unless told otherwise
     if "kubelet" in cfg.component_feature_gates:
         kubelet["featureGates"] = cfg.gates_for("kubelet")
-    patches = [yaml.safe_dump({"apiVersion": api, "kind": kind, **fields}, sort_keys=False) for api, kind, fields in (
-        ("kubeadm.k8s.io/v1beta4", "ClusterConfiguration", sections),
-        ("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration", kubelet)) if fields]
+    patches = [
+        yaml.safe_dump({"apiVersion": api, "kind": kind, **fields}, sort_keys=False)
+        for api, kind, fields in (
+            ("kubeadm.k8s.io/v1beta4", "ClusterConfiguration", sections),
+            ("kubelet.config.k8s.io/v1beta1", "KubeletConfiguration", kubelet),
+        )
+        if fields
+    ]
     config: dict[str, Any] = {
-        "kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "name": cluster_name(cfg),
-        "nodes": [control_plane(cfg, image)] + [worker(cfg, name, image, (mounts or {}).get(name, {}))
-                                                for name in cfg.node_names()],
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "name": cluster_name(cfg),
+        "nodes": [control_plane(cfg, image)] + [worker(cfg, name, image, (mounts or {}).get(name, {})) for name in cfg.node_names()],
         # kindnetd's image cannot be built here: cluster.py sets up the pod network instead.
         "networking": {"disableDefaultCNI": True},
         "containerdConfigPatches": CONTAINERD_PATCHES + [RESTRICT_OOM_SCORE_ADJ] * restrict_oom_score_adj,

@@ -47,14 +47,12 @@ def engine_dir() -> Path:
 def docker() -> str:
     path = shutil.which("docker")
     if path is None:
-        raise BadInput("`docker` is not on PATH; the kind provider installs Debian's docker.io when it may "
-                       "(run as root, not --offline)")
+        raise BadInput("`docker` is not on PATH; the kind provider installs Debian's docker.io when it may (run as root, not --offline)")
     return path
 
 
 def engine_running() -> bool:
-    return shutil.which("docker") is not None and \
-        subprocess.run([docker(), "info"], capture_output=True).returncode == 0
+    return shutil.which("docker") is not None and subprocess.run([docker(), "info"], capture_output=True).returncode == 0
 
 
 def started_by_dralab() -> supervisor.Component | None:
@@ -71,16 +69,19 @@ def refused_capabilities() -> list[str]:
 def apt_install(packages: dict[str, str], offline: bool, log: Path) -> None:
     """Install the Debian packages (name -> a command it provides, or an absolute path of one of its
     files) that are missing."""
-    missing = [pkg for pkg, marker in packages.items()
-               if not (Path(marker).exists() if marker.startswith("/") else shutil.which(marker))]
+    missing = [pkg for pkg, marker in packages.items() if not (Path(marker).exists() if marker.startswith("/") else shutil.which(marker))]
     if not missing:
         return
     if offline:
         raise BadInput(f"{', '.join(missing)} not installed and --offline forbids installing Debian packages")
     with step(f"Installing Debian packages: {', '.join(missing)} (log: {log})"):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        run_logged(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], log, env=env,
-                   what=f"apt-get install {' '.join(missing)}")
+        run_logged(
+            ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+            log,
+            env=env,
+            what=f"apt-get install {' '.join(missing)}",
+        )
 
 
 def _runtime_shim(refused: list[str]) -> Path:
@@ -89,8 +90,9 @@ def _runtime_shim(refused: list[str]) -> Path:
     if runc is None:
         raise BadInput("runc is not on PATH (Debian's docker.io depends on it)")
     shim = engine_dir() / RUNTIME
-    shim.write_text(f"#!/bin/sh\nDRALAB_RUNC={runc} DRALAB_REFUSED_CAPS={','.join(refused)} "
-                    f"exec {sys.executable} {capwrap.__file__} \"$@\"\n")
+    shim.write_text(
+        f'#!/bin/sh\nDRALAB_RUNC={runc} DRALAB_REFUSED_CAPS={",".join(refused)} exec {sys.executable} {capwrap.__file__} "$@"\n'
+    )
     shim.chmod(0o755)
     return shim
 
@@ -113,8 +115,7 @@ def docker_leftovers(rules: list[str]) -> tuple[list[list[str]], list[str]]:
     deletes = []
     for line in rules:
         words = shlex.split(line)
-        if words[:1] == ["-A"] and words[1] not in chains and \
-                any(w in chains or w == DOCKER_BRIDGE for w in words[2:]):
+        if words[:1] == ["-A"] and words[1] not in chains and any(w in chains or w == DOCKER_BRIDGE for w in words[2:]):
             deletes.append(["-D", *words[1:]])
     return deletes, chains
 

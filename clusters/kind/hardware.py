@@ -37,9 +37,11 @@ def bring_up(cfg: ClusterConfig, tools: Toolchain, containers: dict[str, str], d
     Path("/run/netns").mkdir(parents=True, exist_ok=True)
     mount_ns = {}
     for node in cfg.hardware:
-        pid = subprocess.run([docker, "inspect", "-f", "{{.State.Pid}}", containers[node]], capture_output=True,
-                             text=True, check=True).stdout.strip()
+        pid = subprocess.run(
+            [docker, "inspect", "-f", "{{.State.Pid}}", containers[node]], capture_output=True, text=True, check=True
+        ).stdout.strip()
         sh("ip", "netns", "attach", cfg.netns(node), pid)
         mount_ns[node] = Path(f"/proc/{pid}/ns/mnt")
-    hardware.bring_up(cfg, state_file(cfg.name), log_dir, Userspace(tools.nvml_library, tools.nvidia_smi),
-                      tools.drivers_under_test, mount_ns)
+    hardware.bring_up(
+        cfg, state_file(cfg.name), log_dir, Userspace(tools.nvml_library, tools.nvidia_smi), tools.drivers_under_test, mount_ns
+    )

@@ -91,12 +91,16 @@ class KindNode:
         return subprocess.run(self.in_node(*cmd), capture_output=True, text=True, check=check)
 
     def _systemctl(self, action: str, unit: str) -> None:
-        run_logged(self.in_node("systemctl", action, unit), self.log_dir / "node-services.log",
-                   what=f"systemctl {action} {unit} on kind node {self.name}")
+        run_logged(
+            self.in_node("systemctl", action, unit),
+            self.log_dir / "node-services.log",
+            what=f"systemctl {action} {unit} on kind node {self.name}",
+        )
 
     def host_path(self, node_path: str) -> Path:
-        pid = subprocess.run([self.docker, "inspect", "-f", "{{.State.Pid}}", self.container], capture_output=True,
-                             text=True, check=True).stdout.strip()
+        pid = subprocess.run(
+            [self.docker, "inspect", "-f", "{{.State.Pid}}", self.container], capture_output=True, text=True, check=True
+        ).stdout.strip()
         if pid in ("", "0"):
             raise LabBroken(f"kind node {self.name} (container {self.container}) is not running")
         return resolve_in_root(Path(f"/proc/{pid}/root"), node_path)
@@ -112,8 +116,11 @@ class KindNode:
         self._systemctl("start", "kubelet")
 
     def wait_kubelet(self, timeout: float = 60) -> None:
-        wait_for(f"kubelet on kind node {self.name} to be healthy",
-                 lambda: self.exec("bash", "-c", KUBELET_HEALTHZ, check=False).stdout.rstrip().endswith("ok"), timeout)
+        wait_for(
+            f"kubelet on kind node {self.name} to be healthy",
+            lambda: self.exec("bash", "-c", KUBELET_HEALTHZ, check=False).stdout.rstrip().endswith("ok"),
+            timeout,
+        )
 
     @injected("kubelet restarted")
     def restart_kubelet(self) -> None:
@@ -124,13 +131,14 @@ class KindNode:
     def restart_containerd(self) -> None:
         # As on a real node, the containers and their shims keep running.
         self._systemctl("restart", "containerd")
-        wait_for(f"containerd on kind node {self.name}", lambda: self.exec("ctr", "version", check=False).returncode == 0,
-                 30)
+        wait_for(f"containerd on kind node {self.name}", lambda: self.exec("ctr", "version", check=False).returncode == 0, 30)
 
     @injected("pod sandbox killed")
     def kill_pod_sandbox(self, pod_uid: str) -> None:
         kill_pod_sandbox(self.ctr, pod_uid, self.name, self.log_dir / "sandbox-kill.log")
 
     def reboot(self) -> None:
-        raise NotSupported(f"kind node {self.name}: a restarted node container gets a new network namespace, "
-                           "without the emulated NICs and pod routes dralab put in the old one")
+        raise NotSupported(
+            f"kind node {self.name}: a restarted node container gets a new network namespace, "
+            "without the emulated NICs and pod routes dralab put in the old one"
+        )

@@ -40,8 +40,25 @@ MIRROR = "http://deb.debian.org/debian"
 # are the host's distribution's.
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 # kind's base image packages (images/base/Dockerfile) that a node of ours uses.
-PACKAGES = ("systemd", "dbus", "conntrack", "iptables", "nftables", "iproute2", "ethtool", "util-linux", "mount",
-            "kmod", "libseccomp2", "pigz", "bash", "ca-certificates", "jq", "procps", "e2fsprogs")
+PACKAGES = (
+    "systemd",
+    "dbus",
+    "conntrack",
+    "iptables",
+    "nftables",
+    "iproute2",
+    "ethtool",
+    "util-linux",
+    "mount",
+    "kmod",
+    "libseccomp2",
+    "pigz",
+    "bash",
+    "ca-certificates",
+    "jq",
+    "procps",
+    "e2fsprogs",
+)
 KUBE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap", "ptp")
 # The etcd image is tagged with the lab's pinned etcd; the kind config tells kubeadm so.
@@ -56,8 +73,7 @@ ENTRYPOINT = ["/usr/local/bin/entrypoint", "/sbin/init"]
 
 def kind_base_files() -> Path:
     """images/base/files of the pinned kind module (entrypoint, units, /kind/bin)."""
-    out = subprocess.run(["go", "mod", "download", "-json", f"sigs.k8s.io/kind@{versions.KIND}"],
-                         capture_output=True, text=True)
+    out = subprocess.run(["go", "mod", "download", "-json", f"sigs.k8s.io/kind@{versions.KIND}"], capture_output=True, text=True)
     info = json.loads(out.stdout or "{}")
     if "Dir" not in info:
         raise LabBroken(f"cannot download sigs.k8s.io/kind@{versions.KIND}: {info.get('Error') or out.stderr}")
@@ -82,34 +98,50 @@ def _kube_layer_spec(tools: Toolchain, ref: str, component: str) -> images.Image
     conntrack = Path(shutil.which("conntrack") or "/usr/sbin/conntrack")
     return images.ImageSpec(
         ref=ref,
-        files={"/usr/local/bin/kube": tools.kube("kube"), str(XTABLES): XTABLES, "/usr/sbin/conntrack": conntrack,
-               **plugins, **c_library_files([XTABLES, conntrack, *plugins.values()])},
-        symlinks={**{f"/usr/local/bin/{c}": "kube" for c in KUBE_COMPONENTS},
-                  **{f"/usr/sbin/{n}": XTABLES.name for n in IPTABLES_NAMES}},
-        dirs=("/tmp", "/run", "/var/lib", "/etc"), entrypoint=[f"/usr/local/bin/{component}"])
+        files={
+            "/usr/local/bin/kube": tools.kube("kube"),
+            str(XTABLES): XTABLES,
+            "/usr/sbin/conntrack": conntrack,
+            **plugins,
+            **c_library_files([XTABLES, conntrack, *plugins.values()]),
+        },
+        symlinks={**{f"/usr/local/bin/{c}": "kube" for c in KUBE_COMPONENTS}, **{f"/usr/sbin/{n}": XTABLES.name for n in IPTABLES_NAMES}},
+        dirs=("/tmp", "/run", "/var/lib", "/etc"),
+        entrypoint=[f"/usr/local/bin/{component}"],
+    )
 
 
 def cluster_image_specs(tools: Toolchain, kubeadm: Path, coredns: Path) -> list[images.ImageSpec]:
     """An image for every name `kubeadm config images list` gives for our versions."""
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as conf:
-        yaml.safe_dump({"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "ClusterConfiguration",
-                        "kubernetesVersion": versions.KUBERNETES, **kubeadm_image_fields()}, conf)
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubeadm.k8s.io/v1beta4",
+                "kind": "ClusterConfiguration",
+                "kubernetesVersion": versions.KUBERNETES,
+                **kubeadm_image_fields(),
+            },
+            conf,
+        )
         conf.flush()
-        refs = subprocess.run([str(kubeadm), "config", "images", "list", "--config", conf.name],
-                              capture_output=True, text=True, check=True).stdout.split()
+        refs = subprocess.run(
+            [str(kubeadm), "config", "images", "list", "--config", conf.name], capture_output=True, text=True, check=True
+        ).stdout.split()
     specs = []
     for ref in refs:
         name = ref.rsplit("/", 1)[-1].split(":")[0]
         if name in KUBE_COMPONENTS:
             specs.append(_kube_layer_spec(tools, ref, name))
         elif name == "etcd":
-            specs.append(images.ImageSpec(ref=ref, files={"/usr/local/bin/etcd": tools.etcd},
-                                          dirs=("/tmp", "/var/lib"), entrypoint=["/usr/local/bin/etcd"]))
+            specs.append(
+                images.ImageSpec(
+                    ref=ref, files={"/usr/local/bin/etcd": tools.etcd}, dirs=("/tmp", "/var/lib"), entrypoint=["/usr/local/bin/etcd"]
+                )
+            )
         elif name == "coredns":
             if not ref.endswith(":" + versions.COREDNS):
                 raise BadInput(f"kubeadm {versions.KUBERNETES} names {ref}; pin versions.COREDNS to its tag")
-            specs.append(images.ImageSpec(ref=ref, files={"/coredns": coredns}, dirs=("/tmp", "/etc"),
-                                          entrypoint=["/coredns"]))
+            specs.append(images.ImageSpec(ref=ref, files={"/coredns": coredns}, dirs=("/tmp", "/etc"), entrypoint=["/coredns"]))
         elif ref != versions.PAUSE_IMAGE:  # the lab's own pause image, already provisioned
             raise BadInput(f"kubeadm names an image dralab cannot build: {ref}")
     return specs
@@ -118,13 +150,25 @@ def cluster_image_specs(tools: Toolchain, kubeadm: Path, coredns: Path) -> list[
 def _key(tools: Toolchain, kubeadm: Path, coredns: Path, kind: Path) -> str:
     """Of what goes in, by the cache's names for it (version and key), not where the cache is: a CI
     job restores it under another path."""
+
     def named(path: Path) -> str:
         return "/".join(path.parts[-2:])
 
     h = hashlib.sha256()
-    h.update(json.dumps([SUITE, PACKAGES, CNI_PLUGINS, ETCD_IMAGE_TAG, versions.KIND, versions.COREDNS,
-                         *map(named, (tools.kubernetes, tools.etcd_dir, tools.containerd, tools.runc_dir, kubeadm,
-                                      coredns, kind)), [named(i.archive) for i in tools.node_images]]).encode())
+    h.update(
+        json.dumps(
+            [
+                SUITE,
+                PACKAGES,
+                CNI_PLUGINS,
+                ETCD_IMAGE_TAG,
+                versions.KIND,
+                versions.COREDNS,
+                *map(named, (tools.kubernetes, tools.etcd_dir, tools.containerd, tools.runc_dir, kubeadm, coredns, kind)),
+                [named(i.archive) for i in tools.node_images],
+            ]
+        ).encode()
+    )
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:12]
 
@@ -137,8 +181,20 @@ def _base_rootfs(rootfs: Path, offline: bool, log: Path) -> None:
         engine.apt_install({"mmdebstrap": "mmdebstrap", "debian-archive-keyring": KEYRING}, offline, log)
         cached.parent.mkdir(parents=True, exist_ok=True)
         with step(f"mmdebstrap {SUITE} (log: {log})"):
-            run_logged(["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", f"--keyring={KEYRING}",
-                        "--format=tar", SUITE, cached.with_suffix(".partial"), MIRROR], log, what=f"mmdebstrap {SUITE}")
+            run_logged(
+                [
+                    "mmdebstrap",
+                    "--variant=minbase",
+                    f"--include={','.join(PACKAGES)}",
+                    f"--keyring={KEYRING}",
+                    "--format=tar",
+                    SUITE,
+                    cached.with_suffix(".partial"),
+                    MIRROR,
+                ],
+                log,
+                what=f"mmdebstrap {SUITE}",
+            )
             cached.with_suffix(".partial").rename(cached)
     rootfs.mkdir(parents=True)
     run_logged(["tar", "-C", rootfs, "--numeric-owner", "-xf", cached], log, what="unpacking the rootfs")
@@ -154,10 +210,15 @@ def _as_kind_base(rootfs: Path, log: Path) -> None:
             shutil.copyfile(src, dst)
             executable = src.parent.name == "bin" or src.name in ("entrypoint", "clean-install")
             dst.chmod(0o755 if executable else 0o644)
-    for pattern in ("lib/systemd/system/sysinit.target.wants/systemd-tmpfiles-setup.service",
-                    "lib/systemd/system/multi-user.target.wants/*", "etc/systemd/system/*.wants/*",
-                    "lib/systemd/system/local-fs.target.wants/*", "lib/systemd/system/sockets.target.wants/*udev*",
-                    "lib/systemd/system/sockets.target.wants/*initctl*", "lib/systemd/system/basic.target.wants/*"):
+    for pattern in (
+        "lib/systemd/system/sysinit.target.wants/systemd-tmpfiles-setup.service",
+        "lib/systemd/system/multi-user.target.wants/*",
+        "etc/systemd/system/*.wants/*",
+        "lib/systemd/system/local-fs.target.wants/*",
+        "lib/systemd/system/sockets.target.wants/*udev*",
+        "lib/systemd/system/sockets.target.wants/*initctl*",
+        "lib/systemd/system/basic.target.wants/*",
+    ):
         for p in rootfs.glob(pattern):
             p.unlink()
     with open(rootfs / "etc/systemd/journald.conf", "a") as f:
@@ -170,8 +231,9 @@ def _as_kind_base(rootfs: Path, log: Path) -> None:
     run_logged(["chroot", rootfs, "systemctl", "mask", "systemd-binfmt.service"], log, what="masking binfmt")
     (rootfs / "etc/kubernetes/manifests").mkdir(parents=True, exist_ok=True)
     config = rootfs / "etc/containerd/config.toml"
-    config.write_text(config.read_text().replace('sandbox_image = "registry.k8s.io/pause:3.10"',
-                                                 f'sandbox_image = "{versions.PAUSE_IMAGE}"'))
+    config.write_text(
+        config.read_text().replace('sandbox_image = "registry.k8s.io/pause:3.10"', f'sandbox_image = "{versions.PAUSE_IMAGE}"')
+    )
 
 
 def _binaries(rootfs: Path, tools: Toolchain, kubeadm: Path) -> None:
@@ -191,8 +253,7 @@ def _binaries(rootfs: Path, tools: Toolchain, kubeadm: Path) -> None:
     for plugin in CNI_PLUGINS:
         put(tools.cni_bin_dir / plugin, f"/opt/cni/bin/{plugin}")
     # kind's cri-base.json: containerd's default spec, plus kind's hook, without rlimits.
-    spec = json.loads(subprocess.run([tools.containerd / "ctr", "oci", "spec"], capture_output=True, text=True,
-                                     check=True).stdout)
+    spec = json.loads(subprocess.run([tools.containerd / "ctr", "oci", "spec"], capture_output=True, text=True, check=True).stdout)
     spec.setdefault("hooks", {}).setdefault("createContainer", []).append({"path": "/kind/bin/mount-product-files.sh"})
     spec["process"].pop("rlimits", None)
     (rootfs / "etc/containerd/cri-base.json").write_text(json.dumps(spec, indent=2))
@@ -205,11 +266,14 @@ def _preload(rootfs: Path, tools: Toolchain, archives: list[Path], log: Path) ->
     with tempfile.TemporaryDirectory(prefix="dralab-preload-") as tmp:
         sock = Path(tmp) / "containerd.sock"
         conf = Path(tmp) / "config.toml"
-        conf.write_text(f'version = 3\nroot = "{rootfs}/var/lib/containerd"\nstate = "{tmp}/state"\n'
-                        f'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "{sock}"\n')
+        conf.write_text(
+            f'version = 3\nroot = "{rootfs}/var/lib/containerd"\nstate = "{tmp}/state"\n'
+            f'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "{sock}"\n'
+        )
         with open(log, "ab") as out:
-            daemon = subprocess.Popen([tools.containerd / "containerd", "--config", conf], stdout=out,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            daemon = subprocess.Popen(
+                [tools.containerd / "containerd", "--config", conf], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         try:
             deadline = time.monotonic() + 30
             while not sock.exists():
@@ -217,8 +281,22 @@ def _preload(rootfs: Path, tools: Toolchain, archives: list[Path], log: Path) ->
                     raise LabBroken(f"the preload containerd did not start; see {log}")
                 time.sleep(0.2)
             for archive in archives:
-                run_logged([tools.containerd / "ctr", "--address", sock, "-n", "k8s.io", "images", "import",
-                            "--snapshotter", "overlayfs", archive], log, what=f"importing {archive.name}")
+                run_logged(
+                    [
+                        tools.containerd / "ctr",
+                        "--address",
+                        sock,
+                        "-n",
+                        "k8s.io",
+                        "images",
+                        "import",
+                        "--snapshotter",
+                        "overlayfs",
+                        archive,
+                    ],
+                    log,
+                    what=f"importing {archive.name}",
+                )
         finally:
             daemon.terminate()
             daemon.wait(30)
@@ -254,8 +332,11 @@ def build(tools: Toolchain, offline: bool = False) -> NodeImage:
             archive.write_bytes(images.oci_archive(spec)[0])
             archives.append(archive)
         _preload(rootfs, tools, archives, log)
-        run_logged(["tar", "-C", rootfs, "--numeric-owner", "--xattrs", "-cf", out.with_suffix(".partial"), "."], log,
-                   what="packing the node image")
+        run_logged(
+            ["tar", "-C", rootfs, "--numeric-owner", "--xattrs", "-cf", out.with_suffix(".partial"), "."],
+            log,
+            what="packing the node image",
+        )
         out.with_suffix(".partial").rename(out)
     shutil.rmtree(work)
     _prune(out.parent.glob("node-*.tar"), keep=out)  # older builds, once unused for a day
@@ -274,5 +355,8 @@ def docker_import(image: NodeImage, docker: str, log: Path) -> None:
     # removes its nodes with `docker rm -f` anyway.
     changes = ["ENV container=docker", f"ENTRYPOINT {json.dumps(ENTRYPOINT)}"]
     with step(f"docker import {image.ref}"):
-        run_logged([docker, "import", *[a for c in changes for a in ("--change", c)], image.rootfs_tar, image.ref],
-                   log, what="docker import of the kind node image")
+        run_logged(
+            [docker, "import", *[a for c in changes for a in ("--change", c)], image.rootfs_tar, image.ref],
+            log,
+            what="docker import of the kind node image",
+        )

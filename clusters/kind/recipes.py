@@ -18,8 +18,7 @@ KIND = GoRecipe(
 
 # The lab's own Kubernetes recipe (modules, pins, version stamps), for the one binary its
 # multi-call build leaves out.
-KUBEADM = replace(KUBERNETES, name="kubeadm", recipe_dir=None, links={},
-                  binaries={"kubeadm": "k8s.io/kubernetes/cmd/kubeadm"})
+KUBEADM = replace(KUBERNETES, name="kubeadm", recipe_dir=None, links={}, binaries={"kubeadm": "k8s.io/kubernetes/cmd/kubeadm"})
 
 _coredns = "github.com/coredns/coredns"
 COREDNS = GoRecipe(

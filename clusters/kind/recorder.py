@@ -31,10 +31,14 @@ def mounts(cfg: ClusterConfig, binaries: Path, log_dir: Path) -> dict[str, dict[
 def start(cfg: ClusterConfig, node: str, container: str, docker: str, log: Path) -> None:
     """The recorder of worker `node` (container `container`), detached in it, its errors in the
     node's log dir; before any driver registers, as on a local node."""
-    command = plugin_calls.recorder_command(Path(NODE_BIN_DIR) / BINARY, cfg.kubelet_root_dir, node,
-                                            Path(NODE_LOG_DIR) / plugin_calls.TRACE_FILE, CDI_DIRS)
-    run_logged([docker, "exec", "-d", container, "sh", "-c", f"exec {shlex.join(command)} 2>>{NODE_LOG_DIR}/{LOG}"],
-               log, what=f"the plugin recorder of kind node {node}")
+    command = plugin_calls.recorder_command(
+        Path(NODE_BIN_DIR) / BINARY, cfg.kubelet_root_dir, node, Path(NODE_LOG_DIR) / plugin_calls.TRACE_FILE, CDI_DIRS
+    )
+    run_logged(
+        [docker, "exec", "-d", container, "sh", "-c", f"exec {shlex.join(command)} 2>>{NODE_LOG_DIR}/{LOG}"],
+        log,
+        what=f"the plugin recorder of kind node {node}",
+    )
 
 
 def running(processes: str) -> bool:

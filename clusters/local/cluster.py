@@ -120,28 +120,35 @@ class LocalCluster:
             with interrupts_kept():
                 cluster._bring_up()
         except BaseException:
-            console.print(f"[red]bring-up of lab {cfg.name!r} failed: tearing down; logs kept under "
-                          f"{labs_root() / 'logs' / cfg.name}[/red]")
+            console.print(
+                f"[red]bring-up of lab {cfg.name!r} failed: tearing down; logs kept under {labs_root() / 'logs' / cfg.name}[/red]"
+            )
             cluster.down()
             raise
         return cluster
 
     def _bring_up(self) -> None:
         cfg = self.cfg
-        with step(f"Starting lab {cfg.name!r}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only (kwok), "
-                  f"network {cfg.subnet}"):
+        with step(f"Starting lab {cfg.name!r}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only (kwok), network {cfg.subnet}"):
             pki = self._write_pki()
             network.create_bridge(cfg)
             network.create_mount_ns_dir(cfg)
             cgroups.create(cfg.cgroup_parent)  # the nodes' shared parent, before they are set up in parallel
             etcd = self._start("etcd", configs.etcd_command(self.tools, cfg, self.lab_dir / "etcd"))
-            apiserver = self._start("kube-apiserver", configs.apiserver_command(
-                self.tools, cfg, pki, pki["ca"].cert, audit.apiserver_flags(self.lab_dir, self.log_dir)))
+            apiserver = self._start(
+                "kube-apiserver",
+                configs.apiserver_command(self.tools, cfg, pki, pki["ca"].cert, audit.apiserver_flags(self.lab_dir, self.log_dir)),
+            )
             _parallel(lambda n: n.create(self._pki, self.server), self.nodes)
             if cfg.hardware:  # before the kubelets, so drivers find their devices from the start
-                hardware.bring_up(cfg, self.state_file(cfg.name), self.log_dir,
-                                  Userspace(self.tools.nvml_library, self.tools.nvidia_smi), self.tools.drivers_under_test,
-                                  {n: network.mount_ns_file(cfg, n) for n in cfg.hardware})
+                hardware.bring_up(
+                    cfg,
+                    self.state_file(cfg.name),
+                    self.log_dir,
+                    Userspace(self.tools.nvml_library, self.tools.nvidia_smi),
+                    self.tools.drivers_under_test,
+                    {n: network.mount_ns_file(cfg, n) for n in cfg.hardware},
+                )
             for node in self.nodes:
                 node.start_containerd()
             _parallel(lambda n: (n.wait_containerd(), n.import_images([i.archive for i in self.tools.node_images])), self.nodes)
@@ -149,18 +156,30 @@ class LocalCluster:
                 node.start_plugin_recorder()
                 node.start_kubelet()
                 node.start_kube_proxy()
-            wait_for("kube-apiserver /readyz", lambda: https_ok(f"{self.server}/readyz", self.ca, pki["admin"].cert,
-                                                                 pki["admin"].key), 60, [etcd, apiserver])
+            wait_for(
+                "kube-apiserver /readyz",
+                lambda: https_ok(f"{self.server}/readyz", self.ca, pki["admin"].cert, pki["admin"].key),
+                60,
+                [etcd, apiserver],
+            )
             # Started once the API server has bootstrapped RBAC: they read configmaps at start-up.
-            self._start("kube-controller-manager", configs.controller_manager_command(
-                self.tools, cfg, self._component_kubeconfig("controller-manager", "system:kube-controller-manager"), pki))
-            self._start("kube-scheduler", configs.scheduler_command(
-                self.tools, cfg, self._component_kubeconfig("scheduler", "system:kube-scheduler")))
+            self._start(
+                "kube-controller-manager",
+                configs.controller_manager_command(
+                    self.tools, cfg, self._component_kubeconfig("controller-manager", "system:kube-controller-manager"), pki
+                ),
+            )
+            self._start(
+                "kube-scheduler",
+                configs.scheduler_command(self.tools, cfg, self._component_kubeconfig("scheduler", "system:kube-scheduler")),
+            )
             if cfg.slice_only_nodes:
-                self._start("kwok", kwok.command(self.tools, cfg, self.kubeconfig, kwok.write_stages(self.tools, self.lab_dir)),
-                            env=kwok.environment(self.lab_dir))
-                self.kwok_nodes_ready_s = kwok.bring_up(self.api(), cfg.slice_only_node_names(),
-                                                        list(self.components().values()))
+                self._start(
+                    "kwok",
+                    kwok.command(self.tools, cfg, self.kubeconfig, kwok.write_stages(self.tools, self.lab_dir)),
+                    env=kwok.environment(self.lab_dir),
+                )
+                self.kwok_nodes_ready_s = kwok.bring_up(self.api(), cfg.slice_only_node_names(), list(self.components().values()))
             self.wait_ready()
 
     def wait_ready(self, timeout: float = 90) -> None:
@@ -171,12 +190,15 @@ class LocalCluster:
         self._pki = pki = PKI(self.lab_dir / "pki")
         certs = {
             "ca": pki.ca,
-            "apiserver": pki.issue("apiserver", "kube-apiserver", server=True, client=False,
-                                   dns=("kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                                        "kubernetes.default.svc.cluster.local", "localhost"),
-                                   ips=(cfg.host_ip, "10.96.0.1", "127.0.0.1")),
-            "apiserver-kubelet-client": pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
-                                                  ("system:masters",)),
+            "apiserver": pki.issue(
+                "apiserver",
+                "kube-apiserver",
+                server=True,
+                client=False,
+                dns=("kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"),
+                ips=(cfg.host_ip, "10.96.0.1", "127.0.0.1"),
+            ),
+            "apiserver-kubelet-client": pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",)),
             "admin": pki.issue("admin", "dralab-admin", ("system:masters",)),
             "sa": pki.service_account_keys(),
         }
@@ -216,8 +238,12 @@ def teardown(cfg: ClusterConfig) -> list[str]:
     problems: list[str] = []
     # Processes first: every lab process (marker in its environment), every process in the
     # lab's cgroups (containers) and in its nodes' namespaces (shims), all at once.
-    problems += [f"process survived SIGKILL: {p}" for p in supervisor.kill_until_gone(
-        lambda: set(supervisor.lab_processes(lab_dir)) | cgroups.pids(cfg.cgroup_parent) | set(_namespace_members(cfg)))]
+    problems += [
+        f"process survived SIGKILL: {p}"
+        for p in supervisor.kill_until_gone(
+            lambda: set(supervisor.lab_processes(lab_dir)) | cgroups.pids(cfg.cgroup_parent) | set(_namespace_members(cfg))
+        )
+    ]
     network.unmount_all(lab_dir)
     network.delete_netns(network.lab_netns(cfg.name))
     if cfg.slot:
@@ -240,8 +266,10 @@ def require_no_live_lab(cfg: ClusterConfig) -> None:
     saved = saved_config(cfg.name) or cfg
     alive = preflight.live_processes(saved)
     if not alive:
-        console.print(f"[yellow]lab {cfg.name!r} was left by a run none of whose processes is alive: removing it "
-                      f"first; its logs kept under {labs_root() / 'logs' / cfg.name}[/yellow]")
+        console.print(
+            f"[yellow]lab {cfg.name!r} was left by a run none of whose processes is alive: removing it "
+            f"first; its logs kept under {labs_root() / 'logs' / cfg.name}[/yellow]"
+        )
         teardown(saved)
     preflight.require_no_lab(cfg, alive)
 

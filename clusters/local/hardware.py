@@ -18,20 +18,34 @@ from fake_hardware.nvml import Userspace
 AGENT_START_TIMEOUT = 30.0
 
 
-def bring_up(cfg: ClusterConfig, state_file: Path, log_dir: Path, nvidia: Userspace | None, binaries: Path,
-             node_mount_ns: dict[str, Path]) -> HardwareLab:
+def bring_up(
+    cfg: ClusterConfig, state_file: Path, log_dir: Path, nvidia: Userspace | None, binaries: Path, node_mount_ns: dict[str, Path]
+) -> HardwareLab:
     """`binaries`: drivers_under_test's build (sysfs-fuse, modprobe); `node_mount_ns`: each node's
     mount namespace, where its tree is mounted for its pods."""
     lab = HardwareLab(cfg)
     lab.build(nvidia)
     for hw in lab.nodes.values():
         host_root.build(hw, binaries / "modprobe")
-    agents = [supervisor.start(f"{hw.name}-hardware-agent",
-                               [sys.executable, "-m", "fake_hardware.agent", "--lab-config", str(state_file),
-                                "--node", hw.name, "--sysfs-fuse", str(binaries / "sysfs-fuse"),
-                                *(["--node-mount-ns", str(node_mount_ns[hw.name])] if hw.name in node_mount_ns else [])],
-                               lab_dir=cfg.lab_dir, log_dir=log_dir)
-              for hw in lab.nodes.values()]
-    wait_for("the hardware agents", lambda: all(hw.agent_ready_file().exists() for hw in lab.nodes.values()),
-             AGENT_START_TIMEOUT, agents)
+    agents = [
+        supervisor.start(
+            f"{hw.name}-hardware-agent",
+            [
+                sys.executable,
+                "-m",
+                "fake_hardware.agent",
+                "--lab-config",
+                str(state_file),
+                "--node",
+                hw.name,
+                "--sysfs-fuse",
+                str(binaries / "sysfs-fuse"),
+                *(["--node-mount-ns", str(node_mount_ns[hw.name])] if hw.name in node_mount_ns else []),
+            ],
+            lab_dir=cfg.lab_dir,
+            log_dir=log_dir,
+        )
+        for hw in lab.nodes.values()
+    ]
+    wait_for("the hardware agents", lambda: all(hw.agent_ready_file().exists() for hw in lab.nodes.values()), AGENT_START_TIMEOUT, agents)
     return lab

@@ -36,10 +36,16 @@ CREATORS = 8  # parallel API writers: a thousand nodes in seconds
 def node(name: str) -> dict[str, Any]:
     """A kwok node as kwokctl's `scale node` makes one: kwok's annotation, so tools that know kwok
     recognise it, and its capacity; kwok's node-initialize stage adds conditions and addresses."""
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {SLICE_ONLY_LABEL: "true", "kubernetes.io/hostname": name},
-                         "annotations": {"kwok.x-k8s.io/node": "fake"}},
-            "status": {"capacity": CAPACITY, "allocatable": CAPACITY}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {SLICE_ONLY_LABEL: "true", "kubernetes.io/hostname": name},
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+        },
+        "status": {"capacity": CAPACITY, "allocatable": CAPACITY},
+    }
 
 
 def create_nodes(api, names: Sequence[str]) -> None:
@@ -74,9 +80,15 @@ def write_stages(tools: Toolchain, lab_dir: Path) -> Path:
 
 
 def command(tools: Toolchain, cfg: ClusterConfig, kubeconfig: Path, stages: Path) -> list[str]:
-    return [str(tools.kwok), f"--kubeconfig={kubeconfig}", f"--config={stages}",
-            f"--manage-nodes-with-label-selector={SLICE_ONLY_LABEL}",
-            f"--node-lease-duration-seconds={LEASE_SECONDS}", f"--node-ip={cfg.host_ip}", f"--cidr={pod_cidr(cfg)}"]
+    return [
+        str(tools.kwok),
+        f"--kubeconfig={kubeconfig}",
+        f"--config={stages}",
+        f"--manage-nodes-with-label-selector={SLICE_ONLY_LABEL}",
+        f"--node-lease-duration-seconds={LEASE_SECONDS}",
+        f"--node-ip={cfg.host_ip}",
+        f"--cidr={pod_cidr(cfg)}",
+    ]
 
 
 def environment(lab_dir: Path) -> dict[str, str]:
@@ -87,8 +99,9 @@ def environment(lab_dir: Path) -> dict[str, str]:
 def _ready(node: dict[str, Any]) -> bool:
     """Ready, and the node lifecycle controller has lifted the taints it put on the node while it
     was not (until then the scheduler places nothing there)."""
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", [])) \
-        and not [t for t in node["spec"].get("taints", []) if t["key"] in NOT_READY_TAINTS]
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", [])) and not [
+        t for t in node["spec"].get("taints", []) if t["key"] in NOT_READY_TAINTS
+    ]
 
 
 def wait_ready(api, names: Sequence[str], timeout: float, components: Sequence[Component]) -> None:

@@ -29,14 +29,16 @@ class Histogram:
 
     def __sub__(self, before: "Histogram") -> "Histogram":
         """What was observed between two scrapes."""
-        return Histogram({le: n - before.buckets.get(le, 0.0) for le, n in self.buckets.items()},
-                         self.sum - before.sum, self.count - before.count)
+        return Histogram(
+            {le: n - before.buckets.get(le, 0.0) for le, n in self.buckets.items()}, self.sum - before.sum, self.count - before.count
+        )
 
     def __add__(self, other: "Histogram") -> "Histogram":
         """Two series together (e.g. the same histogram from every node)."""
         bounds = set(self.buckets) | set(other.buckets)
-        return Histogram({le: self.buckets.get(le, 0.0) + other.buckets.get(le, 0.0) for le in bounds},
-                         self.sum + other.sum, self.count + other.count)
+        return Histogram(
+            {le: self.buckets.get(le, 0.0) + other.buckets.get(le, 0.0) for le in bounds}, self.sum + other.sum, self.count + other.count
+        )
 
     @property
     def mean(self) -> float | None:
@@ -91,7 +93,7 @@ def histogram(text: str, name: str, **labels: str) -> Histogram:
         for sample in family.samples:
             if not all(sample.labels.get(k) == v for k, v in labels.items()):
                 continue
-            suffix = sample.name[len(name):]
+            suffix = sample.name[len(name) :]
             if suffix == "_bucket":
                 buckets[float(sample.labels["le"])] += sample.value
             elif suffix in total:

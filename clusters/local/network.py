@@ -23,9 +23,16 @@ from clusters.errors import LabBroken
 # reach the host, other nodes or other labs. Nor may what pods put in /opt/cni/bin (a chart's init
 # container installing its CNI plugin, as the SR-IOV DRA driver's does) or under /tmp (a device
 # plugin's host paths): a real node's are its own.
-NODE_PRIVATE_DIRS = {"/var/lib": "var-lib", "/run": "run", "/var/log": "var-log", "/dev/vfio": "dev/vfio",
-                     "/dev/infiniband": "dev/infiniband", "/etc/cdi": "etc-cdi", "/opt/cni/bin": "opt-cni-bin",
-                     "/tmp": "tmp"}
+NODE_PRIVATE_DIRS = {
+    "/var/lib": "var-lib",
+    "/run": "run",
+    "/var/log": "var-log",
+    "/dev/vfio": "dev/vfio",
+    "/dev/infiniband": "dev/infiniband",
+    "/etc/cdi": "etc-cdi",
+    "/opt/cni/bin": "opt-cni-bin",
+    "/tmp": "tmp",
+}
 
 
 def sh(*cmd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -139,8 +146,7 @@ def create_node_mount_ns(cfg: ClusterConfig, node: str, node_dir: Path) -> None:
     # /run is not, and the node's bind mounts would only hide it).
     detached = "|".join([*NODE_PRIVATE_DIRS, str(labs_root())])
     script = [
-        f"for m in $(awk '{{print $5}}' /proc/self/mountinfo | grep -E '^({detached})(/|$)' | sort -r); "
-        "do umount -l \"$m\" || true; done",
+        f"for m in $(awk '{{print $5}}' /proc/self/mountinfo | grep -E '^({detached})(/|$)' | sort -r); do umount -l \"$m\" || true; done",
     ]
     for host_path, name in NODE_PRIVATE_DIRS.items():
         (node_dir / name).mkdir(parents=True, exist_ok=True)
@@ -161,8 +167,13 @@ def create_node_mount_ns(cfg: ClusterConfig, node: str, node_dir: Path) -> None:
 
 def node_exec_prefix(cfg: ClusterConfig, node: str) -> list[str]:
     """Run a command as a process of `node`: in its network, mount and UTS namespaces."""
-    return ["nsenter", f"--net=/run/netns/{cfg.netns(node)}", f"--mount={mount_ns_file(cfg, node)}",
-            f"--uts={uts_ns_file(cfg, node)}", "--"]
+    return [
+        "nsenter",
+        f"--net=/run/netns/{cfg.netns(node)}",
+        f"--mount={mount_ns_file(cfg, node)}",
+        f"--uts={uts_ns_file(cfg, node)}",
+        "--",
+    ]
 
 
 def _mountinfo() -> list[str]:

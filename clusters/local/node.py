@@ -31,6 +31,7 @@ Method = TypeVar("Method", bound=Callable[..., Any])
 def injected(what: str) -> Callable[[Method], Method]:
     """A method that injects a fault into the node: each call is a line of the node's fault log,
     with when it started and ended, which the run's trace takes in (MUT-03)."""
+
     def wrap(method: Method) -> Method:
         @functools.wraps(method)
         def logged(self: "LocalNode", *args: Any) -> Any:
@@ -40,9 +41,22 @@ def injected(what: str) -> Callable[[Method], Method]:
             finally:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 with (self.log_dir / plugin_calls.FAULT_LOG).open("a") as out:
-                    out.write(json.dumps({"node": self.name, "start": start, "end": datetime.now(timezone.utc).isoformat(),
-                                          "kind": "Fault", "fault": what, "args": [str(a) for a in args]}) + "\n")
+                    out.write(
+                        json.dumps(
+                            {
+                                "node": self.name,
+                                "start": start,
+                                "end": datetime.now(timezone.utc).isoformat(),
+                                "kind": "Fault",
+                                "fault": what,
+                                "args": [str(a) for a in args],
+                            }
+                        )
+                        + "\n"
+                    )
+
         return logged  # type: ignore[return-value]
+
     return wrap
 
 
@@ -114,8 +128,9 @@ class LocalNode:
         return network.sh(*self.exec_prefix(), *cmd, check=check)
 
     def _start(self, component: str, cmd: Sequence[str], env: dict[str, str] | None = None) -> supervisor.Component:
-        return supervisor.start(f"{self.name}-{component}", [*self.exec_prefix(), *cmd], lab_dir=self.cfg.lab_dir,
-                                log_dir=self.log_dir, env=env)
+        return supervisor.start(
+            f"{self.name}-{component}", [*self.exec_prefix(), *cmd], lab_dir=self.cfg.lab_dir, log_dir=self.log_dir, env=env
+        )
 
     def component(self, component: str) -> supervisor.Component:
         return supervisor.load(self.cfg.lab_dir)[f"{self.name}-{component}"]
@@ -132,8 +147,15 @@ class LocalNode:
         (conf / "cni" / "10-dralab.conflist").write_text(configs.cni_conflist(self.cfg.pod_cidr(self.index)))
         (conf / "containerd.toml").write_text(configs.containerd_toml(self.tools, conf / "cni"))
         client = pki.issue(f"{self.name}-kubelet-client", f"system:node:{self.name}", ("system:nodes",))
-        serving = pki.issue(f"{self.name}-kubelet-serving", f"system:node:{self.name}", ("system:nodes",),
-                            dns=(self.name,), ips=(self.ip,), server=True, client=False)
+        serving = pki.issue(
+            f"{self.name}-kubelet-serving",
+            f"system:node:{self.name}",
+            ("system:nodes",),
+            dns=(self.name,),
+            ips=(self.ip,),
+            server=True,
+            client=False,
+        )
         write_kubeconfig(conf / "kubelet.kubeconfig", server, pki.ca.cert, client, f"system:node:{self.name}")
         (conf / "kubelet.yaml").write_text(configs.kubelet_config(self.cfg, self.name, pki.ca.cert, serving))
         proxy = pki.issue(f"{self.name}-kube-proxy", "system:kube-proxy")
@@ -149,16 +171,20 @@ class LocalNode:
 
     def start_containerd(self) -> supervisor.Component:
         env = {"PATH": f"{self.tools.containerd}:{self.tools.runc_dir}:/usr/sbin:/usr/bin:/sbin:/bin"}
-        return self._start("containerd", [str(self.tools.containerd / "containerd"),
-                                          f"--config={self.dir / 'conf' / 'containerd.toml'}"], env)
+        return self._start(
+            "containerd", [str(self.tools.containerd / "containerd"), f"--config={self.dir / 'conf' / 'containerd.toml'}"], env
+        )
 
     def ctr(self, *args: str) -> list[str]:
         return [str(self.tools.containerd / "ctr"), f"--address={self.containerd_socket}", "-n", "k8s.io", *args]
 
     def wait_containerd(self, timeout: float = 30) -> None:
-        wait_for(f"containerd on {self.name} ({self.containerd_socket})",
-                 lambda: subprocess.run(self.ctr("version"), capture_output=True).returncode == 0,
-                 timeout, [self.component("containerd")])
+        wait_for(
+            f"containerd on {self.name} ({self.containerd_socket})",
+            lambda: subprocess.run(self.ctr("version"), capture_output=True).returncode == 0,
+            timeout,
+            [self.component("containerd")],
+        )
 
     def import_images(self, archives: Sequence[Path]) -> None:
         """Import image tarballs (OCI layout or docker-archive) into this node's containerd. An
@@ -172,15 +198,16 @@ class LocalNode:
             key = f"{archive} {stat.st_size} {stat.st_mtime_ns}"
             if key in done:
                 continue
-            run_logged(self.ctr("images", "import", str(archive)), log,
-                       what=f"importing {archive} into containerd on {self.name}")
+            run_logged(self.ctr("images", "import", str(archive)), log, what=f"importing {archive} into containerd on {self.name}")
             with open(record, "a") as f:
                 f.write(key + "\n")
 
     def start_kubelet(self) -> supervisor.Component:
         conf = self.dir / "conf"
-        return self._start("kubelet", configs.kubelet_command(self.tools, self.cfg, self.name, self.index,
-                                                              conf / "kubelet.yaml", conf / "kubelet.kubeconfig"))
+        return self._start(
+            "kubelet",
+            configs.kubelet_command(self.tools, self.cfg, self.name, self.index, conf / "kubelet.yaml", conf / "kubelet.kubeconfig"),
+        )
 
     @property
     def plugin_calls_file(self) -> Path:
@@ -191,13 +218,19 @@ class LocalNode:
         """Between the kubelet and the plugins, before either: it is the node's plumbing, as the
         kubelet's plugins_registry is."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        return self._start("plugin-recorder", plugin_calls.recorder_command(
-            self.tools.drivers_under_test / "plugin-recorder", self.cfg.kubelet_root_dir, self.name, self.plugin_calls_file,
-            configs.CDI_DIRS))
+        return self._start(
+            "plugin-recorder",
+            plugin_calls.recorder_command(
+                self.tools.drivers_under_test / "plugin-recorder",
+                self.cfg.kubelet_root_dir,
+                self.name,
+                self.plugin_calls_file,
+                configs.CDI_DIRS,
+            ),
+        )
 
     def start_kube_proxy(self) -> supervisor.Component:
-        return self._start("kube-proxy", [str(self.tools.kube("kube-proxy")),
-                                          f"--config={self.dir / 'conf' / 'kube-proxy.yaml'}", "--v=1"])
+        return self._start("kube-proxy", [str(self.tools.kube("kube-proxy")), f"--config={self.dir / 'conf' / 'kube-proxy.yaml'}", "--v=1"])
 
     def _healthy(self, port: int) -> bool:
         """A component's healthz answers OK, inside the node's network namespace."""
@@ -206,12 +239,10 @@ class LocalNode:
         return network.in_netns(self.netns, sys.executable, "-I", "-S", "-c", probe, check=False).returncode == 0
 
     def wait_kube_proxy(self, timeout: float = 30) -> None:
-        wait_for(f"kube-proxy on {self.name} to program Services", lambda: self._healthy(10256),
-                 timeout, [self.component("kube-proxy")])
+        wait_for(f"kube-proxy on {self.name} to program Services", lambda: self._healthy(10256), timeout, [self.component("kube-proxy")])
 
     def wait_kubelet(self, timeout: float = 60) -> None:
-        wait_for(f"kubelet on {self.name} to be healthy", lambda: self._healthy(10248), timeout,
-                 [self.component("kubelet")])
+        wait_for(f"kubelet on {self.name} to be healthy", lambda: self._healthy(10248), timeout, [self.component("kubelet")])
 
     # Restart handles for restart tests ------------------------------------------------
 
@@ -312,8 +343,9 @@ def volatile_mounts(mountinfo: str) -> list[str]:
     """The mount points below a node's private dirs, deepest first: every one but the emulated
     sysfs (the machine's, served by the lab's hardware agent) is its processes' (the lab mounts
     only the dirs themselves, and detached the host's copies below them), and a reboot loses them."""
-    points = {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
-              for line in mountinfo.splitlines() if line.strip()}
+    points = {
+        re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4]) for line in mountinfo.splitlines() if line.strip()
+    }
     below = [p for p in points if any(p.startswith(f"{d}/") for d in NODE_PRIVATE_DIRS) and p != NODE_SYSFS_ROOT]
     return sorted(below, key=lambda p: (-p.count("/"), p))
 
@@ -324,13 +356,11 @@ def kill_pod_sandbox(ctr: Callable[..., list[str]], pod_uid: str, node: str, log
     again if it has not prepared them since it started."""
     # One filter, its conditions joined by commas: ctr ORs separate filters.
     only = f'labels."io.kubernetes.pod.uid"=={pod_uid},labels."io.cri-containerd.kind"==sandbox'
-    sandboxes = set(subprocess.run(ctr("containers", "list", "-q", only),
-                                   capture_output=True, text=True, check=True).stdout.split())
+    sandboxes = set(subprocess.run(ctr("containers", "list", "-q", only), capture_output=True, text=True, check=True).stdout.split())
     tasks = subprocess.run(ctr("tasks", "list"), capture_output=True, text=True, check=True).stdout
     rows = [line.split() for line in tasks.splitlines()[1:]]  # TASK PID STATUS
     running = [row[0] for row in rows if row[0] in sandboxes and row[-1] == "RUNNING"]
     if not running:
         raise LabBroken(f"pod {pod_uid} has no running sandbox in containerd on {node}:\n{tasks}")
     for sandbox in running:
-        run_logged(ctr("tasks", "kill", "--signal", "SIGKILL", sandbox), log,
-                   what=f"killing sandbox {sandbox} of pod {pod_uid} on {node}")
+        run_logged(ctr("tasks", "kill", "--signal", "SIGKILL", sandbox), log, what=f"killing sandbox {sandbox} of pod {pod_uid} on {node}")

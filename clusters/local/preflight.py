@@ -20,8 +20,7 @@ from clusters.provision import Toolchain
 
 def require_root(action: str) -> None:
     if os.geteuid() != 0:
-        raise BadInput(f"`dralab {action}` creates network namespaces, mounts and cgroups and must run as root "
-                       f"(try: sudo dralab {action})")
+        raise BadInput(f"`dralab {action}` creates network namespaces, mounts and cgroups and must run as root (try: sudo dralab {action})")
 
 
 # Every kubelet and containerd takes several inotify instances; Debian's default of 128 per user
@@ -52,10 +51,15 @@ def require_no_lab(cfg: ClusterConfig, alive: set[int]) -> None:
     """Refuse a lab directory that is still there; `alive` are its live processes."""
     if cfg.lab_dir.exists():
         pids = sorted(alive)
-        running = (f"{len(pids)} of its processes are running (pids {', '.join(map(str, pids[:8]))}): it may be "
-                   f"another run's" if pids else "could not be removed")
-        raise BadInput(f"a lab named {cfg.name!r} already exists at {cfg.lab_dir} and {running}; "
-                       f"run `dralab down --name {cfg.name} --force` to remove it")
+        running = (
+            f"{len(pids)} of its processes are running (pids {', '.join(map(str, pids[:8]))}): it may be another run's"
+            if pids
+            else "could not be removed"
+        )
+        raise BadInput(
+            f"a lab named {cfg.name!r} already exists at {cfg.lab_dir} and {running}; "
+            f"run `dralab down --name {cfg.name} --force` to remove it"
+        )
 
 
 def known_feature_gates(tools: Toolchain) -> set[str]:
@@ -88,7 +92,7 @@ def _listeners() -> dict[tuple[str, int], int]:
         if fields[3] != "0A":  # LISTEN
             continue
         hex_ip, hex_port = fields[1].split(":")
-        ip = ".".join(str(int(hex_ip[i:i + 2], 16)) for i in (6, 4, 2, 0))
+        ip = ".".join(str(int(hex_ip[i : i + 2], 16)) for i in (6, 4, 2, 0))
         result[(ip, int(hex_port, 16))] = int(fields[9])
     return result
 
@@ -109,13 +113,20 @@ def _owner(inode: int) -> str:
 
 def require_free_ports(cfg: ClusterConfig) -> None:
     listeners = _listeners()
-    ports = {configs.ETCD_PORT: "etcd", configs.ETCD_PORT + 1: "etcd peer", configs.APISERVER_PORT: "kube-apiserver",
-             configs.CONTROLLER_MANAGER_PORT: "kube-controller-manager", configs.SCHEDULER_PORT: "kube-scheduler"}
+    ports = {
+        configs.ETCD_PORT: "etcd",
+        configs.ETCD_PORT + 1: "etcd peer",
+        configs.APISERVER_PORT: "kube-apiserver",
+        configs.CONTROLLER_MANAGER_PORT: "kube-controller-manager",
+        configs.SCHEDULER_PORT: "kube-scheduler",
+    }
     for port, component in ports.items():
         for addr in ("0.0.0.0", cfg.host_ip):
             if (addr, port) in listeners:
-                raise BadInput(f"port {port} on {addr} (needed by {component}) is already in use by "
-                               f"{_owner(listeners[(addr, port)])}; stop it, or pick another lab slot with --slot")
+                raise BadInput(
+                    f"port {port} on {addr} (needed by {component}) is already in use by "
+                    f"{_owner(listeners[(addr, port)])}; stop it, or pick another lab slot with --slot"
+                )
 
 
 @contextmanager
@@ -136,15 +147,15 @@ def locks_dir() -> Path:
 def lab_name_lock(name: str) -> AbstractContextManager[None]:
     """Held by the process bringing lab `name` up (until it is up, or torn down again) or tearing it
     down: another command must not take a lab in that state for one left by a dead run."""
-    return exclusive(locks_dir() / f"lab-{name}.lock", lambda pid: (
-        f"lab {name!r} is being brought up or torn down by another dralab (pid {pid}): wait for it, or give "
-        "another --name"))
+    return exclusive(
+        locks_dir() / f"lab-{name}.lock",
+        lambda pid: f"lab {name!r} is being brought up or torn down by another dralab (pid {pid}): wait for it, or give another --name",
+    )
 
 
 def allocate_slot(cfg: ClusterConfig) -> ClusterConfig:
     """The config with a free slot: no other lab uses it and no bridge of that name exists."""
-    taken = {int(json.loads(p.read_text())["slot"]) for p in (labs_root() / "labs").glob("*/cluster.json")
-             if p.parent.name != cfg.name}
+    taken = {int(json.loads(p.read_text())["slot"]) for p in (labs_root() / "labs").glob("*/cluster.json") if p.parent.name != cfg.name}
     bridges = (re.fullmatch(r"dralab(\d+)", n) for n in network.links_named("dralab"))
     taken |= {int(m.group(1)) for m in bridges if m}
     if cfg.slot:

@@ -18,12 +18,19 @@ def wait_cluster_ready(api, nodes: Sequence[LocalNode], components: Sequence[Com
     watch = list(components)
 
     def nodes_ready() -> bool:
-        ready = {n.metadata.name for n in core.list_node().items
-                 if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])}
+        ready = {
+            n.metadata.name
+            for n in core.list_node().items
+            if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+        }
         return all(n.name in ready for n in nodes)
 
     wait_for(f"nodes {', '.join(n.name for n in nodes)} to be Ready", nodes_ready, timeout, watch)
-    wait_for("the default ServiceAccount (controller-manager)",
-             lambda: core.read_namespaced_service_account("default", "default") is not None, timeout, watch)
+    wait_for(
+        "the default ServiceAccount (controller-manager)",
+        lambda: core.read_namespaced_service_account("default", "default") is not None,
+        timeout,
+        watch,
+    )
     for node in nodes:
         node.wait_kube_proxy(timeout)

@@ -42,21 +42,33 @@ def _stat(pid: int) -> tuple[str, int] | None:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = raw[raw.rindex(")") + 2:].split()
+    fields = raw[raw.rindex(")") + 2 :].split()
     return fields[0], int(fields[19])
 
 
-def start(name: str, cmd: Sequence[str | Path], *, lab_dir: Path, log_dir: Path,
-          env: dict[str, str] | None = None, cwd: Path | None = None) -> Component:
+def start(
+    name: str, cmd: Sequence[str | Path], *, lab_dir: Path, log_dir: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Component:
     log = log_dir / f"{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    full_env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), **(env or {}),
-                LAB_ENV: str(lab_dir), "DRALAB_COMPONENT": name}
+    full_env = {
+        "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        **(env or {}),
+        LAB_ENV: str(lab_dir),
+        "DRALAB_COMPONENT": name,
+    }
     with open(log, "ab") as out:
         out.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(map(str, cmd))}\n".encode())
         out.flush()
-        proc = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=full_env, cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(c) for c in cmd],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
     stat = _stat(proc.pid)
     comp = Component(name, proc.pid, stat[1] if stat else 0, log)
     _stopped_mark(lab_dir, name).unlink(missing_ok=True)
@@ -87,8 +99,10 @@ def down(lab_dir: Path) -> list[Component]:
 
 def describe_down(lab_dir: Path) -> list[str]:
     """Each component that died, with its log's tail: the lab's diagnosis."""
-    return [f"lab component {comp.name} (pid {comp.pid}) is down; last lines of its log {comp.log}:\n"
-            f"{log_tail(comp.log, 15)}" for comp in down(lab_dir)]
+    return [
+        f"lab component {comp.name} (pid {comp.pid}) is down; last lines of its log {comp.log}:\n{log_tail(comp.log, 15)}"
+        for comp in down(lab_dir)
+    ]
 
 
 def load(lab_dir: Path) -> dict[str, Component]:

@@ -22,8 +22,22 @@ from clusters.file_locks import held, waited_for
 from clusters.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
-    CGO_DRIVER_BINARIES, CNI_BIN_DIR, CONTAINERD, DEBIAN_PACKAGES, DRIVER_BINARIES, DRIVERS_UNDER_TEST,
-    DRIVERS_WITH_CGO, ETCD, HELM, KWOK, NVIDIA_SMI_FILE, NVML_LIBRARY_FILE, GO_RECIPES, KUBERNETES, RUNC, STATIC_TOOLS,
+    CGO_DRIVER_BINARIES,
+    CNI_BIN_DIR,
+    CONTAINERD,
+    DEBIAN_PACKAGES,
+    DRIVER_BINARIES,
+    DRIVERS_UNDER_TEST,
+    DRIVERS_WITH_CGO,
+    ETCD,
+    HELM,
+    KWOK,
+    NVIDIA_SMI_FILE,
+    NVML_LIBRARY_FILE,
+    GO_RECIPES,
+    KUBERNETES,
+    RUNC,
+    STATIC_TOOLS,
     kubernetes_recipe,
 )
 from clusters.provision.gobuild import RECIPES, GoRecipe
@@ -114,12 +128,18 @@ def _ensure_debian_packages(offline: bool) -> None:
     if offline:
         raise BadInput(f"Debian packages missing: {', '.join(missing)}; run `dralab provision` without --offline")
     log = cache_root() / "logs" / "apt.log"
-    with waited_for(cache_root() / "locks" / "apt.lock", "installing Debian packages"), \
-            step(f"Installing Debian packages: {', '.join(missing)}"):
+    with (
+        waited_for(cache_root() / "locks" / "apt.lock", "installing Debian packages"),
+        step(f"Installing Debian packages: {', '.join(missing)}"),
+    ):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         run_logged(["apt-get", "update", "-q"], log, env=env, what="apt-get update")
-        run_logged(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], log, env=env,
-                   what=f"apt-get install {' '.join(missing)}")
+        run_logged(
+            ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+            log,
+            env=env,
+            what=f"apt-get install {' '.join(missing)}",
+        )
 
 
 def _ensure_allure(offline: bool) -> Path:
@@ -129,14 +149,17 @@ def _ensure_allure(offline: bool) -> Path:
     if cli.exists():
         return cli
     if offline:
-        raise BadInput(f"the allure CLI {versions.ALLURE} is not in the cache ({cli}); "
-                       "run `dralab provision` without --offline first")
+        raise BadInput(f"the allure CLI {versions.ALLURE} is not in the cache ({cli}); run `dralab provision` without --offline first")
     log = cache_root() / "logs" / "npm-allure.log"
 
     def install() -> None:
         with step(f"Installing allure {versions.ALLURE} from the npm registry (log: {log})"):
-            run_logged(["npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", f"allure@{versions.ALLURE}"],
-                       log, what=f"npm install allure@{versions.ALLURE}")
+            run_logged(
+                ["npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", f"allure@{versions.ALLURE}"],
+                log,
+                what=f"npm install allure@{versions.ALLURE}",
+            )
+
     _once(cli, f"installing allure {versions.ALLURE}", install)
     return cli
 
@@ -158,8 +181,7 @@ def ensure_go(recipe: GoRecipe, offline: bool) -> Path:
     if out.is_dir():
         os.utime(out)  # in use: not stale for _prune
         return out
-    raise BadInput(f"{recipe.name} {recipe.version} is not in the cache ({out}); "
-                   "run `dralab provision` without --offline first")
+    raise BadInput(f"{recipe.name} {recipe.version} is not in the cache ({out}); run `dralab provision` without --offline first")
 
 
 def _build(recipe: GoRecipe, out: Path) -> None:
@@ -181,8 +203,12 @@ def _prune(paths: Iterable[Path], keep: Path) -> None:
     day ago) or one whose build lock is held."""
     os.utime(keep)
     for path in paths:
-        if path != keep and time.time() - path.stat().st_mtime > STALE_SECONDS and not _in_use(path) and \
-                not held(cache_root() / "locks" / f"{path.name.removesuffix('.partial')}.lock"):
+        if (
+            path != keep
+            and time.time() - path.stat().st_mtime > STALE_SECONDS
+            and not _in_use(path)
+            and not held(cache_root() / "locks" / f"{path.name.removesuffix('.partial')}.lock")
+        ):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
@@ -212,9 +238,13 @@ def pause_binary(offline: bool) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
 
     def compile_it() -> None:
-        run_logged(["gcc", "-static", "-Os", "-s", "-o", f"{out}.partial", source], cache_root() / "logs" / "build-pause.log",
-                   what="compiling the pause binary with gcc -static")
+        run_logged(
+            ["gcc", "-static", "-Os", "-s", "-o", f"{out}.partial", source],
+            cache_root() / "logs" / "build-pause.log",
+            what="compiling the pause binary with gcc -static",
+        )
         os.rename(f"{out}.partial", out)
+
     _once(out, "compiling the pause binary", compile_it)
     return out
 
@@ -251,8 +281,9 @@ def busybox_image(ref: str, files: dict[str, Path] | None = None, entrypoint: li
     tools, links = static_tools(["busybox"])
     contents = {**tools, **(files or {})}
     dirs, texts = images.base(set(contents))
-    return images.ImageSpec(ref=ref, files=contents, symlinks=links, dirs=dirs, texts=texts,
-                            entrypoint=entrypoint or [], cmd=[] if entrypoint else ["/bin/sh"])
+    return images.ImageSpec(
+        ref=ref, files=contents, symlinks=links, dirs=dirs, texts=texts, entrypoint=entrypoint or [], cmd=[] if entrypoint else ["/bin/sh"]
+    )
 
 
 def image_specs(pause: Path, built: Path, built_cgo: Path) -> list[images.ImageSpec]:
@@ -261,9 +292,14 @@ def image_specs(pause: Path, built: Path, built_cgo: Path) -> list[images.ImageS
     return [
         images.ImageSpec(ref=versions.PAUSE_IMAGE, files={"/pause": pause}, entrypoint=["/pause"]),
         busybox_image(versions.WORKLOAD_IMAGE, {"/usr/local/bin/incluster-whoami": built / "incluster-whoami"}),
-        busybox_image(f"{versions.DRIVERS_IMAGE_REPO}:{built.name.rsplit('-', 1)[1]}",
-                      {**{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES},
-                       **cgo_binaries, **c_library_files(cgo_binaries.values())}),
+        busybox_image(
+            f"{versions.DRIVERS_IMAGE_REPO}:{built.name.rsplit('-', 1)[1]}",
+            {
+                **{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES},
+                **cgo_binaries,
+                **c_library_files(cgo_binaries.values()),
+            },
+        ),
     ]
 
 
@@ -303,10 +339,16 @@ def provision(offline: bool = False, kubernetes_version: str = versions.KUBERNET
     pause = pause_binary(offline)
     imgs = _ensure_images(pause, dirs[DRIVERS_UNDER_TEST.name], dirs[DRIVERS_WITH_CGO.name])
     return Toolchain(
-        kubernetes=dirs[KUBERNETES.name], etcd_dir=dirs[ETCD.name], containerd=dirs[CONTAINERD.name],
-        runc_dir=dirs[RUNC.name], drivers_under_test=dirs[DRIVERS_UNDER_TEST.name],
-        drivers_with_cgo=dirs[DRIVERS_WITH_CGO.name], images=imgs,
-        allure=_ensure_allure(offline), kwok_dir=dirs[KWOK.name], kubernetes_version=kubernetes_version,
+        kubernetes=dirs[KUBERNETES.name],
+        etcd_dir=dirs[ETCD.name],
+        containerd=dirs[CONTAINERD.name],
+        runc_dir=dirs[RUNC.name],
+        drivers_under_test=dirs[DRIVERS_UNDER_TEST.name],
+        drivers_with_cgo=dirs[DRIVERS_WITH_CGO.name],
+        images=imgs,
+        allure=_ensure_allure(offline),
+        kwok_dir=dirs[KWOK.name],
+        kubernetes_version=kubernetes_version,
     )
 
 

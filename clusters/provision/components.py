@@ -19,8 +19,12 @@ KUBE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler"
 
 def kubernetes_recipe(version: str) -> GoRecipe:
     """Every Kubernetes component at `version` (one of versions.KUBERNETES_VERSIONS), one multi-call binary."""
-    stamp = {"gitVersion": version, "gitMajor": version.split(".")[0].lstrip("v"),
-             "gitMinor": version.split(".")[1], "gitTreeState": "clean"}
+    stamp = {
+        "gitVersion": version,
+        "gitMajor": version.split(".")[0].lstrip("v"),
+        "gitMinor": version.split(".")[1],
+        "gitTreeState": "clean",
+    }
     return GoRecipe(
         name="kubernetes",
         version=version,
@@ -29,8 +33,7 @@ def kubernetes_recipe(version: str) -> GoRecipe:
         recipe_dir=RECIPES / "kubernetes",
         binaries={"kube": "."},
         links={name: "kube" for name in KUBE_COMPONENTS},
-        ldflags=" ".join(["-s -w", _stamp("k8s.io/component-base/version", stamp),
-                          _stamp("k8s.io/client-go/pkg/version", stamp)]),
+        ldflags=" ".join(["-s -w", _stamp("k8s.io/component-base/version", stamp), _stamp("k8s.io/client-go/pkg/version", stamp)]),
     )
 
 
@@ -39,9 +42,16 @@ KUBERNETES = kubernetes_recipe(versions.KUBERNETES)
 ETCD = GoRecipe(
     name="etcd",
     version=versions.ETCD,
-    requires={m: versions.ETCD for m in (
-        "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/api/v3", "go.etcd.io/etcd/client/pkg/v3",
-        "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/pkg/v3")},
+    requires={
+        m: versions.ETCD
+        for m in (
+            "go.etcd.io/etcd/server/v3",
+            "go.etcd.io/etcd/api/v3",
+            "go.etcd.io/etcd/client/pkg/v3",
+            "go.etcd.io/etcd/client/v3",
+            "go.etcd.io/etcd/pkg/v3",
+        )
+    },
     recipe_dir=RECIPES / "etcd",
     binaries={"etcd": "."},
 )
@@ -77,8 +87,10 @@ DRIVERS_UNDER_TEST = GoRecipe(
     name="drivers-under-test",
     version="local",
     local_module=REPO / "drivers_under_test",
-    binaries={name: f"./cmd/{name}" for name in ("incluster-whoami", "nri-probe", "socket-proxy", "sysfs-fuse",
-                                                     "modprobe", "plugin-recorder", *DRIVER_BINARIES)},
+    binaries={
+        name: f"./cmd/{name}"
+        for name in ("incluster-whoami", "nri-probe", "socket-proxy", "sysfs-fuse", "modprobe", "plugin-recorder", *DRIVER_BINARIES)
+    },
 )
 
 # From the same module, with cgo: the lab's NVML, libnvidia-ml.so.1 (HW-10), a C shared library,
@@ -91,8 +103,11 @@ DRIVERS_WITH_CGO = GoRecipe(
     name="drivers-under-test-cgo",
     version="local",
     local_module=REPO / "drivers_under_test",
-    binaries={NVML_LIBRARY_FILE: "./cmd/libnvidia-ml", NVIDIA_SMI_FILE: "./cmd/nvidia-smi",
-              **{name: f"./cmd/{name}" for name in CGO_DRIVER_BINARIES}},
+    binaries={
+        NVML_LIBRARY_FILE: "./cmd/libnvidia-ml",
+        NVIDIA_SMI_FILE: "./cmd/nvidia-smi",
+        **{name: f"./cmd/{name}" for name in CGO_DRIVER_BINARIES},
+    },
     cgo=True,
 )
 
@@ -149,7 +164,6 @@ def e2e_dra_recipe(version: str) -> GoRecipe:
         requires=kubernetes.requires,
         pin_unversioned_requires_of=kubernetes.pin_unversioned_requires_of,
         recipe_dir=RECIPES / "e2e_dra",
-        binaries={"ginkgo": "github.com/onsi/ginkgo/v2/ginkgo",
-                  "sampledeviceplugin": "k8s.io/kubernetes/test/images/sample-device-plugin"},
+        binaries={"ginkgo": "github.com/onsi/ginkgo/v2/ginkgo", "sampledeviceplugin": "k8s.io/kubernetes/test/images/sample-device-plugin"},
         tests={"e2e-dra.test": "."},
     )

@@ -52,8 +52,11 @@ def image_specs(names: dict[str, str], suite_dir: Path, tools: Toolchain) -> lis
     specs = [
         busybox_image(names["busybox"]),
         busybox_image(names["hostpathplugin"], {"/hostpathplugin": tools.drivers_under_test / "socket-proxy"}),
-        busybox_image(names["sample-device-plugin"], {"/sampledeviceplugin": suite_dir / "sampledeviceplugin"},
-                      entrypoint=["/sampledeviceplugin", "-alsologtostderr"]),
+        busybox_image(
+            names["sample-device-plugin"],
+            {"/sampledeviceplugin": suite_dir / "sampledeviceplugin"},
+            entrypoint=["/sampledeviceplugin", "-alsologtostderr"],
+        ),
     ]
     if names["pause"] != versions.PAUSE_IMAGE:
         specs.append(ImageSpec(ref=names["pause"], files={"/pause": pause_binary(offline=True)}, entrypoint=["/pause"]))

@@ -54,16 +54,20 @@ class GoRecipe:
         roots = [p for p in (self.recipe_dir, self.local_module) if p is not None]
         files: list[Path] = []
         for root in roots:
-            files += sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".go", ".mod", ".sum", ".c"}
-                           # a local module's tests do not change its binaries; a recipe's tests are one
-                           and not (root == self.local_module and p.name.endswith("_test.go")))
+            files += sorted(
+                p
+                for p in root.rglob("*")
+                if p.is_file()
+                and p.suffix in {".go", ".mod", ".sum", ".c"}
+                # a local module's tests do not change its binaries; a recipe's tests are one
+                and not (root == self.local_module and p.name.endswith("_test.go"))
+            )
         return files
 
     def key(self) -> str:
         h = hashlib.sha256()
         # `tests` only when set: recipes without it keep the keys (and the cached builds) they had.
-        desc = {k: v for k, v in self.__dict__.items()
-                if k not in ("recipe_dir", "local_module") and not (k == "tests" and not v)}
+        desc = {k: v for k, v in self.__dict__.items() if k not in ("recipe_dir", "local_module") and not (k == "tests" and not v)}
         h.update(json.dumps(desc, sort_keys=True, default=str).encode())
         h.update(go_version().encode())
         for f in self.source_files():
@@ -103,8 +107,9 @@ def go_version() -> str:
 def download(module: str, version: str) -> dict[str, str]:
     """A module version through the Go module proxy (and its local cache): `go mod download
     -json`'s answer, with Dir (the source tree, read-only) and GoMod."""
-    out = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"],
-                         capture_output=True, text=True, cwd=Path.home())  # no go.mod of a checkout in the way
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@{version}"], capture_output=True, text=True, cwd=Path.home()
+    )  # no go.mod of a checkout in the way
     info = json.loads(out.stdout or "{}")
     if out.returncode != 0 or "Dir" not in info:
         raise LabBroken(f"cannot download {module}@{version}: {info.get('Error') or out.stderr.strip()}")
@@ -144,8 +149,13 @@ def build(recipe: GoRecipe, out_dir: Path, work_dir: Path, log: Path) -> None:
             cmd += ["-tags", ",".join(recipe.tags)]
         run_logged(cmd + [package], log, cwd=src, env=env, what=f"building {binary} ({recipe.name} {recipe.version})")
     for binary, package in recipe.tests.items():
-        run_logged(["go", "test", "-c", "-trimpath", "-o", str(staging / binary), "-ldflags", recipe.ldflags, package],
-                   log, cwd=src, env=env, what=f"building {binary} ({recipe.name} {recipe.version})")
+        run_logged(
+            ["go", "test", "-c", "-trimpath", "-o", str(staging / binary), "-ldflags", recipe.ldflags, package],
+            log,
+            cwd=src,
+            env=env,
+            what=f"building {binary} ({recipe.name} {recipe.version})",
+        )
     for alias, binary in recipe.links.items():
         (staging / alias).symlink_to(binary)
     staging.rename(out_dir)

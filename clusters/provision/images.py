@@ -107,22 +107,28 @@ def oci_archive(spec: ImageSpec) -> tuple[bytes, str]:
     layer_desc = _blob(blobs, layer, OCI_LAYER)
     config = {
         **spec.platform,
-        "config": {"Entrypoint": spec.entrypoint or None, "Cmd": spec.cmd or None,
-                   "Env": spec.env, "WorkingDir": spec.workdir},
+        "config": {"Entrypoint": spec.entrypoint or None, "Cmd": spec.cmd or None, "Env": spec.env, "WorkingDir": spec.workdir},
         "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]},
     }
     config_desc = _blob(blobs, json.dumps(config, sort_keys=True).encode(), OCI_CONFIG)
     manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": config_desc, "layers": [layer_desc]}
     manifest_desc = _blob(blobs, json.dumps(manifest, sort_keys=True).encode(), OCI_MANIFEST)
-    index = {"schemaVersion": 2, "manifests": [{
-        **manifest_desc, "platform": spec.platform,
-        "annotations": {"io.containerd.image.name": spec.ref,
-                        "org.opencontainers.image.ref.name": spec.ref.rsplit(":", 1)[-1]},
-    }]}
+    index = {
+        "schemaVersion": 2,
+        "manifests": [
+            {
+                **manifest_desc,
+                "platform": spec.platform,
+                "annotations": {"io.containerd.image.name": spec.ref, "org.opencontainers.image.ref.name": spec.ref.rsplit(":", 1)[-1]},
+            }
+        ],
+    }
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w") as tar:
-        entries = {"oci-layout": json.dumps({"imageLayoutVersion": "1.0.0"}).encode(),
-                   "index.json": json.dumps(index, sort_keys=True).encode()}
+        entries = {
+            "oci-layout": json.dumps({"imageLayoutVersion": "1.0.0"}).encode(),
+            "index.json": json.dumps(index, sort_keys=True).encode(),
+        }
         entries.update({f"blobs/sha256/{d.split(':')[1]}": b for d, b in blobs.items()})
         for d in ("blobs", "blobs/sha256"):
             info = tarfile.TarInfo(d)

@@ -38,8 +38,13 @@ def warm(rounds: int, progress: Callable[[str], None]) -> dict[str, list[float]]
 def _dralab(cache: Path, *args: str, log: Path) -> float:
     start = time.monotonic()
     with open(log, "ab") as out:
-        rc = run_to_completion([sys.executable, "-m", "dralab.cli", *args], stdout=out, stderr=subprocess.STDOUT,
-                               env={**os.environ, "DRALAB_CACHE": str(cache)}, stdin=subprocess.DEVNULL)
+        rc = run_to_completion(
+            [sys.executable, "-m", "dralab.cli", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "DRALAB_CACHE": str(cache)},
+            stdin=subprocess.DEVNULL,
+        )
     if rc != 0:
         raise LabBroken(f"dralab {' '.join(args)} with an empty cache exited {rc}; log: {log}")
     return time.monotonic() - start
@@ -53,8 +58,7 @@ def cold(log: Path, progress: Callable[[str], None]) -> dict[str, float]:
     try:
         provision = _dralab(cache, "provision", log=log)
         progress(f"cold provision (empty dralab cache): {provision:.0f}s")
-        up = _dralab(cache, "up", "--name", f"{LAB.name}-cold", "--nodes", str(LAB.nodes),
-                     "--hardware", LAB.hardware["node-1"], log=log)
+        up = _dralab(cache, "up", "--name", f"{LAB.name}-cold", "--nodes", str(LAB.nodes), "--hardware", LAB.hardware["node-1"], log=log)
         progress(f"first bring-up from it: {up:.1f}s")
     finally:
         if (labs_root() / "labs" / f"{LAB.name}-cold").exists():  # up, or half up and interrupted

@@ -37,8 +37,7 @@ class Comparison:
     regressed: bool
 
 
-def compare(current: dict[str, float | None], previous: list[dict[str, Any]], window: int,
-            threshold: float) -> list[Comparison]:
+def compare(current: dict[str, float | None], previous: list[dict[str, Any]], window: int, threshold: float) -> list[Comparison]:
     """Each figure against the median of its last `window` earlier values, with their range; worse by
     more than `threshold` (relative) than the median is a regression."""
     out = []
@@ -49,6 +48,15 @@ def compare(current: dict[str, float | None], previous: list[dict[str, Any]], wi
         change = None
         if value is not None and baseline:
             change = (value - baseline) / baseline * (1 if figure.lower_is_better else -1)
-        out.append(Comparison(figure.key, value, baseline, (min(earlier), max(earlier)) if earlier else None,
-                              len(earlier), change, change is not None and change > threshold))
+        out.append(
+            Comparison(
+                figure.key,
+                value,
+                baseline,
+                (min(earlier), max(earlier)) if earlier else None,
+                len(earlier),
+                change,
+                change is not None and change > threshold,
+            )
+        )
     return out

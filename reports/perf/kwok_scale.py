@@ -34,8 +34,11 @@ DEFAULT_SIZE = "1000x8x2000"
 LAB_PREFIX = "perf-kwok"  # perf-kwok-scale: apart from PF-04's perf-scale
 # The anchor the issue names: scheduler_perf SchedulingWithResourceClaimTemplate at 5000 nodes,
 # match_empty, 109-117 pods/s on 6 CPUs (control plane in the same process, no kwok, no leases).
-UPSTREAM = {"benchmark": "scheduler_perf SchedulingWithResourceClaimTemplate, 5000 nodes, match_empty",
-            "pods_per_s": [109.0, 117.0], "cpus": 6}
+UPSTREAM = {
+    "benchmark": "scheduler_perf SchedulingWithResourceClaimTemplate, 5000 nodes, match_empty",
+    "pods_per_s": [109.0, 117.0],
+    "cpus": 6,
+}
 SLI = da_scale.HISTOGRAMS["scheduler_sli"]
 CREATORS = 8  # parallel API writers: pods arrive faster than the scheduler places them
 
@@ -66,21 +69,26 @@ def workload(lab: Lab, mode: str, size: da_scale.Size, timeout: float) -> dict[s
         def create(i: int) -> None:
             created[f"p{i}"] = time.time()
             core.create_namespaced_pod(namespace, PodBuilder(f"p{i}").with_claim("c", claim=f"p{i}").build())
+
         start = time.time()
         _in_parallel(create, size.pods)
         ran = running.wait(size.pods, timeout)
         scheduled = bound.wait(size.pods, 10)  # bound before Running: seen by now
         sli = _sli(lab) - before
         if len(ran) < size.pods:
-            raise LabBroken(f"{mode}: {len(scheduled)} of {size.pods} pods bound and {len(ran)} Running within "
-                            f"{timeout:.0f}s; not Running: {', '.join(sorted(set(created) - set(ran))[:5])}")
+            raise LabBroken(
+                f"{mode}: {len(scheduled)} of {size.pods} pods bound and {len(ran)} Running within "
+                f"{timeout:.0f}s; not Running: {', '.join(sorted(set(created) - set(ran))[:5])}"
+            )
         elsewhere = {p.spec.node_name for p in core.list_namespaced_pod(namespace).items} - set(lab.slice_only_nodes)
         if elsewhere:
             raise LabBroken(f"{mode}: pods went to {sorted(elsewhere)}, not kwok nodes")
     wait_for(f"the {size.pods} claims of namespace {namespace} gone", lambda: not claims.listed(api, namespace), timeout)
     seconds = max(scheduled.values()) - start
     return {
-        "mode": mode, "pods": size.pods, "seconds_to_last_bound": seconds,
+        "mode": mode,
+        "pods": size.pods,
+        "seconds_to_last_bound": seconds,
         "throughput_pods_per_s": size.pods / seconds,
         "throughput_pods_per_s_per_cpu": size.pods / seconds / (os.cpu_count() or 1),
         "scheduling_s": percentiles([scheduled[n] - created[n] for n in scheduled]),
@@ -95,8 +103,9 @@ def run(size: da_scale.Size, progress: Callable[[str], None]) -> dict[str, Any]:
     start = time.monotonic()
     cluster = LocalCluster.up(cfg, offline=True)
     up_s = time.monotonic() - start
-    progress(f"lab up with {size.nodes} kwok nodes: {up_s:.1f}s, kwok's nodes Ready {cluster.kwok_nodes_ready_s:.1f}s "
-             "after their creation began")
+    progress(
+        f"lab up with {size.nodes} kwok nodes: {up_s:.1f}s, kwok's nodes Ready {cluster.kwok_nodes_ready_s:.1f}s after their creation began"
+    )
     try:
         lab = local_lab(cluster)
         start = time.monotonic()
@@ -106,25 +115,37 @@ def run(size: da_scale.Size, progress: Callable[[str], None]) -> dict[str, Any]:
             per_mode = {}
             for mode in da_scale.MODES:
                 figures = per_mode[mode] = workload(lab, mode, size, max(300.0, size.pods * 0.5))
-                progress(f"{mode}: {figures['throughput_pods_per_s']:.1f} pods/s "
-                         f"({figures['throughput_pods_per_s_per_cpu']:.1f} per CPU); create to bound "
-                         f"p50 {figures['scheduling_s']['p50']:.2f}s p99 {figures['scheduling_s']['p99']:.2f}s; "
-                         f"create to Running p99 {figures['create_to_running_s']['p99']:.2f}s")
+                progress(
+                    f"{mode}: {figures['throughput_pods_per_s']:.1f} pods/s "
+                    f"({figures['throughput_pods_per_s_per_cpu']:.1f} per CPU); create to bound "
+                    f"p50 {figures['scheduling_s']['p50']:.2f}s p99 {figures['scheduling_s']['p99']:.2f}s; "
+                    f"create to Running p99 {figures['create_to_running_s']['p99']:.2f}s"
+                )
     finally:
         cluster.down()
-    return {"size": str(size), "cpus": os.cpu_count(), "lab_up_s": up_s, "kwok_nodes_ready_s": cluster.kwok_nodes_ready_s,
-            "slices_published_s": publish_s, "per_mode": per_mode,
-            "upstream": {**UPSTREAM, "pods_per_s_per_cpu": [v / UPSTREAM["cpus"] for v in UPSTREAM["pods_per_s"]]}}
+    return {
+        "size": str(size),
+        "cpus": os.cpu_count(),
+        "lab_up_s": up_s,
+        "kwok_nodes_ready_s": cluster.kwok_nodes_ready_s,
+        "slices_published_s": publish_s,
+        "per_mode": per_mode,
+        "upstream": {**UPSTREAM, "pods_per_s_per_cpu": [v / UPSTREAM["cpus"] for v in UPSTREAM["pods_per_s"]]},
+    }
 
 
 def note(measured: dict[str, Any]) -> str:
     """PF-08 beside upstream's figure, per CPU (the closing note of `dralab perf`)."""
     up = measured["upstream"]
     low, high = up["pods_per_s_per_cpu"]
-    modes = "; ".join(f"{m} {f['throughput_pods_per_s']:.1f} pods/s = {f['throughput_pods_per_s_per_cpu']:.1f} per CPU, "
-                      f"scheduling p50 {f['scheduling_s']['p50']:.2f}s p99 {f['scheduling_s']['p99']:.2f}s"
-                      for m, f in measured["per_mode"].items())
-    return (f"PF-08 at {measured['size']} (nodes x devices x pods) on {measured['cpus']} CPUs: {modes}. Upstream "
-            f"{up['benchmark']}: {up['pods_per_s'][0]:.0f}-{up['pods_per_s'][1]:.0f} pods/s on {up['cpus']} CPUs = "
-            f"{low:.1f}-{high:.1f} per CPU. kwok made {measured['size'].split('x')[0]} nodes Ready in "
-            f"{measured['kwok_nodes_ready_s']:.1f}s (lab up {measured['lab_up_s']:.1f}s)")
+    modes = "; ".join(
+        f"{m} {f['throughput_pods_per_s']:.1f} pods/s = {f['throughput_pods_per_s_per_cpu']:.1f} per CPU, "
+        f"scheduling p50 {f['scheduling_s']['p50']:.2f}s p99 {f['scheduling_s']['p99']:.2f}s"
+        for m, f in measured["per_mode"].items()
+    )
+    return (
+        f"PF-08 at {measured['size']} (nodes x devices x pods) on {measured['cpus']} CPUs: {modes}. Upstream "
+        f"{up['benchmark']}: {up['pods_per_s'][0]:.0f}-{up['pods_per_s'][1]:.0f} pods/s on {up['cpus']} CPUs = "
+        f"{low:.1f}-{high:.1f} per CPU. kwok made {measured['size'].split('x')[0]} nodes Ready in "
+        f"{measured['kwok_nodes_ready_s']:.1f}s (lab up {measured['lab_up_s']:.1f}s)"
+    )

@@ -72,11 +72,16 @@ def _scheduler_plot(measured: dict[str, Any]) -> str | None:
     if not per_mode:
         return None
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
-    for ax, (key, title, scale) in zip(axes, (("throughput_pods_per_s", "throughput (pods/s)", 1),
-                                              ("scheduler_filter_mean_s", "Filter mean (ms)", 1000),
-                                              ("scheduler_sli_p99_s", "creation to bound p99 (s)", 1))):
+    for ax, (key, title, scale) in zip(
+        axes,
+        (
+            ("throughput_pods_per_s", "throughput (pods/s)", 1),
+            ("scheduler_filter_mean_s", "Filter mean (ms)", 1000),
+            ("scheduler_sli_p99_s", "creation to bound p99 (s)", 1),
+        ),
+    ):
         modes = [m for m in ("literal", "derived") if key in per_mode.get(m, {})]
-        ax.bar(modes, [per_mode[m][key]["median"] * scale for m in modes], color=["#4c72b0", "#dd8452"][:len(modes)])
+        ax.bar(modes, [per_mode[m][key]["median"] * scale for m in modes], color=["#4c72b0", "#dd8452"][: len(modes)])
         ax.set_title(f"PF-04 {title}")
     return _png(fig)
 
@@ -98,7 +103,7 @@ def _trend_plot(history: list[dict[str, Any]], comparisons: list[Comparison]) ->
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # runs are counted, not measured
         ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.axis("off")
     # Fixed margins: fitting fifty small axes tightly costs seconds of text measuring per render.
     fig.subplots_adjust(left=0.04, right=0.99, top=1 - 0.35 / rows, bottom=0.25 / rows, hspace=0.55, wspace=0.25)
@@ -127,32 +132,35 @@ def _baseline(c: Comparison, unit: str) -> str:
     return f"{_fmt(c.baseline, unit)} (range {_fmt(low, unit)} to {_fmt(high, unit)}, {c.runs} runs)"
 
 
-def render(run: dict[str, Any], measured: dict[str, Any], comparisons: list[Comparison],
-           history: list[dict[str, Any]], threshold: float) -> str:
+def render(
+    run: dict[str, Any], measured: dict[str, Any], comparisons: list[Comparison], history: list[dict[str, Any]], threshold: float
+) -> str:
     by_key = {c.key: c for c in comparisons}
     rows = []
     for f in FIGURES:
         c = by_key[f.key]
         css = "regressed" if c.regressed else "missing" if c.value is None else ""
         change = "" if c.change is None else f"{c.change:+.1%} {'worse' if c.change > 0 else 'better' if c.change < 0 else ''}"
-        rows.append(f"<tr class='{css}'><td>{f.requirement}</td><td>{html.escape(f.label)}</td>"
-                    f"<td>{_this_run(f.entry(measured))}</td><td>{_baseline(c, f.unit)}</td>"
-                    f"<td>{change}</td><td>{'REGRESSED' if c.regressed else ''}</td></tr>")
+        rows.append(
+            f"<tr class='{css}'><td>{f.requirement}</td><td>{html.escape(f.label)}</td>"
+            f"<td>{_this_run(f.entry(measured))}</td><td>{_baseline(c, f.unit)}</td>"
+            f"<td>{change}</td><td>{'REGRESSED' if c.regressed else ''}</td></tr>"
+        )
     regressed = [c.key for c in comparisons if c.regressed]
     plots = [p for p in (_startup_plot(measured), _scheduler_plot(measured), _trend_plot(history, comparisons)) if p]
     problems = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in run.get("errors", {}).items())
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in run.get("notes", []))
     named = ": " + html.escape(", ".join(regressed)) if regressed else ""
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab performance {html.escape(run['finished'])}</title>
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab performance {html.escape(run["finished"])}</title>
 <style>{STYLE}</style></head><body>
 <h1>dralab performance report</h1>
-<p>{html.escape(run['finished'])}, commit {html.escape(run.get('commit', '?'))}, {run['wall_seconds']:.0f}s;
+<p>{html.escape(run["finished"])}, commit {html.escape(run.get("commit", "?"))}, {run["wall_seconds"]:.0f}s;
 {len(regressed)} figure(s) regressed by more than {threshold:.0%} against the median of the previous runs{named}.</p>
-{'<h2>Measurements that failed</h2><ul>' + problems + '</ul>' if problems else ''}
+{"<h2>Measurements that failed</h2><ul>" + problems + "</ul>" if problems else ""}
 <table><tr><th>ID</th><th>figure</th><th>this run</th><th>baseline: median (range of those runs)</th><th>change</th><th></th></tr>
-{''.join(rows)}</table>
-{'<ul>' + notes + '</ul>' if notes else ''}
-<h2>Plots</h2>{''.join(plots)}
-<h2>Environment</h2><pre>{html.escape(str(run.get('environment', {})))}</pre>
+{"".join(rows)}</table>
+{"<ul>" + notes + "</ul>" if notes else ""}
+<h2>Plots</h2>{"".join(plots)}
+<h2>Environment</h2><pre>{html.escape(str(run.get("environment", {})))}</pre>
 </body></html>
 """

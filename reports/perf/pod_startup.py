@@ -68,6 +68,7 @@ def _published(api: client.ApiClient, driver: str) -> int:
         if count != seen["count"]:
             seen.update(count=count, since=time.monotonic())
         return count > 0 and time.monotonic() - seen["since"] >= SETTLE_S
+
     wait_for(f"{driver} devices published and free", settled, 60)
     return seen["count"]
 
@@ -96,8 +97,9 @@ def measure(lab: Lab, profile: DriverProfile, rounds: int, max_pods: int, progre
                     observed[mode, at_once] = prepare_split.together(observed[mode, at_once], prepare_split.between(before, after))
                     if at_once:
                         latencies[mode] += took
-                progress(f"{mode}, round {i + 1}/{rounds}: {pods} pods, create to Running p50 "
-                         f"{percentiles(latencies[mode][-pods:])['p50']:.2f}s")
+                progress(
+                    f"{mode}, round {i + 1}/{rounds}: {pods} pods, create to Running p50 {percentiles(latencies[mode][-pods:])['p50']:.2f}s"
+                )
     finally:
         remove(lab, profile)
     for mode in modes:

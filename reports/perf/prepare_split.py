@@ -21,8 +21,10 @@ from clusters.providers import Lab
 DRIVER_PHASES = "dralab_driver_prepare_seconds"
 PHASES = ("claim_reads", "cdi_write", "api_write", "checkpoint", "driver_other", "metadata_write")
 KUBELET_OPERATION = ("dra_operations_duration_seconds", {"operation_name": "PrepareResources", "is_error": "false"})
-KUBELET_GRPC = ("dra_grpc_operations_duration_seconds",
-                {"method_name": "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources", "grpc_status_code": "OK"})
+KUBELET_GRPC = (
+    "dra_grpc_operations_duration_seconds",
+    {"method_name": "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources", "grpc_status_code": "OK"},
+)
 KUBELET_SMALLEST_BUCKET_S = 0.1  # DRADurationBuckets = ExponentialBucketsRange(.1, 40, 15)
 
 Snapshot = dict[str, metrics.Histogram]

@@ -22,8 +22,9 @@ def test_driver_comes_up_on_every_node(lab: Lab, api, deploy_driver, driver_prof
     pods = client.CoreV1Api(api).list_namespaced_pod(profile.namespace, label_selector=f"{PROFILE_LABEL}={profile.name}").items
     evidence.observe("driver pods", {p.metadata.name: f"{p.spec.node_name} {p.status.phase}" for p in pods})
     nodes = {n.name for n in lab.nodes}
-    assert {p.spec.node_name for p in pods if p.status.phase == "Running"} >= nodes, \
+    assert {p.spec.node_name for p in pods if p.status.phase == "Running"} >= nodes, (
         f"driver {profile.name} runs on {sorted(p.spec.node_name for p in pods)}, not on every node {sorted(nodes)}"
+    )
     for driver in profile.drivers:
         # Deploying waited for the publication to settle: what each node publishes now is what it has.
         published: dict[str, int] = {}
@@ -32,7 +33,10 @@ def test_driver_comes_up_on_every_node(lab: Lab, api, deploy_driver, driver_prof
         evidence.observe(f"devices in the ResourceSlices of {driver} per node", published)
         assert set(published) >= nodes, f"{driver} published no ResourceSlice for {sorted(nodes - set(published))}"
     for resource in profile.extended_resources:
-        capacity = {n.metadata.name: (n.status.capacity or {}).get(resource) for n in client.CoreV1Api(api).list_node().items
-                    if n.metadata.name in nodes}
+        capacity = {
+            n.metadata.name: (n.status.capacity or {}).get(resource)
+            for n in client.CoreV1Api(api).list_node().items
+            if n.metadata.name in nodes
+        }
         evidence.observe(f"capacity {resource}", capacity)
         assert all(capacity.values()), f"nodes without {resource} in their capacity: {[n for n, c in capacity.items() if not c]}"

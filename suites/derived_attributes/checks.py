@@ -19,8 +19,13 @@ SCHEDULER_GATE_OFF = "cannot handle request with derived attributes, the feature
 
 
 def skip_if_scheduler_gate_off(events: str) -> None:
-    require(SCHEDULER_GATE_OFF not in events, f"feature gate {DERIVED} is off in kube-scheduler (its event: "
-            f"{SCHEDULER_GATE_OFF!r})", remedy(DERIVED, "kube-scheduler"))
+    require(
+        SCHEDULER_GATE_OFF not in events,
+        f"feature gate {DERIVED} is off in kube-scheduler (its event: {SCHEDULER_GATE_OFF!r})",
+        remedy(DERIVED, "kube-scheduler"),
+    )
+
+
 GPU_1 = f"{attribute(GPU, 'index')} == 1"  # the selector of the one NUMA-1 GPU
 
 
@@ -47,6 +52,7 @@ def scheduling_failure(api, namespace: str, claim: ClaimBuilder, node: str | Non
     def failed() -> str | None:
         seen = pods.events(api, namespace, claim.name)
         return next((line for line in seen.splitlines() if "FailedScheduling" in line and reason in line), None)
+
     try:
         event = wait_for(f"a FailedScheduling event of pod {claim.name} saying {reason!r}", failed, SCHEDULE_TIMEOUT)
     except AssertionError:
@@ -65,14 +71,17 @@ def paired(claim: dict[str, Any]) -> dict[str, str]:
     return {r["request"]: r["device"] for r in claims.allocated(claim)}
 
 
-def bridged(name: str, gpu_expression: str, peer_expression: str, peer_class: str = NIC,
-            derived: str = DERIVED_NUMA, match: bool = True) -> ClaimBuilder:
+def bridged(
+    name: str, gpu_expression: str, peer_expression: str, peer_class: str = NIC, derived: str = DERIVED_NUMA, match: bool = True
+) -> ClaimBuilder:
     """Request `gpu` (the NUMA-1 GPU) and request `peer` (one device of `peer_class`), each
     deriving `derived` by its expression; one constraint on it, matchAttribute or distinctAttribute."""
-    return (ClaimBuilder(name)
-            .request("gpu", GPU, selector=GPU_1, derived={derived: gpu_expression})
-            .request("peer", peer_class, derived={derived: peer_expression})
-            .constraint(["gpu", "peer"], **{"match" if match else "distinct": derived}))
+    return (
+        ClaimBuilder(name)
+        .request("gpu", GPU, selector=GPU_1, derived={derived: gpu_expression})
+        .request("peer", peer_class, derived={derived: peer_expression})
+        .constraint(["gpu", "peer"], **{"match" if match else "distinct": derived})
+    )
 
 
 def numa_pair(nic_attribute: str = "numaNode") -> ClaimBuilder:
@@ -81,13 +90,10 @@ def numa_pair(nic_attribute: str = "numaNode") -> ClaimBuilder:
     return bridged("numa-pair", attribute(GPU, "numa"), attribute(NIC, nic_attribute))
 
 
-def expect_pairing(api, namespace: str, node: str, claim: ClaimBuilder, want: dict[str, str], why: str,
-                   ev: Evidence) -> None:
+def expect_pairing(api, namespace: str, node: str, claim: ClaimBuilder, want: dict[str, str], why: str, ev: Evidence) -> None:
     got = paired(schedule(api, namespace, claim, node, ev))
     assert got == want, f"want {want} ({why}); the scheduler paired {got}"
 
 
-def derived_pairs_matching_devices(api, namespace: str, node: str, ev: Evidence,
-                                   claim: ClaimBuilder | None = None) -> None:  # DA-01
-    expect_pairing(api, namespace, node, claim or numa_pair(), {"gpu": "gpu-1", "peer": "nic-0"},
-                   "gpu-1 has numa 1, nic-0 numaNode 1", ev)
+def derived_pairs_matching_devices(api, namespace: str, node: str, ev: Evidence, claim: ClaimBuilder | None = None) -> None:  # DA-01
+    expect_pairing(api, namespace, node, claim or numa_pair(), {"gpu": "gpu-1", "peer": "nic-0"}, "gpu-1 has numa 1, nic-0 numaNode 1", ev)

@@ -22,16 +22,15 @@ PROBE_NAMESPACE = "default"  # dry runs store nothing; every cluster has it
 
 
 def remedy(gate: str, components: str = "kube-apiserver and kube-scheduler") -> str:
-    return (f"turn it on with --feature-gates={gate}=true on {components} (a local lab: dralab up --feature-gates "
-            f"{gate}=true)")
+    return f"turn it on with --feature-gates={gate}=true on {components} (a local lab: dralab up --feature-gates {gate}=true)"
 
 
 def _dry_run(api: Any, expression: str) -> dict[str, Any]:
     """The claim as the API server would store it (raw JSON: the client's models may lack alpha fields)."""
-    claim = (ClaimBuilder("dralab-gate-probe").request("r", GPU, derived={DERIVED_NUMA: expression})
-             .constraint(["r"], match=DERIVED_NUMA))
+    claim = ClaimBuilder("dralab-gate-probe").request("r", GPU, derived={DERIVED_NUMA: expression}).constraint(["r"], match=DERIVED_NUMA)
     return client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "resource.k8s.io", "v1", PROBE_NAMESPACE, "resourceclaims", claim.build(), dry_run="All")
+        "resource.k8s.io", "v1", PROBE_NAMESPACE, "resourceclaims", claim.build(), dry_run="All"
+    )
 
 
 @dataclass

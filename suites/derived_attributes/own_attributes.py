@@ -25,8 +25,7 @@ class Plan:
 
     def partners(self, devices: list[Device]) -> list[Device]:
         """The devices request b may get: the other free devices of the node with the shared value."""
-        return [d for d in devices if d.node == self.node and d != self.pinned
-                and d.attributes.get(self.attribute) == self.value]
+        return [d for d in devices if d.node == self.node and d != self.pinned and d.attributes.get(self.attribute) == self.value]
 
 
 def _expression(driver: str, attribute: str) -> str:

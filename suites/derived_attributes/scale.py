@@ -37,9 +37,11 @@ OBJECTIVE = 0.05  # KEP-6080: derived attributes add at most 5% scheduling laten
 # From the scheduler's /metrics: per pod, creation-to-bound including time queued behind the
 # others (SLI); per scheduling attempt, placing one pod up to its binding; per Filter phase, the
 # device allocation itself (where derived attributes are evaluated).
-HISTOGRAMS = {"scheduler_sli": ("scheduler_pod_scheduling_sli_duration_seconds", {}),
-              "scheduler_attempt": ("scheduler_scheduling_attempt_duration_seconds", {"result": "scheduled"}),
-              "scheduler_filter": ("scheduler_framework_extension_point_duration_seconds", {"extension_point": "Filter"})}
+HISTOGRAMS = {
+    "scheduler_sli": ("scheduler_pod_scheduling_sli_duration_seconds", {}),
+    "scheduler_attempt": ("scheduler_scheduling_attempt_duration_seconds", {"result": "scheduled"}),
+    "scheduler_filter": ("scheduler_framework_extension_point_duration_seconds", {"extension_point": "Filter"}),
+}
 CREATORS = 4  # parallel API writers: pods arrive faster than the scheduler places them
 
 
@@ -57,8 +59,10 @@ class Size:
             raise ValueError(f"--scale {text!r}: want NODESxDEVICESxPODS with positive numbers, e.g. 100x8x200")
         size = cls(*map(int, m.groups()))
         if size.pods > size.nodes * size.devices:
-            raise ValueError(f"--scale {text}: {size.pods} pods need one device of each driver each; "
-                             f"{size.nodes} nodes x {size.devices} devices are not enough")
+            raise ValueError(
+                f"--scale {text}: {size.pods} pods need one device of each driver each; "
+                f"{size.nodes} nodes x {size.devices} devices are not enough"
+            )
         return size
 
     def __str__(self) -> str:
@@ -72,25 +76,35 @@ def numa(device: str) -> int:
 
 def _slice(driver: str, own: str, node: str, devices: int) -> dict[str, Any]:
     domain, name = SHARED.split("/")
-    return slices.resource_slice(driver, node, [
-        {"name": f"{driver.split('.')[0]}-{i}",
-         "attributes": {own: {"int": i % 2}, f"{domain}/{name}": {"int": i % 2}}} for i in range(devices)])
+    return slices.resource_slice(
+        driver,
+        node,
+        [
+            {"name": f"{driver.split('.')[0]}-{i}", "attributes": {own: {"int": i % 2}, f"{domain}/{name}": {"int": i % 2}}}
+            for i in range(devices)
+        ],
+    )
 
 
 @contextlib.contextmanager
 def published(api, nodes: list[str], devices: int) -> Iterator[None]:
-    with slices.publishing(api, [_slice(driver, own, node, devices) for node in nodes
-                                 for driver, own in ((GPU, "numa"), (NIC, "numaNode"))], classes=[GPU, NIC]):
+    with slices.publishing(
+        api,
+        [_slice(driver, own, node, devices) for node in nodes for driver, own in ((GPU, "numa"), (NIC, "numaNode"))],
+        classes=[GPU, NIC],
+    ):
         yield
 
 
 def claim(name: str, mode: str) -> ClaimBuilder:
     if mode == "literal":
         return ClaimBuilder(name).request("gpu", GPU).request("nic", NIC).constraint(["gpu", "nic"], match=SHARED)
-    return (ClaimBuilder(name)
-            .request("gpu", GPU, derived={DERIVED_NUMA: attribute(GPU, "numa")})
-            .request("nic", NIC, derived={DERIVED_NUMA: attribute(NIC, "numaNode")})
-            .constraint(["gpu", "nic"], match=DERIVED_NUMA))
+    return (
+        ClaimBuilder(name)
+        .request("gpu", GPU, derived={DERIVED_NUMA: attribute(GPU, "numa")})
+        .request("nic", NIC, derived={DERIVED_NUMA: attribute(NIC, "numaNode")})
+        .constraint(["gpu", "nic"], match=DERIVED_NUMA)
+    )
 
 
 def _in_parallel(work: Callable[[int], object], count: int) -> None:
@@ -117,20 +131,19 @@ def schedule_workload(lab: Lab, api, mode: str, size: Size, timeout: float) -> d
         def create(i: int) -> None:
             created[f"p{i}"] = time.time()
             core.create_namespaced_pod(namespace, _pod(f"p{i}"))
+
         start = time.time()
         _in_parallel(create, size.pods)
         scheduled = placements.wait(size.pods, timeout)
         observed = {k: h - before[k] for k, h in _scheduler_histograms(lab).items()}
-        assert len(scheduled) == size.pods, \
-            f"{mode}: {len(scheduled)} of {size.pods} pods scheduled within {timeout:.0f}s"
+        assert len(scheduled) == size.pods, f"{mode}: {len(scheduled)} of {size.pods} pods scheduled within {timeout:.0f}s"
         pods = core.list_namespaced_pod(namespace).items
         retries = _failed_scheduling(core, namespace)
         allocations = [claims.allocated(c) for c in claims.listed(api, namespace)]
     # The next workload must find every device free again: wait until the claims are deallocated and gone.
     wait_for(f"the {size.pods} claims of namespace {namespace} gone", lambda: not claims.listed(api, namespace), timeout)
     misaligned = [a for a in allocations if len({numa(r["device"]) for r in a}) != 1 or len(a) != 2]
-    assert not misaligned, f"{mode}: {len(misaligned)} claims not given one device of each driver on one NUMA " \
-                           f"node, e.g. {misaligned[0]}"
+    assert not misaligned, f"{mode}: {len(misaligned)} claims not given one device of each driver on one NUMA node, e.g. {misaligned[0]}"
     return {
         "mode": mode,
         "pods": size.pods,
@@ -166,8 +179,13 @@ def _scheduled_after(pod: client.V1Pod) -> float:
     return (condition.last_transition_time - pod.metadata.creation_timestamp).total_seconds()
 
 
-LATENCIES = {"scheduler_attempt": ("mean", "p50", "p99"), "scheduler_filter": ("mean", "p50", "p99"),
-             "scheduler_sli": ("p50", "p99"), "watch": ("p50", "p99"), "pod_timestamps": ("p50", "p99")}
+LATENCIES = {
+    "scheduler_attempt": ("mean", "p50", "p99"),
+    "scheduler_filter": ("mean", "p50", "p99"),
+    "scheduler_sli": ("p50", "p99"),
+    "watch": ("p50", "p99"),
+    "pod_timestamps": ("p50", "p99"),
+}
 # What the 5% objective is judged on: the mean time of the Filter phase, where the scheduler
 # allocates devices and evaluates derived attributes. It is exact (sum/count) and steady from run
 # to run (about 10% spread on 2 cores); an attempt also waits for its API writes, which varies
@@ -178,16 +196,26 @@ OBJECTIVE_FIGURE = "scheduler_filter_mean_s"
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     def figures(mode: str) -> dict[str, list[float]]:
         mine = [r for r in runs if r["mode"] == mode]
-        return {"throughput_pods_per_s": [r["throughput_pods_per_s"] for r in mine],
-                **{f"{source}_{stat}_s": [r["latency_s"][source][stat] for r in mine]
-                   for source, stats in LATENCIES.items() for stat in stats}}
-    per_mode = {m: {k: {"median": statistics.median(v), "spread": spread(v)} for k, v in figures(m).items()
-                    if None not in v} for m in MODES}
-    ratio = {k: per_mode["derived"][k]["median"] / per_mode["literal"][k]["median"]
-             for k in per_mode["literal"] if per_mode["literal"][k]["median"]}
-    return {"per_mode": per_mode, "derived_over_literal": ratio, "objective_latency_ratio": 1 + OBJECTIVE,
-            "objective_figure": OBJECTIVE_FIGURE,
-            "within_objective": ratio.get(OBJECTIVE_FIGURE, float("inf")) <= 1 + OBJECTIVE}
+        return {
+            "throughput_pods_per_s": [r["throughput_pods_per_s"] for r in mine],
+            **{f"{source}_{stat}_s": [r["latency_s"][source][stat] for r in mine] for source, stats in LATENCIES.items() for stat in stats},
+        }
+
+    per_mode = {
+        m: {k: {"median": statistics.median(v), "spread": spread(v)} for k, v in figures(m).items() if None not in v} for m in MODES
+    }
+    ratio = {
+        k: per_mode["derived"][k]["median"] / per_mode["literal"][k]["median"]
+        for k in per_mode["literal"]
+        if per_mode["literal"][k]["median"]
+    }
+    return {
+        "per_mode": per_mode,
+        "derived_over_literal": ratio,
+        "objective_latency_ratio": 1 + OBJECTIVE,
+        "objective_figure": OBJECTIVE_FIGURE,
+        "within_objective": ratio.get(OBJECTIVE_FIGURE, float("inf")) <= 1 + OBJECTIVE,
+    }
 
 
 def _ms(seconds: float | None) -> str:
@@ -208,12 +236,18 @@ def run(lab: Lab, size: Size, runs: int = 1, progress: Callable[[str], None] = p
                 figures = schedule_workload(lab, api, mode, size, timeout)
                 latency = figures["latency_s"]
                 retried = sum(figures["failed_scheduling_events"].values())
-                progress(f"run {i + 1}/{runs} {mode}: {figures['throughput_pods_per_s']:.1f} pods/s, "
-                         f"{retried} FailedScheduling events; scheduling attempt "
-                         f"mean {_ms(latency['scheduler_attempt']['mean'])}, p99 {_ms(latency['scheduler_attempt']['p99'])}; "
-                         f"creation to bound p50 {_ms(latency['scheduler_sli']['p50'])}, "
-                         f"p99 {_ms(latency['scheduler_sli']['p99'])}")
+                progress(
+                    f"run {i + 1}/{runs} {mode}: {figures['throughput_pods_per_s']:.1f} pods/s, "
+                    f"{retried} FailedScheduling events; scheduling attempt "
+                    f"mean {_ms(latency['scheduler_attempt']['mean'])}, p99 {_ms(latency['scheduler_attempt']['p99'])}; "
+                    f"creation to bound p50 {_ms(latency['scheduler_sli']['p50'])}, "
+                    f"p99 {_ms(latency['scheduler_sli']['p99'])}"
+                )
                 results.append(figures)
-    return {"harness": "DA-11 derived vs literal matchAttribute", "size": asdict(size), "runs": results,
-            "summary": summarise(results),
-            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "harness": "DA-11 derived vs literal matchAttribute",
+        "size": asdict(size),
+        "runs": results,
+        "summary": summarise(results),
+        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }

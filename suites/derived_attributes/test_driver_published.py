@@ -26,14 +26,15 @@ GPU, VF = "gpu.dralab.dev", "vf.dralab.dev"  # the reference drivers' names, als
 GPU_NUMA, VF_NUMA, TOPOLOGY = attribute(GPU, "numa"), attribute(VF, "numaNode"), attribute(GPU, "topology")
 
 
-def aligned_pair(name: str, net: DriverProfile, gpu_expression: str = GPU_NUMA,
-                 gpu_selector: str | None = None) -> ClaimBuilder:
+def aligned_pair(name: str, net: DriverProfile, gpu_expression: str = GPU_NUMA, gpu_selector: str | None = None) -> ClaimBuilder:
     """A GPU and a VF whose NUMA nodes, as each driver names them, match through a derived attribute."""
-    return (ClaimBuilder(name)
-            .request("gpu", GPU, selector=gpu_selector, derived={DERIVED_NUMA: gpu_expression})
-            .request("nic", VF, derived={DERIVED_NUMA: VF_NUMA})
-            .constraint(["gpu", "nic"], match=DERIVED_NUMA)
-            .opaque(VF, net.claim_config or {}, requests=("nic",)))
+    return (
+        ClaimBuilder(name)
+        .request("gpu", GPU, selector=gpu_selector, derived={DERIVED_NUMA: gpu_expression})
+        .request("nic", VF, derived={DERIVED_NUMA: VF_NUMA})
+        .constraint(["gpu", "nic"], match=DERIVED_NUMA)
+        .opaque(VF, net.claim_config or {}, requests=("nic",))
+    )
 
 
 def numa_nodes(api, claim: dict[str, Any]) -> dict[str, tuple[str, int]]:
@@ -49,8 +50,9 @@ def numa_nodes(api, claim: dict[str, Any]) -> dict[str, tuple[str, int]]:
 @pytest.fixture(scope="module")
 def net(lab: Lab, deploy_driver, request: pytest.FixtureRequest) -> DriverProfile:
     if request.config.getoption("--driver"):
-        pytest.skip("these checks pair dralab's reference GPU and VF drivers; the drivers --driver names are checked "
-                    "by test_driver_under_test.py")
+        pytest.skip(
+            "these checks pair dralab's reference GPU and VF drivers; the drivers --driver names are checked by test_driver_under_test.py"
+        )
     if lab.cfg is None or not lab.cfg.hardware:
         pytest.skip("the reference drivers run on the emulated hardware of a lab dralab started")
     deploy_driver("gpu")
@@ -59,22 +61,22 @@ def net(lab: Lab, deploy_driver, request: pytest.FixtureRequest) -> DriverProfil
 
 EXPRESSIONS = [  # the GPU side; the VF side derives from numaNode
     pytest.param(GPU_NUMA, id="numa", marks=pytest.mark.requirement("DA-01")),
-    pytest.param(f'int({TOPOLOGY}.substring(4, {TOPOLOGY}.indexOf("-")))', id="topology string",
-                 marks=pytest.mark.requirement("DA-02")),
-    pytest.param(f'{capacity(GPU, "memory")}.compareTo(quantity("32Gi")) >= 0 ? {GPU_NUMA} : -1', id="memory tier",
-                 marks=pytest.mark.requirement("DA-02")),
+    pytest.param(f'int({TOPOLOGY}.substring(4, {TOPOLOGY}.indexOf("-")))', id="topology string", marks=pytest.mark.requirement("DA-02")),
+    pytest.param(
+        f'{capacity(GPU, "memory")}.compareTo(quantity("32Gi")) >= 0 ? {GPU_NUMA} : -1',
+        id="memory tier",
+        marks=pytest.mark.requirement("DA-02"),
+    ),
 ]
 
 
 @pytest.mark.parametrize("gpu_expression", EXPRESSIONS)
 @pytest.mark.usefixtures("derived_gate")
-def test_reference_drivers_pair_by_numa(api, net: DriverProfile, namespace: str, evidence: Evidence,
-                                        gpu_expression: str) -> None:
+def test_reference_drivers_pair_by_numa(api, net: DriverProfile, namespace: str, evidence: Evidence, gpu_expression: str) -> None:
     node = "node-1"
     free = {d.attributes["numaNode"]["int"] for d in slices.free(api, VF, node)}
     assert free >= {0, 1}, f"{node} needs free VFs on both NUMA nodes for the pairing to mean anything: {free}"
-    allocated = checks.schedule(api, namespace, aligned_pair("pair", net, gpu_expression, f"{GPU_NUMA} == 1"),
-                                node, evidence)
+    allocated = checks.schedule(api, namespace, aligned_pair("pair", net, gpu_expression, f"{GPU_NUMA} == 1"), node, evidence)
     got = numa_nodes(api, allocated)
     assert got["gpu"][1] == got["nic"][1] == 1, f"want the NUMA-1 GPU with a NUMA-1 VF; allocated (node, NUMA) {got}"
 
@@ -99,25 +101,32 @@ def test_pod_lands_on_the_node_with_an_aligned_pair(placement: tuple[Lab, Driver
         got = numa_nodes(api, allocated)
         pod = client.CoreV1Api(api).read_namespaced_pod("placed", namespace)
         evidence.observe("pod on", pod.spec.node_name)
-        assert pod.spec.node_name == ALIGNED and got["gpu"] == got["nic"], \
-            f"want the pod on {ALIGNED} with a GPU and a VF of one NUMA node; pod on {pod.spec.node_name}, " \
-            f"allocated (node, NUMA) {got}"
+        assert pod.spec.node_name == ALIGNED and got["gpu"] == got["nic"], (
+            f"want the pod on {ALIGNED} with a GPU and a VF of one NUMA node; pod on {pod.spec.node_name}, allocated (node, NUMA) {got}"
+        )
 
 
 @pytest.mark.requirement("DA-04")
-def test_pod_stays_unschedulable_with_only_misaligned_nodes(placement: tuple[Lab, DriverProfile],
-                                                            evidence: Evidence) -> None:
+def test_pod_stays_unschedulable_with_only_misaligned_nodes(placement: tuple[Lab, DriverProfile], evidence: Evidence) -> None:
     lab, net = placement
     api = lab.api()
     core = client.CoreV1Api(api)
     core.patch_node(ALIGNED, {"spec": {"unschedulable": True}})  # only the misaligned node is left
     try:
         with namespaces.fresh(api) as namespace:
-            event = checks.scheduling_failure(api, namespace, aligned_pair("stuck", net), None,
-                                              "cannot allocate all claims", evidence)
-            pod = wait_for("the pod's PodScheduled=False condition", lambda: next(
-                (c for c in core.read_namespaced_pod("stuck", namespace).status.conditions or []
-                 if c.type == "PodScheduled" and c.status == "False"), None), 10)
+            event = checks.scheduling_failure(api, namespace, aligned_pair("stuck", net), None, "cannot allocate all claims", evidence)
+            pod = wait_for(
+                "the pod's PodScheduled=False condition",
+                lambda: next(
+                    (
+                        c
+                        for c in core.read_namespaced_pod("stuck", namespace).status.conditions or []
+                        if c.type == "PodScheduled" and c.status == "False"
+                    ),
+                    None,
+                ),
+                10,
+            )
             evidence.add("PodScheduled", pod.to_dict())
             assert pod.reason == "Unschedulable", f"want Unschedulable, got {pod.reason}: {pod.message} ({event})"
     finally:

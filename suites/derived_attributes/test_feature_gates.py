@@ -31,16 +31,26 @@ def test_gate_off_in_the_scheduler_fails_scheduling(scheduler_gate_off_lab: Lab,
     with namespaces.fresh(api) as namespace, topology.published(api, node):
         claim = checks.numa_pair()
         checks.scheduling_failure(api, namespace, claim, node, checks.SCHEDULER_GATE_OFF, evidence)
-        assert claims.derived_attributes(claims.read(api, namespace, claim.name)), \
+        assert claims.derived_attributes(claims.read(api, namespace, claim.name)), (
             "the API server (gate on) should have kept derivedAttributes"
+        )
 
 
 @pytest.mark.requirement("DA-08")
 def test_list_results_need_the_list_gate(scheduler_gate_off_lab: Lab, evidence: Evidence) -> None:
     api = scheduler_gate_off_lab.api()
     claim = checks.bridged("lists", f"[{attribute(GPU, 'numa')}]", f"[{attribute(NIC, 'numaNode')}]")
-    rejected_for = tuple(validation.Cause(f"spec.devices.requests[{i}].exactly.derivedAttributes[0].expression",
-                                          "FieldValueInvalid", "must evaluate to a primitive scalar") for i in (0, 1))
-    validation.expect_answer("a list result with DRAListTypeAttributes off", lambda: client.ResourceV1Api(api)
-                             .create_namespaced_resource_claim("default", claim.build(), dry_run="All"),
-                             rejected_for, evidence)
+    rejected_for = tuple(
+        validation.Cause(
+            f"spec.devices.requests[{i}].exactly.derivedAttributes[0].expression",
+            "FieldValueInvalid",
+            "must evaluate to a primitive scalar",
+        )
+        for i in (0, 1)
+    )
+    validation.expect_answer(
+        "a list result with DRAListTypeAttributes off",
+        lambda: client.ResourceV1Api(api).create_namespaced_resource_claim("default", claim.build(), dry_run="All"),
+        rejected_for,
+        evidence,
+    )

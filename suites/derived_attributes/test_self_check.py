@@ -16,7 +16,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.requirement("MUT-01"), pytest.mark.us
 def test_wrong_derived_expression_fails_da01(api, topology_node: str, namespace: str) -> None:
     evidence = Evidence()
     with pytest.raises(AssertionError) as failed:
-        checks.derived_pairs_matching_devices(api, namespace, topology_node, evidence,
-                                              checks.numa_pair(nic_attribute="index"))
+        checks.derived_pairs_matching_devices(api, namespace, topology_node, evidence, checks.numa_pair(nic_attribute="index"))
     assert evidence.items, "DA-01 failed without evidence"
     assert "the scheduler paired" in str(failed.value), failed.value

@@ -27,8 +27,10 @@ def generation_problem(s: Scenario, generation: int) -> str | None:
 def file_at_shipped_path(s: Scenario, ev: Evidence) -> None:  # MD-01
     first = s.requests[0]
     path = paths.in_container(s.claim_name, first.name, s.driver.name)
-    ev.add(f"files under the metadata roots in container {first.container}",
-           s.listed_in(first.container, paths.CONTAINER_ROOT, paths.KEP_CONTAINER_ROOT) or "(none)")
+    ev.add(
+        f"files under the metadata roots in container {first.container}",
+        s.listed_in(first.container, paths.CONTAINER_ROOT, paths.KEP_CONTAINER_ROOT) or "(none)",
+    )
     assert s.read_in(first.container, path) is not None, f"container {first.container} has no file at {path}"
 
 
@@ -36,8 +38,9 @@ def content(s: Scenario, ev: Evidence) -> None:  # MD-02
     for request, container in ((r.name, r.container) for r in s.requests):
         stream = s.stream_in(container, request)
         ev.add(f"metadata of {request} in {container}", [*stream.objects])
-        assert set(stream.versions) & set(KNOWN_VERSIONS), \
+        assert set(stream.versions) & set(KNOWN_VERSIONS), (
             f"the stream has versions {stream.versions}; one of {', '.join(KNOWN_VERSIONS)} must be among them"
+        )
         if V1BETA1 not in stream.versions:
             ev.warn(f"{request}: the stream has {stream.versions}, not the newest version the kubelet serves, {V1BETA1}")
         for obj in stream.objects:
@@ -47,10 +50,9 @@ def content(s: Scenario, ev: Evidence) -> None:  # MD-02
             assert not (problem := generation_problem(s, meta["generation"])), problem
             assert [r["name"] for r in obj["requests"]] == [request], "exactly one request, named as in the claim"
             listed = sorted((d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"])
-            assert listed == sorted(s.allocated(request)), \
+            assert listed == sorted(s.allocated(request)), (
                 f"devices {listed} differ from the claim's allocation {sorted(s.allocated(request))}"
-
-
+            )
 
 
 def attributes_typed_and_agree(s: Scenario, ev: Evidence) -> None:  # MD-03
@@ -65,8 +67,11 @@ def attributes_typed_and_agree(s: Scenario, ev: Evidence) -> None:  # MD-03
             found = in_containers.attribute_problems(device, published, s.driver.name)
             assert not found, "; ".join(found)
     # The framework writes a file without attributes when a driver gives none: valid, nothing to judge.
-    require(seen, f"no device in {s.driver.name}'s metadata files carries attributes",
-            "MD-03 judges attributes a driver writes; a driver that writes none has nothing to check")
+    require(
+        seen,
+        f"no device in {s.driver.name}'s metadata files carries attributes",
+        "MD-03 judges attributes a driver writes; a driver that writes none has nothing to check",
+    )
 
 
 def _files(s: Scenario) -> list[str]:
@@ -80,8 +85,7 @@ def isolation(s: Scenario, ev: Evidence) -> None:  # MD-04, on a reader with two
         ev.add(f"files in {r.container}", listing)
         assert f"/{r.name}/" in listing, f"{r.container} does not see its own request {r.name}"
         for other in (o.name for o in s.requests if o != r):
-            assert f"/{other}" not in listing, \
-                f"{r.container} uses only {r.name} but sees {other}'s metadata:\n{listing}"
+            assert f"/{other}" not in listing, f"{r.container} uses only {r.name} but sees {other}'s metadata:\n{listing}"
             assert s.read_in(r.container, paths.in_container(s.claim_name, other, s.driver.name)) is None
 
 
@@ -89,22 +93,27 @@ def separate_directories(s: Scenario, ev: Evidence) -> None:  # MD-05, on a read
     listing = s.listed_in("sidecar", paths.CONTAINER_ROOT, only_files=True)
     ev.add("files in the sidecar (whole claim)", listing)
     want = _files(s)
-    assert listing == want, (f"the claim's {len(want)} requests have {len(listing)} metadata file(s) in the sidecar, which "
-                             f"uses the whole claim: {listing}; want one per request, each in its own directory: {want}")
+    assert listing == want, (
+        f"the claim's {len(want)} requests have {len(listing)} metadata file(s) in the sidecar, which "
+        f"uses the whole claim: {listing}; want one per request, each in its own directory: {want}"
+    )
 
 
 def several_devices_in_one_file(s: Scenario, ev: Evidence) -> None:  # MD-06, on a reader with a request for 2+
     r = next(r for r in s.requests if r.count > 1)
     devices = s.stream_in(r.container, r.name).first_known()["requests"][0]["devices"]
     ev.add(f"{r.name} devices in the file", devices)
-    assert len(devices) == r.count == len(s.allocated(r.name)), \
+    assert len(devices) == r.count == len(s.allocated(r.name)), (
         f"{r.name} was allocated {len(s.allocated(r.name))} devices; the file lists {len(devices)}"
+    )
 
 
 def every_container_kind_sees_the_files(s: Scenario, ev: Evidence) -> None:  # MD-10
     want = _files(s)
-    seen = {"init": pods.logs(s.api, s.namespace, s.pod, container="init").split(),
-            "sidecar": s.listed_in("sidecar", paths.CONTAINER_ROOT, only_files=True)}
+    seen = {
+        "init": pods.logs(s.api, s.namespace, s.pod, container="init").split(),
+        "sidecar": s.listed_in("sidecar", paths.CONTAINER_ROOT, only_files=True),
+    }
     ev.add("files seen per container", seen)
     for name, files in seen.items():
         assert files == want, f"{name} container sees {files}, want {want}"
@@ -116,8 +125,9 @@ def read_only_and_modes(s: Scenario, ev: Evidence) -> None:  # MD-11
     first = s.requests[0]
     path = paths.in_container(s.claim_name, first.name, s.driver.name)
     # Opened for appending, nothing written: a writable file stays as it was for the checks after this one.
-    attempt = s.observe(first.container, f"{pods.absent_unless(path)}if ( : >> {path} ) 2>/dev/null; "
-                                         f"then echo writable; else echo refused; fi")
+    attempt = s.observe(
+        first.container, f"{pods.absent_unless(path)}if ( : >> {path} ) 2>/dev/null; then echo writable; else echo refused; fi"
+    )
     ev.add(f"opening the file for writing in {first.container}", attempt)
     assert attempt is not None, f"container {first.container} has no file at {path}"
     assert attempt.strip() == "refused", f"{path} opens for writing inside the container: the mount is writable"
@@ -139,8 +149,10 @@ def host_layout(s: Scenario, ev: Evidence) -> None:  # MD-12
 
 
 def no_spec(s: Scenario, dirs: tuple[str, ...], request: str) -> str:
-    return (f"no CDI spec {paths.cdi_spec_name(s.driver.name, s.uid, request)} on {s.node} in any dir its containerd "
-            f"reads CDI specs from ({', '.join(dirs)})")
+    return (
+        f"no CDI spec {paths.cdi_spec_name(s.driver.name, s.uid, request)} on {s.node} in any dir its containerd "
+        f"reads CDI specs from ({', '.join(dirs)})"
+    )
 
 
 def cdi_spec(s: Scenario, ev: Evidence) -> str:  # MD-13; the cdiVersion seen
@@ -190,20 +202,23 @@ def deferred_network_data(s: Scenario, ev: Evidence) -> None:  # MD-16
     devices = parse_stream(text or "").first_known()["requests"][0]["devices"]
     assert devices, "the metadata file lists no device when the first container starts"
     for device in devices:
-        network_data.matches_the_pod(f"{device['name']} when the first container starts", device.get("networkData"),
-                                     lambda script: s.observe("main", script), ev)
+        network_data.matches_the_pod(
+            f"{device['name']} when the first container starts", device.get("networkData"), lambda script: s.observe("main", script), ev
+        )
 
 
 def update_generation(s: Scenario, ev: Evidence) -> None:  # MD-17
     obj = parse_stream(s.read_in("main", AT_START) or "").first_known()
     ev.add("metadata file when the container started", obj)
     assert not (problem := generation_problem(s, obj["metadata"]["generation"])), problem
-    assert (obj["metadata"]["name"], obj["metadata"]["namespace"], obj["metadata"]["uid"]) == \
-        (s.claim_name, s.namespace, s.uid), "the update changed the claim identity"
+    assert (obj["metadata"]["name"], obj["metadata"]["namespace"], obj["metadata"]["uid"]) == (s.claim_name, s.namespace, s.uid), (
+        "the update changed the claim identity"
+    )
     assert [r["name"] for r in obj["requests"]] == ["dev"], f"requests {[r['name'] for r in obj['requests']]}, want ['dev']"
     listed = sorted((d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"])
-    assert listed == sorted(s.allocated("dev")), \
+    assert listed == sorted(s.allocated("dev")), (
         f"after the update the file lists {listed}; the claim was allocated {sorted(s.allocated('dev'))}"
+    )
 
 
 def cleanup(s: Scenario, ev: Evidence) -> None:  # MD-14
@@ -214,9 +229,13 @@ def cleanup(s: Scenario, ev: Evidence) -> None:  # MD-14
 
     def left() -> dict[str, object]:
         return {"claim dir": sorted(s.files.listing(s.node, claim_dir)), "CDI specs": s.cdi_specs(dirs, s.driver.name)}
+
     try:
-        wait_for(f"{claim_dir} and the claim's CDI specs ({', '.join(dirs)}) removed from {s.node} after unprepare",
-                 lambda: left() == {"claim dir": [], "CDI specs": []}, 20)
+        wait_for(
+            f"{claim_dir} and the claim's CDI specs ({', '.join(dirs)}) removed from {s.node} after unprepare",
+            lambda: left() == {"claim dir": [], "CDI specs": []},
+            20,
+        )
     except AssertionError:
         ev.add(f"left on {s.node} 20 s after the pod was gone", left())
         raise

@@ -78,20 +78,29 @@ def expected(record: dict[str, Any], allocated: dict[str, dict[str, Any]], drive
         claim = allocated.get((ref or {}).get("uid") or "")
         if claim is None:
             return None
-        results = [r for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
-                   if r.get("driver") == driver]
+        results = [
+            r
+            for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+            if r.get("driver") == driver
+        ]
         for request in sorted({_base(r["request"]) for r in results}):
             if use.get("request") not in (None, request):
                 continue
             devices = tuple(sorted((r["pool"], r["device"]) for r in results if _base(r["request"]) == request))
             name = ref["name"] if ref["template"] else ref["claim"]
-            files[paths.in_container(name, request, driver, ref["template"])] = \
-                Expected(ref["uid"], ref["claim"], request, ref["template"], devices)
+            files[paths.in_container(name, request, driver, ref["template"])] = Expected(
+                ref["uid"], ref["claim"], request, ref["template"], devices
+            )
     return files
 
 
-def problems(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]], driver: str,
-             deferred: bool = False, published: Published | None = None) -> dict[str, list[str]]:
+def problems(
+    records: list[dict[str, Any]],
+    allocated: dict[str, dict[str, Any]],
+    driver: str,
+    deferred: bool = False,
+    published: Published | None = None,
+) -> dict[str, list[str]]:
     """Each violation of MD-01, MD-02, MD-04, MD-08, MD-19, MD-03 (with the slices' attributes,
     `published`) and, for a driver of deferred metadata, MD-16 over `records`, by requirement; a
     container whose claims' allocations are unknown is left out (see judged)."""
@@ -108,21 +117,25 @@ def problems(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]]
             if path not in seen:
                 found["MD-08" if e.template else "MD-01"].append(
                     f"{where} uses request {e.request} of claim {e.claim} but has no file at {path} "
-                    f"(its files of {driver}: {sorted(seen) or 'none'})")
+                    f"(its files of {driver}: {sorted(seen) or 'none'})"
+                )
             elif why := _content_problem(seen[path], e, driver):
                 found["MD-02"].append(f"{where}: {path}: {why}")
             else:
                 stream = parse_stream(seen[path])
                 devices = [d for d in stream.first_known()["requests"][0].get("devices") or [] if d.get("driver") == driver]
-                found["MD-19"] += [f"{where}: {path}: {obj.get('apiVersion')}: {p}" for obj in stream.objects
-                                   for p in metadata_file.problems(obj)]
+                found["MD-19"] += [
+                    f"{where}: {path}: {obj.get('apiVersion')}: {p}" for obj in stream.objects for p in metadata_file.problems(obj)
+                ]
                 if published is not None:
                     found["MD-03"] += [f"{where}: {path}: {p}" for d in devices for p in attribute_problems(d, published, driver)]
                 if deferred and (why := _network_problem(devices, pods.get(e.uid) or {})):
                     found["MD-16"].append(f"{where}: {path}: {why}")
         for path in sorted(set(seen) - set(want)):
-            found["MD-04"].append(f"{where} has {path}, a request it does not use (it uses {record['uses']}; "
-                                  f"its files of {driver} should be {sorted(want) or 'none'})")
+            found["MD-04"].append(
+                f"{where} has {path}, a request it does not use (it uses {record['uses']}; "
+                f"its files of {driver} should be {sorted(want) or 'none'})"
+            )
     return found
 
 
@@ -141,12 +154,13 @@ def _content_problem(text: str, e: Expected, driver: str) -> str | None:
     requests = obj.get("requests") or []
     if [_base(r.get("name", "")) for r in requests] != [e.request]:
         return f"requests {[r.get('name') for r in requests]}, want exactly [{e.request!r}]"
-    listed = tuple(sorted((d.get("pool"), d.get("name")) for d in requests[0].get("devices") or []
-                          if d.get("driver") == driver))
+    listed = tuple(sorted((d.get("pool"), d.get("name")) for d in requests[0].get("devices") or [] if d.get("driver") == driver))
     others = [d for d in requests[0].get("devices") or [] if d.get("driver") != driver]
     if listed != e.devices or others:
-        return (f"lists devices {list(listed)}{f' and {len(others)} of other drivers' if others else ''}; the allocation "
-                f"gives {driver} {list(e.devices)} for request {e.request}")
+        return (
+            f"lists devices {list(listed)}{f' and {len(others)} of other drivers' if others else ''}; the allocation "
+            f"gives {driver} {list(e.devices)} for request {e.request}"
+        )
     return None
 
 

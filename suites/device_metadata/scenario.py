@@ -30,8 +30,7 @@ LIST_FILES = f"find {paths.CONTAINER_ROOT} -type f 2>/dev/null | sort"  # an ini
 
 def container(name: str, command: list[str], claim: str, requests: tuple[str, ...] = ()) -> dict[str, Any]:
     refs = [{"name": claim, "request": r} for r in requests] or [{"name": claim}]
-    return {"name": name, **workload.container_image(), "command": command,
-            "resources": {"claims": refs}}
+    return {"name": name, **workload.container_image(), "command": command, "resources": {"claims": refs}}
 
 
 @dataclass(frozen=True)
@@ -113,8 +112,11 @@ class Scenario:
 
     def allocated(self, request: str) -> list[tuple[str, str, str]]:
         """(driver, pool, device) of this driver's results for a request (subrequests included)."""
-        return [(r["driver"], r["pool"], r["device"]) for r in claims.allocated(self.claim, self.driver.name)
-                if r["request"].split("/")[0] == request]
+        return [
+            (r["driver"], r["pool"], r["device"])
+            for r in claims.allocated(self.claim, self.driver.name)
+            if r["request"].split("/")[0] == request
+        ]
 
     def host_file(self, request: str) -> str:
         return paths.on_node(self.kubelet_root, self.driver.name, self.namespace, self.claim_name, request)
@@ -123,9 +125,11 @@ class Scenario:
         """The dirs the node's containerd reads CDI specs from, observed; SKIP when it has CDI off."""
         found = self.files.cdi_dirs(self.node)
         ev.observe(f"CDI spec dirs of {self.node}", found.describe())
-        require(found.enabled, f"containerd on {self.node} does not use CDI ({found.source})",
-                "set enable_cdi = true in its CRI runtime plugin's configuration: without CDI no device metadata "
-                "reaches a container")
+        require(
+            found.enabled,
+            f"containerd on {self.node} does not use CDI ({found.source})",
+            "set enable_cdi = true in its CRI runtime plugin's configuration: without CDI no device metadata reaches a container",
+        )
         return found.dirs
 
     def cdi_spec(self, dirs: tuple[str, ...], request: str) -> tuple[str, str] | None:
@@ -156,14 +160,25 @@ def _create_claim(api: Any, namespace: str, claim: ClaimBuilder, uid_digit_first
     raise RuntimeError(f"no claim UID {'started' if uid_digit_first else 'did not start'} with a digit in {UID_ATTEMPTS} tries")
 
 
-def single(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str, name: str = "single",
-           command: list[str] = SLEEP, uid_digit_first: bool | None = None) -> Scenario:
+def single(
+    lab: Lab,
+    api: Any,
+    files: NodeFiles,
+    driver: DriverUnderTest,
+    namespace: str,
+    name: str = "single",
+    command: list[str] = SLEEP,
+    uid_digit_first: bool | None = None,
+) -> Scenario:
     """One claim (`dev`, one device) used by one container `main`; SKIP when no node has a free
     device of the driver."""
     slices.require_room(api, driver.name, 1, f"scenario {name}")
     _create_claim(api, namespace, driver.claim(name), uid_digit_first)
-    spec = {"containers": [container("main", command, "claim")], "terminationGracePeriodSeconds": 1,
-            "resourceClaims": [{"name": "claim", "resourceClaimName": name}]}
+    spec = {
+        "containers": [container("main", command, "claim")],
+        "terminationGracePeriodSeconds": 1,
+        "resourceClaims": [{"name": "claim", "resourceClaimName": name}],
+    }
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
     return Scenario(lab, api, files, driver, namespace, name, name).start(pod)
 
@@ -183,8 +198,7 @@ def describe(shape: Shape) -> str:
     return " and ".join(f"a request for {n} device{'s' if n > 1 else ''}" for n in shape)
 
 
-def metadata_reader(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str,
-                    shape: Shape) -> Scenario:
+def metadata_reader(lab: Lab, api: Any, files: NodeFiles, driver: DriverUnderTest, namespace: str, shape: Shape) -> Scenario:
     name = "reader-" + "-".join(map(str, shape))
     requests = tuple(Request(f"req{i}", n, f"c{i}") for i, n in enumerate(shape))
     claim = ClaimBuilder(name)

@@ -22,8 +22,7 @@ pytestmark = pytest.mark.e2e
 KEP = "KEP-5304"
 
 
-def _reader(request: pytest.FixtureRequest, driver: DriverUnderTest, readers: Readers,
-            need: Shape) -> Iterator[Scenario]:
+def _reader(request: pytest.FixtureRequest, driver: DriverUnderTest, readers: Readers, need: Shape) -> Iterator[Scenario]:
     """A metadata reader with the requests the test's check reads; SKIP where no node has room."""
     driver.requires(Capability.METADATA)
     with readers.serving(need, request.node.get_closest_marker("requirement").args[0]) as s:
@@ -49,17 +48,26 @@ def several_devices(request, driver: DriverUnderTest, readers: Readers) -> Itera
 def test_file_at_shipped_container_path(scenario: Scenario, evidence: Evidence, request) -> None:
     checks.file_at_shipped_path(scenario, evidence)
     kep_path = paths.kep_in_container(scenario.claim_name, "req0", scenario.driver.name)
-    spec_drift.record(request, Drift(KEP, "container path", f"the file is at {kep_path}",
-                                     f"at {paths.in_container(scenario.claim_name, 'req0', scenario.driver.name)}; "
-                                     f"{kep_path} {'exists' if scenario.read_in('c0', kep_path) else 'does not exist'}"))
+    spec_drift.record(
+        request,
+        Drift(
+            KEP,
+            "container path",
+            f"the file is at {kep_path}",
+            f"at {paths.in_container(scenario.claim_name, 'req0', scenario.driver.name)}; "
+            f"{kep_path} {'exists' if scenario.read_in('c0', kep_path) else 'does not exist'}",
+        ),
+    )
 
 
 @pytest.mark.requirement("MD-02")
 def test_content_matches_the_claim(scenario: Scenario, evidence: Evidence, request) -> None:
     checks.content(scenario, evidence)
     versions = scenario.stream_in("c0", "req0").versions
-    spec_drift.record(request, Drift(KEP, "multi-version stream", "one JSON object per file",
-                                     f"a stream of {len(versions)} object(s): {', '.join(versions)}"))
+    spec_drift.record(
+        request,
+        Drift(KEP, "multi-version stream", "one JSON object per file", f"a stream of {len(versions)} object(s): {', '.join(versions)}"),
+    )
 
 
 @pytest.mark.requirement("MD-03")
@@ -99,14 +107,21 @@ def test_host_layout(scenario: Scenario, evidence: Evidence) -> None:
 
 @pytest.mark.requirement("MD-13")
 @pytest.mark.parametrize("digit_first", [True, False], ids=["uid-starting-with-a-digit", "uid-starting-with-a-letter"])
-def test_cdi_spec(lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence,
-                  request, digit_first: bool) -> None:
+def test_cdi_spec(
+    lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence, request, digit_first: bool
+) -> None:
     # Both cases every run: the framework's minimum cdiVersion depends on the UID's first character.
     s = single(lab, api, node_files, metadata_driver, namespace, "cdi-spec", uid_digit_first=digit_first)
     version = checks.cdi_spec(s, evidence)
-    spec_drift.record(request, Drift(KEP, "cdiVersion", "cdiVersion 0.3.0",
-                                     f"cdiVersion {version} for claim UID {s.uid} "
-                                     f"({'starts with a digit' if digit_first else 'starts with a letter'})"))
+    spec_drift.record(
+        request,
+        Drift(
+            KEP,
+            "cdiVersion",
+            "cdiVersion 0.3.0",
+            f"cdiVersion {version} for claim UID {s.uid} ({'starts with a digit' if digit_first else 'starts with a letter'})",
+        ),
+    )
 
 
 @pytest.mark.requirement("MD-19")

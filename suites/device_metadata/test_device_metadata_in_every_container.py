@@ -27,8 +27,17 @@ SUBJECTS: dict[str, tuple[Callable[[dict[str, Any]], bool], str]] = {
 }
 
 
-def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, run: generated.Run, evidence: Evidence,
-           subject: str | None = None, rules: tuple[str, ...] = (), published: in_containers.Published | None = None) -> None:
+def _judge(
+    requirement: str,
+    verdict: str,
+    lab: Lab,
+    driver: DriverUnderTest,
+    run: generated.Run,
+    evidence: Evidence,
+    subject: str | None = None,
+    rules: tuple[str, ...] = (),
+    published: in_containers.Published | None = None,
+) -> None:
     """`requirement` (by the rules of in_containers.problems it names, or `rules`) over the
     containers the run saw using requests of the driver (the subject, before its properties;
     `subject` narrows it, a key of SUBJECTS), the driver's generated workloads `run` among them;
@@ -39,16 +48,19 @@ def _judge(requirement: str, verdict: str, lab: Lab, driver: DriverUnderTest, ru
     judged = in_containers.judged(records, allocated, driver.name)
     keep, words = SUBJECTS[subject] if subject else ((lambda r: True), "")
     judged = [r for r in judged if keep(r)]
-    evidence.observe("containers seen", f"{len(judged)} container(s) using requests of {driver.name}{words}, "
-                                        f"of {len(records)} recorded")
+    evidence.observe("containers seen", f"{len(judged)} container(s) using requests of {driver.name}{words}, of {len(records)} recorded")
     if not judged:
-        pytest.skip(f"no container the run saw used a request of {driver.name}{words} (seed {run.seed}; another "
-                    "--seed or a larger --budget draws some), or the claims' allocations are not logged (a cluster "
-                    "dralab did not start)")
+        pytest.skip(
+            f"no container the run saw used a request of {driver.name}{words} (seed {run.seed}; another "
+            "--seed or a larger --budget draws some), or the claims' allocations are not logged (a cluster "
+            "dralab did not start)"
+        )
     found = in_containers.problems(judged, allocated, driver.name, driver.has(Capability.METADATA_DEFERRED), published)
     problems = [p for rule in rules or (requirement,) for p in found[rule]]
-    evidence.add("what the containers with a violation found", [_shown(r) for r in judged
-                                                               if any(f"pod {r['namespace']}/{r['pod']} " in p for p in problems)][:10])
+    evidence.add(
+        "what the containers with a violation found",
+        [_shown(r) for r in judged if any(f"pod {r['namespace']}/{r['pod']} " in p for p in problems)][:10],
+    )
     assert not problems, f"{verdict}:\n" + "\n".join(problems) + nri.explain(lab, evidence)
 
 
@@ -57,67 +69,102 @@ def _shown(record: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def workloads(generated_workloads: Callable[[DriverUnderTest], generated.Run],
-              metadata_driver: DriverUnderTest) -> generated.Run:
+def workloads(generated_workloads: Callable[[DriverUnderTest], generated.Run], metadata_driver: DriverUnderTest) -> generated.Run:
     """The driver's generated workloads, drawn now if no check drew them yet (suites/conftest.py)."""
     return generated_workloads(metadata_driver)
 
 
 @pytest.mark.requirement("MD-01")
 def test_every_container_has_the_file_of_each_request_it_uses(
-        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
+) -> None:
     _judge("MD-01", "containers lack the metadata file of a request they use", lab, metadata_driver, workloads, evidence)
 
 
 @pytest.mark.requirement("MD-02")
 def test_every_file_a_container_has_lists_its_requests_allocation(
-        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
+) -> None:
     _judge("MD-02", "metadata files differ from their claims' allocation", lab, metadata_driver, workloads, evidence)
 
 
 @pytest.mark.requirement("MD-04")
 def test_no_container_has_the_file_of_a_request_it_does_not_use(
-        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
+) -> None:
     _judge("MD-04", "containers see the metadata of requests they do not use", lab, metadata_driver, workloads, evidence)
 
 
 @pytest.mark.requirement("MD-08")
 def test_every_container_of_a_template_claim_has_its_file_at_the_template_path(
-        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
-    _judge("MD-08", "containers lack the metadata file of a template claim's request", lab, metadata_driver, workloads,
-           evidence, subject="template")
+    lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
+) -> None:
+    _judge(
+        "MD-08",
+        "containers lack the metadata file of a template claim's request",
+        lab,
+        metadata_driver,
+        workloads,
+        evidence,
+        subject="template",
+    )
 
 
 @pytest.mark.requirement("MD-10")
 def test_every_init_container_has_the_files_of_what_it_uses_and_no_other(
-        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
-    _judge("MD-10", "init containers do not see the metadata files of what they use, and only those", lab,
-           metadata_driver, workloads, evidence, subject="init", rules=("MD-01", "MD-08", "MD-04", "MD-02"))
+    lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
+) -> None:
+    _judge(
+        "MD-10",
+        "init containers do not see the metadata files of what they use, and only those",
+        lab,
+        metadata_driver,
+        workloads,
+        evidence,
+        subject="init",
+        rules=("MD-01", "MD-08", "MD-04", "MD-02"),
+    )
 
 
 @pytest.mark.requirement("MD-16")
 def test_every_container_finds_network_data_that_describes_the_pods_interface(
-        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
+) -> None:
     metadata_driver.requires(Capability.METADATA_DEFERRED)
-    _judge("MD-16", "metadata files lack networkData at the container's start, or it does not describe the pod's "
-                    "interface", lab, metadata_driver, workloads, evidence)
+    _judge(
+        "MD-16",
+        "metadata files lack networkData at the container's start, or it does not describe the pod's interface",
+        lab,
+        metadata_driver,
+        workloads,
+        evidence,
+    )
 
 
 @pytest.mark.requirement("MD-03")
 def test_every_file_a_container_has_carries_the_attributes_its_slices_publish(
-        lab: Lab, api, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
+    lab: Lab, api, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
+) -> None:
     seen = in_containers.attributes_seen(lab.container_files(), metadata_driver.name)
     evidence.observe("attributes seen", f"{seen} attribute(s) of {metadata_driver.name}'s devices in the files recorded")
     if not seen:  # the framework writes a file without attributes when a driver gives none: nothing to judge
-        pytest.skip(f"no device in the metadata files of {metadata_driver.name} the run's containers saw carries "
-                    f"attributes (seed {workloads.seed})")
+        pytest.skip(
+            f"no device in the metadata files of {metadata_driver.name} the run's containers saw carries attributes (seed {workloads.seed})"
+        )
     published = {(d.pool, d.name): d.attributes for d in slices.published(api, metadata_driver.name)}
-    _judge("MD-03", "metadata files carry attributes that are not one typed value or differ from the slices'", lab,
-           metadata_driver, workloads, evidence, published=published)
+    _judge(
+        "MD-03",
+        "metadata files carry attributes that are not one typed value or differ from the slices'",
+        lab,
+        metadata_driver,
+        workloads,
+        evidence,
+        published=published,
+    )
 
 
 @pytest.mark.requirement("MD-19")
 def test_every_object_of_every_file_a_container_has_is_valid_v1beta1(
-        lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence) -> None:
-    _judge("MD-19", "metadata files hold objects that break the v1beta1 validation rules", lab, metadata_driver,
-           workloads, evidence)
+    lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
+) -> None:
+    _judge("MD-19", "metadata files hold objects that break the v1beta1 validation rules", lab, metadata_driver, workloads, evidence)

@@ -24,13 +24,21 @@ KEP = "KEP-5304"
 
 @pytest.mark.requirement("MD-08")
 def test_template_claims_use_the_template_path_and_pod_claim_name(
-        lab: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    lab: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     template = metadata_driver.claim("tmpl").build()
-    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "tmpl"},
-                "spec": {"spec": template["spec"]}}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "tmpl"},
+        "spec": {"spec": template["spec"]},
+    }
     client.ResourceV1Api(api).create_namespaced_resource_claim_template(namespace, template)
-    spec = {"containers": [container("main", scenario.SLEEP, "gpu")], "terminationGracePeriodSeconds": 1,
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "tmpl"}]}
+    spec = {
+        "containers": [container("main", scenario.SLEEP, "gpu")],
+        "terminationGracePeriodSeconds": 1,
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "tmpl"}],
+    }
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "from-template"}, "spec": spec}
     pods.create(api, namespace, pod)
     running = pods.wait_phase(api, namespace, "from-template")
@@ -49,17 +57,26 @@ def test_template_claims_use_the_template_path_and_pod_claim_name(
 
 @pytest.mark.requirement("MD-09")
 def test_subrequests_use_the_base_request_directory(
-        lab: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    lab: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     claim = metadata_driver.claim("first-available").build()
     # The first subrequest cannot be met (more devices than any node has): the second is allocated.
     cls = metadata_driver.device_class
-    claim["spec"]["devices"]["requests"] = [{"name": "dev", "firstAvailable": [
-        {"name": "many", "deviceClassName": cls, "count": 100}, {"name": "one", "deviceClassName": cls, "count": 1}]}]
+    claim["spec"]["devices"]["requests"] = [
+        {
+            "name": "dev",
+            "firstAvailable": [{"name": "many", "deviceClassName": cls, "count": 100}, {"name": "one", "deviceClassName": cls, "count": 1}],
+        }
+    ]
     client.ResourceV1Api(api).create_namespaced_resource_claim(namespace, claim)
-    spec = {"containers": [container("main", scenario.SLEEP, "c")], "terminationGracePeriodSeconds": 1,
-            "resourceClaims": [{"name": "c", "resourceClaimName": "first-available"}]}
+    spec = {
+        "containers": [container("main", scenario.SLEEP, "c")],
+        "terminationGracePeriodSeconds": 1,
+        "resourceClaims": [{"name": "c", "resourceClaimName": "first-available"}],
+    }
     s = Scenario(lab, api, node_files, metadata_driver, namespace, "subrequests", "first-available").start(
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "subrequests"}, "spec": spec})
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "subrequests"}, "spec": spec}
+    )
     evidence.add("allocation", claims.allocated(s.claim))
     assert [r["request"] for r in claims.allocated(s.claim)] == ["dev/one"]
     obj = s.stream_in("main", "dev").first_known()
@@ -69,16 +86,16 @@ def test_subrequests_use_the_base_request_directory(
 
 
 @pytest.mark.requirement("MD-14")
-def test_files_are_removed_after_unprepare(lab: Lab, api, node_files, metadata_driver: DriverUnderTest,
-                                           namespace: str, evidence: Evidence) -> None:
+def test_files_are_removed_after_unprepare(
+    lab: Lab, api, node_files, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     checks.cleanup(scenario.single(lab, api, node_files, metadata_driver, namespace), evidence)
 
 
 @pytest.fixture
 def deferred(lab: Lab, api, node_files, driver: DriverUnderTest, namespace: str) -> Scenario:
     driver.requires(Capability.METADATA, Capability.METADATA_DEFERRED)
-    return scenario.single(lab, api, node_files, driver, namespace, "deferred",
-                           checks.copy_at_start(driver.name, "deferred"))
+    return scenario.single(lab, api, node_files, driver, namespace, "deferred", checks.copy_at_start(driver.name, "deferred"))
 
 
 @pytest.mark.requirement("MD-16")
@@ -94,23 +111,34 @@ def _generation_at_start(deferred: Scenario) -> object:
 @pytest.mark.requirement("MD-17")
 def test_an_update_raises_generation_by_one(deferred: Scenario, evidence: Evidence, request) -> None:
     checks.update_generation(deferred, evidence)
-    spec_drift.record(request, Drift(KEP, "generation of deferred metadata",
-                                     "an empty file until the first update, which writes generation 1",
-                                     "the file exists from prepare on; the first update wrote generation "
-                                     f"{_generation_at_start(deferred)}"))
+    spec_drift.record(
+        request,
+        Drift(
+            KEP,
+            "generation of deferred metadata",
+            "an empty file until the first update, which writes generation 1",
+            f"the file exists from prepare on; the first update wrote generation {_generation_at_start(deferred)}",
+        ),
+    )
 
 
 @pytest.mark.requirement("MD-20")
 def test_many_pods_at_once(lab: Lab, api, metadata_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
     count = min(20, len(slices.free(api, metadata_driver.name)))
     # One pod prepares nothing "at once": a cluster with fewer free devices cannot show cross-talk.
-    require(count >= 2, f"{count} free device(s) of {metadata_driver.name} "
-            f"({slices.room(api, metadata_driver.name).describe()}); MD-20 needs 2 or more, one per pod",
-            slices.MORE_DEVICES)
+    require(
+        count >= 2,
+        f"{count} free device(s) of {metadata_driver.name} "
+        f"({slices.room(api, metadata_driver.name).describe()}); MD-20 needs 2 or more, one per pod",
+        slices.MORE_DEVICES,
+    )
     for i in range(count):  # all created before any is waited for
         claims.create(api, namespace, metadata_driver.claim(f"claim-{i}"))
-        spec = {"containers": [container("main", scenario.SLEEP, "c")], "terminationGracePeriodSeconds": 1,
-                "resourceClaims": [{"name": "c", "resourceClaimName": f"claim-{i}"}]}
+        spec = {
+            "containers": [container("main", scenario.SLEEP, "c")],
+            "terminationGracePeriodSeconds": 1,
+            "resourceClaims": [{"name": "c", "resourceClaimName": f"claim-{i}"}],
+        }
         pods.create(api, namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pod-{i}"}, "spec": spec})
     bad = {}
     for i in range(count):

@@ -42,16 +42,17 @@ def promises(answer: AllocateAnswer, cdi_specs: list[dict[str, Any]]) -> tuple[l
     for name in answer.cdi_devices:
         edits = cdi_edits(cdi_specs, name)
         if edits is None:
-            problems.append(f"{ALLOCATE} named CDI device {name}, which no CDI spec in the runtime's CDI spec "
-                            "directories defines")
+            problems.append(f"{ALLOCATE} named CDI device {name}, which no CDI spec in the runtime's CDI spec directories defines")
             continue
         source = f"CDI device {name}"
         for edit in edits:
             found += [Promise(source, "env", *e.split("=", 1)) for e in edit.get("env") or [] if "=" in e]
-            found += [Promise(source, "mount", m["containerPath"], read_only="ro" in (m.get("options") or []))
-                      for m in edit.get("mounts") or []]
-            found += [Promise(source, "device node", d["path"], host_path=d.get("hostPath") or d["path"])
-                      for d in edit.get("deviceNodes") or []]
+            found += [
+                Promise(source, "mount", m["containerPath"], read_only="ro" in (m.get("options") or [])) for m in edit.get("mounts") or []
+            ]
+            found += [
+                Promise(source, "device node", d["path"], host_path=d.get("hostPath") or d["path"]) for d in edit.get("deviceNodes") or []
+            ]
     last = {(p.what, p.target): p for p in found}
     return list(last.values()), problems
 
@@ -77,15 +78,12 @@ def foreign_devices(answer: AllocateAnswer, cdi_specs: list[dict[str, Any]], oth
 def _places(answer: AllocateAnswer, cdi_specs: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """Each part of the answer, and the edits of each CDI device it names: (where, its text)."""
     places = [(f"env {k}={v}", f"{k}={v}") for k, v in sorted(answer.envs.items())]
-    places += [(f"mount {m.container_path} from {m.host_path}", f"{m.container_path} {m.host_path}")
-               for m in answer.mounts]
-    places += [(f"device node {d.container_path} ({d.host_path})", f"{d.container_path} {d.host_path}")
-               for d in answer.devices]
+    places += [(f"mount {m.container_path} from {m.host_path}", f"{m.container_path} {m.host_path}") for m in answer.mounts]
+    places += [(f"device node {d.container_path} ({d.host_path})", f"{d.container_path} {d.host_path}") for d in answer.devices]
     places += [(f"annotation {k}={v}", f"{k}={v}") for k, v in sorted(answer.annotations.items())]
     for name in answer.cdi_devices:
         places.append((f"CDI device {name}", name))
-        places += [(f"the edits of CDI device {name}", json.dumps(edit, ensure_ascii=False))
-                   for edit in cdi_edits(cdi_specs, name) or []]
+        places += [(f"the edits of CDI device {name}", json.dumps(edit, ensure_ascii=False)) for edit in cdi_edits(cdi_specs, name) or []]
     return places
 
 
@@ -105,8 +103,7 @@ class ContainerView:
         return self.mounts.get(self.resolved.get(path, path))
 
     def as_evidence(self) -> dict[str, Any]:
-        return {"env": self.env, "mount points": self.mounts, "paths of device nodes": self.nodes,
-                "mount paths resolved": self.resolved}
+        return {"env": self.env, "mount points": self.mounts, "paths of device nodes": self.nodes, "mount paths resolved": self.resolved}
 
 
 _NODES, _MOUNTS, _ENV = "---device nodes", "---mount paths", "---env"
@@ -116,13 +113,17 @@ def view_script(nodes: list[str], mounts: list[str]) -> str:
     """Prints the container's mounts, the file type of each of `nodes`, where each of `mounts`
     resolves to, and PID 1's environment (the container's command, so exactly what the runtime
     gave it; NUL-separated, as values may hold newlines)."""
+
     def quoted(paths: list[str]) -> str:
         return " ".join(shlex.quote(p) for p in paths)
-    return (f"set -e; cat /proc/1/mountinfo; echo {_NODES}; for p in {quoted(nodes)}; do "
-            "if [ -e \"$p\" ]; then stat -L -c '%F|%n' \"$p\"; else echo \"|$p\"; fi; done; "
-            f"echo {_MOUNTS}; for p in {quoted(mounts)}; do "
-            "echo \"$p|$(readlink -f \"$p\" || echo \"$p\")\"; done; "
-            f"echo {_ENV}; cat /proc/1/environ")
+
+    return (
+        f"set -e; cat /proc/1/mountinfo; echo {_NODES}; for p in {quoted(nodes)}; do "
+        'if [ -e "$p" ]; then stat -L -c \'%F|%n\' "$p"; else echo "|$p"; fi; done; '
+        f"echo {_MOUNTS}; for p in {quoted(mounts)}; do "
+        'echo "$p|$(readlink -f "$p" || echo "$p")"; done; '
+        f"echo {_ENV}; cat /proc/1/environ"
+    )
 
 
 def parse_view(out: str) -> ContainerView:
@@ -171,6 +172,8 @@ def violations(expected: list[Promise], view: ContainerView, host_kinds: dict[st
             if not kind:
                 found.append(f"{p.source} gave device node {p.target} ({p.host_path}), the container has none")
             elif kind not in DEVICE_KINDS or kind != host:
-                found.append(f"{p.source} gave device node {p.target}: the container's is a {kind}, "
-                             f"the node's {p.host_path} a {host or 'missing file'}")
+                found.append(
+                    f"{p.source} gave device node {p.target}: the container's is a {kind}, "
+                    f"the node's {p.host_path} a {host or 'missing file'}"
+                )
     return found

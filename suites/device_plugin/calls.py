@@ -15,8 +15,7 @@ from suites.framework.pods import ObservationFailed
 
 # The proxy's own steps, before it forwards anything.
 DISCOVER, REGISTER = "Discover", "Register"
-OPTIONS, PREFERRED, ALLOCATE, PRE_START = "GetDevicePluginOptions", "GetPreferredAllocation", "Allocate", \
-    "PreStartContainer"
+OPTIONS, PREFERRED, ALLOCATE, PRE_START = "GetDevicePluginOptions", "GetPreferredAllocation", "Allocate", "PreStartContainer"
 PREFERRED_OPTION, PRE_START_OPTION = "get_preferred_allocation_available", "pre_start_required"
 
 
@@ -37,8 +36,7 @@ def parse(log: str) -> list[Call]:
     for line in log.splitlines():
         if line.startswith('{"method"'):
             record = json.loads(line)
-            found.append(Call(record["method"], record.get("request"), record.get("response"),
-                              record.get("error") or ""))
+            found.append(Call(record["method"], record.get("request"), record.get("response"), record.get("error") or ""))
     return found
 
 
@@ -49,11 +47,17 @@ def setup_failure(calls: list[Call]) -> str | None:
     for call in calls:
         if call.method == DISCOVER and call.error:
             asked, answer = call.request or {}, call.response or {}
-            seen = "; ".join(f"{s.get('endpoint')}: " + (f"error {s['error']}" if s.get("error") else
-                                                          f"healthy {s.get('healthy') or []}")
-                             for s in answer.get("sockets") or []) or "none"
-            return (f"the proxy found no device plugin socket of {asked.get('resource_name')} listing the kubelet's "
-                    f"healthy devices {asked.get('healthy')}: {call.error}. Sockets seen: {seen}")
+            seen = (
+                "; ".join(
+                    f"{s.get('endpoint')}: " + (f"error {s['error']}" if s.get("error") else f"healthy {s.get('healthy') or []}")
+                    for s in answer.get("sockets") or []
+                )
+                or "none"
+            )
+            return (
+                f"the proxy found no device plugin socket of {asked.get('resource_name')} listing the kubelet's "
+                f"healthy devices {asked.get('healthy')}: {call.error}. Sockets seen: {seen}"
+            )
         if call.method == REGISTER and call.error:
             return f"the kubelet refused the proxy's registration: {call.error}"
     return None
@@ -73,8 +77,7 @@ def options(calls: list[Call]) -> dict[str, bool]:
     GetDevicePluginOptions (the kubelet asks when the proxy registers)."""
     answers = [c.response for c in calls if c.method == OPTIONS and c.response is not None]
     if not answers:
-        raise ObservationFailed(f"no {OPTIONS} of the kubelet's passed through the proxy; calls seen: "
-                                f"{[c.method for c in calls]}")
+        raise ObservationFailed(f"no {OPTIONS} of the kubelet's passed through the proxy; calls seen: {[c.method for c in calls]}")
     return {k: bool(answers[-1].get(k)) for k in (PREFERRED_OPTION, PRE_START_OPTION)}
 
 
@@ -86,8 +89,9 @@ def _allocation(calls: list[Call], allocated: list[str]) -> int | None:
     """The index of the kubelet's Allocate call for exactly `allocated`, if the proxy saw it."""
     want = _ids(allocated)
     for i, call in enumerate(calls):
-        if call.method == ALLOCATE and any(_ids(r.get("devices_ids")) == want
-                                           for r in (call.request or {}).get("container_requests") or []):
+        if call.method == ALLOCATE and any(
+            _ids(r.get("devices_ids")) == want for r in (call.request or {}).get("container_requests") or []
+        ):
             return i
     return None
 
@@ -119,8 +123,10 @@ def judge(calls: list[Call], allocated: list[str]) -> Verdict:
     opts = options(calls)
     at = _allocation(calls, allocated)
     if at is None:
-        raise ObservationFailed(f"the kubelet's {ALLOCATE} of {_ids(allocated)} did not pass through the proxy; "
-                                f"{ALLOCATE} calls seen: {[c.request for c in calls if c.method == ALLOCATE]}")
+        raise ObservationFailed(
+            f"the kubelet's {ALLOCATE} of {_ids(allocated)} did not pass through the proxy; "
+            f"{ALLOCATE} calls seen: {[c.request for c in calls if c.method == ALLOCATE]}"
+        )
     ids = _ids(allocated)
     verdict = Verdict(seen={"options": opts, "allocated": ids})
     if opts[PREFERRED_OPTION]:
@@ -131,8 +137,10 @@ def judge(calls: list[Call], allocated: list[str]) -> Verdict:
         pre_starts = _pre_starts(calls, at)
         verdict.seen["pre-start"] = pre_starts
         if ids not in pre_starts:
-            verdict.violations.append(f"the plugin asks for {PRE_START} ({PRE_START_OPTION}), yet the kubelet did "
-                                      f"not call it for the allocated {ids}; it called it for {pre_starts}")
+            verdict.violations.append(
+                f"the plugin asks for {PRE_START} ({PRE_START_OPTION}), yet the kubelet did "
+                f"not call it for the allocated {ids}; it called it for {pre_starts}"
+            )
     else:
         verdict.notes.append(f"the plugin does not ask for {PRE_START} ({PRE_START_OPTION} false)")
     return verdict
@@ -141,8 +149,7 @@ def judge(calls: list[Call], allocated: list[str]) -> Verdict:
 def _judge_preference(verdict: Verdict, asked: list[Call], ids: list[str]) -> None:
     """The kubelet's last GetPreferredAllocation before its Allocate was answered and taken."""
     if not asked:
-        verdict.violations.append(f"the plugin advertises {PREFERRED_OPTION}, yet the kubelet allocated {ids} "
-                                  f"without calling {PREFERRED}")
+        verdict.violations.append(f"the plugin advertises {PREFERRED_OPTION}, yet the kubelet allocated {ids} without calling {PREFERRED}")
         return
     call = asked[-1]
     request = ((call.request or {}).get("container_requests") or [{}])[0]
@@ -152,8 +159,9 @@ def _judge_preference(verdict: Verdict, asked: list[Call], ids: list[str]) -> No
     if call.error:
         verdict.violations.append(f"the plugin answered the kubelet's {PREFERRED} with an error: {call.error}")
     elif preferred != ids:
-        verdict.violations.append(f"the kubelet allocated {ids}, the plugin preferred {preferred}"
-                                  + "".join(f"; {p}" for p in _invalid(request, preferred)))
+        verdict.violations.append(
+            f"the kubelet allocated {ids}, the plugin preferred {preferred}" + "".join(f"; {p}" for p in _invalid(request, preferred))
+        )
 
 
 def _invalid(request: dict[str, Any], preferred: list[str]) -> list[str]:
@@ -163,8 +171,7 @@ def _invalid(request: dict[str, Any], preferred: list[str]) -> list[str]:
     size = request.get("allocation_size")
     problems = []
     if not set(preferred) <= available:
-        problems.append(f"the preference names {sorted(set(preferred) - available)}, not among the available "
-                        f"{sorted(available)}")
+        problems.append(f"the preference names {sorted(set(preferred) - available)}, not among the available {sorted(available)}")
     if len(preferred) != size:
         problems.append(f"the preference has {len(preferred)} devices, the kubelet asked for {size}")
     if not must <= set(preferred):

@@ -61,8 +61,13 @@ class Entry:
         return sorted(d for ids in self.devices_per_numa.values() for d in ids)
 
     def as_evidence(self) -> dict:
-        return {"pod UID": self.pod_uid, "container": self.container, "resource": self.resource,
-                "device IDs by NUMA node": self.devices_per_numa, "Allocate answered": asdict(self.answer)}
+        return {
+            "pod UID": self.pod_uid,
+            "container": self.container,
+            "resource": self.resource,
+            "device IDs by NUMA node": self.devices_per_numa,
+            "Allocate answered": asdict(self.answer),
+        }
 
 
 @dataclass
@@ -71,16 +76,21 @@ class Checkpoint:
     registered: dict[str, list[str]]  # resource -> its healthy device IDs
 
     def entry(self, pod_uid: str, container: str, resource: str) -> Entry | None:
-        return next((e for e in self.entries
-                     if (e.pod_uid, e.container, e.resource) == (pod_uid, container, resource)), None)
+        return next((e for e in self.entries if (e.pod_uid, e.container, e.resource) == (pod_uid, container, resource)), None)
 
 
 def parse(text: str) -> Checkpoint:
     data = json.loads(text)["Data"]
-    entries = [Entry(e["PodUID"], e["ContainerName"], e["ResourceName"],
-                     {int(numa): list(ids or []) for numa, ids in (e.get("DeviceIDs") or {}).items()},
-                     allocate_answer(base64.b64decode(e.get("AllocResp") or "")))
-               for e in data.get("PodDeviceEntries") or []]
+    entries = [
+        Entry(
+            e["PodUID"],
+            e["ContainerName"],
+            e["ResourceName"],
+            {int(numa): list(ids or []) for numa, ids in (e.get("DeviceIDs") or {}).items()},
+            allocate_answer(base64.b64decode(e.get("AllocResp") or "")),
+        )
+        for e in data.get("PodDeviceEntries") or []
+    ]
     return Checkpoint(entries, {r: sorted(ids or []) for r, ids in (data.get("RegisteredDevices") or {}).items()})
 
 
@@ -143,7 +153,7 @@ def _varint(wire: bytes, at: int) -> tuple[int, int]:
 def _take(wire: bytes, at: int, size: int) -> bytes:
     if at + size > len(wire):
         raise ValueError(f"protobuf field of {size} bytes at byte {at} runs past the end of the message")
-    return wire[at:at + size]
+    return wire[at : at + size]
 
 
 def _message(value: int | bytes) -> bytes:

@@ -46,8 +46,9 @@ def device_pod(name: str, plugin: DriverUnderTest, count: int, node: str) -> Pod
     return PodBuilder(name).on_node(node).with_limit(plugin.resource, count)
 
 
-def holds_its_allocation(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, namespace: str, pod: str,
-                         count: int, ev: Evidence) -> Entry:  # DP-04
+def holds_its_allocation(
+    lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, namespace: str, pod: str, count: int, ev: Evidence
+) -> Entry:  # DP-04
     """Once pod `pod` (a device_pod) runs: the kubelet's record of its allocation, after checking
     that it was granted `count` distinct devices, that the plugin's Allocate answer for them names
     none of the resource's other devices, and that its container holds everything the answer
@@ -59,23 +60,21 @@ def holds_its_allocation(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTes
     ev.add(f"pod {pod}: the kubelet's record of its allocation (checkpoint)", entry.as_evidence())
     ids = entry.device_ids
     ev.observe(f"pod {pod}: devices granted", ids)
-    assert len(set(ids)) == len(ids) == count, \
-        f"pod {pod} asked for {count} {plugin.resource}, the kubelet granted {len(ids)}: {ids}"
+    assert len(set(ids)) == len(ids) == count, f"pod {pod} asked for {count} {plugin.resource}, the kubelet granted {len(ids)}: {ids}"
     specs = list(cdi_specs.on_node(files, node).values()) if entry.answer.cdi_devices else []
     # The container gets whatever the answer names: naming another device hands that one out.
     others = sorted(set(held.registered.get(plugin.resource, [])) - set(ids))
     foreign = allocation.foreign_devices(entry.answer, specs, others)
-    assert not foreign, (f"pod {pod} was granted {ids}, yet the plugin's Allocate answer for them names devices the "
-                         f"kubelet did not grant: " + "; ".join(foreign))
+    assert not foreign, (
+        f"pod {pod} was granted {ids}, yet the plugin's Allocate answer for them names devices the "
+        f"kubelet did not grant: " + "; ".join(foreign)
+    )
     expected, wrong = allocation.promises(entry.answer, specs)
     nodes = [p for p in expected if p.what == "device node"]
-    view = observations.container_view(lab, namespace, pod, [p.target for p in nodes],
-                                       [p.target for p in expected if p.what == "mount"])
+    view = observations.container_view(lab, namespace, pod, [p.target for p in nodes], [p.target for p in expected if p.what == "mount"])
     ev.add(f"pod {pod}: what its container holds", view.as_evidence())
-    wrong += allocation.violations(expected, view, {p.host_path: observations.file_kind(files, node, p.host_path)
-                                                    for p in nodes})
-    assert not wrong, (f"pod {pod}'s container lacks what the plugin answered to Allocate for {ids}: "
-                       + "; ".join(wrong))
+    wrong += allocation.violations(expected, view, {p.host_path: observations.file_kind(files, node, p.host_path) for p in nodes})
+    assert not wrong, f"pod {pod}'s container lacks what the plugin answered to Allocate for {ids}: " + "; ".join(wrong)
     return entry
 
 
@@ -88,12 +87,10 @@ def lists_again(files: NodeFiles, node: str, resource: str, written_before: str 
     """A checkpoint written since `written_before` holds `total` healthy devices of `resource`: the
     kubelet writes it when a plugin lists its devices, so after a kubelet restart (which clears
     them, readCheckpoint) or a plugin restart this is the plugin registered and listing again."""
-    return files.version(node, checkpoint.PATH) != written_before and \
-        len(healthy_devices(files, node, resource)) == total
+    return files.version(node, checkpoint.PATH) != written_before and len(healthy_devices(files, node, resource)) == total
 
 
-def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, node: str,
-                                ev: Evidence) -> None:  # DP-03
+def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, node: str, ev: Evidence) -> None:  # DP-03
     """A GPU faulted in the emulated hardware leaves the node's allocatable (the kubelet's count of
     the healthy devices ListAndWatch lists) and returns to it once healed."""
     every = gpus(lab, plugin, node)
@@ -114,14 +111,21 @@ def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverU
     finally:
         hardware.set_gpu_health(node, gpu, healthy=True)
     left = sorted(set(before) - set(during))
-    ev.observe(f"the kubelet's healthy {plugin.resource} on {node} (checkpoint, from ListAndWatch)",
-               {"before": before, f"with {gpu} unhealthy": during, "left": left})
+    ev.observe(
+        f"the kubelet's healthy {plugin.resource} on {node} (checkpoint, from ListAndWatch)",
+        {"before": before, f"with {gpu} unhealthy": during, "left": left},
+    )
     ev.observe(f"capacity, allocatable with {gpu} unhealthy", counts)
     if dropped is None:
         ev.add(f"plugin log on {node}", plugin_log(api, plugin, node)[-3000:])
-        raise AssertionError(f"{gpu} marked unhealthy in the emulated hardware, yet {node}'s allocatable "
-                             f"{plugin.resource} stayed {counts[1]} (want {total - 1}) for {HEALTH_TIMEOUT}s; the "
-                             f"kubelet holds {len(during)} of its {len(before)} devices healthy (checkpoint)")
+        raise AssertionError(
+            f"{gpu} marked unhealthy in the emulated hardware, yet {node}'s allocatable "
+            f"{plugin.resource} stayed {counts[1]} (want {total - 1}) for {HEALTH_TIMEOUT}s; the "
+            f"kubelet holds {len(during)} of its {len(before)} devices healthy (checkpoint)"
+        )
     restored = wait_allocatable(api, node, plugin.resource, total, HEALTH_TIMEOUT)
-    ev.observe("allocatable", f"{total} -> {total - 1} {dropped:.1f}s after {gpu} went unhealthy ({left} left the "
-                              f"kubelet's healthy devices) -> {total} {restored:.1f}s after it recovered")
+    ev.observe(
+        "allocatable",
+        f"{total} -> {total - 1} {dropped:.1f}s after {gpu} went unhealthy ({left} left the "
+        f"kubelet's healthy devices) -> {total} {restored:.1f}s after it recovered",
+    )

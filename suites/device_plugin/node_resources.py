@@ -24,6 +24,5 @@ def allocatable(api, node: str, resource: str) -> int | None:
 def wait_allocatable(api, node: str, resource: str, want: int, timeout: float = 60) -> float:
     """Seconds until the node's allocatable `resource` is `want`."""
     start = time.monotonic()
-    wait_for(f"{node} allocatable {resource} = {want}", lambda: allocatable(api, node, resource) == want, timeout,
-             interval=0.25)
+    wait_for(f"{node} allocatable {resource} = {want}", lambda: allocatable(api, node, resource) == want, timeout, interval=0.25)
     return time.monotonic() - start

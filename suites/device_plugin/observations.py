@@ -36,7 +36,8 @@ def entry_of(held: Checkpoint, pod: client.V1Pod, resource: str) -> Entry:
         raise ObservationFailed(
             f"the kubelet's checkpoint on {node} has no entry for pod {pod.metadata.namespace}/{pod.metadata.name} "
             f"(UID {uid}) container {container} resource {resource}; it has: "
-            f"{[(e.pod_uid, e.container, e.resource) for e in held.entries]}")
+            f"{[(e.pod_uid, e.container, e.resource) for e in held.entries]}"
+        )
     return entry
 
 

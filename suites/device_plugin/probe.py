@@ -24,21 +24,27 @@ DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 
 
 def _probe(lab: Lab, pod: str, node: str, *args: str) -> PodBuilder:
-    return (PodBuilder(pod, image=drivers_image(lab)).on_node(node)
-            .running("/usr/local/bin/dp-probe", *args)
-            .with_volume({"name": "device-plugins", "hostPath": {"path": DEVICE_PLUGIN_DIR, "type": "Directory"}},
-                         DEVICE_PLUGIN_DIR))
+    return (
+        PodBuilder(pod, image=drivers_image(lab))
+        .on_node(node)
+        .running("/usr/local/bin/dp-probe", *args)
+        .with_volume({"name": "device-plugins", "hostPath": {"path": DEVICE_PLUGIN_DIR, "type": "Directory"}}, DEVICE_PLUGIN_DIR)
+    )
 
 
-def register(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, version: str | None = None,
-             devices: int = 2) -> dict[str, Any]:
+def register(
+    lab: Lab, api, namespace: str, pod: str, node: str, resource: str, version: str | None = None, devices: int = 2
+) -> dict[str, Any]:
     """Start the probe as pod `pod` on `node` (it keeps serving its devices until deleted); what
     kubelet answered: {"registered": bool, "answer": kubelet's error or "", ...}."""
     args = [f"--resource-name={resource}", f"--devices={devices}"] + ([f"--api-version={version}"] if version else [])
     pods.create(api, namespace, _probe(lab, pod, node, *args))
     with _probe_must_start(api, namespace, pod):
-        line = wait_for(f"kubelet's answer in the log of probe {pod}", lambda: next(
-            (ln for ln in _log(api, namespace, pod).splitlines() if ln.startswith("{")), None), 60)
+        line = wait_for(
+            f"kubelet's answer in the log of probe {pod}",
+            lambda: next((ln for ln in _log(api, namespace, pod).splitlines() if ln.startswith("{")), None),
+            60,
+        )
     return json.loads(line)
 
 
@@ -47,12 +53,12 @@ def proxy(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, hea
     `resource` (the one listing `healthy`, the kubelet's healthy devices of it), and return its
     records once it registered. ObservationFailed (the harness's ERROR, not the plugin's FAIL)
     when it cannot take the plugin's place, with what it saw."""
-    pods.create(api, namespace, _probe(lab, pod, node, f"--proxy-resource={resource}",
-                                       f"--proxy-devices={','.join(healthy)}").once())
+    pods.create(api, namespace, _probe(lab, pod, node, f"--proxy-resource={resource}", f"--proxy-devices={','.join(healthy)}").once())
 
     def settled() -> list[Call] | None:
         seen = recorded(api, namespace, pod)
         return seen if calls.registered(seen) or calls.setup_failure(seen) else None
+
     with _probe_must_start(api, namespace, pod):
         seen = wait_for(f"proxy {pod} to register in the place of {resource}'s plugin on {node}", settled, 60)
     failure = calls.setup_failure(seen)
@@ -74,8 +80,11 @@ def _probe_must_start(api, namespace: str, pod: str) -> Iterator[None]:
         yield
     except WaitTimeout:
         statuses = client.CoreV1Api(api).read_namespaced_pod(pod, namespace).status.container_statuses or []
-        stuck = [f"{c.state.waiting.reason}: {c.state.waiting.message}" for c in statuses
-                 if c.state and c.state.waiting and c.state.waiting.reason in STUCK]
+        stuck = [
+            f"{c.state.waiting.reason}: {c.state.waiting.message}"
+            for c in statuses
+            if c.state and c.state.waiting and c.state.waiting.reason in STUCK
+        ]
         if stuck:
             raise ObservationFailed(f"probe {pod} never started: {'; '.join(stuck)}") from None
         raise

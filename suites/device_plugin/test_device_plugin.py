@@ -55,20 +55,23 @@ def test_registration_advertises_every_device(host_access: Lab, api, plugin: Dri
 
 
 @pytest.mark.requirement("DP-02")
-def test_registration_with_an_unsupported_version_is_refused(host_access: Lab, api, plugin: DriverUnderTest,
-                                                             namespace: str, node: str, evidence: Evidence) -> None:
+def test_registration_with_an_unsupported_version_is_refused(
+    host_access: Lab, api, plugin: DriverUnderTest, namespace: str, node: str, evidence: Evidence
+) -> None:
     resource = f"{PROBE_RESOURCE}-old-version"
     answer = probe.register(host_access, api, namespace, "old-version", node, resource, version="v1alpha1")
     evidence.observe("kubelet's answer", answer)
-    assert not answer["registered"] and "v1alpha1" in answer["answer"], \
+    assert not answer["registered"] and "v1alpha1" in answer["answer"], (
         f"kubelet accepted a registration with API version v1alpha1: {answer}"
+    )
     time.sleep(2)  # a refused plugin must not show up in the node's status at all
     assert capacity(api, node, resource) is None, f"{node} lists {resource} though kubelet refused its plugin"
 
 
 @pytest.mark.requirement("DP-02")
-def test_second_plugin_for_a_registered_resource_name(host_access: Lab, api, plugin: DriverUnderTest, namespace: str,
-                                                      node: str, evidence: Evidence, request) -> None:
+def test_second_plugin_for_a_registered_resource_name(
+    host_access: Lab, api, plugin: DriverUnderTest, namespace: str, node: str, evidence: Evidence, request
+) -> None:
     first = probe.register(host_access, api, namespace, "first", node, PROBE_RESOURCE, devices=2)
     assert first["registered"], f"the first probe for {PROBE_RESOURCE} was refused: {first}"
     wait_allocatable(api, node, PROBE_RESOURCE, 2)
@@ -79,34 +82,41 @@ def test_second_plugin_for_a_registered_resource_name(host_access: Lab, api, plu
     assert second["registered"], f"kubelet refused the second plugin for {PROBE_RESOURCE}: {second}"
     took = wait_allocatable(api, node, PROBE_RESOURCE, 3, timeout=30)
     evidence.observe("allocatable", f"{PROBE_RESOURCE} = 3 (the second plugin's devices) {took:.1f}s after it registered")
-    spec_drift.record(request, Drift(PROPOSAL, "second plugin for a registered resource name",
-                                     "the registration is refused",
-                                     f"kubelet accepts it and replaces the first plugin: allocatable {PROBE_RESOURCE} "
-                                     f"went from 2 to the second plugin's 3 devices in {took:.1f}s"))
+    spec_drift.record(
+        request,
+        Drift(
+            PROPOSAL,
+            "second plugin for a registered resource name",
+            "the registration is refused",
+            f"kubelet accepts it and replaces the first plugin: allocatable {PROBE_RESOURCE} "
+            f"went from 2 to the second plugin's 3 devices in {took:.1f}s",
+        ),
+    )
 
 
 @pytest.mark.requirement("DP-03")
-def test_unhealthy_device_leaves_allocatable_and_returns(host_access: Lab, api, node_files: NodeFiles,
-                                                         plugin: DriverUnderTest, node: str,
-                                                         evidence: Evidence) -> None:
+def test_unhealthy_device_leaves_allocatable_and_returns(
+    host_access: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, node: str, evidence: Evidence
+) -> None:
     checks.health_follows_the_hardware(host_access, api, node_files, plugin, node, evidence)
 
 
 @pytest.mark.requirement("DP-04")
-def test_allocate_results_reach_the_container(lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest,
-                                              namespace: str, node: str, evidence: Evidence) -> None:
+def test_allocate_results_reach_the_container(
+    lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, namespace: str, node: str, evidence: Evidence
+) -> None:
     pods.create(api, namespace, checks.device_pod("two", plugin, 2, node))
     checks.holds_its_allocation(lab, api, node_files, plugin, namespace, "two", 2, evidence)
 
 
 @pytest.mark.requirement("DP-04")
-def test_concurrent_pods_get_disjoint_devices(lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest,
-                                              namespace: str, node: str, evidence: Evidence) -> None:
+def test_concurrent_pods_get_disjoint_devices(
+    lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, namespace: str, node: str, evidence: Evidence
+) -> None:
     names = [f"pod-{i}" for i in range(3)]
     for name in names:
         pods.create(api, namespace, checks.device_pod(name, plugin, 2, node))
-    given = {n: checks.holds_its_allocation(lab, api, node_files, plugin, namespace, n, 2, evidence).device_ids
-             for n in names}
+    given = {n: checks.holds_its_allocation(lab, api, node_files, plugin, namespace, n, 2, evidence).device_ids for n in names}
     evidence.observe("devices per pod", given)
     everything = [d for ids in given.values() for d in ids]
     assert len(set(everything)) == 6, f"3 pods x 2 devices overlap: {given}"
@@ -118,9 +128,9 @@ def _container(api, namespace: str, name: str) -> tuple[str, int]:
 
 
 @pytest.mark.requirement("DP-05")
-def test_kubelet_restart_keeps_running_pods_devices(host_access: Lab, api, node_files: NodeFiles,
-                                                    plugin: DriverUnderTest, namespace: str, node: str,
-                                                    evidence: Evidence) -> None:
+def test_kubelet_restart_keeps_running_pods_devices(
+    host_access: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, namespace: str, node: str, evidence: Evidence
+) -> None:
     total = len(checks.gpus(host_access, plugin, node))
     pods.create(api, namespace, checks.device_pod("running", plugin, 2, node))
     held = checks.holds_its_allocation(host_access, api, node_files, plugin, namespace, "running", 2, evidence)
@@ -130,27 +140,34 @@ def test_kubelet_restart_keeps_running_pods_devices(host_access: Lab, api, node_
     host_access.node(node).restart_kubelet()
     # Measured (v1.37.1): the reference plugin registers again about 1.5 s after the restart began
     # (it watches for a new kubelet.sock every second).
-    wait_for(f"the plugin to register again and list its {total} devices to the restarted kubelet",
-             lambda: checks.lists_again(node_files, node, plugin.resource, written, total), 60)
+    wait_for(
+        f"the plugin to register again and list its {total} devices to the restarted kubelet",
+        lambda: checks.lists_again(node_files, node, plugin.resource, written, total),
+        60,
+    )
     took = time.monotonic() - start
     wait_allocatable(api, node, plugin.resource, total)
     evidence.observe("re-registered", f"{took:.1f}s after the kubelet restart began")
     assert _container(api, namespace, "running") == before, "the running pod's container changed or restarted"
-    kept = observations.allocation_of(node_files, client.CoreV1Api(api).read_namespaced_pod("running", namespace),
-                                      plugin.resource)
-    assert kept.device_ids == held.device_ids, \
+    kept = observations.allocation_of(node_files, client.CoreV1Api(api).read_namespaced_pod("running", namespace), plugin.resource)
+    assert kept.device_ids == held.device_ids, (
         f"after the kubelet restart its checkpoint gives the running pod {kept.device_ids}, before {held.device_ids}"
+    )
     # Every other device goes to a new pod: kubelet still knows (checkpoint) which two are taken.
     pods.create(api, namespace, checks.device_pod("rest", plugin, total - 2, node))
     rest = checks.holds_its_allocation(host_access, api, node_files, plugin, namespace, "rest", total - 2, evidence)
     evidence.observe("devices", {"running pod": held.device_ids, "new pod": rest.device_ids})
-    assert not set(rest.device_ids) & set(held.device_ids), \
+    assert not set(rest.device_ids) & set(held.device_ids), (
         f"after the kubelet restart a new pod got {rest.device_ids}, overlapping the running pod's {held.device_ids}"
+    )
 
 
 def _plugin_daemonset(api, plugin: DriverUnderTest) -> str:
-    (ds,) = client.AppsV1Api(api).list_namespaced_daemon_set(
-        plugin.profile.namespace, label_selector=f"{PROFILE_LABEL}={plugin.profile.name}").items
+    (ds,) = (
+        client.AppsV1Api(api)
+        .list_namespaced_daemon_set(plugin.profile.namespace, label_selector=f"{PROFILE_LABEL}={plugin.profile.name}")
+        .items
+    )
     return ds.metadata.name
 
 
@@ -158,8 +175,7 @@ RETURN_TIMEOUT = 90  # seconds for a restored plugin's devices to be back in all
 
 
 @pytest.mark.requirement("DP-06")
-def test_plugin_death_and_return(host_access: Lab, api, plugin: DriverUnderTest, namespace: str, node: str,
-                                 evidence: Evidence) -> None:
+def test_plugin_death_and_return(host_access: Lab, api, plugin: DriverUnderTest, namespace: str, node: str, evidence: Evidence) -> None:
     total = len(checks.gpus(host_access, plugin, node))
     pods.run(api, namespace, checks.device_pod("survivor", plugin, 1, node))
     before = _container(api, namespace, "survivor")
@@ -168,22 +184,27 @@ def test_plugin_death_and_return(host_access: Lab, api, plugin: DriverUnderTest,
     # Measured (v1.37.1): allocatable drops to 0 about 4 s after the pod is stopped, while capacity
     # stays (kubelet keeps a dead plugin's resource in capacity for a grace period of 5 minutes);
     # allocatable is back about 10 s after the plugin returns (the next node status update).
-    apps.patch_namespaced_daemon_set(ds, plugin.profile.namespace, {"spec": {"template": {"spec": {
-        "nodeSelector": {"dralab.dev/device-plugin-stopped": "true"}}}}})
+    apps.patch_namespaced_daemon_set(
+        ds, plugin.profile.namespace, {"spec": {"template": {"spec": {"nodeSelector": {"dralab.dev/device-plugin-stopped": "true"}}}}}
+    )
     try:
         dropped = wait_allocatable(api, node, plugin.resource, 0, timeout=60)
         after_death = (capacity(api, node, plugin.resource), allocatable(api, node, plugin.resource))
     finally:
-        apps.patch_namespaced_daemon_set(ds, plugin.profile.namespace, {"spec": {"template": {"spec": {
-            "nodeSelector": None}}}})
+        apps.patch_namespaced_daemon_set(ds, plugin.profile.namespace, {"spec": {"template": {"spec": {"nodeSelector": None}}}})
     try:
         restored = wait_allocatable(api, node, plugin.resource, total, timeout=RETURN_TIMEOUT)
     except WaitTimeout:
-        raise AssertionError(f"the plugin's pod was let back onto {node}, yet {RETURN_TIMEOUT}s later its allocatable "
-                             f"{plugin.resource} is {allocatable(api, node, plugin.resource)}, not {total}: the "
-                             "restarted plugin did not restore the resource") from None
-    evidence.observe("allocatable", f"{total} -> 0 {dropped:.1f}s after the plugin's pod was stopped (capacity, "
-                                    f"allocatable then: {after_death}) -> {total} {restored:.1f}s after it was restored")
+        raise AssertionError(
+            f"the plugin's pod was let back onto {node}, yet {RETURN_TIMEOUT}s later its allocatable "
+            f"{plugin.resource} is {allocatable(api, node, plugin.resource)}, not {total}: the "
+            "restarted plugin did not restore the resource"
+        ) from None
+    evidence.observe(
+        "allocatable",
+        f"{total} -> 0 {dropped:.1f}s after the plugin's pod was stopped (capacity, "
+        f"allocatable then: {after_death}) -> {total} {restored:.1f}s after it was restored",
+    )
     assert _container(api, namespace, "survivor") == before, "the running pod's container changed or restarted"
     assert client.CoreV1Api(api).read_namespaced_pod("survivor", namespace).status.phase == "Running"
 
@@ -198,39 +219,48 @@ def _delete_pod(api, namespace: str, name: str, timeout: float = 60) -> None:
     except ApiException as e:
         if e.status != 404:  # never created
             raise
-    wait_for(f"pod {namespace}/{name} gone", lambda: name not in {
-        p.metadata.name for p in core.list_namespaced_pod(namespace).items}, timeout)
+    wait_for(
+        f"pod {namespace}/{name} gone", lambda: name not in {p.metadata.name for p in core.list_namespaced_pod(namespace).items}, timeout
+    )
 
 
 @pytest.fixture
-def recording(lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, namespace: str,
-              node: str) -> Iterator[str]:
+def recording(lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, namespace: str, node: str) -> Iterator[str]:
     """The recording proxy (its pod) between the node's kubelet and the plugin, in use. Afterwards
     the plugin alone again: the proxy gone and the plugin's pod restarted, so that it registers
     anew and later checks talk to it and to nothing else."""
     healthy = checks.healthy_devices(node_files, node, plugin.resource)
-    verdicts.require(len(healthy) >= 2, f"{node} has {len(healthy)} healthy {plugin.resource} (kubelet's checkpoint: "
-                     f"{healthy}), DP-07's pod asks for 2", "run on a node where the plugin lists at least 2 devices")
+    verdicts.require(
+        len(healthy) >= 2,
+        f"{node} has {len(healthy)} healthy {plugin.resource} (kubelet's checkpoint: {healthy}), DP-07's pod asks for 2",
+        "run on a node where the plugin lists at least 2 devices",
+    )
     try:
         probe.proxy(lab, api, namespace, PROXY, node, plugin.resource, healthy)
         # The kubelet talks to a resource's newest registration: the proxy's, once it listed through it.
-        wait_for(f"the kubelet to take {plugin.resource}'s devices through the proxy",
-                 lambda: calls.listed(probe.recorded(api, namespace, PROXY)), 30)
+        wait_for(
+            f"the kubelet to take {plugin.resource}'s devices through the proxy",
+            lambda: calls.listed(probe.recorded(api, namespace, PROXY)),
+            30,
+        )
         wait_allocatable(api, node, plugin.resource, len(healthy))
         yield PROXY
     finally:
         _delete_pod(api, namespace, PROXY)
         written = node_files.version(node, checkpoint.PATH)
         plugin.restart_on(api, node)
-        wait_for(f"the restarted plugin to register and list its {len(healthy)} devices",
-                 lambda: checks.lists_again(node_files, node, plugin.resource, written, len(healthy)), 60)
+        wait_for(
+            f"the restarted plugin to register and list its {len(healthy)} devices",
+            lambda: checks.lists_again(node_files, node, plugin.resource, written, len(healthy)),
+            60,
+        )
         wait_allocatable(api, node, plugin.resource, len(healthy))
 
 
 @pytest.mark.requirement("DP-07")
-def test_preferred_allocation_is_honoured_and_prestart_runs(api, node_files: NodeFiles, plugin: DriverUnderTest,
-                                                            namespace: str, node: str, recording: str,
-                                                            evidence: Evidence) -> None:
+def test_preferred_allocation_is_honoured_and_prestart_runs(
+    api, node_files: NodeFiles, plugin: DriverUnderTest, namespace: str, node: str, recording: str, evidence: Evidence
+) -> None:
     # DevicePluginOptions (deviceplugin/v1beta1 api.proto): GetPreferredAllocationAvailable "indicates
     # if GetPreferredAllocation is implemented and available for calling"; PreStartRequired "indicates
     # if PreStartContainer call is required before each container start". Judged from the calls
@@ -241,6 +271,7 @@ def test_preferred_allocation_is_honoured_and_prestart_runs(api, node_files: Nod
     def complete() -> list[calls.Call] | None:
         seen = probe.recorded(api, namespace, recording)
         return seen if calls.awaited(seen, allocated) else None
+
     try:
         seen = wait_for(f"the calls for {allocated} in the proxy's record", complete, 15)
     except WaitTimeout:  # judged on what did pass

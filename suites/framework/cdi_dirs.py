@@ -86,7 +86,7 @@ def config_flag(argv: list[str]) -> str:
     for i, arg in enumerate(argv):
         for flag in ("--config", "-c"):
             if arg.startswith(flag + "="):
-                return arg[len(flag) + 1:]
+                return arg[len(flag) + 1 :]
             if arg == flag and i + 1 < len(argv):
                 return argv[i + 1]
     return DEFAULT_CONFIG
@@ -124,8 +124,11 @@ def of_node(files: NodeReader, node: str) -> CdiDirs:
 
     runtime = client.CoreV1Api(files.api).read_node(node).status.node_info.container_runtime_version
     if not runtime.startswith("containerd://"):
-        return CdiDirs(DEFAULT_DIRS, True, f"the CDI defaults: the node's runtime is {runtime}, not containerd, "
-                                           "and dralab reads only containerd's configuration")
+        return CdiDirs(
+            DEFAULT_DIRS,
+            True,
+            f"the CDI defaults: the node's runtime is {runtime}, not containerd, and dralab reads only containerd's configuration",
+        )
     if files.lab.local is not None:
         pid = files.lab.local_node(node).component("containerd").pid
         main = local_config_path(f"/proc/{pid}/cmdline")

@@ -29,8 +29,14 @@ def on_node(files: NodeFiles, node: str) -> dict[str, dict[str, Any]]:
 def defining(specs: dict[str, dict[str, Any]], qualified: str) -> str | None:
     """The path of the spec that defines CDI device `vendor/class=name`, None if none does."""
     kind, _, name = qualified.partition("=")
-    return next((path for path, spec in specs.items() if spec.get("kind") == kind
-                 and any(d.get("name") == name for d in spec.get("devices") or [])), None)
+    return next(
+        (
+            path
+            for path, spec in specs.items()
+            if spec.get("kind") == kind and any(d.get("name") == name for d in spec.get("devices") or [])
+        ),
+        None,
+    )
 
 
 def edits(specs: list[dict[str, Any]], qualified: str) -> list[dict[str, Any]] | None:

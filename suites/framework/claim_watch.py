@@ -27,9 +27,16 @@ class Versions:
         custom = client.CustomObjectsApi(api)
         while not self._stopped.is_set():
             try:
-                for event in self._watch.stream(custom.list_namespaced_custom_object, "resource.k8s.io", "v1", namespace,
-                                                "resourceclaims", field_selector=f"metadata.name={name}",
-                                                resource_version=self._from, timeout_seconds=600):
+                for event in self._watch.stream(
+                    custom.list_namespaced_custom_object,
+                    "resource.k8s.io",
+                    "v1",
+                    namespace,
+                    "resourceclaims",
+                    field_selector=f"metadata.name={name}",
+                    resource_version=self._from,
+                    timeout_seconds=600,
+                ):
                     claim = event["object"]
                     if event["type"] in ("ADDED", "MODIFIED"):
                         self.seen.append(claim)

@@ -21,8 +21,7 @@ class ClaimBuilder:
     constraints: list[dict[str, Any]] = field(default_factory=list)
 
     @staticmethod
-    def exactly(device_class: str, count: int = 1, selector: str | None = None,
-                derived: dict[str, str] | None = None) -> dict[str, Any]:
+    def exactly(device_class: str, count: int = 1, selector: str | None = None, derived: dict[str, str] | None = None) -> dict[str, Any]:
         """What a request (or a firstAvailable subrequest) asks for: `count` devices of the class;
         `selector` is a CEL expression, `derived` maps derived attribute names to their CEL
         expressions (KEP-6080)."""
@@ -33,8 +32,9 @@ class ClaimBuilder:
             exactly["derivedAttributes"] = [{"name": n, "expression": e} for n, e in derived.items()]
         return exactly
 
-    def request(self, name: str, device_class: str, count: int = 1, selector: str | None = None,
-                derived: dict[str, str] | None = None) -> "ClaimBuilder":
+    def request(
+        self, name: str, device_class: str, count: int = 1, selector: str | None = None, derived: dict[str, str] | None = None
+    ) -> "ClaimBuilder":
         self.requests.append({"name": name, "exactly": self.exactly(device_class, count, selector, derived)})
         return self
 
@@ -65,8 +65,7 @@ class ClaimBuilder:
             devices["config"] = self.config
         if self.constraints:
             devices["constraints"] = self.constraints
-        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                "metadata": {"name": self.name}, "spec": {"devices": devices}}
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": self.name}, "spec": {"devices": devices}}
 
 
 def create(api: client.ApiClient, namespace: str, claim: ClaimBuilder) -> str:
@@ -86,19 +85,18 @@ def delete(api: client.ApiClient, namespace: str, name: str, timeout: float = 30
                 return True
             raise
         return False
+
     wait_for(f"claim {namespace}/{name} deleted", gone, timeout)
 
 
 def read(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
     """The claim as plain JSON (status fields newer than the client's models stay intact)."""
-    return client.CustomObjectsApi(api).get_namespaced_custom_object(
-        "resource.k8s.io", "v1", namespace, "resourceclaims", name)
+    return client.CustomObjectsApi(api).get_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims", name)
 
 
 def listed(api: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
     """Every claim in the namespace, as plain JSON."""
-    return client.CustomObjectsApi(api).list_namespaced_custom_object(
-        "resource.k8s.io", "v1", namespace, "resourceclaims")["items"]
+    return client.CustomObjectsApi(api).list_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims")["items"]
 
 
 def listed_everywhere(api: client.ApiClient) -> list[dict[str, Any]]:
@@ -106,8 +104,7 @@ def listed_everywhere(api: client.ApiClient) -> list[dict[str, Any]]:
     return client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceclaims")["items"]
 
 
-def read_when(api: client.ApiClient, namespace: str, name: str,
-              condition: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+def read_when(api: client.ApiClient, namespace: str, name: str, condition: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
     """The claim if it meets `condition` now, else None (for wait_for)."""
     claim = read(api, namespace, name)
     return claim if condition(claim) else None
@@ -115,8 +112,11 @@ def read_when(api: client.ApiClient, namespace: str, name: str,
 
 def derived_attributes(claim: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     """request name -> its derivedAttributes as stored (requests without any are left out)."""
-    return {r["name"]: r["exactly"]["derivedAttributes"] for r in claim["spec"]["devices"]["requests"]
-            if "derivedAttributes" in r.get("exactly", {})}
+    return {
+        r["name"]: r["exactly"]["derivedAttributes"]
+        for r in claim["spec"]["devices"]["requests"]
+        if "derivedAttributes" in r.get("exactly", {})
+    }
 
 
 def allocated(claim: dict[str, Any], driver: str | None = None) -> list[dict[str, Any]]:
@@ -128,18 +128,24 @@ def device_status(claim: dict[str, Any], driver: str | None = None) -> list[dict
     return [d for d in (claim.get("status") or {}).get("devices", []) if driver is None or d["driver"] == driver]
 
 
-def write_status(api: client.ApiClient, claim: dict[str, Any], devices: list[dict[str, Any]],
-                 **status_changes: Any) -> dict[str, Any]:
+def write_status(api: client.ApiClient, claim: dict[str, Any], devices: list[dict[str, Any]], **status_changes: Any) -> dict[str, Any]:
     """Replace status.devices (and any other status fields given) of `claim` (as read) with an
     update of the status subresource, made as `api` acts; ApiException if refused."""
     meta = claim["metadata"]
     body = {**claim, "status": {**(claim.get("status") or {}), "devices": devices, **status_changes}}
     return client.CustomObjectsApi(api).replace_namespaced_custom_object_status(
-        "resource.k8s.io", "v1", meta["namespace"], "resourceclaims", meta["name"], body)
+        "resource.k8s.io", "v1", meta["namespace"], "resourceclaims", meta["name"], body
+    )
 
 
-def allocate_by_hand(api: client.ApiClient, claim: dict[str, Any], results: list[dict[str, Any]], node: str,
-                     pod: client.V1Pod, devices: list[dict[str, Any]] = ()) -> dict[str, Any]:
+def allocate_by_hand(
+    api: client.ApiClient,
+    claim: dict[str, Any],
+    results: list[dict[str, Any]],
+    node: str,
+    pod: client.V1Pod,
+    devices: list[dict[str, Any]] = (),
+) -> dict[str, Any]:
     """Write `results` as the claim's (as read) allocation on `node`, reserved for `pod`, as the
     scheduler writes one (its classes' and its own configs copied in), with status entries
     `devices` (as their drivers would write them): for allocations the scheduler never makes, such
@@ -149,24 +155,33 @@ def allocate_by_hand(api: client.ApiClient, claim: dict[str, Any], results: list
     for request in claim["spec"]["devices"]["requests"]:
         device_class = (request.get("exactly") or {}).get("deviceClassName")
         if device_class:
-            spec = client.CustomObjectsApi(api).get_cluster_custom_object(
-                "resource.k8s.io", "v1", "deviceclasses", device_class)["spec"]
+            spec = client.CustomObjectsApi(api).get_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", device_class)["spec"]
             config += [{"source": "FromClass", "requests": [request["name"]], **c} for c in spec.get("config") or []]
     config += [{"source": "FromClaim", **c} for c in claim["spec"]["devices"].get("config") or []]
     node_selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
-    return write_status(api, claim, list(devices), allocation={"devices": {"results": results, "config": config},
-                                                    "nodeSelector": node_selector},
-                        reservedFor=[{"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid}])
+    return write_status(
+        api,
+        claim,
+        list(devices),
+        allocation={"devices": {"results": results, "config": config}, "nodeSelector": node_selector},
+        reservedFor=[{"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid}],
+    )
 
 
-def apply_status(api: client.ApiClient, namespace: str, name: str, devices: list[dict[str, Any]],
-                 manager: str) -> dict[str, Any]:
+def apply_status(api: client.ApiClient, namespace: str, name: str, devices: list[dict[str, Any]], manager: str) -> dict[str, Any]:
     """Server-side apply of status.devices entries as field manager `manager`."""
-    body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
-            "status": {"devices": devices}}
+    body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name}, "status": {"devices": devices}}
     return client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
-        "resource.k8s.io", "v1", namespace, "resourceclaims", name, body, field_manager=manager, force=True,
-        _content_type="application/apply-patch+yaml")
+        "resource.k8s.io",
+        "v1",
+        namespace,
+        "resourceclaims",
+        name,
+        body,
+        field_manager=manager,
+        force=True,
+        _content_type="application/apply-patch+yaml",
+    )
 
 
 def refusal(e: ApiException) -> str | None:

@@ -53,8 +53,7 @@ def parse(text: str) -> list[PreparedClaim]:
         outer = json.loads(text)
         data = json.loads(outer["Data"])
     except (ValueError, KeyError, TypeError) as e:
-        raise ObservationFailed(f"the kubelet's DRA checkpoint does not decode ({type(e).__name__}: {e}): "
-                                f"{text[:300]}") from e
+        raise ObservationFailed(f"the kubelet's DRA checkpoint does not decode ({type(e).__name__}: {e}): {text[:300]}") from e
     if data.get("kind") != KIND:
         raise ObservationFailed(f"the kubelet's DRA checkpoint is of kind {data.get('kind')!r}, not {KIND}")
     return [_claim(c) for c in data.get("ClaimInfoStateList") or []]
@@ -63,11 +62,19 @@ def parse(text: str) -> list[PreparedClaim]:
 def _claim(raw: dict[str, Any]) -> PreparedClaim:
     pods = raw.get("PodUIDs") or {}
     return PreparedClaim(
-        uid=raw.get("ClaimUID", ""), namespace=raw.get("Namespace", ""), name=raw.get("ClaimName", ""),
+        uid=raw.get("ClaimUID", ""),
+        namespace=raw.get("Namespace", ""),
+        name=raw.get("ClaimName", ""),
         # A Go sets.Set[string] marshals as a JSON object (set members as keys) or, written by an
         # older kubelet, a list.
         pod_uids=frozenset(pods if isinstance(pods, (list, dict)) else []),
-        devices={driver: tuple(PreparedDevice(d.get("PoolName", ""), d.get("DeviceName", ""),
-                                              tuple(d.get("RequestNames") or ()), tuple(d.get("CDIDeviceIDs") or ()))
-                               for d in (state or {}).get("Devices") or [])
-                 for driver, state in (raw.get("DriverState") or {}).items()})
+        devices={
+            driver: tuple(
+                PreparedDevice(
+                    d.get("PoolName", ""), d.get("DeviceName", ""), tuple(d.get("RequestNames") or ()), tuple(d.get("CDIDeviceIDs") or ())
+                )
+                for d in (state or {}).get("Devices") or []
+            )
+            for driver, state in (raw.get("DriverState") or {}).items()
+        },
+    )

@@ -59,14 +59,20 @@ class DriverUnderTest:
     def requires_hardware(self, why: str) -> None:
         """SKIP a check that works on dralab's emulated hardware when the profile needs none."""
         if not self.profile.needs_hardware:
-            pytest.skip(f"driver profile {self.profile.name} has hardware: none, and {why}: name the hardware "
-                        "profile the driver runs on in its profile to run this check")
+            pytest.skip(
+                f"driver profile {self.profile.name} has hardware: none, and {why}: name the hardware "
+                "profile the driver runs on in its profile to run this check"
+            )
 
     def pods_on(self, api: client.ApiClient, node: str) -> list[client.V1Pod]:
         """The driver's pods (of its profile's deployment) on `node`."""
-        return client.CoreV1Api(api).list_namespaced_pod(
-            self.profile.namespace, label_selector=f"{PROFILE_LABEL}={self.profile.name}",
-            field_selector=f"spec.nodeName={node}").items
+        return (
+            client.CoreV1Api(api)
+            .list_namespaced_pod(
+                self.profile.namespace, label_selector=f"{PROFILE_LABEL}={self.profile.name}", field_selector=f"spec.nodeName={node}"
+            )
+            .items
+        )
 
     def restart_on(self, api: client.ApiClient, node: str, timeout: float = 90) -> None:
         """Delete the driver's pods on `node` and wait until their replacements are ready."""
@@ -78,7 +84,11 @@ class DriverUnderTest:
 
         def replaced() -> list[str]:
             pods = self.pods_on(api, node)
-            ready = [p.metadata.name for p in pods if p.metadata.uid not in old and p.status.container_statuses
-                     and all(c.ready for c in p.status.container_statuses)]
+            ready = [
+                p.metadata.name
+                for p in pods
+                if p.metadata.uid not in old and p.status.container_statuses and all(c.ready for c in p.status.container_statuses)
+            ]
             return ready if len(ready) == len(old) and len(pods) == len(old) else []
+
         wait_for(f"{len(old)} new ready pod(s) of {self.profile.name} on {node}", replaced, timeout)

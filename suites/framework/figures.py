@@ -17,8 +17,7 @@ def percentiles(values: list[float]) -> dict[str, float | None]:
     return {"p50": pick(0.50), "p99": pick(0.99)}
 
 
-def quantile_interval(values: list[float], q: float = 0.5,
-                      confidence: float = 0.95) -> tuple[float, float] | None:
+def quantile_interval(values: list[float], q: float = 0.5, confidence: float = 0.95) -> tuple[float, float] | None:
     """Distribution-free interval of the q-quantile (0 < q < 1): the order statistics x(l) and x(u),
     where how many of the n values fall below the quantile is Binomial(n, q), l is the highest rank
     and u the lowest whose tail on its side stays within (1 - confidence) / 2. For the median of 10
@@ -26,8 +25,10 @@ def quantile_interval(values: list[float], q: float = 0.5,
     end (the median needs 6 at 95%, a p99 368 for its upper end)."""
     ordered, n = sorted(values), len(values)
     tail = (1 - confidence) / 2
-    below = [math.exp(math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1)
-                      + j * math.log(q) + (n - j) * math.log1p(-q)) for j in range(n + 1)]  # P(j values below)
+    below = [
+        math.exp(math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * math.log(q) + (n - j) * math.log1p(-q))
+        for j in range(n + 1)
+    ]  # P(j values below)
     at_most = list(itertools.accumulate(below))  # P(at most j below)
     at_least = list(itertools.accumulate(reversed(below)))[::-1]  # P(at least j below), summed from its small end
     low = sum(1 for j in range(n) if at_most[j] <= tail)

@@ -33,6 +33,7 @@ def acting_as(kubeconfig: Path, bearer_token: str | None = None) -> client.ApiCl
 
 def who_am_i(api: client.ApiClient) -> dict[str, Any]:
     """The user the API server authenticated (SelfSubjectReview): name, groups, extra."""
-    review = client.AuthenticationV1Api(api).create_self_subject_review({"apiVersion": "authentication.k8s.io/v1",
-                                                                         "kind": "SelfSubjectReview"})
+    review = client.AuthenticationV1Api(api).create_self_subject_review(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    )
     return review.status.user_info.to_dict()

@@ -151,8 +151,7 @@ _HEADER, _END = "==> ", "==> end of metadata files"
 
 def dump_command(root: str) -> str:
     """Shell commands printing every file under `root` with its path (none if `root` is missing)."""
-    return (f"for f in $(find {root} -type f 2>/dev/null | sort); do echo \"{_HEADER}$f\"; cat \"$f\"; echo; done; "
-            f"echo \"{_END}\"")
+    return f'for f in $(find {root} -type f 2>/dev/null | sort); do echo "{_HEADER}$f"; cat "$f"; echo; done; echo "{_END}"'
 
 
 def parse_dump(log: str) -> dict[str, str] | None:
@@ -163,8 +162,7 @@ def parse_dump(log: str) -> dict[str, str] | None:
         if line == _END:
             return {path: "\n".join(lines).rstrip("\n") for path, lines in files.items()}
         if line.startswith(_HEADER):
-            current = files.setdefault(line[len(_HEADER):], [])
+            current = files.setdefault(line[len(_HEADER) :], [])
         elif current is not None:
             current.append(line)
     return None
-

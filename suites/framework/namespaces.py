@@ -17,8 +17,7 @@ def fresh(api: client.ApiClient, prefix: str = "t") -> Iterator[str]:
     core = client.CoreV1Api(api)
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name}})
-    wait_for(f"ServiceAccount default in namespace {name}",
-             lambda: core.read_namespaced_service_account("default", name), timeout=30)
+    wait_for(f"ServiceAccount default in namespace {name}", lambda: core.read_namespaced_service_account("default", name), timeout=30)
     try:
         yield name
     finally:

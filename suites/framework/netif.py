@@ -30,8 +30,7 @@ def interface(observe: Callable[[str], str | None], name: str) -> dict[str, obje
     a script in the pod (pods.observe): None when the script says it is absent."""
     out = (observe(f"{absent_unless(f'/sys/class/net/{name}')}ip addr show dev {name}") if name else None) or ""
     seen = next(iter(parse(out)), {"ips": [], "hardwareAddress": ""})
-    return {"interfaceName": name if out else None, "ips": seen["ips"], "hardwareAddress": seen["hardwareAddress"],
-            "ip addr": out}
+    return {"interfaceName": name if out else None, "ips": seen["ips"], "hardwareAddress": seen["hardwareAddress"], "ip addr": out}
 
 
 # What a container prints of its interfaces, between a header and an end line: a workload's log
@@ -47,4 +46,4 @@ def dump_command() -> str:
 def parse_dump(log: str) -> list[dict[str, object]] | None:
     """The interfaces a dump_command printed in `log`; None if it printed none (yet)."""
     start, end = log.find(_HEADER + "\n"), log.find(_END)
-    return None if start < 0 or end < start else parse(log[start + len(_HEADER) + 1:end])
+    return None if start < 0 or end < start else parse(log[start + len(_HEADER) + 1 : end])

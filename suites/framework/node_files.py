@@ -29,16 +29,17 @@ class Entry:
 # Pod Security admission: the observer mounts the node's root (hostPath), which only the
 # privileged level allows.
 POD_SECURITY = {"pod-security.kubernetes.io/enforce": "privileged"}
-REMEDY = (f"let dralab run a privileged pod with hostPath / in namespace {NAMESPACE}: allow the namespace "
-          f"label pod-security.kubernetes.io/enforce=privileged (or exempt the namespace in the PodSecurity "
-          f"admission configuration and in any policy webhook), and give dralab's user the right to create the "
-          f"namespace and its pods")
+REMEDY = (
+    f"let dralab run a privileged pod with hostPath / in namespace {NAMESPACE}: allow the namespace "
+    f"label pod-security.kubernetes.io/enforce=privileged (or exempt the namespace in the PodSecurity "
+    f"admission configuration and in any policy webhook), and give dralab's user the right to create the "
+    f"namespace and its pods"
+)
 
 
 def _refused(what: str, e: ApiException) -> NoReturn:
     """SKIP: the cluster does not let dralab observe its nodes' files; not the driver's FAIL."""
-    skip(f"the cluster refused {what} ({e.status} {e.reason}: {validation.message(e)}), so this check cannot read node files",
-         REMEDY)
+    skip(f"the cluster refused {what} ({e.status} {e.reason}: {validation.message(e)}), so this check cannot read node files", REMEDY)
 
 
 def _terminating(core: client.CoreV1Api) -> bool:
@@ -115,7 +116,7 @@ class NodeFiles:
         """The path under the pod's view of the node's root. /var/run is an absolute symlink to
         /run on the node, which would resolve inside the pod's own root: follow it here."""
         if path == "/var/run" or path.startswith("/var/run/"):
-            path = "/run" + path[len("/var/run"):]
+            path = "/run" + path[len("/var/run") :]
         return HOST + path
 
     def _observe(self, node: str, script: str) -> str | None:
@@ -140,13 +141,13 @@ class NodeFiles:
         entries = {}
         for line in out.splitlines():
             mode, kind, name = line.split("|", 2)
-            entries[path + name[len(host):]] = Entry(mode, kind)
+            entries[path + name[len(host) :]] = Entry(mode, kind)
         return entries
 
     def glob(self, node: str, pattern: str) -> list[str]:
         host = self._host(pattern)
-        out = self._observe(node, f"for f in {host}; do [ -e \"$f\" ] && echo \"$f\"; done; true") or ""
-        found = [line[len(HOST):] for line in out.splitlines()]
+        out = self._observe(node, f'for f in {host}; do [ -e "$f" ] && echo "$f"; done; true') or ""
+        found = [line[len(HOST) :] for line in out.splitlines()]
         if pattern.startswith("/var/run/"):  # name them as asked
             found = ["/var" + f for f in found]
         return found

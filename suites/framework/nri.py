@@ -20,7 +20,9 @@ def explain(lab: Lab, evidence: Evidence) -> str:
     evidence.add("containerd's errors about NRI plugins during the run", lines[-SHOWN:])
     if not nri_log.closed(lines):
         return ""
-    return ("\ncontainerd closed an NRI plugin during the run (see its errors in the evidence): it does when a "
-            "plugin's hook fails or passes containerd's plugin_request_timeout (2 s unless configured), and the pod "
-            "whose sandbox was starting runs without that hook's changes. If the hook is slow only on a loaded "
-            "machine, rerun with nothing else running on it.")
+    return (
+        "\ncontainerd closed an NRI plugin during the run (see its errors in the evidence): it does when a "
+        "plugin's hook fails or passes containerd's plugin_request_timeout (2 s unless configured), and the pod "
+        "whose sandbox was starting runs without that hook's changes. If the hook is slow only on a loaded "
+        "machine, rerun with nothing else running on it."
+    )

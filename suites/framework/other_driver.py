@@ -21,8 +21,10 @@ from suites.framework.verdicts import skip
 def unavailable(lab: Lab) -> str | None:
     """Why the second driver cannot run on `lab`, None if it can."""
     if lab.cfg is None or not lab.cfg.hardware:
-        return ("the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs, and "
-                f"this {lab.provider} lab has none (a lab gets the hardware its driver profile names)")
+        return (
+            "the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs, and "
+            f"this {lab.provider} lab has none (a lab gets the hardware its driver profile names)"
+        )
     return None
 
 
@@ -42,19 +44,21 @@ def reference_gpu(lab: Lab, requirement: str) -> Iterator[DriverUnderTest]:
     """The reference GPU driver as gpu-b.dralab.dev while the context lasts; SKIP on a lab
     without emulated GPUs."""
     if why := unavailable(lab):
-        pytest.skip(f"{why}; to check {requirement} too, certify with --hardware dgx-like (the emulated GPUs beside "
-                    "the driver's own devices)")
+        pytest.skip(
+            f"{why}; to check {requirement} too, certify with --hardware dgx-like (the emulated GPUs beside the driver's own devices)"
+        )
     with deployed(lab) as driver:
         yield driver
 
 
-def free_on_one_node(lab: Lab, api: client.ApiClient, drivers: tuple[str, ...],
-                     requirement: str) -> tuple[list[slices.Device], str]:
+def free_on_one_node(lab: Lab, api: client.ApiClient, drivers: tuple[str, ...], requirement: str) -> tuple[list[slices.Device], str]:
     """A free device of each driver, all on one node, and that node; SKIP where no node has them."""
     for node in lab.nodes:
         free = [slices.free(api, d, node.name) for d in drivers]
         if all(free):
             return [f[0] for f in free], node.name
-    skip(f"no node has a free device of each of {', '.join(drivers)} "
-         f"({'; '.join(slices.room(api, d).describe() for d in drivers)}); {requirement} needs one of each on one node",
-         slices.MORE_DEVICES)
+    skip(
+        f"no node has a free device of each of {', '.join(drivers)} "
+        f"({'; '.join(slices.room(api, d).describe() for d in drivers)}); {requirement} needs one of each on one node",
+        slices.MORE_DEVICES,
+    )

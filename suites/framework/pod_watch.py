@@ -34,8 +34,7 @@ class FirstSeen:
     def _run(self, api: client.ApiClient, namespace: str) -> None:
         while not self._stopped.is_set():
             try:
-                for event in self._watch.stream(client.CoreV1Api(api).list_namespaced_pod, namespace,
-                                                timeout_seconds=3600):
+                for event in self._watch.stream(client.CoreV1Api(api).list_namespaced_pod, namespace, timeout_seconds=3600):
                     pod = event["object"]
                     if pod.metadata.name not in self.seen and self._reached(pod):
                         self.seen[pod.metadata.name] = time.time()

@@ -74,8 +74,9 @@ class PodBuilder:
         self.mounts.append({"name": volume["name"], "mountPath": mount_path})
         return self
 
-    def with_claim(self, name: str, *, claim: str | None = None, template: str | None = None,
-                   requests: tuple[str, ...] = ()) -> "PodBuilder":
+    def with_claim(
+        self, name: str, *, claim: str | None = None, template: str | None = None, requests: tuple[str, ...] = ()
+    ) -> "PodBuilder":
         """Reference a ResourceClaim (by name) or a ResourceClaimTemplate as pod claim `name`; the
         container uses it whole, or only `requests` of it."""
         ref = {"resourceClaimName": claim} if claim else {"resourceClaimTemplateName": template}
@@ -107,21 +108,33 @@ class PodBuilder:
         return self
 
     def build(self) -> dict[str, Any]:
-        container = {"name": "main", **workload.container_image(self.image),
-                     "command": self.command, "env": self.env, "volumeMounts": self.mounts,
-                     "resources": {"claims": self.container_claims, "limits": self.limits}}
+        container = {
+            "name": "main",
+            **workload.container_image(self.image),
+            "command": self.command,
+            "env": self.env,
+            "volumeMounts": self.mounts,
+            "resources": {"claims": self.container_claims, "limits": self.limits},
+        }
+
         def other(name: str, command: list[str], uses: list[dict[str, Any]]) -> dict[str, Any]:
             return {"name": name, **workload.container_image(self.image), "command": command, "resources": {"claims": uses}}
+
         others = [other(name, self.command, uses) for name, uses in self.sidecars.items()]
-        spec: dict[str, Any] = {"containers": [container, *others], "volumes": self.volumes, "terminationGracePeriodSeconds": 1,
-                                "nodeSelector": self.node_selector, "tolerations": self.tolerations,
-                                "restartPolicy": self.restart_policy, "resourceClaims": self.claims}
+        spec: dict[str, Any] = {
+            "containers": [container, *others],
+            "volumes": self.volumes,
+            "terminationGracePeriodSeconds": 1,
+            "nodeSelector": self.node_selector,
+            "tolerations": self.tolerations,
+            "restartPolicy": self.restart_policy,
+            "resourceClaims": self.claims,
+        }
         if self.init_containers:
             spec["initContainers"] = [other(name, self.init_command, uses) for name, uses in self.init_containers.items()]
         if self.node_name:
             spec["nodeName"] = self.node_name
-        return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": self.name, "annotations": self.annotations}, "spec": spec}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": self.name, "annotations": self.annotations}, "spec": spec}
 
 
 def create(api: client.ApiClient, namespace: str, pod: PodBuilder | dict[str, Any]) -> str:
@@ -135,8 +148,11 @@ def delete(api: client.ApiClient, namespace: str, names: list[str], timeout: flo
     core = client.CoreV1Api(api)
     for name in names:
         core.delete_namespaced_pod(name, namespace)
-    wait_for(f"pod(s) {', '.join(names)} in {namespace} to be gone",
-             lambda: not {p.metadata.name for p in core.list_namespaced_pod(namespace).items} & set(names), timeout)
+    wait_for(
+        f"pod(s) {', '.join(names)} in {namespace} to be gone",
+        lambda: not {p.metadata.name for p in core.list_namespaced_pod(namespace).items} & set(names),
+        timeout,
+    )
 
 
 def events(api: client.ApiClient, namespace: str, name: str) -> str:
@@ -157,8 +173,9 @@ NOT_YET_REGISTERED = "is not registered"
 def prepare_refusals(api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
     """The kubelet's events of the driver refusing to prepare the pod's claims, oldest first: the
     first often names the cause (a retried prepare may fail for another reason)."""
-    items = client.CoreV1Api(api).list_namespaced_event(
-        namespace, field_selector=f"involvedObject.name={name},reason={PREPARE_FAILED}").items
+    items = (
+        client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={name},reason={PREPARE_FAILED}").items
+    )
     refusals = [e for e in items if NOT_YET_REGISTERED not in (e.message or "")]
     return sorted(refusals, key=lambda e: e.first_timestamp or e.event_time or e.metadata.creation_timestamp)
 
@@ -170,8 +187,7 @@ CDI_UNRESOLVABLE = "CDI device injection failed"
 
 def cdi_refusals(api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
     """The kubelet's events of the runtime refusing the pod's containers their CDI devices."""
-    items = client.CoreV1Api(api).list_namespaced_event(
-        namespace, field_selector=f"involvedObject.name={name},reason=Failed").items
+    items = client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={name},reason=Failed").items
     return [e for e in items if CDI_UNRESOLVABLE in (e.message or "")]
 
 
@@ -181,8 +197,14 @@ def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> client.
     return refusals[-1] if refusals else None
 
 
-def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[str, ...] = ("Running",),
-               timeout: float = POD_TIMEOUT, cdi_refused: bool = False) -> client.V1Pod:
+def wait_phase(
+    api: client.ApiClient,
+    namespace: str,
+    name: str,
+    phases: tuple[str, ...] = ("Running",),
+    timeout: float = POD_TIMEOUT,
+    cdi_refused: bool = False,
+) -> client.V1Pod:
     """The pod once in one of `phases`. A driver that still refuses to prepare its claims (with
     `cdi_refused`, also one whose answered CDI devices the runtime still cannot find: checks that
     judge the answer themselves wait it out) REFUSAL_GRACE seconds after the first refusal is a
@@ -201,8 +223,7 @@ def wait_phase(api: client.ApiClient, namespace: str, name: str, phases: tuple[s
         if refusals:
             first_refused[:] = first_refused or [time.monotonic()]
             if time.monotonic() - first_refused[0] > REFUSAL_GRACE:
-                said = "; then ".join(f"kubelet ({e.source.component}, x{e.count}): {e.reason}: {e.message}"
-                                      for e in refusals)
+                said = "; then ".join(f"kubelet ({e.source.component}, x{e.count}): {e.reason}: {e.message}" for e in refusals)
                 raise DriverFailure(f"pod {namespace}/{name} cannot start: {what} for {REFUSAL_GRACE}s; {said}")
         return None
 
@@ -221,12 +242,25 @@ def logs(api: client.ApiClient, namespace: str, name: str, container: str | None
     return client.CoreV1Api(api).read_namespaced_pod_log(name, namespace, container=container)
 
 
-def exec_in(lab: Lab, namespace: str, name: str, *command: str,
-            container: str | None = None) -> subprocess.CompletedProcess[str]:
+def exec_in(lab: Lab, namespace: str, name: str, *command: str, container: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run a command in the pod's container (through the API server and kubelet, as kubectl does)."""
-    return subprocess.run([str(lab.kubectl), "--kubeconfig", str(lab.kubeconfig), "exec", "-n", namespace, name,
-                           *(["-c", container] if container else []), "--", *command],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            str(lab.kubectl),
+            "--kubeconfig",
+            str(lab.kubeconfig),
+            "exec",
+            "-n",
+            namespace,
+            name,
+            *(["-c", container] if container else []),
+            "--",
+            *command,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 # What an observation script exits with when its subject does not exist: kubectl exec's own
@@ -246,8 +280,10 @@ def observe(lab: Lab, namespace: str, name: str, script: str, container: str | N
     if done.returncode == ABSENT:
         return None
     if done.returncode != 0:
-        raise ObservationFailed(f"observing in pod {namespace}/{name}{f' container {container}' if container else ''} "
-                                f"failed (exit {done.returncode}): {script}\n{done.stderr.strip()}")
+        raise ObservationFailed(
+            f"observing in pod {namespace}/{name}{f' container {container}' if container else ''} "
+            f"failed (exit {done.returncode}): {script}\n{done.stderr.strip()}"
+        )
     return done.stdout
 
 
@@ -256,8 +292,7 @@ def absent_unless(path: str) -> str:
     return f"[ -e {path} ] || exit {ABSENT}; "
 
 
-def create_with_claim(api: client.ApiClient, namespace: str, claim: ClaimBuilder, pod: str,
-                      node: str | None = None) -> None:
+def create_with_claim(api: client.ApiClient, namespace: str, claim: ClaimBuilder, pod: str, node: str | None = None) -> None:
     """Create the claim and a pod `pod` that uses it, to go to `node` (tolerating any taint) if
     given, else wherever the scheduler finds room."""
     claims.create(api, namespace, claim)
@@ -276,13 +311,17 @@ def create_bound(api: client.ApiClient, namespace: str, pod: PodBuilder, node: s
     return client.CoreV1Api(api).read_namespaced_pod(pod.name, namespace)
 
 
-def allocate_through(api: client.ApiClient, namespace: str, claim: ClaimBuilder, node: str | None, pod: str,
-                     timeout: float = 60) -> dict[str, Any]:
+def allocate_through(
+    api: client.ApiClient, namespace: str, claim: ClaimBuilder, node: str | None, pod: str, timeout: float = 60
+) -> dict[str, Any]:
     """The claim as read once the scheduler has allocated it for pod `pod` (create_with_claim).
     If it is not allocated in time, an AssertionError carrying the pod's events."""
     create_with_claim(api, namespace, claim, pod, node)
     try:
-        return wait_for(f"claim {namespace}/{claim.name} allocated for pod {pod} on {node or 'any node'}", lambda: claims.read_when(
-            api, namespace, claim.name, lambda c: bool(claims.allocated(c))), timeout)
+        return wait_for(
+            f"claim {namespace}/{claim.name} allocated for pod {pod} on {node or 'any node'}",
+            lambda: claims.read_when(api, namespace, claim.name, lambda c: bool(claims.allocated(c))),
+            timeout,
+        )
     except AssertionError as e:
         raise AssertionError(f"{e}\nevents of pod {pod}:\n{events(api, namespace, pod)}") from None

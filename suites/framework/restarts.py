@@ -61,12 +61,17 @@ def _ready_anew(api: client.ApiClient, namespace: str, node: str, before: dict[s
     def ready(name: str) -> bool:
         statuses = core.read_namespaced_pod(name, namespace).status.container_statuses or []
         return sum(c.restart_count for c in statuses) > before[name] and all(c.ready for c in statuses)
-    wait_for(f"pods {', '.join(before)} of {namespace} on {node} started anew and ready",
-             lambda: all(ready(name) for name in before), REBOOT_TIMEOUT)
+
+    wait_for(
+        f"pods {', '.join(before)} of {namespace} on {node} started anew and ready",
+        lambda: all(ready(name) for name in before),
+        REBOOT_TIMEOUT,
+    )
 
 
-def prepare_again(host: Lab, api: client.ApiClient, component: str, namespace: str, pod: str,
-                  containers: Sequence[str] = ("main",)) -> None:
+def prepare_again(
+    host: Lab, api: client.ApiClient, component: str, namespace: str, pod: str, containers: Sequence[str] = ("main",)
+) -> None:
     """Restart `component` (a key of RESTARTS) of the pod's node so that its claims are prepared
     again, and wait until each of `containers` has started anew and is ready (a WaitTimeout if not).
 
@@ -89,8 +94,9 @@ def prepare_again(host: Lab, api: client.ApiClient, component: str, namespace: s
     refused_at: list[float] = []
 
     def started_anew() -> bool:
-        pending = [c for c in containers if not ((now := container_status(api, namespace, pod, c))
-                                                  and now.restart_count > before[c] and now.ready)]
+        pending = [
+            c for c in containers if not ((now := container_status(api, namespace, pod, c)) and now.restart_count > before[c] and now.ready)
+        ]
         if not pending:
             return True
         # Refused by the runtime (CDI devices no spec defines) or by the driver, and still so after
@@ -100,12 +106,18 @@ def prepare_again(host: Lab, api: client.ApiClient, component: str, namespace: s
             if unresolved or refusal:
                 refused_at[:] = refused_at or [time.monotonic()]
                 if time.monotonic() - refused_at[0] > REFUSAL_GRACE:
-                    raise WaitTimeout(f"container {container} of pod {namespace}/{pod} still refused {REFUSAL_GRACE}s "
-                                      f"after its first refusal following the {RESTARTS[component]}: {unresolved or refusal}")
+                    raise WaitTimeout(
+                        f"container {container} of pod {namespace}/{pod} still refused {REFUSAL_GRACE}s "
+                        f"after its first refusal following the {RESTARTS[component]}: {unresolved or refusal}"
+                    )
                 break
         return False
-    wait_for(f"container(s) {', '.join(containers)} of pod {namespace}/{pod} started anew and ready after the "
-             f"{RESTARTS[component]}", started_anew, REBOOT_TIMEOUT if component == "node" else SANDBOX_TIMEOUT)
+
+    wait_for(
+        f"container(s) {', '.join(containers)} of pod {namespace}/{pod} started anew and ready after the {RESTARTS[component]}",
+        started_anew,
+        REBOOT_TIMEOUT if component == "node" else SANDBOX_TIMEOUT,
+    )
     if observers:
         _ready_anew(api, NODE_FILES_NAMESPACE, node.name, observers)  # the node's files are read through them
 
@@ -115,9 +127,10 @@ def why_not_started(api: client.ApiClient, namespace: str, pod: str, event: str)
     and the kubelet said; None if they blame nothing of the driver's."""
     unresolved, refusal = refused_start(api, namespace, pod)
     if unresolved:
-        return AssertionError(f"after the {event} the claim of pod {namespace}/{pod} was prepared again, but its CDI "
-                              f"devices resolve to no spec, so its containers cannot start: {unresolved}")
+        return AssertionError(
+            f"after the {event} the claim of pod {namespace}/{pod} was prepared again, but its CDI "
+            f"devices resolve to no spec, so its containers cannot start: {unresolved}"
+        )
     if refusal:
-        return AssertionError(f"after the {event} the driver refused to prepare the claim of pod {namespace}/{pod} "
-                              f"again: {refusal}")
+        return AssertionError(f"after the {event} the driver refused to prepare the claim of pod {namespace}/{pod} again: {refusal}")
     return None

@@ -27,22 +27,28 @@ class Device:
 
 def published(api: client.ApiClient, driver: str) -> list[Device]:
     items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]
-    return [Device(driver, s["spec"]["pool"]["name"], d["name"], s["spec"].get("nodeName", ""), d.get("attributes", {}))
-            for s in items if s["spec"]["driver"] == driver for d in s["spec"].get("devices", [])]
+    return [
+        Device(driver, s["spec"]["pool"]["name"], d["name"], s["spec"].get("nodeName", ""), d.get("attributes", {}))
+        for s in items
+        if s["spec"]["driver"] == driver
+        for d in s["spec"].get("devices", [])
+    ]
 
 
 def taken(api: client.ApiClient) -> set[tuple[str, str, str]]:
     """(driver, pool, device) of every device allocated to a claim in any namespace."""
     items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceclaims")["items"]
-    return {(r["driver"], r["pool"], r["device"]) for c in items
-            for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])}
+    return {
+        (r["driver"], r["pool"], r["device"])
+        for c in items
+        for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+    }
 
 
 def free(api: client.ApiClient, driver: str, node: str | None = None) -> list[Device]:
     """The driver's published devices no claim holds, on `node` if given."""
     busy = taken(api)
-    return [d for d in published(api, driver)
-            if (d.driver, d.pool, d.name) not in busy and (node is None or d.node == node)]
+    return [d for d in published(api, driver) if (d.driver, d.pool, d.name) not in busy and (node is None or d.node == node)]
 
 
 def qualified_name(name: str, driver: str) -> str:
@@ -86,26 +92,29 @@ class Room:
         return max((self._published_on(n) for n in self.published), default=0)
 
     def describe(self) -> str:
-        per_node = ", ".join(f"{n or '(not bound to a node)'} {self.free.get(n, 0)}/{c}"
-                             for n, c in sorted(self.published.items()))
+        per_node = ", ".join(f"{n or '(not bound to a node)'} {self.free.get(n, 0)}/{c}" for n, c in sorted(self.published.items()))
         return f"free/published devices of {self.driver} per node: {per_node or 'none published'}"
 
     def lacks(self, count: int, what: str) -> str:
         """Why `what`, which needs `count` devices on one node, cannot run (a SKIP's reason)."""
-        return (f"{self.driver} publishes at most {self.most_published} device(s) on one node and has at most "
-                f"{self.most_free} free on one node ({self.describe()}); {what} needs {count} on one node")
+        return (
+            f"{self.driver} publishes at most {self.most_published} device(s) on one node and has at most "
+            f"{self.most_free} free on one node ({self.describe()}); {what} needs {count} on one node"
+        )
 
 
 # What a SKIP for lack of devices tells the user to do.
-MORE_DEVICES = ("give a node more devices of the driver (its hardware or its configuration), or run the check "
-                "where other claims hold fewer of them")
+MORE_DEVICES = (
+    "give a node more devices of the driver (its hardware or its configuration), or run the check where other claims hold fewer of them"
+)
 ROOM_WAIT = 30  # claims of an earlier test are deallocated a little after their pods are gone
 
 
 def room_of(driver: str, devices: list[Device], busy: set[tuple[str, str, str]]) -> Room:
     """The room the driver's published `devices` leave, `busy` (taken) being allocated."""
-    return Room(driver, dict(Counter(d.node for d in devices)),
-                dict(Counter(d.node for d in devices if (d.driver, d.pool, d.name) not in busy)))
+    return Room(
+        driver, dict(Counter(d.node for d in devices)), dict(Counter(d.node for d in devices if (d.driver, d.pool, d.name) not in busy))
+    )
 
 
 def room(api: client.ApiClient, driver: str) -> Room:
@@ -115,9 +124,11 @@ def room(api: client.ApiClient, driver: str) -> Room:
 def require_room(api: client.ApiClient, driver: str, count: int, what: str, timeout: float = ROOM_WAIT) -> Room:
     """The driver's room once a node has `count` free devices; SKIP (Room.lacks) when none has
     them within `timeout`, or at once when no node even publishes that many."""
+
     def enough() -> Room | None:
         now = room(api, driver)
         return now if now.most_free >= count or now.most_published < count else None
+
     try:
         found = wait_for(f"{count} free device(s) of {driver} on one node", enough, timeout)
     except WaitTimeout:
@@ -138,17 +149,20 @@ def selector_for(device: Device, others: list[Device]) -> str:
         literal = _cel_literal(value)
         if literal is not None and all(o.attributes.get(name) != value for o in others if o != device):
             domain, _, attribute = name.rpartition("/")
-            return (f'device.driver == "{device.driver}" && '
-                    f'device.attributes["{domain or device.driver}"].{attribute} == {literal}')
-    raise AssertionError(f"{device.driver} device {device.name} has no attribute that tells it from the other devices "
-                         f"of its node: {device.attributes}")
+            return f'device.driver == "{device.driver}" && device.attributes["{domain or device.driver}"].{attribute} == {literal}'
+    raise AssertionError(
+        f"{device.driver} device {device.name} has no attribute that tells it from the other devices of its node: {device.attributes}"
+    )
 
 
 def resource_slice(driver: str, node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
     """A ResourceSlice of `driver` for `node` (one pool named after the node)."""
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{driver}-{node}"},
-            "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                     "devices": devices}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{driver}-{node}"},
+        "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices},
+    }
 
 
 @contextlib.contextmanager
@@ -158,15 +172,22 @@ def publishing(api: client.ApiClient, slices: list[dict[str, Any]], classes: lis
     registered with it when it starts, so removal tolerates their absence."""
     resource = client.ResourceV1Api(api)
     for name in classes:
-        resource.create_device_class({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
-                                      "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{name}"'}}]}})
+        resource.create_device_class(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": name},
+                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{name}"'}}]},
+            }
+        )
     for s in slices:
         resource.create_resource_slice(s)
     try:
         yield
     finally:
-        for delete, name in [(resource.delete_resource_slice, s["metadata"]["name"]) for s in slices] + \
-                [(resource.delete_device_class, c) for c in classes]:
+        for delete, name in [(resource.delete_resource_slice, s["metadata"]["name"]) for s in slices] + [
+            (resource.delete_device_class, c) for c in classes
+        ]:
             try:
                 delete(name)
             except ApiException as e:

@@ -50,8 +50,9 @@ def expect_answer(case: str, write: Callable[[], object], rejected_for: tuple[Ca
         return
     want = " and ".join(f"{c.reason} at {c.field}" for c in rejected_for)
     assert got, f"{case}: want rejected for {want}, the API server accepted it"
-    assert sorted((c.get("field", ""), c.get("reason", "")) for c in got) == sorted((c.field, c.reason) for c in rejected_for), \
+    assert sorted((c.get("field", ""), c.get("reason", "")) for c in got) == sorted((c.field, c.reason) for c in rejected_for), (
         f"{case}: want rejected for {want} and nothing else; the API server gave {got}"
+    )
     for cause in rejected_for:
         said = next(c.get("message", "") for c in got if (c.get("field"), c.get("reason")) == (cause.field, cause.reason))
         assert cause.says in said, f"{case}: want {cause.field} rejected saying {cause.says!r}, the API server said {said!r}"

@@ -40,14 +40,18 @@ def slice_problems(slices: list[dict[str, Any]], nodes: set[str]) -> list[str]:
         newest = current[0]["spec"]["pool"]["generation"]
         counts = {s["spec"]["pool"]["resourceSliceCount"] for s in current}
         if counts != {len(current)}:
-            problems.append(f"pool {pool!r} generation {newest}: {len(current)} slice(s) "
-                            f"({', '.join(sorted(s['metadata']['name'] for s in current))}) say resourceSliceCount "
-                            f"{sorted(counts)}")
+            problems.append(
+                f"pool {pool!r} generation {newest}: {len(current)} slice(s) "
+                f"({', '.join(sorted(s['metadata']['name'] for s in current))}) say resourceSliceCount "
+                f"{sorted(counts)}"
+            )
         names = Counter(d["name"] for s in current for d in s["spec"].get("devices") or [])
         twice = sorted(n for n, c in names.items() if c > 1)
         if twice:
-            problems.append(f"pool {pool!r} generation {newest}: device name(s) {twice} appear more than once "
-                            "across its slices (names must be unique within a pool)")
+            problems.append(
+                f"pool {pool!r} generation {newest}: device name(s) {twice} appear more than once "
+                "across its slices (names must be unique within a pool)"
+            )
         on = {s["spec"].get("nodeName") for s in current if s["spec"].get("nodeName")}
         if len(on) > 1:
             problems.append(f"pool {pool!r}: its slices name different nodes {sorted(on)}")
@@ -62,8 +66,7 @@ def allocated(claim: dict[str, Any], driver: str) -> set[tuple[str, str]]:
     return {(r["pool"], r["device"]) for r in results if r["driver"] == driver}
 
 
-def prepare_problems(prepared: PreparedClaim, claim: dict[str, Any] | None, driver: str,
-                     specs: dict[str, dict[str, Any]]) -> list[str]:
+def prepare_problems(prepared: PreparedClaim, claim: dict[str, Any] | None, driver: str, specs: dict[str, dict[str, Any]]) -> list[str]:
     """KP-03 for one claim the kubelet holds as prepared by `driver` on a node: every device the
     driver answered with is one allocated to it in the claim (as the API server has it), and each
     CDI device ID it answered resolves in a CDI spec on that node. An allocated device left out
@@ -74,13 +77,17 @@ def prepare_problems(prepared: PreparedClaim, claim: dict[str, Any] | None, driv
     if claim is not None:
         foreign = {(d.pool, d.device) for d in answer} - allocated(claim, driver)
         if foreign:
-            problems.append(f"{where}: NodePrepareResources answered device(s) {sorted(foreign)}, which the claim's "
-                            f"allocation does not give {driver} (it gives {sorted(allocated(claim, driver))})")
+            problems.append(
+                f"{where}: NodePrepareResources answered device(s) {sorted(foreign)}, which the claim's "
+                f"allocation does not give {driver} (it gives {sorted(allocated(claim, driver))})"
+            )
     for d in answer:
         for cdi_id in d.cdi_ids:
             if cdi_specs.defining(specs, cdi_id) is None:
-                problems.append(f"{where}: device {d.pool}/{d.device} was answered with CDI device {cdi_id!r}, which "
-                                f"no CDI spec on the node defines (specs read: {sorted(specs) or 'none'})")
+                problems.append(
+                    f"{where}: device {d.pool}/{d.device} was answered with CDI device {cdi_id!r}, which "
+                    f"no CDI spec on the node defines (specs read: {sorted(specs) or 'none'})"
+                )
     return problems
 
 
@@ -120,13 +127,19 @@ def first_prepares(calls: list[PluginCall]) -> dict[str, PluginCall]:
 
 
 def _device_key(d: dict[str, Any]) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
-    return (d.get("pool_name", ""), d.get("device_name", ""), tuple(sorted(d.get("request_names") or [])),
-            tuple(sorted(d.get("cdi_device_ids") or [])))
+    return (
+        d.get("pool_name", ""),
+        d.get("device_name", ""),
+        tuple(sorted(d.get("request_names") or [])),
+        tuple(sorted(d.get("cdi_device_ids") or [])),
+    )
 
 
 def _where(c: PluginCall, claim: dict[str, Any]) -> str:
-    return (f"on {c.node} at {c.start:%H:%M:%S.%f}: NodePrepareResources of claim "
-            f"{claim.get('namespace')}/{claim.get('name')} ({claim.get('uid')})")
+    return (
+        f"on {c.node} at {c.start:%H:%M:%S.%f}: NodePrepareResources of claim "
+        f"{claim.get('namespace')}/{claim.get('name')} ({claim.get('uid')})"
+    )
 
 
 def unanswered_claims(calls: list[PluginCall]) -> list[str]:
@@ -139,8 +152,10 @@ def unanswered_claims(calls: list[PluginCall]) -> list[str]:
         answers = (c.response or {}).get("claims") or {}
         for claim in (c.request or {}).get("claims") or []:
             if claim.get("uid") not in answers:
-                problems.append(f"{_where(c, claim)}: the answer has no entry for it (it answered "
-                                f"{sorted(answers) or 'no claim'} of {len((c.request or {}).get('claims') or [])} asked)")
+                problems.append(
+                    f"{_where(c, claim)}: the answer has no entry for it (it answered "
+                    f"{sorted(answers) or 'no claim'} of {len((c.request or {}).get('claims') or [])} asked)"
+                )
     return problems
 
 
@@ -167,8 +182,7 @@ def changed_answers(calls: list[PluginCall]) -> list[str]:
             devices = sorted(_device_key(d) for d in answer.get("devices") or [])
             if key in prepared and prepared[key][1] != devices:
                 first, before = prepared[key]
-                problems.append(f"{_where(c, claim)}: answered {devices}, where its prepare at "
-                                f"{first.start:%H:%M:%S.%f} answered {before}")
+                problems.append(f"{_where(c, claim)}: answered {devices}, where its prepare at {first.start:%H:%M:%S.%f} answered {before}")
                 continue
             prepared.setdefault(key, (c, devices))
     return problems
@@ -209,16 +223,19 @@ def wrong_devices(calls: list[PluginCall], claims_seen: dict[str, dict[str, Any]
             mine = {(r["pool"], r["device"]) for r in results if r.get("driver") == driver}
             foreign = sorted(set(keys) - mine)
             if foreign:
-                problems.append(f"{where}: answered device(s) {foreign}, which its allocation does not give {driver} "
-                                f"(it gives {sorted(mine)})")
+                problems.append(
+                    f"{where}: answered device(s) {foreign}, which its allocation does not give {driver} (it gives {sorted(mine)})"
+                )
         if c.cdi is None:
             continue
         for d in devices:
             for cdi_id in d.get("cdi_device_ids") or []:
                 if not any(spec.defines(cdi_id) for spec in c.cdi.values()):
-                    problems.append(f"{where}: device {d.get('pool_name')}/{d.get('device_name')} was answered with CDI "
-                                    f"device {cdi_id!r}, which no CDI spec on the node defined as the answer went back "
-                                    f"(specs: {sorted(c.cdi) or 'none'})")
+                    problems.append(
+                        f"{where}: device {d.get('pool_name')}/{d.get('device_name')} was answered with CDI "
+                        f"device {cdi_id!r}, which no CDI spec on the node defined as the answer went back "
+                        f"(specs: {sorted(c.cdi) or 'none'})"
+                    )
     return problems
 
 
@@ -247,12 +264,16 @@ def wrong_requests(calls: list[PluginCall], claims_seen: dict[str, dict[str, Any
             names = d.get("request_names") or []
             wrong = sorted({n for n in names if _base(n) not in given})
             if wrong:
-                problems.append(f"{_where(c, claim)}: device {key[0]}/{key[1]} was answered for request(s) {wrong}, "
-                                f"but is allocated for {sorted(given)}: containers that use {wrong} get its CDI devices")
+                problems.append(
+                    f"{_where(c, claim)}: device {key[0]}/{key[1]} was answered for request(s) {wrong}, "
+                    f"but is allocated for {sorted(given)}: containers that use {wrong} get its CDI devices"
+                )
             elif not names and requests - given:
-                problems.append(f"{_where(c, claim)}: device {key[0]}/{key[1]} was answered with no request names, "
-                                f"which gives it to every request of the claim {sorted(requests)}, but it is allocated "
-                                f"for {sorted(given)} only: containers that use {sorted(requests - given)} get its CDI devices")
+                problems.append(
+                    f"{_where(c, claim)}: device {key[0]}/{key[1]} was answered with no request names, "
+                    f"which gives it to every request of the claim {sorted(requests)}, but it is allocated "
+                    f"for {sorted(given)} only: containers that use {sorted(requests - given)} get its CDI devices"
+                )
     return problems
 
 
@@ -263,12 +284,13 @@ SPEC_GRACE_SECONDS = 10
 
 def specs_now(specs: dict[str, dict[str, Any]]) -> dict[str, CDISpec]:
     """A node's CDI specs as read now (cdi_specs.on_node), as a recorded snapshot holds them."""
-    return {path: CDISpec(kind=spec.get("kind", ""), devices=tuple(d.get("name", "") for d in spec.get("devices") or []))
-            for path, spec in specs.items()}
+    return {
+        path: CDISpec(kind=spec.get("kind", ""), devices=tuple(d.get("name", "") for d in spec.get("devices") or []))
+        for path, spec in specs.items()
+    }
 
 
-def left_specs(calls: list[PluginCall], now: dict[str, dict[str, CDISpec]] | None = None,
-               at: datetime | None = None) -> list[str]:
+def left_specs(calls: list[PluginCall], now: dict[str, dict[str, CDISpec]] | None = None, at: datetime | None = None) -> list[str]:
     """KP-06 over every claim unprepared in the run: its own CDI spec files (at its prepare: a spec
     that defined a CDI device answered for it and named it) are gone from the node in every
     snapshot taken more than SPEC_GRACE_SECONDS after the unprepare succeeded, until the claim is
@@ -305,10 +327,17 @@ def left_specs(calls: list[PluginCall], now: dict[str, dict[str, CDISpec]] | Non
     return problems
 
 
-def _still_there(key: tuple[str, str], own: tuple[dict[str, set[str]], dict[str, Any]], unprepare: PluginCall,
-                 snapshot: dict[str, CDISpec], when: str) -> list[str]:
+def _still_there(
+    key: tuple[str, str], own: tuple[dict[str, set[str]], dict[str, Any]], unprepare: PluginCall, snapshot: dict[str, CDISpec], when: str
+) -> list[str]:
     """The claim's own specs (path: its CDI IDs) a snapshot past the grace still holds, as a problem."""
     (node, uid), (paths, claim) = key, own
     left = sorted(p for p, ids in paths.items() if p in snapshot and any(snapshot[p].defines(i) for i in ids))
-    return [f"on {node}: claim {claim.get('namespace')}/{claim.get('name')} ({uid}), unprepared at "
-            f"{unprepare.end:%H:%M:%S.%f}: its CDI spec(s) {left} were still on the node at {when}"] if left else []
+    return (
+        [
+            f"on {node}: claim {claim.get('namespace')}/{claim.get('name')} ({uid}), unprepared at "
+            f"{unprepare.end:%H:%M:%S.%f}: its CDI spec(s) {left} were still on the node at {when}"
+        ]
+        if left
+        else []
+    )

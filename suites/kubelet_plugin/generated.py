@@ -153,8 +153,12 @@ class PodShape:
                     claim.opaque(driver.name, driver.profile.claim_config)
                 built = claim.build()
                 if i in self.templated:
-                    built = {"apiVersion": built["apiVersion"], "kind": "ResourceClaimTemplate",
-                             "metadata": built["metadata"], "spec": {"spec": built["spec"]}}
+                    built = {
+                        "apiVersion": built["apiVersion"],
+                        "kind": "ResourceClaimTemplate",
+                        "metadata": built["metadata"],
+                        "spec": {"spec": built["spec"]},
+                    }
                     refs.append((f"c{i}", {"resourceClaimTemplateName": claim.name}))
                 else:
                     refs.append((f"c{i}", {"resourceClaimName": claim.name}))
@@ -171,8 +175,7 @@ class PodShape:
     def _pod(self, name: str, refs: list[tuple[str, dict[str, str]]]) -> PodBuilder:
         pod = PodBuilder(name, command=list(COMMAND))
         pod.claims = [{"name": c, **ref} for c, ref in refs]
-        uses = [[{"name": f"c{c}", **({"request": f"r{r}"} if r is not None else {})} for c, r in used]
-                for used in self.containers]
+        uses = [[{"name": f"c{c}", **({"request": f"r{r}"} if r is not None else {})} for c, r in used] for used in self.containers]
         pod.container_claims = uses[0]
         for k, used in enumerate(uses[1:], start=1):
             if k == 1 and self.init:
@@ -194,8 +197,15 @@ class _Plain(yaml.SafeDumper):
 
 
 @st.composite
-def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False, shared: bool = True,
-               restarted: tuple[str, ...] = RESTARTED, other_devices: int = 0, one_container: bool = False) -> PodShape:
+def pod_shapes(
+    draw: st.DrawFn,
+    max_devices: int,
+    one_device: bool = False,
+    shared: bool = True,
+    restarted: tuple[str, ...] = RESTARTED,
+    other_devices: int = 0,
+    one_container: bool = False,
+) -> PodShape:
     """Shapes needing at most `max_devices` devices of the driver (what one node has free); with
     `one_device`, one claim of one device a pod (a profile's claimConfig configures one device
     of a pod: its interface name, say) and no sharers; without `shared`, no sharers (the profile
@@ -207,8 +217,12 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False, shar
     if one_device:
         counts: list[tuple[int, ...]] = [(1,)]
     else:
-        counts = draw(st.lists(st.lists(st.integers(1, 2), min_size=1, max_size=2).map(tuple), min_size=1, max_size=3)
-                      .filter(lambda cs: sum(map(sum, cs)) <= max_devices))
+        counts = draw(
+            st.lists(st.lists(st.integers(1, 2), min_size=1, max_size=2).map(tuple), min_size=1, max_size=3).filter(
+                lambda cs: sum(map(sum, cs)) <= max_devices
+            )
+        )
+
     # Each container takes of each claim nothing, the whole claim, one request (twice as likely:
     # MD-04's subject, which a list drawn from all the uses made rare) or each request by name;
     # never a claim whole and by request (the API server refuses the mix).
@@ -216,6 +230,7 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False, shar
         singles = [((c, r),) for r in range(len(requests))]
         every = [tuple((c, r) for r in range(len(requests)))] if len(requests) > 1 else []
         return st.sampled_from([(), ((c, None),), *singles, *singles, *every])
+
     if one_container:
         # Each claim's uses go to one container, drawn for it.
         width = draw(st.integers(1, 3))
@@ -223,7 +238,8 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False, shar
         containers = tuple(tuple(use for owner, uses in owned if owner == k for use in uses) for k in range(width))
     else:
         container = st.tuples(*(of_claim(c, requests) for c, requests in enumerate(counts))).map(
-            lambda per_claim: tuple(use for uses in per_claim for use in uses))
+            lambda per_claim: tuple(use for uses in per_claim for use in uses)
+        )
         containers = draw(st.lists(container, min_size=1, max_size=3).map(tuple))
     templated = frozenset(draw(st.sets(st.sampled_from(range(len(counts))))))
     init = len(containers) > 1 and draw(st.booleans())
@@ -233,8 +249,16 @@ def pod_shapes(draw: st.DrawFn, max_devices: int, one_device: bool = False, shar
     # Restarts take 4 to 25 s (a node reboot the most): one shape in four.
     restart = draw(st.sampled_from(restarted)) if draw(st.booleans()) else None
     others = frozenset(draw(st.sets(st.sampled_from(range(len(counts))), max_size=other_devices // copies)))
-    return PodShape(claims=tuple(counts), containers=containers, templated=templated, init=init,
-                    sharers=sharers, copies=copies, restart=restart, others=others)
+    return PodShape(
+        claims=tuple(counts),
+        containers=containers,
+        templated=templated,
+        init=init,
+        sharers=sharers,
+        copies=copies,
+        restart=restart,
+        others=others,
+    )
 
 
 @dataclass(frozen=True)
@@ -249,8 +273,7 @@ class Failure:
         return self.text
 
 
-def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
-            attempt: Callable[[PodShape], F | None]) -> F | None:
+def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int, attempt: Callable[[PodShape], F | None]) -> F | None:
     """Try `budget` shapes drawn with `seed`; `attempt` starts one and says why it failed, if it
     did. Returns the failure of the smallest failing shape hypothesis shrank to within
     SHRINK_SECONDS of the first failure, None if every shape passed. A shape is attempted once:
@@ -262,8 +285,9 @@ def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int,
     shrinking_since: list[float] = []
     aborted: list[Exception] = []
 
-    @hypothesis.settings(max_examples=budget, deadline=None, database=None, print_blob=False,
-                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.settings(
+        max_examples=budget, deadline=None, database=None, print_blob=False, suppress_health_check=list(hypothesis.HealthCheck)
+    )
     @hypothesis.seed(seed)
     @hypothesis.given(shapes)
     def one(shape: PodShape) -> None:
@@ -296,8 +320,7 @@ class Failed(Exception):
     """A shape that failed, with why (explore's own: what hypothesis shrinks on)."""
 
 
-def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, name: str,
-          other: DriverUnderTest | None = None) -> None:
+def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, name: str, other: DriverUnderTest | None = None) -> None:
     resource = client.ResourceV1Api(api)
     for obj in shape.objects(driver, name, other):
         if obj["kind"] == "ResourceClaim":
@@ -322,24 +345,36 @@ def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str,
         for ref in pod.spec.resource_claims or []:
             claim = ref.resource_claim_name or made.get(ref.name)
             uid = claims.read(api, namespace, claim)["metadata"]["uid"] if claim else None
-            pod_claims.append({"name": ref.name, "claim": claim, "uid": uid,
-                               "template": ref.resource_claim_template_name is not None})
+            pod_claims.append({"name": ref.name, "claim": claim, "uid": uid, "template": ref.resource_claim_template_name is not None})
         init = {c.name for c in pod.spec.init_containers or []}
         for container in [*(pod.spec.init_containers or []), *pod.spec.containers]:
+
             def printed(c: str = container.name) -> tuple[dict[str, str], list[dict[str, object]] | None] | None:
                 log = pods.logs(api, namespace, name, container=c)
                 files = parse_dump(log)  # printed after the interfaces
                 return None if files is None else (files, netif.parse_dump(log))  # none found is an answer too
+
             try:
-                files, interfaces = wait_for(f"container {container.name} of {namespace}/{name} to print its "
-                                             "interfaces and metadata files", printed, DUMP_SECONDS)
+                files, interfaces = wait_for(
+                    f"container {container.name} of {namespace}/{name} to print its interfaces and metadata files", printed, DUMP_SECONDS
+                )
             except WaitTimeout:
                 continue
             uses = [{"name": c.name, "request": c.request} for c in container.resources.claims or []]
-            records.append({"start": datetime.now(timezone.utc).isoformat(), "node": pod.spec.node_name,
-                            "namespace": namespace, "pod": name, "container": container.name,
-                            "init": container.name in init, "uses": uses, "pod_claims": pod_claims, "files": files,
-                            "interfaces": interfaces})
+            records.append(
+                {
+                    "start": datetime.now(timezone.utc).isoformat(),
+                    "node": pod.spec.node_name,
+                    "namespace": namespace,
+                    "pod": name,
+                    "container": container.name,
+                    "init": container.name in init,
+                    "uses": uses,
+                    "pod_claims": pod_claims,
+                    "files": files,
+                    "interfaces": interfaces,
+                }
+            )
     return records
 
 
@@ -351,8 +386,11 @@ def _ours(name: str, n: str) -> bool:
 
 def claims_of(api: Any, namespace: str, name: str) -> dict[str, str]:
     """The claims of the shape started as `name`, templates' included: UID: namespace/name."""
-    return {c["metadata"]["uid"]: f"{namespace}/{c['metadata']['name']}" for c in claims.listed(api, namespace)
-            if _ours(name, c["metadata"]["name"])}
+    return {
+        c["metadata"]["uid"]: f"{namespace}/{c['metadata']['name']}"
+        for c in claims.listed(api, namespace)
+        if _ours(name, c["metadata"]["name"])
+    }
 
 
 def remove(api: Any, namespace: str, name: str) -> None:

@@ -39,8 +39,7 @@ def _restart_under(component: str, lab: Lab, api, driver: DriverUnderTest, names
 SECOND_DRIVER_SLICES = 60
 
 
-def _second_driver(lab: Lab, api, room: slices.Room, run: generated.Run,
-                   stack: contextlib.ExitStack) -> tuple[DriverUnderTest | None, int]:
+def _second_driver(lab: Lab, api, room: slices.Room, run: generated.Run, stack: contextlib.ExitStack) -> tuple[DriverUnderTest | None, int]:
     """The second driver of the generated claims of two drivers, deployed for as long as `stack`
     lasts, and how many of its devices are free on a node where the driver under test has the
     most; (None, 0) on a lab without one, why being in `run.second_driver`."""
@@ -49,9 +48,11 @@ def _second_driver(lab: Lab, api, room: slices.Room, run: generated.Run,
         return None, 0
     other = stack.enter_context(other_driver.deployed(lab))
     nodes = room.nodes_with(run.capacity, [n.name for n in lab.nodes])
+
     def published() -> slices.Room | None:
         theirs = slices.room(api, other.name)
         return theirs if theirs.most_free else None
+
     try:
         theirs = wait_for(f"devices of {other.name} published", published, SECOND_DRIVER_SLICES)
     except WaitTimeout:
@@ -97,19 +98,20 @@ def draw(lab: Lab, api: Any, dra_driver: DriverUnderTest, seed: int, budget: int
                 return None
             except (WaitTimeout, DriverFailure) as e:
                 then = f" (then the {event} on the node of pod {name})" if requirement == "KP-07" else ""
-                return generated.Failure(f"{doing} (seed {seed}): {e}\nthe case, to apply{then}:\n"
-                                         f"{run.manifests[name]}", requirement)
+                return generated.Failure(f"{doing} (seed {seed}): {e}\nthe case, to apply{then}:\n{run.manifests[name]}", requirement)
             finally:
                 generated.remove(api, namespace, name)
 
-        shapes = generated.pod_shapes(run.capacity, one_device=dra_driver.profile.claim_config is not None,
-                                      shared=not dra_driver.profile.claims_serve_one_pod,
-                                      one_container=dra_driver.profile.claims_serve_one_container,
-                                      restarted=("driver", *lab.restartable), other_devices=other_room)
+        shapes = generated.pod_shapes(
+            run.capacity,
+            one_device=dra_driver.profile.claim_config is not None,
+            shared=not dra_driver.profile.claims_serve_one_pod,
+            one_container=dra_driver.profile.claims_serve_one_container,
+            restarted=("driver", *lab.restartable),
+            other_devices=other_room,
+        )
         for seed in range(run.seed, run.seed + run.seeds):
             run.failure = generated.explore(shapes, seed, budget, functools.partial(attempt, seed=seed))
             if run.failure:
                 break
     return run
-
-

@@ -33,14 +33,20 @@ class Seen:
 
     def healthy(self, stream: bool) -> bool:
         """Shown healthy again: published untainted and, where the pod was told, Healthy there."""
-        return self.in_slice == "published" and (bool(self.in_pod) and set(self.in_pod) == {"Healthy"}
-                                                 if stream else "Unhealthy" not in self.in_pod)
+        return self.in_slice == "published" and (
+            bool(self.in_pod) and set(self.in_pod) == {"Healthy"} if stream else "Unhealthy" not in self.in_pod
+        )
 
 
 def seen(api: client.ApiClient, driver: str, namespace: str, pod: str, pod_claim: str, pool: str, name: str) -> Seen:
     statuses = client.CoreV1Api(api).read_namespaced_pod(pod, namespace).status.container_statuses or []
-    health = tuple(r.health for c in statuses for s in c.allocated_resources_status or []
-                   if s.name.split("/")[0] == f"claim:{pod_claim}" for r in s.resources or [])
+    health = tuple(
+        r.health
+        for c in statuses
+        for s in c.allocated_resources_status or []
+        if s.name.split("/")[0] == f"claim:{pod_claim}"
+        for r in s.resources or []
+    )
     device = published(api, driver, pool, name)
     state = "withdrawn" if device is None else "tainted" if device.get("taints") else "published"
     return Seen(health, state)

@@ -76,18 +76,21 @@ def problems(container: str, seen: Edits, expected: Edits, foreign: Edits) -> li
     for entry in expected.env:
         values[entry.partition("=")[0]].add(entry)
     missing_env = sorted(k for k, entries in values.items() if not entries & seen.env)
-    missing = [*(f"env {k}" for k in missing_env),
-               *(f"device node {p}" for p in sorted(expected.device_nodes - seen.device_nodes)),
-               *(f"mount {p}" for p in sorted(expected.mounts - seen.mounts))]
+    missing = [
+        *(f"env {k}" for k in missing_env),
+        *(f"device node {p}" for p in sorted(expected.device_nodes - seen.device_nodes)),
+        *(f"mount {p}" for p in sorted(expected.mounts - seen.mounts)),
+    ]
     if missing:
         out.append(f"container {container} lacks what the CDI devices of its claims give it: {', '.join(missing)}")
     extra = foreign.minus(expected)
-    leaked = [*(f"env {e}" for e in sorted(extra.env & seen.env)),
-              *(f"device node {p}" for p in sorted(extra.device_nodes & seen.device_nodes)),
-              *(f"mount {p}" for p in sorted(extra.mounts & seen.mounts))]
+    leaked = [
+        *(f"env {e}" for e in sorted(extra.env & seen.env)),
+        *(f"device node {p}" for p in sorted(extra.device_nodes & seen.device_nodes)),
+        *(f"mount {p}" for p in sorted(extra.mounts & seen.mounts)),
+    ]
     if leaked:
-        out.append(f"container {container} has what only CDI devices of claims or requests it does not use give: "
-                   f"{', '.join(leaked)}")
+        out.append(f"container {container} has what only CDI devices of claims or requests it does not use give: {', '.join(leaked)}")
     return out
 
 

@@ -36,6 +36,7 @@ def settled_slices(api: client.ApiClient, driver: str, timeout: float = 60) -> l
         settled = bool(seen) and seen[-1] == versions
         seen.append(versions)
         return slices if settled else None
+
     return wait_for(f"the ResourceSlices of {driver} to settle", same_twice, timeout, interval=SETTLE)
 
 
@@ -50,10 +51,13 @@ class NodePool:
 
 def node_pools(slices: list[dict[str, Any]]) -> list[NodePool]:
     """The driver's node-local pools (the slices of their newest generation), by node then pool name."""
-    pools = [NodePool(node, pool, frozenset(d["name"] for s in current if s["spec"].get("nodeName") == node
-                                            for d in s["spec"].get("devices") or []))
-             for pool, current in contract.current_pools(slices).items()
-             for node in {s["spec"]["nodeName"] for s in current if s["spec"].get("nodeName")}]
+    pools = [
+        NodePool(
+            node, pool, frozenset(d["name"] for s in current if s["spec"].get("nodeName") == node for d in s["spec"].get("devices") or [])
+        )
+        for pool, current in contract.current_pools(slices).items()
+        for node in {s["spec"]["nodeName"] for s in current if s["spec"].get("nodeName")}
+    ]
     return sorted(pools, key=lambda p: (p.node, p.pool))
 
 
@@ -94,7 +98,8 @@ def claim_of(api: client.ApiClient, prepared: PreparedClaim) -> dict[str, Any] |
     """The claim as the API server has it now; None if it is gone or is another object by now."""
     try:
         claim = client.CustomObjectsApi(api).get_namespaced_custom_object(
-            "resource.k8s.io", "v1", prepared.namespace, "resourceclaims", prepared.name)
+            "resource.k8s.io", "v1", prepared.namespace, "resourceclaims", prepared.name
+        )
     except ApiException as e:
         if e.status == 404:
             return None

@@ -25,12 +25,20 @@ def call(lab: Lab, api, namespace: str, pod: str, node: str, driver: str, claims
     """The probe's JSON answer: {endpoint, versions, answer: NodePrepareResourcesResponse as
     protojson, error}. ObservationFailed (the harness's ERROR) when the probe itself does not run."""
     root = lab.node(node).kubelet_root_dir.rstrip("/")
-    builder = (PodBuilder(pod, image=drivers_image(lab)).on_node(node).once()
-               # Through the plugin recorder's stand-in where there is one: the trace has these calls too.
-               .running("/usr/local/bin/dra-probe", f"--registry-dir={root}/plugins_registry", f"--driver={driver}",
-                        *(f"--prepare={c.namespace}/{c.name}/{c.uid}" for c in claims))
-               # The same path as on the node: the endpoint the driver registered is a node path.
-               .with_volume({"name": "kubelet", "hostPath": {"path": root, "type": "Directory"}}, root))
+    builder = (
+        PodBuilder(pod, image=drivers_image(lab))
+        .on_node(node)
+        .once()
+        # Through the plugin recorder's stand-in where there is one: the trace has these calls too.
+        .running(
+            "/usr/local/bin/dra-probe",
+            f"--registry-dir={root}/plugins_registry",
+            f"--driver={driver}",
+            *(f"--prepare={c.namespace}/{c.name}/{c.uid}" for c in claims),
+        )
+        # The same path as on the node: the endpoint the driver registered is a node path.
+        .with_volume({"name": "kubelet", "hostPath": {"path": root, "type": "Directory"}}, root)
+    )
     pods.create(api, namespace, builder)
     done = pods.wait_phase(api, namespace, pod, ("Succeeded", "Failed"), PROBE_TIMEOUT)
     out = pods.logs(api, namespace, pod)
@@ -41,8 +49,12 @@ def call(lab: Lab, api, namespace: str, pod: str, node: str, driver: str, claims
 
 
 def _answered(device: dict[str, Any]) -> PreparedDevice:
-    return PreparedDevice(device.get("poolName", ""), device.get("deviceName", ""),
-                          tuple(device.get("requestNames") or ()), tuple(device.get("cdiDeviceIds") or ()))
+    return PreparedDevice(
+        device.get("poolName", ""),
+        device.get("deviceName", ""),
+        tuple(device.get("requestNames") or ()),
+        tuple(device.get("cdiDeviceIds") or ()),
+    )
 
 
 def _same_whatever_order(devices: Iterable[PreparedDevice]) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
@@ -60,12 +72,10 @@ def problems(first: list[PreparedClaim], driver: str, answer: dict[str, Any]) ->
         if got is None:
             out.append(f"{what}: the second NodePrepareResources left it unanswered")
         elif got.get("error"):
-            out.append(f"{what}: the second NodePrepareResources answered the error {got['error']!r}, the first "
-                       "prepared it")
+            out.append(f"{what}: the second NodePrepareResources answered the error {got['error']!r}, the first prepared it")
         else:
             again = [_answered(d) for d in got.get("devices") or []]
             before = list(claim.of(driver) or ())
             if _same_whatever_order(again) != _same_whatever_order(before):
-                out.append(f"{what}: the second NodePrepareResources answered {again}, the first (as the kubelet "
-                           f"recorded it) {before}")
+                out.append(f"{what}: the second NodePrepareResources answered {again}, the first (as the kubelet recorded it) {before}")
     return out

@@ -45,8 +45,7 @@ def dra_driver(driver: DriverUnderTest) -> DriverUnderTest:
     return driver
 
 
-def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str,
-                        node: str | None = None) -> client.V1Pod:
+def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str, node: str | None = None) -> client.V1Pod:
     """A pod with a claim of the driver, running. A driver that will not prepare the claim breaks
     KP-03, which judges that: the check needing the pod is BLOCKED by it, not failed for it."""
     pods.create_with_claim(api, namespace, driver.claim(name), name, node)
@@ -63,9 +62,18 @@ def _uid(api, namespace: str, name: str) -> str:
 @pytest.mark.requirement("KP-02")
 def test_slices_of_every_pool_are_consistent(api, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
     slices = observe.settled_slices(api, dra_driver.name)
-    evidence.add("the driver's ResourceSlices (pool, generation, count, node, devices)",
-                 [{"name": s["metadata"]["name"], "pool": s["spec"]["pool"], "node": s["spec"].get("nodeName"),
-                   "devices": [d["name"] for d in s["spec"].get("devices") or []]} for s in slices])
+    evidence.add(
+        "the driver's ResourceSlices (pool, generation, count, node, devices)",
+        [
+            {
+                "name": s["metadata"]["name"],
+                "pool": s["spec"]["pool"],
+                "node": s["spec"].get("nodeName"),
+                "devices": [d["name"] for d in s["spec"].get("devices") or []],
+            }
+            for s in slices
+        ],
+    )
     assert slices, f"{dra_driver.name} publishes no ResourceSlice: nothing of it can be allocated"
     problems = contract.slice_problems(slices, observe.node_names(api))
     assert not problems, "\n".join(problems)
@@ -76,46 +84,59 @@ HOTPLUG_TIMEOUT = 60
 
 
 @pytest.mark.requirement("KP-02")
-def test_slices_follow_a_device_removed_from_the_node_and_restored(host_access: Lab, api, dra_driver: DriverUnderTest,
-                                                                   evidence: Evidence) -> None:
+def test_slices_follow_a_device_removed_from_the_node_and_restored(
+    host_access: Lab, api, dra_driver: DriverUnderTest, evidence: Evidence
+) -> None:
     dra_driver.requires_hardware("this check removes an emulated device from a node")
     observe.settled_slices(api, dra_driver.name)
     found = hotplug.candidate(host_access, api, dra_driver.name, [n.name for n in host_access.nodes])
     if found is None:
-        pytest.skip(f"no device in {dra_driver.name}'s node-local slices publishes the UUID or PCI address of an "
-                    "emulated device (attributes uuid, resource.kubernetes.io/pciBusID) that no claim holds, so "
-                    "dralab cannot tell which one to remove")
+        pytest.skip(
+            f"no device in {dra_driver.name}'s node-local slices publishes the UUID or PCI address of an "
+            "emulated device (attributes uuid, resource.kubernetes.io/pciBusID) that no claim holds, so "
+            "dralab cannot tell which one to remove"
+        )
     node, removed, before = found
     pool, name = before[removed]
     evidence.observe("published before", {"node": node, "emulated devices": {k: "/".join(v) for k, v in before.items()}})
 
     def now() -> dict[str, tuple[str, str]]:
         return hotplug.published(host_access, api, dra_driver.name, node)
+
     hardware = HardwareLab(host_access.cfg)  # type: ignore[arg-type]
     hardware.remove_device(node, removed)
     try:
         try:
-            after = wait_for(f"{removed} of {node} to leave {dra_driver.name}'s slices",
-                             lambda: (lambda seen: seen if removed not in seen else None)(now()), HOTPLUG_TIMEOUT)
+            after = wait_for(
+                f"{removed} of {node} to leave {dra_driver.name}'s slices",
+                lambda: (lambda seen: seen if removed not in seen else None)(now()),
+                HOTPLUG_TIMEOUT,
+            )
         except WaitTimeout:
-            raise AssertionError(f"{removed} of {node} removed from the node: {HOTPLUG_TIMEOUT}s later the driver's "
-                                 f"slices still publish it as device {pool}/{name}") from None
+            raise AssertionError(
+                f"{removed} of {node} removed from the node: {HOTPLUG_TIMEOUT}s later the driver's "
+                f"slices still publish it as device {pool}/{name}"
+            ) from None
         evidence.observe("published once removed", {k: "/".join(v) for k, v in after.items()})
         lost = sorted(set(before) - set(after) - {removed})
-        assert not lost, (f"{removed} of {node} removed from the node: the driver's slices dropped {', '.join(lost)} too, "
-                          "which are still there")
+        assert not lost, (
+            f"{removed} of {node} removed from the node: the driver's slices dropped {', '.join(lost)} too, which are still there"
+        )
     finally:
         hardware.restore_device(node, removed)
     try:
         wait_for(f"{removed} of {node} published again", lambda: removed in now(), HOTPLUG_TIMEOUT)
     except WaitTimeout:
-        raise AssertionError(f"{removed} of {node} plugged in again: {HOTPLUG_TIMEOUT}s later the driver's slices do not "
-                             f"publish it (they publish {sorted(now())})") from None
+        raise AssertionError(
+            f"{removed} of {node} plugged in again: {HOTPLUG_TIMEOUT}s later the driver's slices do not "
+            f"publish it (they publish {sorted(now())})"
+        ) from None
 
 
 @pytest.mark.requirement("KP-03")
 def test_every_prepared_claim_is_answered_with_its_devices_and_resolvable_cdi_devices(
-        lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     pods.create_with_claim(api, namespace, dra_driver.claim("prepared"), "prepared")
     try:
         pods.wait_phase(api, namespace, "prepared")
@@ -130,22 +151,27 @@ def test_every_prepared_claim_is_answered_with_its_devices_and_resolvable_cdi_de
             if prepared.of(dra_driver.name) is None:
                 continue
             seen.append(prepared.uid)
-            evidence.add(f"on {node}: the kubelet's record of claim {prepared.namespace}/{prepared.name}",
-                         {"answer": [asdict(d) for d in prepared.of(dra_driver.name) or ()], "pods": sorted(prepared.pod_uids)})
-            problems += [f"on {node}: {p}" for p in contract.prepare_problems(
-                prepared, observe.claim_of(api, prepared), dra_driver.name, state.specs)]
+            evidence.add(
+                f"on {node}: the kubelet's record of claim {prepared.namespace}/{prepared.name}",
+                {"answer": [asdict(d) for d in prepared.of(dra_driver.name) or ()], "pods": sorted(prepared.pod_uids)},
+            )
+            problems += [
+                f"on {node}: {p}"
+                for p in contract.prepare_problems(prepared, observe.claim_of(api, prepared), dra_driver.name, state.specs)
+            ]
     evidence.observe("claims judged", f"{len(seen)} claim(s) prepared by {dra_driver.name} on the lab's nodes")
     assert not problems, "\n".join(problems)
     if not_started is not None:
         raise not_started
-    assert own in seen, (f"claim {namespace}/prepared ({own}) of the running pod is in no node's kubelet DRA checkpoint "
-                         f"as prepared by {dra_driver.name}")
+    assert own in seen, (
+        f"claim {namespace}/prepared ({own}) of the running pod is in no node's kubelet DRA checkpoint as prepared by {dra_driver.name}"
+    )
 
 
 @pytest.mark.requirement("KP-06")
-def test_an_unprepared_claims_own_cdi_specs_are_gone(lab: Lab, api, node_files: NodeFiles,
-                                                     dra_driver: DriverUnderTest, namespace: str,
-                                                     evidence: Evidence) -> None:
+def test_an_unprepared_claims_own_cdi_specs_are_gone(
+    lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     node = _running_with_claim(api, dra_driver, namespace, "cleanup").spec.node_name
     uid = _uid(api, namespace, "cleanup")
     state = observe.node_state(node_files, lab, node)
@@ -155,25 +181,34 @@ def test_an_unprepared_claims_own_cdi_specs_are_gone(lab: Lab, api, node_files: 
     evidence.add("the driver's answer for the claim", [asdict(d) for d in prepared.of(dra_driver.name) or ()])
     evidence.observe("its own CDI spec files (define its CDI devices and name its UID)", own)
     client.CoreV1Api(api).delete_namespaced_pod("cleanup", namespace)
-    wait_for(f"the kubelet to unprepare claim {namespace}/cleanup on {node} once its pod is gone",
-             lambda: all(c.uid != uid for c in observe.prepared_claims(node_files, lab, node)), UNPREPARE_TIMEOUT)
+    wait_for(
+        f"the kubelet to unprepare claim {namespace}/cleanup on {node} once its pod is gone",
+        lambda: all(c.uid != uid for c in observe.prepared_claims(node_files, lab, node)),
+        UNPREPARE_TIMEOUT,
+    )
     if not own:
-        evidence.observe("no per-claim CDI spec", "the claim's CDI devices are defined by specs shared by claims, "
-                         "which stay; there is no per-claim spec to remove")
+        evidence.observe(
+            "no per-claim CDI spec",
+            "the claim's CDI devices are defined by specs shared by claims, which stay; there is no per-claim spec to remove",
+        )
         return
+
     def left() -> list[str]:
         return sorted(set(own) & set(cdi_specs.on_node(node_files, node)))
+
     try:
-        wait_for(f"the CDI spec(s) of unprepared claim {uid} to be removed from {node}", lambda: not left(),
-                 UNPREPARE_TIMEOUT)
+        wait_for(f"the CDI spec(s) of unprepared claim {uid} to be removed from {node}", lambda: not left(), UNPREPARE_TIMEOUT)
     except WaitTimeout:
-        raise AssertionError(f"{UNPREPARE_TIMEOUT}s after the kubelet unprepared claim {namespace}/cleanup ({uid}), "
-                             f"its CDI spec(s) are still on {node}: {left()}") from None
+        raise AssertionError(
+            f"{UNPREPARE_TIMEOUT}s after the kubelet unprepared claim {namespace}/cleanup ({uid}), "
+            f"its CDI spec(s) are still on {node}: {left()}"
+        ) from None
 
 
 @pytest.mark.requirement("KP-01")
-def test_the_driver_registers_again_after_a_kubelet_restart(host_access: Lab, api, dra_driver: DriverUnderTest,
-                                                            namespace: str, evidence: Evidence) -> None:
+def test_the_driver_registers_again_after_a_kubelet_restart(
+    host_access: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     # Registered before: a pod with a claim ran on the node (then freed its device, for a driver
     # with one device per node).
     node = _running_with_claim(api, dra_driver, namespace, "before").spec.node_name
@@ -186,8 +221,9 @@ def test_the_driver_registers_again_after_a_kubelet_restart(host_access: Lab, ap
     except WaitTimeout as e:
         unregistered = [line for line in str(e).splitlines() if pods.NOT_YET_REGISTERED in line]
         if unregistered:
-            raise AssertionError(f"after the kubelet on {node} restarted, {dra_driver.name} did not register with it "
-                                 f"again: {unregistered[-1]}") from None
+            raise AssertionError(
+                f"after the kubelet on {node} restarted, {dra_driver.name} did not register with it again: {unregistered[-1]}"
+            ) from None
         raise
 
 
@@ -214,9 +250,13 @@ def _unpreparable(api, driver: DriverUnderTest, namespace: str, name: str, at: o
     that the driver's pool there does not publish: a claim no correct driver can prepare."""
     claims.create(api, namespace, driver.claim(name))
     pod = pods.create_bound(api, namespace, pods.PodBuilder(name).with_claim("c", claim=name), at.node)
-    claims.allocate_by_hand(api, claims.read(api, namespace, name),
-                            [{"request": "dev", "driver": driver.name, "pool": at.pool, "device": ABSENT_DEVICE}],
-                            at.node, pod)
+    claims.allocate_by_hand(
+        api,
+        claims.read(api, namespace, name),
+        [{"request": "dev", "driver": driver.name, "pool": at.pool, "device": ABSENT_DEVICE}],
+        at.node,
+        pod,
+    )
 
 
 def _driver_answers(api, namespace: str, pod: str) -> list[str]:
@@ -227,33 +267,41 @@ def _driver_answers(api, namespace: str, pod: str) -> list[str]:
 def _refused(api, namespace: str, name: str) -> list[str]:
     """The driver's answers to the pod's prepare once it has given one; a pod that starts means
     the driver prepared a device it does not publish."""
+
     def answered() -> list[str] | None:
         if client.CoreV1Api(api).read_namespaced_pod(name, namespace).status.phase == "Running":
-            raise AssertionError(f"pod {namespace}/{name} runs: the driver prepared its claim, allocated device "
-                                 f"{ABSENT_DEVICE}, which none of its slices publishes")
+            raise AssertionError(
+                f"pod {namespace}/{name} runs: the driver prepared its claim, allocated device "
+                f"{ABSENT_DEVICE}, which none of its slices publishes"
+            )
         return _driver_answers(api, namespace, name) or None
+
     return wait_for(f"the kubelet's event of the driver's answer for pod {namespace}/{name}", answered, POD_TIMEOUT)
 
 
 @pytest.mark.requirement("KP-09")
 def test_a_claim_the_driver_cannot_prepare_gets_its_own_error_and_other_claims_are_served(
-        api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     at = _node_pool(api, dra_driver)
     _running_with_claim(api, dra_driver, namespace, "served", node=at.node)
     _unpreparable(api, dra_driver, namespace, "unpreparable", at)
     answers = _refused(api, namespace, "unpreparable")
-    evidence.observe(f"the kubelet's events for pod unpreparable (claim allocated {at.pool}/{ABSENT_DEVICE} on {at.node})",
-                     answers)
+    evidence.observe(f"the kubelet's events for pod unpreparable (claim allocated {at.pool}/{ABSENT_DEVICE} on {at.node})", answers)
     own = CLAIM_FAILED.format(claim="unpreparable")
     wrong = [a for a in answers if own not in a]
-    assert not wrong, (f"the driver did not answer claim unpreparable, allocated device {ABSENT_DEVICE} that its pool "
-                       f"{at.pool} lacks, with an error of its own: the kubelet said {wrong[0]!r} (an error of the whole "
-                       f"call, '{CALL_FAILED}', fails every claim of the pod; '{SKIPPED}': claims left unanswered)")
+    assert not wrong, (
+        f"the driver did not answer claim unpreparable, allocated device {ABSENT_DEVICE} that its pool "
+        f"{at.pool} lacks, with an error of its own: the kubelet said {wrong[0]!r} (an error of the whole "
+        f"call, '{CALL_FAILED}', fails every claim of the pod; '{SKIPPED}': claims left unanswered)"
+    )
     if not any(ABSENT_DEVICE in a for a in answers):
-        evidence.warn(f"the driver's error for claim unpreparable does not name the device it cannot prepare "
-                      f"({ABSENT_DEVICE}): {answers[-1]!r}")
-    assert client.CoreV1Api(api).read_namespaced_pod("served", namespace).status.phase == "Running", \
+        evidence.warn(
+            f"the driver's error for claim unpreparable does not name the device it cannot prepare ({ABSENT_DEVICE}): {answers[-1]!r}"
+        )
+    assert client.CoreV1Api(api).read_namespaced_pod("served", namespace).status.phase == "Running", (
         f"pod served, prepared on {at.node} before, stopped running once the driver refused another claim"
+    )
     client.CoreV1Api(api).delete_namespaced_pod("served", namespace)  # its device, if the node has only one
     pods.create_with_claim(api, namespace, dra_driver.claim("later"), "later", at.node)
     try:
@@ -270,9 +318,9 @@ def _in_use(api, node: str) -> set[str]:
 
 
 @pytest.mark.requirement("KP-05")
-def test_a_prepared_claim_prepared_again_gets_the_same_answer(lab: Lab, api, node_files: NodeFiles,
-                                                                dra_driver: DriverUnderTest, namespace: str,
-                                                                evidence: Evidence) -> None:
+def test_a_prepared_claim_prepared_again_gets_the_same_answer(
+    lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     # Every claim the kubelet holds as prepared by the driver for a running pod, on every node
     # (this check's own among them), asked for again, as a restarted kubelet would.
     _running_with_claim(api, dra_driver, namespace, "again")
@@ -280,45 +328,53 @@ def test_a_prepared_claim_prepared_again_gets_the_same_answer(lab: Lab, api, nod
     problems: list[str] = []
     for node in sorted(n.name for n in lab.nodes):
         running = _in_use(api, node)
-        held = [c for c in observe.prepared_claims(node_files, lab, node)
-                if c.of(dra_driver.name) is not None and c.pod_uids & running]
+        held = [c for c in observe.prepared_claims(node_files, lab, node) if c.of(dra_driver.name) is not None and c.pod_uids & running]
         if not held:
             continue
         answer = prepare_again.call(lab, api, namespace, f"again-{node}", node, dra_driver.name, held)
-        evidence.add(f"on {node}: the second NodePrepareResources of {len(held)} claim(s) and the kubelet's record "
-                     "of the first", {"second": answer, "first": {c.uid: [asdict(d) for d in c.of(dra_driver.name) or ()]
-                                                                  for c in held}})
+        evidence.add(
+            f"on {node}: the second NodePrepareResources of {len(held)} claim(s) and the kubelet's record of the first",
+            {"second": answer, "first": {c.uid: [asdict(d) for d in c.of(dra_driver.name) or ()] for c in held}},
+        )
         if answer.get("error"):
             raise ObservationFailed(f"dralab's probe on {node} could not call {dra_driver.name}: {answer['error']}")
         asked += len(held)
         problems += [f"on {node}: {p}" for p in prepare_again.problems(held, dra_driver.name, answer)]
     assert asked, f"no node's kubelet holds a claim of {dra_driver.name} prepared for a running pod, pod again's included"
     evidence.observe("prepared again", f"{asked} claim(s)")
-    assert not problems, ("NodePrepareResources is not idempotent, a prepared claim asked for again: "
-                          + "\n".join(problems))
+    assert not problems, "NodePrepareResources is not idempotent, a prepared claim asked for again: " + "\n".join(problems)
 
 
 @pytest.mark.requirement("KP-05")
-def test_a_claim_whose_prepare_failed_is_unprepared(lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest,
-                                                    namespace: str, evidence: Evidence) -> None:
+def test_a_claim_whose_prepare_failed_is_unprepared(
+    lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     # The kubelet records a claim before it calls the driver and calls NodeUnprepareResources for
     # it once its pod is gone, prepared or not: the driver must answer it without an error.
     at = _node_pool(api, dra_driver)
     _unpreparable(api, dra_driver, namespace, "unprepared", at)
     evidence.observe("the driver's answer to prepare", _refused(api, namespace, "unprepared"))
     uid = _uid(api, namespace, "unprepared")
-    wait_for(f"the kubelet on {at.node} to hold claim {namespace}/unprepared", lambda: any(
-        c.uid == uid for c in observe.prepared_claims(node_files, lab, at.node)), UNPREPARE_TIMEOUT)
+    wait_for(
+        f"the kubelet on {at.node} to hold claim {namespace}/unprepared",
+        lambda: any(c.uid == uid for c in observe.prepared_claims(node_files, lab, at.node)),
+        UNPREPARE_TIMEOUT,
+    )
     client.CoreV1Api(api).delete_namespaced_pod("unprepared", namespace)
     try:
-        wait_for(f"the kubelet on {at.node} to unprepare claim {namespace}/unprepared once its pod is gone",
-                 lambda: all(c.uid != uid for c in observe.prepared_claims(node_files, lab, at.node)), UNPREPARE_TIMEOUT)
+        wait_for(
+            f"the kubelet on {at.node} to unprepare claim {namespace}/unprepared once its pod is gone",
+            lambda: all(c.uid != uid for c in observe.prepared_claims(node_files, lab, at.node)),
+            UNPREPARE_TIMEOUT,
+        )
     except WaitTimeout:
         # Let the namespace go: the pod waits for an unprepare that will not succeed.
         client.CoreV1Api(api).delete_namespaced_pod("unprepared", namespace, grace_period_seconds=0)
-        raise AssertionError(f"{UNPREPARE_TIMEOUT}s after its pod was deleted, the kubelet on {at.node} still holds claim "
-                             f"{namespace}/unprepared ({uid}), whose prepare had failed: the driver's "
-                             "NodeUnprepareResources did not succeed for a claim it had not prepared") from None
+        raise AssertionError(
+            f"{UNPREPARE_TIMEOUT}s after its pod was deleted, the kubelet on {at.node} still holds claim "
+            f"{namespace}/unprepared ({uid}), whose prepare had failed: the driver's "
+            "NodeUnprepareResources did not succeed for a claim it had not prepared"
+        ) from None
 
 
 def _isolation_pod(api, driver: DriverUnderTest, namespace: str, node: str, devices: int) -> dict[str, list[tuple[str, str | None]]]:
@@ -348,66 +404,84 @@ def _isolation_pod(api, driver: DriverUnderTest, namespace: str, node: str, devi
 
 @pytest.mark.requirement("KP-04")
 def test_each_container_gets_the_cdi_edits_of_what_it_uses_and_of_nothing_else(
-        lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     if dra_driver.profile.claim_config is not None:
-        pytest.skip(f"driver profile {dra_driver.profile.name} has a claimConfig, which configures one device of a pod "
-                    "(say, its interface name), so dralab cannot give one pod the several claims this check needs")
-    room = max(observe.node_pools(observe.settled_slices(api, dra_driver.name)),
-               key=lambda p: len(p.devices), default=None)
+        pytest.skip(
+            f"driver profile {dra_driver.profile.name} has a claimConfig, which configures one device of a pod "
+            "(say, its interface name), so dralab cannot give one pod the several claims this check needs"
+        )
+    room = max(observe.node_pools(observe.settled_slices(api, dra_driver.name)), key=lambda p: len(p.devices), default=None)
     if room is None or len(room.devices) < 2:
-        pytest.skip(f"{dra_driver.name} publishes no node-local pool with two devices: a pod there cannot have "
-                    "devices for two requests to keep apart")
+        pytest.skip(
+            f"{dra_driver.name} publishes no node-local pool with two devices: a pod there cannot have "
+            "devices for two requests to keep apart"
+        )
     uses = _isolation_pod(api, dra_driver, namespace, room.node, len(room.devices))
     state = observe.node_state(node_files, lab, room.node)
     answered: dict[tuple[str, str], set[str]] = {}  # (claim, request) -> CDI device IDs
     for name in {claim for refs in uses.values() for claim, _ in refs}:
         prepared = state.claim(_uid(api, namespace, name))
         if prepared is None:
-            raise ObservationFailed(f"claim {namespace}/{name} of running pod isolation is not in {room.node}'s "
-                                    "kubelet DRA checkpoint")
+            raise ObservationFailed(f"claim {namespace}/{name} of running pod isolation is not in {room.node}'s kubelet DRA checkpoint")
         for request, ids in isolation.ids_by_request(prepared, claims.read(api, namespace, name), dra_driver.name).items():
             answered[(name, request)] = ids
-    evidence.observe("CDI device IDs the driver answered, by claim and request (the allocation's)",
-                     {f"{c}/{r}": sorted(ids) for (c, r), ids in answered.items()})
+    evidence.observe(
+        "CDI device IDs the driver answered, by claim and request (the allocation's)",
+        {f"{c}/{r}": sorted(ids) for (c, r), ids in answered.items()},
+    )
     specs = list(state.specs.values())
     problems, judged = [], 0
     for container, refs in uses.items():
-        mine = {i for (c, r), ids in answered.items() for ref_c, ref_r in refs
-                if c == ref_c and ref_r in (None, r) for i in ids}
+        mine = {i for (c, r), ids in answered.items() for ref_c, ref_r in refs if c == ref_c and ref_r in (None, r) for i in ids}
         expected, _ = isolation.edits_of(specs, mine)
         _, foreign = isolation.edits_of(specs, set().union(*answered.values()) - mine)
         paths = sorted(expected.device_nodes | foreign.device_nodes)
         output = pods.observe(lab, namespace, "isolation", isolation.script(paths), container=container)
         seen = isolation.parse_seen(output or "", paths)
         judged += bool(expected or foreign)
-        evidence.add(f"container {container} (uses {refs or 'no claim'})",
-                     {"expected": expected.listed(), "others' own": foreign.listed(),
-                      "seen": {"device nodes": sorted(seen.device_nodes), "env": sorted(seen.env)}})
+        evidence.add(
+            f"container {container} (uses {refs or 'no claim'})",
+            {
+                "expected": expected.listed(),
+                "others' own": foreign.listed(),
+                "seen": {"device nodes": sorted(seen.device_nodes), "env": sorted(seen.env)},
+            },
+        )
         problems += isolation.problems(container, seen, expected, foreign)
     if not judged:
-        pytest.skip(f"the CDI devices {dra_driver.name} answered have no container edits: nothing of its reaches "
-                    "a container through CDI to keep apart")
+        pytest.skip(
+            f"the CDI devices {dra_driver.name} answered have no container edits: nothing of its reaches "
+            "a container through CDI to keep apart"
+        )
     assert not problems, "\n".join(problems)
 
 
-def _claim_problems(lab: Lab, api, files: NodeFiles, driver: DriverUnderTest, node: str, uid: str,
-                    evidence: Evidence, when: str) -> list[str]:
+def _claim_problems(
+    lab: Lab, api, files: NodeFiles, driver: DriverUnderTest, node: str, uid: str, evidence: Evidence, when: str
+) -> list[str]:
     """KP-03's rule on one claim as the node holds it `when`: its answer names its devices and
     every CDI device of it resolves on the node."""
     state = observe.node_state(files, lab, node)
     prepared = state.claim(uid)
     if prepared is None:
         raise ObservationFailed(f"{when}, claim {uid} of a running pod is not in {node}'s kubelet DRA checkpoint")
-    evidence.add(f"{when}: the kubelet's record of the driver's answer",
-                 [asdict(d) for d in prepared.of(driver.name) or ()])
+    evidence.add(f"{when}: the kubelet's record of the driver's answer", [asdict(d) for d in prepared.of(driver.name) or ()])
     return contract.prepare_problems(prepared, observe.claim_of(api, prepared), driver.name, state.specs)
 
 
 @pytest.mark.requirement("KP-07")
 @pytest.mark.parametrize("component", ["driver", *restarts.RESTARTS])
 def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
-        component: str, lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str,
-        evidence: Evidence, request: pytest.FixtureRequest) -> None:
+    component: str,
+    lab: Lab,
+    api,
+    node_files: NodeFiles,
+    dra_driver: DriverUnderTest,
+    namespace: str,
+    evidence: Evidence,
+    request: pytest.FixtureRequest,
+) -> None:
     # Restarting the node's kubelet or containerd needs a lab dralab runs (host_access SKIPs otherwise).
     host: Lab = lab if component == "driver" else request.getfixturevalue("host_access")
     event = generated.RESTART_EVENTS[component]
@@ -422,13 +496,15 @@ def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
         dra_driver.restart_on(api, node)
         after = restarts.container_status(api, namespace, "restart", "main")
         assert after and after.ready and after.restart_count == before.restart_count, (
-            f"container main of pod {namespace}/restart did not keep running across the driver restart: {after}")
+            f"container main of pod {namespace}/restart did not keep running across the driver restart: {after}"
+        )
     else:
         try:
             restarts.prepare_again(host, api, component, namespace, "restart")
         except WaitTimeout as e:
             raise restarts.why_not_started(api, namespace, "restart", event) or WaitTimeout(
-                f"{e}\nevents of restart:\n{pods.events(api, namespace, 'restart')}") from None
+                f"{e}\nevents of restart:\n{pods.events(api, namespace, 'restart')}"
+            ) from None
     problems = _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"after the {event}")
     assert not problems, "\n".join(f"after the {event}: {p}" for p in problems)
 
@@ -439,22 +515,29 @@ ROLLED_AT = "dralab.dev/rolled-at"  # the pod template annotation a rollout chan
 
 
 def _daemon_sets(api, driver: DriverUnderTest) -> list[client.V1DaemonSet]:
-    return client.AppsV1Api(api).list_namespaced_daemon_set(
-        driver.profile.namespace, label_selector=f"{PROFILE_LABEL}={driver.profile.name}").items
+    return (
+        client.AppsV1Api(api)
+        .list_namespaced_daemon_set(driver.profile.namespace, label_selector=f"{PROFILE_LABEL}={driver.profile.name}")
+        .items
+    )
 
 
 def _rolled_out(api, driver: DriverUnderTest) -> bool:
     def done(ds: client.V1DaemonSet) -> bool:
         st = ds.status
-        return (st.observed_generation or 0) >= ds.metadata.generation and \
-            (st.updated_number_scheduled or 0) == st.desired_number_scheduled == (st.number_available or 0) and \
-            not st.number_unavailable
+        return (
+            (st.observed_generation or 0) >= ds.metadata.generation
+            and (st.updated_number_scheduled or 0) == st.desired_number_scheduled == (st.number_available or 0)
+            and not st.number_unavailable
+        )
+
     return all(done(ds) for ds in _daemon_sets(api, driver))
 
 
 @pytest.mark.requirement("KP-08")
 def test_a_rolling_update_loses_no_prepared_claim_and_fails_no_pod_start(
-        lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence) -> None:
+    lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     sets = _daemon_sets(api, dra_driver)
     if not sets:
         pytest.skip(f"driver profile {dra_driver.profile.name} deploys no DaemonSet for dralab to roll out")
@@ -463,20 +546,21 @@ def test_a_rolling_update_loses_no_prepared_claim_and_fails_no_pod_start(
     restarts_before = restarts.container_status(api, namespace, "before", "main").restart_count
     stamp = str(int(time.time()))
     for ds in sets:  # as `kubectl rollout restart` does, with each DaemonSet's own update strategy
-        client.AppsV1Api(api).patch_namespaced_daemon_set(ds.metadata.name, ds.metadata.namespace, {
-            "spec": {"template": {"metadata": {"annotations": {ROLLED_AT: stamp}}}}})
+        client.AppsV1Api(api).patch_namespaced_daemon_set(
+            ds.metadata.name, ds.metadata.namespace, {"spec": {"template": {"metadata": {"annotations": {ROLLED_AT: stamp}}}}}
+        )
     evidence.observe("rolled out", {ds.metadata.name: api.sanitize_for_serialization(ds.spec.update_strategy) for ds in sets})
     pods.create_with_claim(api, namespace, dra_driver.claim("during"), "during", node)
-    wait_for(f"the rolling update of {dra_driver.profile.name}'s DaemonSets", lambda: _rolled_out(api, dra_driver),
-             ROLLOUT_TIMEOUT)
+    wait_for(f"the rolling update of {dra_driver.profile.name}'s DaemonSets", lambda: _rolled_out(api, dra_driver), ROLLOUT_TIMEOUT)
     try:
         pods.wait_phase(api, namespace, "during", timeout=ROLLOUT_TIMEOUT)
     except (WaitTimeout, DriverFailure) as e:
         evidence.warn(f"a pod created on {node} as the driver's rolling update began did not start: {e}")
     after = restarts.container_status(api, namespace, "before", "main")
     if not (after and after.ready and after.restart_count == restarts_before):
-        evidence.warn(f"container main of pod before, prepared on {node} before the rolling update, did not keep "
-                      f"running across it: {after}")
+        evidence.warn(
+            f"container main of pod before, prepared on {node} before the rolling update, did not keep running across it: {after}"
+        )
     for problem in _claim_problems(lab, api, node_files, dra_driver, node, uid, evidence, "after the rolling update"):
         evidence.warn(f"after the rolling update, the claim prepared before it: {problem}")
 
@@ -486,8 +570,9 @@ HEALTH_TIMEOUT = 60
 
 
 @pytest.mark.requirement("KP-10")
-def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(host_access: Lab, api, dra_driver: DriverUnderTest,
-                                                               namespace: str, evidence: Evidence) -> None:
+def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(
+    host_access: Lab, api, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     dra_driver.requires(Capability.HEALTH)
     dra_driver.requires_hardware("this check faults an emulated GPU")
     node = _running_with_claim(api, dra_driver, namespace, "faulty").spec.node_name
@@ -497,22 +582,29 @@ def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(host_access: Lab
     assert device is not None, f"device {pool}/{name}, allocated to claim faulty, is in none of {dra_driver.name}'s slices"
     gpu = emulated.named(emulated.identities(host_access, node, ("gpu",)), device)
     if gpu is None:
-        pytest.skip(f"device {pool}/{name} publishes neither the UUID nor the PCI address of an emulated GPU of {node} "
-                    "(attributes uuid, resource.kubernetes.io/pciBusID), so dralab cannot tell which one to fault")
+        pytest.skip(
+            f"device {pool}/{name} publishes neither the UUID nor the PCI address of an emulated GPU of {node} "
+            "(attributes uuid, resource.kubernetes.io/pciBusID), so dralab cannot tell which one to fault"
+        )
+
     def now() -> health.Seen:
         return health.seen(api, dra_driver.name, namespace, "faulty", "c", pool, name)
+
     evidence.observe("before the fault", {"emulated GPU": gpu, **asdict(now())})
     hardware = HardwareLab(host_access.cfg)  # type: ignore[arg-type]
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:
         try:
-            how = wait_for(f"the fault of {gpu} to reach pod faulty or the slice of {pool}/{name}",
-                           lambda: now().unhealthy(), HEALTH_TIMEOUT)
+            how = wait_for(
+                f"the fault of {gpu} to reach pod faulty or the slice of {pool}/{name}", lambda: now().unhealthy(), HEALTH_TIMEOUT
+            )
         except WaitTimeout:
-            raise AssertionError(f"{gpu} of {node}, device {pool}/{name} of claim faulty, faulted in the emulated hardware: "
-                                 f"for {HEALTH_TIMEOUT}s the fault neither reached the status of pod faulty (its "
-                                 f"allocatedResourcesStatus: {list(now().in_pod) or 'none'}) nor withdrew or tainted the "
-                                 "device in the driver's slices") from None
+            raise AssertionError(
+                f"{gpu} of {node}, device {pool}/{name} of claim faulty, faulted in the emulated hardware: "
+                f"for {HEALTH_TIMEOUT}s the fault neither reached the status of pod faulty (its "
+                f"allocatedResourcesStatus: {list(now().in_pod) or 'none'}) nor withdrew or tainted the "
+                "device in the driver's slices"
+            ) from None
         evidence.observe("with the fault", {"shown by": how, **asdict(now())})
     finally:
         hardware.set_gpu_health(node, gpu, healthy=True)
@@ -520,13 +612,13 @@ def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(host_access: Lab
     try:
         wait_for(f"{pool}/{name} shown healthy again", lambda: now().healthy(stream), HEALTH_TIMEOUT)
     except WaitTimeout:
-        raise AssertionError(f"{HEALTH_TIMEOUT}s after the fault of {gpu} cleared, device {pool}/{name} is not shown "
-                             f"healthy again: {asdict(now())}") from None
+        raise AssertionError(
+            f"{HEALTH_TIMEOUT}s after the fault of {gpu} cleared, device {pool}/{name} is not shown healthy again: {asdict(now())}"
+        ) from None
 
 
 @pytest.fixture(scope="module")
-def generated_run(generated_workloads: Callable[[DriverUnderTest], generated.Run],
-                  dra_driver: DriverUnderTest) -> generated.Run:
+def generated_run(generated_workloads: Callable[[DriverUnderTest], generated.Run], dra_driver: DriverUnderTest) -> generated.Run:
     """The driver's generated workloads (suites/conftest.py: drawn once a run, before the first
     check that asks for them, whichever suite it is in)."""
     return generated_workloads(dra_driver)
@@ -535,11 +627,17 @@ def generated_run(generated_workloads: Callable[[DriverUnderTest], generated.Run
 @pytest.mark.requirement("KP-03")
 def test_generated_pods_with_claims_of_the_driver_start(generated_run: generated.Run, evidence: Evidence) -> None:
     """Every pod the generated workloads started ran (generated_run); the seed is in the evidence."""
-    seeds = f"seeds {generated_run.seed} to {generated_run.seed + generated_run.seeds - 1}" if generated_run.seeds > 1 \
+    seeds = (
+        f"seeds {generated_run.seed} to {generated_run.seed + generated_run.seeds - 1}"
+        if generated_run.seeds > 1
         else f"seed {generated_run.seed}"
-    evidence.observe("generated workloads", f"{seeds}, budget {generated_run.budget} shape(s), up to "
-                                            f"{generated_run.capacity} device(s) a pod; second driver: "
-                                            f"{generated_run.second_driver}")
+    )
+    evidence.observe(
+        "generated workloads",
+        f"{seeds}, budget {generated_run.budget} shape(s), up to "
+        f"{generated_run.capacity} device(s) a pod; second driver: "
+        f"{generated_run.second_driver}",
+    )
     evidence.add("shapes tried", generated_run.tried)
     if generated_run.skipped:
         pytest.skip(generated_run.skipped)
@@ -551,8 +649,7 @@ def test_generated_pods_with_claims_of_the_driver_start(generated_run: generated
 def test_generated_pods_run_again_after_the_restarts_drawn(generated_run: generated.Run, evidence: Evidence) -> None:
     """Every generated shape drawn with a restart (of the driver, or where dralab runs the nodes
     their kubelet, containerd or the node itself) ran again after it, its claims prepared again."""
-    evidence.observe("restarts the generated pods ran again after",
-                     "; ".join(generated_run.restarted) or "none")
+    evidence.observe("restarts the generated pods ran again after", "; ".join(generated_run.restarted) or "none")
     if generated_run.skipped:
         pytest.skip(generated_run.skipped)
     failure = generated_run.failure
@@ -561,8 +658,9 @@ def test_generated_pods_run_again_after_the_restarts_drawn(generated_run: genera
     if not generated_run.restarted:
         if failure:
             raise Blocked("KP-03", f"no generated shape got as far as a restart: {failure}")
-        pytest.skip(f"none of the {len(generated_run.tried)} generated shape(s) drew a restart; another --seed or a "
-                    "larger --budget draws some")
+        pytest.skip(
+            f"none of the {len(generated_run.tried)} generated shape(s) drew a restart; another --seed or a larger --budget draws some"
+        )
 
 
 def _recorded_calls(lab: Lab, driver: DriverUnderTest, run: generated.Run, evidence: Evidence) -> list[PluginCall]:
@@ -577,40 +675,67 @@ def _recorded_calls(lab: Lab, driver: DriverUnderTest, run: generated.Run, evide
         raise Blocked("KP-03", f"no generated pod started, so no prepared claim is there to judge: {run.failure}")
     calls = contract.calls_to(lab.plugin_calls(), driver.name)
     prepares = [c for c in calls if c.name == "NodePrepareResources"]
-    evidence.observe("calls recorded", f"{len(calls)} call(s) between the kubelets and {driver.name}, "
-                     f"{len(prepares)} NodePrepareResources; {len(run.started)} claim(s) of generated pods that started")
+    evidence.observe(
+        "calls recorded",
+        f"{len(calls)} call(s) between the kubelets and {driver.name}, "
+        f"{len(prepares)} NodePrepareResources; {len(run.started)} claim(s) of generated pods that started",
+    )
     asked = contract.first_prepares(prepares)
     if unseen := [f"{name} ({uid})" for uid, name in run.started.items() if uid not in asked]:
-        raise ObservationFailed(f"the plugin recorder has no NodePrepareResources of {len(unseen)} claim(s) whose pods "
-                                f"ran: {', '.join(unseen[:5])}; see the nodes' plugin-recorder logs under {lab.log_dir}")
+        raise ObservationFailed(
+            f"the plugin recorder has no NodePrepareResources of {len(unseen)} claim(s) whose pods "
+            f"ran: {', '.join(unseen[:5])}; see the nodes' plugin-recorder logs under {lab.log_dir}"
+        )
     return calls
 
 
-def _judge_recorded_calls(problems_of: Callable[[list[PluginCall]], list[str]], what: str, verdict: str, lab: Lab,
-                          driver: DriverUnderTest, run: generated.Run, evidence: Evidence) -> None:
+def _judge_recorded_calls(
+    problems_of: Callable[[list[PluginCall]], list[str]],
+    what: str,
+    verdict: str,
+    lab: Lab,
+    driver: DriverUnderTest,
+    run: generated.Run,
+    evidence: Evidence,
+) -> None:
     """A rule over every recorded call of the run (the generated workloads' among them: each
     check asks for generated_run): its violations, each with the calls they name (by time)
     quoted from the trace."""
     calls = _recorded_calls(lab, driver, run, evidence)
     problems = problems_of(calls)
-    evidence.add(f"the recorded calls {what}",
-                 [asdict(c) for c in calls if any(f"{c.start:%H:%M:%S.%f}" in p for p in problems)][:20])
+    evidence.add(f"the recorded calls {what}", [asdict(c) for c in calls if any(f"{c.start:%H:%M:%S.%f}" in p for p in problems)][:20])
     # The first violation on the first line: a report's headline.
     assert not problems, f"{verdict}: " + "\n".join(problems)
 
 
 @pytest.mark.requirement("KP-03")
 def test_every_prepare_call_of_the_run_answers_each_claim_it_was_given(
-        generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
-    _judge_recorded_calls(contract.unanswered_claims, "with a claim left unanswered",
-                          "NodePrepareResources left claims it was given unanswered", lab, dra_driver, generated_run, evidence)
+    generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence
+) -> None:
+    _judge_recorded_calls(
+        contract.unanswered_claims,
+        "with a claim left unanswered",
+        "NodePrepareResources left claims it was given unanswered",
+        lab,
+        dra_driver,
+        generated_run,
+        evidence,
+    )
 
 
 @pytest.mark.requirement("KP-05")
 def test_every_claim_prepared_again_in_the_run_got_the_same_devices(
-        generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
-    _judge_recorded_calls(contract.changed_answers, "that answered a prepared claim differently",
-                          "NodePrepareResources is not idempotent over the run", lab, dra_driver, generated_run, evidence)
+    generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence
+) -> None:
+    _judge_recorded_calls(
+        contract.changed_answers,
+        "that answered a prepared claim differently",
+        "NodePrepareResources is not idempotent over the run",
+        lab,
+        dra_driver,
+        generated_run,
+        evidence,
+    )
 
 
 def _claims_seen(lab: Lab, run: generated.Run, evidence: Evidence) -> dict[str, dict]:
@@ -619,39 +744,62 @@ def _claims_seen(lab: Lab, run: generated.Run, evidence: Evidence) -> dict[str, 
     seen = lab.claims_allocated()
     evidence.observe("claims seen allocated", f"{len(seen)} claim(s) in the claim log")
     if unseen := [f"{name} ({uid})" for uid, name in run.started.items() if uid not in seen]:
-        raise ObservationFailed(f"the claim log has no allocation of {len(unseen)} claim(s) whose pods ran: "
-                                f"{', '.join(unseen[:5])}; see {lab.log_dir}/{CLAIM_LOG}")
+        raise ObservationFailed(
+            f"the claim log has no allocation of {len(unseen)} claim(s) whose pods ran: "
+            f"{', '.join(unseen[:5])}; see {lab.log_dir}/{CLAIM_LOG}"
+        )
     return seen
 
 
-def _judge_against_allocations(rule: Callable[[list[PluginCall], dict[str, dict], str], list[str]], what: str,
-                               verdict: str, lab: Lab, driver: DriverUnderTest, run: generated.Run,
-                               evidence: Evidence) -> None:
+def _judge_against_allocations(
+    rule: Callable[[list[PluginCall], dict[str, dict], str], list[str]],
+    what: str,
+    verdict: str,
+    lab: Lab,
+    driver: DriverUnderTest,
+    run: generated.Run,
+    evidence: Evidence,
+) -> None:
     """_judge_recorded_calls for a rule that also needs what each claim was allocated."""
-    _judge_recorded_calls(lambda calls: rule(calls, _claims_seen(lab, run, evidence), driver.name),
-                          what, verdict, lab, driver, run, evidence)
+    _judge_recorded_calls(
+        lambda calls: rule(calls, _claims_seen(lab, run, evidence), driver.name), what, verdict, lab, driver, run, evidence
+    )
 
 
 @pytest.mark.requirement("KP-03")
 def test_every_device_prepared_in_the_run_is_allocated_and_resolves(
-        generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
-    _judge_against_allocations(contract.wrong_devices, "that answered a device wrongly", "NodePrepareResources "
-                               "answered devices the claims do not have, twice, or with CDI devices no spec defined",
-                               lab, dra_driver, generated_run, evidence)
+    generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence
+) -> None:
+    _judge_against_allocations(
+        contract.wrong_devices,
+        "that answered a device wrongly",
+        "NodePrepareResources answered devices the claims do not have, twice, or with CDI devices no spec defined",
+        lab,
+        dra_driver,
+        generated_run,
+        evidence,
+    )
 
 
 @pytest.mark.requirement("KP-04")
 def test_every_device_prepared_in_the_run_goes_only_to_its_own_requests(
-        generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
-    _judge_against_allocations(contract.wrong_requests, "that gave a device to requests it is not allocated for",
-                               "NodePrepareResources answered devices for requests they are not allocated for",
-                               lab, dra_driver, generated_run, evidence)
+    generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence
+) -> None:
+    _judge_against_allocations(
+        contract.wrong_requests,
+        "that gave a device to requests it is not allocated for",
+        "NodePrepareResources answered devices for requests they are not allocated for",
+        lab,
+        dra_driver,
+        generated_run,
+        evidence,
+    )
 
 
 @pytest.mark.requirement("KP-06")
 def test_no_claim_unprepared_in_the_run_left_its_cdi_spec(
-        generated_run: generated.Run, lab: Lab, node_files: NodeFiles, dra_driver: DriverUnderTest,
-        evidence: Evidence) -> None:
+    generated_run: generated.Run, lab: Lab, node_files: NodeFiles, dra_driver: DriverUnderTest, evidence: Evidence
+) -> None:
     def left(calls: list[PluginCall]) -> list[str]:
         # The run's last unprepares have no recorded call after them: the nodes' specs are read
         # once the grace since the last one is over, as one more snapshot.
@@ -661,9 +809,16 @@ def test_no_claim_unprepared_in_the_run_left_its_cdi_spec(
         at = datetime.now(timezone.utc)
         now = {node: contract.specs_now(cdi_specs.on_node(node_files, node)) for node in {c.node for c in calls}}
         return contract.left_specs(calls, now, at)
-    _judge_recorded_calls(left, "whose claim's CDI spec outlived its unprepare",
-                          f"claims' own CDI specs stayed on the node more than {contract.SPEC_GRACE_SECONDS}s after "
-                          "they were unprepared", lab, dra_driver, generated_run, evidence)
+
+    _judge_recorded_calls(
+        left,
+        "whose claim's CDI spec outlived its unprepare",
+        f"claims' own CDI specs stayed on the node more than {contract.SPEC_GRACE_SECONDS}s after they were unprepared",
+        lab,
+        dra_driver,
+        generated_run,
+        evidence,
+    )
 
 
 # How long the driver's slices may outlive it: the kubelet deletes a deregistered driver's slices
@@ -678,31 +833,39 @@ def _driver_sockets(lab: Lab, files: NodeFiles, driver: DriverUnderTest) -> dict
     for node in [n.name for n in lab.nodes]:
         root = lab.node(node).kubelet_root_dir
         dirs = {f"{root}/plugins_registry", lab.registration_dir(lab.node(node)), f"{root}/plugins"}
-        found[node] = sorted(path for d in sorted(dirs)
-                             for path, entry in files.listing(node, d).items()
-                             if entry.kind == "socket" and driver.name in path)
+        found[node] = sorted(
+            path for d in sorted(dirs) for path, entry in files.listing(node, d).items() if entry.kind == "socket" and driver.name in path
+        )
     return found
 
 
 # Last in the module: the driver is uninstalled, and deployed again by the next module that needs it.
 @pytest.mark.requirement("KP-11")
-def test_an_uninstalled_driver_leaves_no_slices_and_no_sockets(lab: Lab, api, node_files: NodeFiles, deploy_driver,
-                                                               dra_driver: DriverUnderTest, evidence: Evidence) -> None:
+def test_an_uninstalled_driver_leaves_no_slices_and_no_sockets(
+    lab: Lab, api, node_files: NodeFiles, deploy_driver, dra_driver: DriverUnderTest, evidence: Evidence
+) -> None:
     before = _driver_sockets(lab, node_files, dra_driver)
     evidence.observe("the driver's sockets while it runs", before)
     if not any(before.values()):
-        pytest.skip(f"no socket in the kubelet's plugin dirs names {dra_driver.name} while it runs, so dralab cannot "
-                    "tell which are its own to see go")
+        pytest.skip(
+            f"no socket in the kubelet's plugin dirs names {dra_driver.name} while it runs, so dralab cannot "
+            "tell which are its own to see go"
+        )
     with deploy_driver.uninstalled(dra_driver.profile):
-        wait_for(f"the pods of {dra_driver.profile.name} to be gone",
-                 lambda: not any(dra_driver.pods_on(api, n.name) for n in lab.nodes), UNPREPARE_TIMEOUT)
+        wait_for(
+            f"the pods of {dra_driver.profile.name} to be gone",
+            lambda: not any(dra_driver.pods_on(api, n.name) for n in lab.nodes),
+            UNPREPARE_TIMEOUT,
+        )
         left = {node: paths for node, paths in _driver_sockets(lab, node_files, dra_driver).items() if paths}
         if left:
             evidence.warn(f"once uninstalled, {dra_driver.name} left sockets in the kubelet's plugin dirs: {left}")
         try:
-            wait_for(f"the ResourceSlices of {dra_driver.name} to go",
-                     lambda: not observe.driver_slices(api, dra_driver.name), SLICES_GONE_TIMEOUT)
+            wait_for(
+                f"the ResourceSlices of {dra_driver.name} to go",
+                lambda: not observe.driver_slices(api, dra_driver.name),
+                SLICES_GONE_TIMEOUT,
+            )
         except WaitTimeout:
             names = [s["metadata"]["name"] for s in observe.driver_slices(api, dra_driver.name)]
-            evidence.warn(f"{SLICES_GONE_TIMEOUT}s after {dra_driver.name} was uninstalled its ResourceSlices are "
-                          f"still published: {names}")
+            evidence.warn(f"{SLICES_GONE_TIMEOUT}s after {dra_driver.name} was uninstalled its ResourceSlices are still published: {names}")

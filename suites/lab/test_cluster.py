@@ -41,9 +41,12 @@ def test_every_kubelet_node_is_ready_at_the_pinned_version(lab: Lab, api) -> Non
 @pytest.mark.requirement("LAB-02")
 def test_a_pod_on_each_node_runs_the_workload_image_and_prints_its_node(lab: Lab, api, namespace: str) -> None:
     for node in lab.nodes:
-        pod = (PodBuilder(f"hello-{node.name}").on_node(node.name)
-               .with_env_from_field("NODE_NAME", "spec.nodeName")
-               .running(*pods.until_stopped("echo running on $NODE_NAME")))
+        pod = (
+            PodBuilder(f"hello-{node.name}")
+            .on_node(node.name)
+            .with_env_from_field("NODE_NAME", "spec.nodeName")
+            .running(*pods.until_stopped("echo running on $NODE_NAME"))
+        )
         pods.run(api, namespace, pod)
     for node in lab.nodes:
         assert pods.logs(api, namespace, f"hello-{node.name}").strip() == f"running on {node.name}"
@@ -53,15 +56,21 @@ def test_a_pod_on_each_node_runs_the_workload_image_and_prints_its_node(lab: Lab
 def test_pods_on_different_nodes_reach_each_other(lab: Lab, api, namespace: str) -> None:
     first, second = lab.nodes[0].name, lab.nodes[1].name
     token = uuid.uuid4().hex
-    server = pods.run(api, namespace, PodBuilder("server").on_node(first).running(
-        "sh", "-c", f"mkdir -p /tmp/www && echo {token} > /tmp/www/token && httpd -f -p 8080 -h /tmp/www"))
+    server = pods.run(
+        api,
+        namespace,
+        PodBuilder("server")
+        .on_node(first)
+        .running("sh", "-c", f"mkdir -p /tmp/www && echo {token} > /tmp/www/token && httpd -f -p 8080 -h /tmp/www"),
+    )
     pods.run(api, namespace, PodBuilder("client").on_node(second))
     address = f"{server.status.pod_ip}:8080"
 
     def fetch() -> str:
         # busybox's wget is unusable in a static glibc build (it crashes resolving); nc is not.
-        r = pods.exec_in(lab, namespace, "client", "sh", "-c",
-                         f"printf 'GET /token HTTP/1.0\\r\\n\\r\\n' | nc -w 3 {server.status.pod_ip} 8080")
+        r = pods.exec_in(
+            lab, namespace, "client", "sh", "-c", f"printf 'GET /token HTTP/1.0\\r\\n\\r\\n' | nc -w 3 {server.status.pod_ip} 8080"
+        )
         if r.returncode != 0:
             raise RuntimeError(f"exit {r.returncode}: {r.stderr.strip()}")
         return r.stdout
@@ -95,16 +104,19 @@ class NRIProbe:
         self.node, self.events = node, events
         self.socket = node.host_path(NRI_SOCKET)  # containerd's default, on local and kind nodes
         probe = provision(offline=True).drivers_under_test / "nri-probe"
-        self.process = subprocess.Popen([str(probe), "--socket", str(self.socket), "--events", str(events)],
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(
+            [str(probe), "--socket", str(self.socket), "--events", str(events)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
 
     def seen(self) -> list[dict[str, str]]:
         return [json.loads(line) for line in self.events.read_text().splitlines()] if self.events.exists() else []
 
     def wait_for_event(self, event: str, namespace: str, pod: str) -> None:
-        wait_for(f"nri-probe on {self.socket} to record {event} of {namespace}/{pod}",
-                 lambda: [e for e in self.seen() if (e["event"], e["namespace"], e["name"]) == (event, namespace, pod)],
-                 30)
+        wait_for(
+            f"nri-probe on {self.socket} to record {event} of {namespace}/{pod}",
+            lambda: [e for e in self.seen() if (e["event"], e["namespace"], e["name"]) == (event, namespace, pod)],
+            30,
+        )
 
     def stop(self) -> str:
         self.process.kill()
@@ -128,19 +140,25 @@ def test_nri_plugin_on_node_socket_observes_run_pod_sandbox(api, namespace: str,
 
 
 @pytest.mark.requirement("LAB-02")
-def test_cdi_spec_in_node_cdi_dir_is_applied_to_a_container_that_asks_for_it(api, namespace: str,
-                                                                            nri_probe: NRIProbe) -> None:
+def test_cdi_spec_in_node_cdi_dir_is_applied_to_a_container_that_asks_for_it(api, namespace: str, nri_probe: NRIProbe) -> None:
     # kubelet passes no pod annotation to the runtime, so the container asks for the CDI device
     # through the NRI probe, which containerd resolves against its configured CDI spec dirs.
     node = nri_probe.node
     value = uuid.uuid4().hex
-    spec = {"cdiVersion": "0.6.0", "kind": "lab.dralab.dev/probe",
-            "devices": [{"name": value, "containerEdits": {"env": [f"DRALAB_CDI_PROBE={value}"]}}]}
+    spec = {
+        "cdiVersion": "0.6.0",
+        "kind": "lab.dralab.dev/probe",
+        "devices": [{"name": value, "containerEdits": {"env": [f"DRALAB_CDI_PROBE={value}"]}}],
+    }
     spec_file = node.host_path("/var/run/cdi") / f"lab-probe-{value}.json"
     spec_file.write_text(json.dumps(spec))
     try:
-        pod = (PodBuilder("cdi").on_node(node.name).running(*pods.until_stopped("echo $DRALAB_CDI_PROBE"))
-               .with_annotation(NRIProbe.CDI_DEVICE_ANNOTATION, f"lab.dralab.dev/probe={value}"))
+        pod = (
+            PodBuilder("cdi")
+            .on_node(node.name)
+            .running(*pods.until_stopped("echo $DRALAB_CDI_PROBE"))
+            .with_annotation(NRIProbe.CDI_DEVICE_ANNOTATION, f"lab.dralab.dev/probe={value}")
+        )
         pods.run(api, namespace, pod)
         nri_probe.wait_for_event("CreateContainer", namespace, "cdi")
         assert pods.logs(api, namespace, "cdi").strip() == value
@@ -168,22 +186,29 @@ CONFIG_DRIVER = "cfg.dralab.dev"
 
 
 @pytest.mark.requirement("LAB-02")
-def test_allocation_config_names_its_requests_as_the_upstream_allocator_does(lab: Lab, api, namespace: str,
-                                                                             request) -> None:
+def test_allocation_config_names_its_requests_as_the_upstream_allocator_does(lab: Lab, api, namespace: str, request) -> None:
     """The lab's scheduler is upstream's: v1.37's allocation result clears a configuration's requests
     when it applies to every request of the claim ("empty means all"), which a driver must read as
     applying to all; v1.36.3's names them. An SR-IOV driver's claim config `requests: [vf]` came back
     with no requests: upstream's doing (k8s.io/dynamic-resource-allocation, structured allocator)."""
     node = (lab.slice_only_nodes or [n.name for n in lab.nodes])[0]
+
     def parameters(tag: str) -> dict[str, str]:
         return {"kind": "Config", "tag": tag}
 
     klass = f"cfg-{uuid.uuid4().hex[:8]}"
     resource = client.ResourceV1Api(api)
-    resource.create_device_class({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": klass},
-                                  "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{CONFIG_DRIVER}"'}}],
-                                           "config": [{"opaque": {"driver": CONFIG_DRIVER,
-                                                                  "parameters": parameters("class")}}]}})
+    resource.create_device_class(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": klass},
+            "spec": {
+                "selectors": [{"cel": {"expression": f'device.driver == "{CONFIG_DRIVER}"'}}],
+                "config": [{"opaque": {"driver": CONFIG_DRIVER, "parameters": parameters("class")}}],
+            },
+        }
+    )
     claim = ClaimBuilder("configs").request("a", klass).request("b", klass)
     claim.opaque(CONFIG_DRIVER, parameters("a"), requests=("a",))
     claim.opaque(CONFIG_DRIVER, parameters("a-and-b"), requests=("a", "b"))
@@ -195,14 +220,18 @@ def test_allocation_config_names_its_requests_as_the_upstream_allocator_does(lab
     got = {c["opaque"]["parameters"]["tag"]: c.get("requests") or [] for c in allocated["status"]["allocation"]["devices"]["config"]}
     # Read as a driver must: empty means every request of the claim.
     applies_to = {tag: sorted(requests or ["a", "b"]) for tag, requests in got.items()}
-    assert applies_to == {"class": ["a", "b"], "a": ["a"], "a-and-b": ["a", "b"]}, \
-        f"allocation.devices.config requests by config: {got}"
+    assert applies_to == {"class": ["a", "b"], "a": ["a"], "a-and-b": ["a", "b"]}, f"allocation.devices.config requests by config: {got}"
     if got["a-and-b"] or got["class"]:
         return  # as v1.36.3 does: no drift
-    spec_drift.record(request, Drift(
-        "KEP-4381", "allocation config requests",
-        "the allocation result carries each claim configuration with the requests it names, and a class's "
-        "configuration with the requests of that class",
-        f"a configuration that applies to every request of the claim has its requests cleared (empty means all): "
-        f"claim config naming [a, b] -> {got['a-and-b']}, the class's config (class of a and b) -> {got['class']}; "
-        f"one naming [a] keeps {got['a']} (kube-scheduler {client.VersionApi(api).get_code().git_version})"))
+    spec_drift.record(
+        request,
+        Drift(
+            "KEP-4381",
+            "allocation config requests",
+            "the allocation result carries each claim configuration with the requests it names, and a class's "
+            "configuration with the requests of that class",
+            f"a configuration that applies to every request of the claim has its requests cleared (empty means all): "
+            f"claim config naming [a, b] -> {got['a-and-b']}, the class's config (class of a and b) -> {got['class']}; "
+            f"one naming [a] keeps {got['a']} (kube-scheduler {client.VersionApi(api).get_code().git_version})",
+        ),
+    )

@@ -46,9 +46,14 @@ def test_non_default_kubelet_root_dir_holds_pod_volumes(gates_off_lab: Lab) -> N
     api = gates_off_lab.api()
     node = gates_off_lab.node(gates_off_lab.nodes[0].name)
     assert node.kubelet_root_dir == "/var/lib/kubelet-dralab"
-    pod = pods.run(api, "default", PodBuilder(f"rootdir-{uuid.uuid4().hex[:6]}").on_node(node.name)
-                   .with_volume({"name": "scratch", "emptyDir": {}}, "/scratch")
-                   .running(*pods.until_stopped("echo kept > /scratch/marker")))
+    pod = pods.run(
+        api,
+        "default",
+        PodBuilder(f"rootdir-{uuid.uuid4().hex[:6]}")
+        .on_node(node.name)
+        .with_volume({"name": "scratch", "emptyDir": {}}, "/scratch")
+        .running(*pods.until_stopped("echo kept > /scratch/marker")),
+    )
     volume = node.host_path(f"/var/lib/kubelet-dralab/pods/{pod.metadata.uid}/volumes/kubernetes.io~empty-dir/scratch")
     from suites.framework.waits import wait_for
 

@@ -84,8 +84,11 @@ def _lab_of_the_suite(request: pytest.FixtureRequest, lab: Lab) -> None:
 @pytest.fixture(scope="session")
 def published_only(lab: Lab, api) -> Iterator[PublishedOnly]:
     nodes = (lab.slice_only_nodes or [n.name for n in lab.nodes])[:2]
-    require(len(nodes) == 2, f"the ST API checks need two nodes (slice-only or with a kubelet); the cluster has {nodes}",
-            "run them on a cluster with two nodes (the local lab has them)")
+    require(
+        len(nodes) == 2,
+        f"the ST API checks need two nodes (slice-only or with a kubelet); the cluster has {nodes}",
+        "run them on a cluster with two nodes (the local lab has them)",
+    )
     with published(api, nodes), slices.publishing(api, [], classes=[DRIVER_A, DRIVER_B]):
         yield PublishedOnly(nodes)
 

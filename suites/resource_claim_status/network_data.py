@@ -55,8 +55,9 @@ def mismatches(fields: dict[str, Any], seen: dict[str, Any]) -> list[str]:
     if "ips" in fields and _ips(fields["ips"]) != seen["ips"]:
         found.append(f"ips {sorted(fields['ips'])}, the pod's {seen['interfaceName']} has {seen['ips']}")
     if "hardwareAddress" in fields and fields["hardwareAddress"].lower() != seen["hardwareAddress"]:
-        found.append(f"hardwareAddress {fields['hardwareAddress']}, the pod's {seen['interfaceName']} has "
-                     f"{seen['hardwareAddress'] or 'none'}")
+        found.append(
+            f"hardwareAddress {fields['hardwareAddress']}, the pod's {seen['interfaceName']} has {seen['hardwareAddress'] or 'none'}"
+        )
     return found
 
 
@@ -87,8 +88,10 @@ def not_described(nd: dict[str, Any] | None, interfaces: list[dict[str, Any]]) -
         return f"ips {not_canonical} are not canonical CIDRs"
     seen = pick(fields, interfaces)
     if seen is None:
-        return f"the pod has no interface with networkData's {how_found(fields)} (it has " \
-               f"{sorted(str(i['interfaceName']) for i in interfaces)})"
+        return (
+            f"the pod has no interface with networkData's {how_found(fields)} (it has "
+            f"{sorted(str(i['interfaceName']) for i in interfaces)})"
+        )
     wrong = mismatches(fields, seen)
     return "networkData " + "; ".join(wrong) if wrong else None
 

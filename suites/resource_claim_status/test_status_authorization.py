@@ -18,8 +18,7 @@ from suites.framework.evidence import Evidence
 from suites.framework import claims, identities, pods, spec_drift
 from suites.framework.spec_drift import Drift
 from suites.framework.waits import wait_for
-from suites.resource_claim_status.conftest import (DRIVER_A, DRIVER_B, PublishedOnly, allocated_claim, entry,
-                                                    published)
+from suites.resource_claim_status.conftest import DRIVER_A, DRIVER_B, PublishedOnly, allocated_claim, entry, published
 
 pytestmark = [pytest.mark.e2e, pytest.mark.requirement("ST-04")]
 
@@ -49,44 +48,89 @@ CELLS = {
     "status update but no driver permission": Cell([], "claim's node", "A entry", False),
     "driver permission, reservedFor without binding": Cell(ASSOCIATED, "claim's node", "reservedFor", False),
     "driver permission and binding, reservedFor": Cell(ASSOCIATED, "claim's node", "reservedFor", True, binding=True),
-    "the KEP's drivers/update-device-status permission": Cell([], "claim's node", "A entry", False, extra_rules=[
-        {"apiGroups": ["resource.k8s.io"], "resources": ["drivers"], "resourceNames": [DRIVER_A],
-         "verbs": ["update-device-status"]}]),
+    "the KEP's drivers/update-device-status permission": Cell(
+        [],
+        "claim's node",
+        "A entry",
+        False,
+        extra_rules=[
+            {"apiGroups": ["resource.k8s.io"], "resources": ["drivers"], "resourceNames": [DRIVER_A], "verbs": ["update-device-status"]}
+        ],
+    ),
 }
 
 
 def _bind_role(api, namespace: str, name: str, rules: list[dict[str, Any]], subjects: list[dict[str, Any]]) -> None:
     rbac = client.RbacAuthorizationV1Api(api)
     rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
-    rbac.create_namespaced_role_binding(namespace, {
-        "metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": subjects})
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": subjects,
+        },
+    )
 
 
 def _wait_rbac_in_effect(as_identity: client.ApiClient, namespace: str) -> None:
     """RBAC is read from an informer: wait until the identity's status-update permission is visible."""
-    wait_for("the identity's RBAC in effect", lambda: client.AuthorizationV1Api(as_identity).create_self_subject_access_review(
-        {"spec": {"resourceAttributes": {"group": "resource.k8s.io", "resource": "resourceclaims",
-                                         "subresource": "status", "verb": "update",
-                                         "namespace": namespace}}}).status.allowed, 10)
+    wait_for(
+        "the identity's RBAC in effect",
+        lambda: (
+            client.AuthorizationV1Api(as_identity)
+            .create_self_subject_access_review(
+                {
+                    "spec": {
+                        "resourceAttributes": {
+                            "group": "resource.k8s.io",
+                            "resource": "resourceclaims",
+                            "subresource": "status",
+                            "verb": "update",
+                            "namespace": namespace,
+                        }
+                    }
+                }
+            )
+            .status.allowed
+        ),
+        10,
+    )
 
 
 def _grant(api, namespace: str, name: str, cell: Cell, cleanup: list[Callable[[], object]]) -> None:
-    rules = [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
-             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["update", "patch"]},
-             *cell.extra_rules]
+    rules = [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["update", "patch"]},
+        *cell.extra_rules,
+    ]
     if cell.driver_verbs:
-        rules.append({"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"],
-                      "resourceNames": [DRIVER_A], "verbs": cell.driver_verbs})
+        rules.append(
+            {
+                "apiGroups": ["resource.k8s.io"],
+                "resources": ["resourceclaims/driver"],
+                "resourceNames": [DRIVER_A],
+                "verbs": cell.driver_verbs,
+            }
+        )
     subjects = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
     _bind_role(api, namespace, name, rules, subjects)
     rbac = client.RbacAuthorizationV1Api(api)
     if cell.binding:  # checked at cluster scope (no namespace): a Role cannot grant it
         cluster_name = f"{namespace}-{name}-binding"
-        rbac.create_cluster_role({"metadata": {"name": cluster_name}, "rules": [
-            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/binding"], "verbs": ["update", "patch"]}]})
-        rbac.create_cluster_role_binding({"metadata": {"name": cluster_name}, "subjects": subjects, "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_name}})
+        rbac.create_cluster_role(
+            {
+                "metadata": {"name": cluster_name},
+                "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/binding"], "verbs": ["update", "patch"]}],
+            }
+        )
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": cluster_name},
+                "subjects": subjects,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_name},
+            }
+        )
         cleanup.append(lambda: (rbac.delete_cluster_role_binding(cluster_name), rbac.delete_cluster_role(cluster_name)))
 
 
@@ -109,12 +153,19 @@ def _attempt(as_identity: client.ApiClient, claim: dict[str, Any], writes: str) 
         if writes == "A entry by patch":
             meta = claim["metadata"]
             client.CustomObjectsApi(as_identity).patch_namespaced_custom_object_status(
-                "resource.k8s.io", "v1", meta["namespace"], "resourceclaims", meta["name"],
-                {"status": {"devices": [entry(claim, DRIVER_A, **stamp)]}}, _content_type="application/merge-patch+json")
+                "resource.k8s.io",
+                "v1",
+                meta["namespace"],
+                "resourceclaims",
+                meta["name"],
+                {"status": {"devices": [entry(claim, DRIVER_A, **stamp)]}},
+                _content_type="application/merge-patch+json",
+            )
         elif writes == "reservedFor":
             phantom = {"resource": "pods", "name": "phantom", "uid": str(uuid.uuid4())}
-            claims.write_status(as_identity, claim, claim["status"].get("devices", []),
-                                reservedFor=[*claim["status"]["reservedFor"], phantom])
+            claims.write_status(
+                as_identity, claim, claim["status"].get("devices", []), reservedFor=[*claim["status"]["reservedFor"], phantom]
+            )
         else:
             driver = DRIVER_A if writes == "A entry" else DRIVER_B
             claims.write_status(as_identity, claim, [entry(claim, driver, **stamp)])
@@ -135,8 +186,16 @@ def cluster_objects() -> Iterator[list[Callable[[], object]]]:
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=list(CELLS))
-def test_authorization_cell(cell: str, lab: Lab, api, published_only: PublishedOnly, holders_namespace: str,
-                            cluster_objects: list[Callable[[], object]], evidence: Evidence, request) -> None:
+def test_authorization_cell(
+    cell: str,
+    lab: Lab,
+    api,
+    published_only: PublishedOnly,
+    holders_namespace: str,
+    cluster_objects: list[Callable[[], object]],
+    evidence: Evidence,
+    request,
+) -> None:
     spec = CELLS[cell]
     claim_node, other_node = published_only.nodes
     allocated_claim(api, holders_namespace, "authz", claim_node)
@@ -148,19 +207,28 @@ def test_authorization_cell(cell: str, lab: Lab, api, published_only: PublishedO
     _wait_rbac_in_effect(as_writer, holders_namespace)
     answer = _attempt(as_writer, claims.read(api, holders_namespace, "authz"), spec.writes)
     evidence.add("answer", answer)
-    assert answer.startswith("allowed" if spec.allowed else "denied"), \
+    assert answer.startswith("allowed" if spec.allowed else "denied"), (
         f"{cell}: want {'allowed' if spec.allowed else 'denied'}, the API server {answer}"
+    )
     if spec.extra_rules:
-        spec_drift.record(request, Drift("KEP-4817", "status write permission",
-                                         "verb update-device-status on resource drivers (resourceName: the driver)",
-                                         f"that permission does not authorize the write ({answer[:120]}); shipped "
-                                         "clusters check associated-node:/arbitrary-node: verbs on resourceclaims/driver"))
-    assert node is None or user["extra"].get("authentication.kubernetes.io/node-name") == [node], \
+        spec_drift.record(
+            request,
+            Drift(
+                "KEP-4817",
+                "status write permission",
+                "verb update-device-status on resource drivers (resourceName: the driver)",
+                f"that permission does not authorize the write ({answer[:120]}); shipped "
+                "clusters check associated-node:/arbitrary-node: verbs on resourceclaims/driver",
+            ),
+        )
+    assert node is None or user["extra"].get("authentication.kubernetes.io/node-name") == [node], (
         f"the token does not carry node {node}: {user}"
+    )
 
 
-def test_authorization_cell_kubelet_of_the_claims_node(lab: Lab, api, published_only: PublishedOnly,
-                                                       holders_namespace: str, evidence: Evidence) -> None:
+def test_authorization_cell_kubelet_of_the_claims_node(
+    lab: Lab, api, published_only: PublishedOnly, holders_namespace: str, evidence: Evidence
+) -> None:
     """The kubelet's own identity is not "associated", even with associated-node: granted to it."""
     lab.require(Capability.HOST_ACCESS, "writing as the node's kubelet (its credentials)")
     node = lab.nodes[0].name
@@ -170,11 +238,17 @@ def test_authorization_cell_kubelet_of_the_claims_node(lab: Lab, api, published_
 
 def _kubelet_writes(lab: Lab, api, node: str, holders_namespace: str, evidence: Evidence) -> None:
     allocated_claim(api, holders_namespace, "authz-kubelet", node)
-    rules = [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["update", "patch"]},
-             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"], "resourceNames": [DRIVER_A],
-              "verbs": ASSOCIATED}]
-    _bind_role(api, holders_namespace, "kubelet-writer", rules,
-               [{"kind": "User", "name": f"system:node:{node}", "apiGroup": "rbac.authorization.k8s.io"}])
+    rules = [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["update", "patch"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"], "resourceNames": [DRIVER_A], "verbs": ASSOCIATED},
+    ]
+    _bind_role(
+        api,
+        holders_namespace,
+        "kubelet-writer",
+        rules,
+        [{"kind": "User", "name": f"system:node:{node}", "apiGroup": "rbac.authorization.k8s.io"}],
+    )
     as_kubelet = identities.acting_as(lab.node(node).kubelet_kubeconfig)
     evidence.add("identity", identities.who_am_i(as_kubelet))
     _wait_rbac_in_effect(as_kubelet, holders_namespace)

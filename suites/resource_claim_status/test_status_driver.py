@@ -44,14 +44,16 @@ def test_entries_ready_once_configured(observed: checks.Observed, evidence: Evid
 
 
 @pytest.mark.requirement("ST-01")
-def test_no_entries_before_the_claim_is_prepared(host_access: Lab, api, status_driver: DriverUnderTest, namespace: str,
-                                                 evidence: Evidence) -> None:
+def test_no_entries_before_the_claim_is_prepared(
+    host_access: Lab, api, status_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     checks.nothing_before_prepare(host_access, api, status_driver, namespace, evidence)
 
 
 @pytest.mark.requirement("ST-01")
 def test_no_entry_of_the_run_appeared_before_its_claim_was_asked_to_be_prepared(
-        lab: Lab, observed: checks.Observed, evidence: Evidence) -> None:
+    lab: Lab, observed: checks.Observed, evidence: Evidence
+) -> None:
     """ST-01 over the whole trace: every claim the run created (the generated workloads' among
     them when the KP suite ran first), not only this check's own."""
     if lab.plugin_registries is None:
@@ -62,20 +64,26 @@ def test_no_entry_of_the_run_appeared_before_its_claim_was_asked_to_be_prepared(
     def logged() -> list[dict[str, Any]]:  # the watch writes a version moments after the API server has it
         versions = lab.claim_versions()
         return versions if any(v["uid"] == uid and claims.device_status(v, observed.driver.name) for v in versions) else []
+
     try:
         versions = wait_for(f"the claim log to show the entries of claim {observed.claim}", logged, 10)
     except WaitTimeout:
-        raise ObservationFailed(f"the claim log has no version of claim {observed.namespace}/{observed.claim} with "
-                                f"entries of {observed.driver.name}, which its status shows: see {lab.log_dir}") from None
+        raise ObservationFailed(
+            f"the claim log has no version of claim {observed.namespace}/{observed.claim} with "
+            f"entries of {observed.driver.name}, which its status shows: see {lab.log_dir}"
+        ) from None
     calls = lab.plugin_calls()
     with_entries = {v["uid"] for v in versions if claims.device_status(v, observed.driver.name)}
-    evidence.observe("claims seen with entries", f"{len(with_entries)} claim(s) of the run with entries of "
-                     f"{observed.driver.name}, {len(versions)} claim version(s) in the claim log")
+    evidence.observe(
+        "claims seen with entries",
+        f"{len(with_entries)} claim(s) of the run with entries of "
+        f"{observed.driver.name}, {len(versions)} claim version(s) in the claim log",
+    )
     problems = checks.entries_before_prepare(versions, calls, observed.driver.name)
-    evidence.add("claim versions with entries before their prepare",
-                 [v for v in versions if any(f"({v['uid']})" in p for p in problems)][:20])
-    assert not problems, f"{observed.driver.name} reported status before the kubelet asked it to prepare: " + \
-        "\n".join(problems)
+    evidence.add(
+        "claim versions with entries before their prepare", [v for v in versions if any(f"({v['uid']})" in p for p in problems)][:20]
+    )
+    assert not problems, f"{observed.driver.name} reported status before the kubelet asked it to prepare: " + "\n".join(problems)
 
 
 @pytest.mark.requirement("ST-02")
@@ -107,16 +115,19 @@ def _others_removed(versions: list[dict[str, Any]], driver: str) -> list[str]:
     removed = []
     for before, after in zip(versions, versions[1:]):
         if gone := checks.others_dropped(before, after, driver):
-            managers = sorted({f.get("manager", "?") for f in after["metadata"].get("managedFields") or []
-                               if f.get("subresource") == "status"})
-            removed.append(f"resourceVersion {after['metadata']['resourceVersion']} removed {gone} "
-                           f"(status field managers then: {managers})")
+            managers = sorted(
+                {f.get("manager", "?") for f in after["metadata"].get("managedFields") or [] if f.get("subresource") == "status"}
+            )
+            removed.append(
+                f"resourceVersion {after['metadata']['resourceVersion']} removed {gone} (status field managers then: {managers})"
+            )
     return removed
 
 
 @pytest.mark.requirement("ST-08")
-def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status_driver: DriverUnderTest,
-                                                           namespace: str, evidence: Evidence) -> None:
+def test_a_status_write_keeps_the_entries_of_other_drivers(
+    lab: Lab, api, status_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
     with other_driver.reference_gpu(lab, "ST-08") as other:
         (mine, theirs), node = other_driver.free_on_one_node(lab, api, (status_driver.name, other.name), "ST-08")
         claim = ClaimBuilder("shared").request("mine", status_driver.device_class).request("other", other.device_class)
@@ -128,12 +139,23 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status
         watched = claim_watch.Versions(api, namespace, "shared", current["metadata"]["resourceVersion"])
         # The other driver's entry is there before either driver prepares: the driver under test
         # writes after it, whichever order the kubelet calls them in.
-        theirs_entry = {"driver": other.name, "pool": theirs.pool, "device": theirs.name,
-                        "data": {"writtenBy": "dralab, as the other driver, before prepare"}}
-        claims.allocate_by_hand(api, current, [
-            {"request": "mine", "driver": status_driver.name, "pool": mine.pool, "device": mine.name},
-            {"request": "other", "driver": other.name, "pool": theirs.pool, "device": theirs.name}], node, pod,
-            devices=[theirs_entry])
+        theirs_entry = {
+            "driver": other.name,
+            "pool": theirs.pool,
+            "device": theirs.name,
+            "data": {"writtenBy": "dralab, as the other driver, before prepare"},
+        }
+        claims.allocate_by_hand(
+            api,
+            current,
+            [
+                {"request": "mine", "driver": status_driver.name, "pool": mine.pool, "device": mine.name},
+                {"request": "other", "driver": other.name, "pool": theirs.pool, "device": theirs.name},
+            ],
+            node,
+            pod,
+            devices=[theirs_entry],
+        )
         try:
             try:
                 pods.wait_phase(api, namespace, "shared")
@@ -141,24 +163,37 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(lab: Lab, api, status
                 checks.fail_if_refused(str(e), status_driver, "claim shared's", "and the driver failed the prepare")
                 raise Blocked("KP-03", f"the drivers did not prepare the claim this check needs: {e}") from None
             try:
-                wait_for(f"{status_driver.name}'s entry in claim shared", lambda: claims.device_status(
-                    claims.read(api, namespace, "shared"), status_driver.name), ENTRY_TIMEOUT)
+                wait_for(
+                    f"{status_driver.name}'s entry in claim shared",
+                    lambda: claims.device_status(claims.read(api, namespace, "shared"), status_driver.name),
+                    ENTRY_TIMEOUT,
+                )
             except WaitTimeout:
-                logs = "\n".join(text for pod in status_driver.pods_on(api, node)
-                                 for _, text in driver_evidence.container_logs(api, pod))
+                logs = "\n".join(text for pod in status_driver.pods_on(api, node) for _, text in driver_evidence.container_logs(api, pod))
                 checks.fail_if_refused(logs, status_driver, "claim shared's", "(the driver's log)")
-                pytest.skip(f"{status_driver.name} wrote no status entry for its device {mine.pool}/{mine.name} of claim "
-                            f"shared within {ENTRY_TIMEOUT}s of its pod running: no write of its to judge")
+                pytest.skip(
+                    f"{status_driver.name} wrote no status entry for its device {mine.pool}/{mine.name} of claim "
+                    f"shared within {ENTRY_TIMEOUT}s of its pod running: no write of its to judge"
+                )
             time.sleep(SETTLE)
         finally:
             versions = watched.stop()
             # Gone while both drivers run: each unprepares its part of the claim.
             client.CoreV1Api(api).delete_namespaced_pod("shared", namespace)
-            wait_for("pod shared gone, its claim unprepared by both drivers", lambda: not client.CoreV1Api(api).list_namespaced_pod(
-                namespace, field_selector="metadata.name=shared").items, POD_GONE_TIMEOUT)
-    evidence.observe("status.devices of claim shared, version by version",
-                     [{"resourceVersion": v["metadata"]["resourceVersion"],
-                       "entries": [(e["driver"], e["device"]) for e in claims.device_status(v)]} for v in versions])
+            wait_for(
+                "pod shared gone, its claim unprepared by both drivers",
+                lambda: not client.CoreV1Api(api).list_namespaced_pod(namespace, field_selector="metadata.name=shared").items,
+                POD_GONE_TIMEOUT,
+            )
+    evidence.observe(
+        "status.devices of claim shared, version by version",
+        [
+            {"resourceVersion": v["metadata"]["resourceVersion"], "entries": [(e["driver"], e["device"]) for e in claims.device_status(v)]}
+            for v in versions
+        ],
+    )
     removed = _others_removed(versions, status_driver.name)
-    assert not removed, (f"a write of claim shared's status.devices removed the entries {other.name} owns; the driver "
-                         f"under test wrote status for {mine.pool}/{mine.name}:\n" + "\n".join(removed))
+    assert not removed, (
+        f"a write of claim shared's status.devices removed the entries {other.name} owns; the driver "
+        f"under test wrote status for {mine.pool}/{mine.name}:\n" + "\n".join(removed)
+    )

@@ -62,9 +62,13 @@ def plan_foreign(specs: list[Spec], gate_defaults: dict[str, bool], gates_on: se
     skips = {}
     for s in specs:
         if missing := sorted(off_gates(s, gate_defaults) - gates_on):
-            skips[s.name] = (f"needs feature gate(s) {', '.join(missing)}, off by default: dralab cannot set the gates "
-                             f"of a kubeconfig cluster; if they are on there, pass --gates-on {','.join(missing)}")
+            skips[s.name] = (
+                f"needs feature gate(s) {', '.join(missing)}, off by default: dralab cannot set the gates "
+                f"of a kubeconfig cluster; if they are on there, pass --gates-on {','.join(missing)}"
+            )
         elif unserved := sorted(apis_used(s) - served):
-            skips[s.name] = (f"uses {', '.join(unserved)}, which this cluster's API server does not serve "
-                             f"(kube-apiserver --runtime-config={','.join(f'{a}=true' for a in unserved)} serves it)")
+            skips[s.name] = (
+                f"uses {', '.join(unserved)}, which this cluster's API server does not serve "
+                f"(kube-apiserver --runtime-config={','.join(f'{a}=true' for a in unserved)} serves it)"
+            )
     return Plan(skips=skips)

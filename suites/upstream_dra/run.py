@@ -61,30 +61,45 @@ def _stop(proc: subprocess.Popen, grace_seconds: float) -> None:
     proc.wait()
 
 
-def run(ginkgo: Path, test_binary: Path, kubeconfig: Path, plan: Plan, out_dir: Path, *, procs: int,
-        kubelet_root_dir: str, focus: str | None = None, timeout_minutes: int = 90) -> list[Outcome]:
+def run(
+    ginkgo: Path,
+    test_binary: Path,
+    kubeconfig: Path,
+    plan: Plan,
+    out_dir: Path,
+    *,
+    procs: int,
+    kubelet_root_dir: str,
+    focus: str | None = None,
+    timeout_minutes: int = 90,
+) -> list[Outcome]:
     """Run every DRA spec but the plan's SKIPs, `procs` at once (Serial specs alone, as ginkgo
     does), and return each spec's outcome; the run's output goes to out_dir/ginkgo.log."""
     out_dir.mkdir(parents=True, exist_ok=True)
     log, report = out_dir / "ginkgo.log", out_dir / "ginkgo-report.json"
     report.unlink(missing_ok=True)
-    cmd = [str(ginkgo), f"--procs={procs}", f"--label-filter={DRA_LABEL}", "--no-color", "--timeout",
-           f"{timeout_minutes}m", f"--output-dir={out_dir}", "--json-report=ginkgo-report.json",
-           "--junit-report=junit.xml"]
+    cmd = [
+        str(ginkgo),
+        f"--procs={procs}",
+        f"--label-filter={DRA_LABEL}",
+        "--no-color",
+        "--timeout",
+        f"{timeout_minutes}m",
+        f"--output-dir={out_dir}",
+        "--json-report=ginkgo-report.json",
+        "--junit-report=junit.xml",
+    ]
     if (skip := plan.skip_regex()) is not None:
         cmd.append(f"--skip={skip}")
     if focus:
         cmd.append(f"--focus={focus}")
     # The test driver's pods mount the kubelet's plugin dirs from the node by this path.
-    cmd += [str(test_binary), "--", f"--kubeconfig={kubeconfig}", f"--report-dir={out_dir}",
-            f"--kubelet-root-dir={kubelet_root_dir}"]
-    with open(log, "wb") as out, step(f"Running the upstream DRA suite, {procs} specs at a time (log: {log})",
-                                      lambda: progress(log)):
+    cmd += [str(test_binary), "--", f"--kubeconfig={kubeconfig}", f"--report-dir={out_dir}", f"--kubelet-root-dir={kubelet_root_dir}"]
+    with open(log, "wb") as out, step(f"Running the upstream DRA suite, {procs} specs at a time (log: {log})", lambda: progress(log)):
         out.write(f"$ {' '.join(cmd)}\n".encode())
         out.flush()
         # Its own process group: an interrupt of ours reaches ginkgo and every e2e.test process it started.
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=out_dir,
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=out_dir, start_new_session=True)
         try:
             proc.wait()
         finally:  # Ctrl-C or SIGTERM: ginkgo's interrupt lets specs clean up their namespaces, then it must end

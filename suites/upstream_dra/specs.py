@@ -31,8 +31,9 @@ def spec_name(report: dict) -> str:
 
 
 def spec_labels(report: dict) -> frozenset[str]:
-    return frozenset(label for labels in report.get("ContainerHierarchyLabels") or [] for label in labels or []) \
-        | frozenset(report.get("LeafNodeLabels") or [])
+    return frozenset(label for labels in report.get("ContainerHierarchyLabels") or [] for label in labels or []) | frozenset(
+        report.get("LeafNodeLabels") or []
+    )
 
 
 def spec_location(report: dict) -> str:
@@ -42,16 +43,24 @@ def spec_location(report: dict) -> str:
 
 def specs_of(json_report: Path) -> list[dict]:
     """The It nodes of a ginkgo JSON report (suite set-up nodes are reported too)."""
-    return [s for suite in json.loads(json_report.read_text()) for s in suite.get("SpecReports") or []
-            if s.get("LeafNodeType") == "It"]
+    return [s for suite in json.loads(json_report.read_text()) for s in suite.get("SpecReports") or [] if s.get("LeafNodeType") == "It"]
 
 
 def list_specs(test_binary: Path) -> list[Spec]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "dry-run.json"
-        out = subprocess.run([str(test_binary), "--ginkgo.dry-run", f"--ginkgo.label-filter={DRA_LABEL}",
-                              f"--ginkgo.json-report={report}", "--ginkgo.no-color"],
-                             capture_output=True, text=True, cwd=tmp)
+        out = subprocess.run(
+            [
+                str(test_binary),
+                "--ginkgo.dry-run",
+                f"--ginkgo.label-filter={DRA_LABEL}",
+                f"--ginkgo.json-report={report}",
+                "--ginkgo.no-color",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+        )
         if not report.exists():
             raise LabBroken(f"listing the specs of {test_binary} failed (exit {out.returncode}): {out.stdout[-2000:]}")
         found = [Spec(spec_name(s), spec_labels(s), spec_location(s)) for s in specs_of(report)]

@@ -32,8 +32,9 @@ chart:
 def vendor_dir(work: Path) -> Path:
     """The vendor's directory: the image archive, the chart and the profile."""
     binary = provision(offline=True).drivers_under_test / "fake-gpu-plugin"
-    built = dralab("image", "build", "--tag", IMAGE, "--out", str(work / "acme-gpu-plugin.tar"),
-                   "--file", f"{binary}:{PLUGIN}", "--entrypoint", PLUGIN)
+    built = dralab(
+        "image", "build", "--tag", IMAGE, "--out", str(work / "acme-gpu-plugin.tar"), "--file", f"{binary}:{PLUGIN}", "--entrypoint", PLUGIN
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     shutil.copytree(PROFILES_DIR.parent / "charts" / "fake-gpu-plugin", work / "chart")
     (work / "profile.yaml").write_text(PROFILE.replace("RESOURCE", RESOURCE).replace("IMAGE", IMAGE))

@@ -28,8 +28,7 @@ FAIL_BACKGROUND = (255, 221, 221)  # reports/report.py STYLE .FAIL
 @pytest.mark.requirement("RP-04")
 def test_certify_against_a_broken_variant_exits_1_and_the_html_names_the_failure(tmp_path) -> None:
     out = tmp_path / "out"
-    done = dralab("certify", "--driver", "gpu", "--variant", "wrong-path", "--only", "MD-01", "--out", str(out),
-                  timeout=900)
+    done = dralab("certify", "--driver", "gpu", "--variant", "wrong-path", "--only", "MD-01", "--out", str(out), timeout=900)
     output = done.stdout + done.stderr
     assert done.returncode == 1, f"certify of gpu/wrong-path exited {done.returncode}, want 1:\n{output[-4000:]}"
     assert re.search(r"\[\s*\d+:\d\d( \d/\d)?\] FAIL\s+MD-01", output), f"no progress line for the failing test:\n{output}"
@@ -65,8 +64,7 @@ def test_the_clusters_refusal_of_a_status_apply_is_a_cluster_fail_with_spec_drif
     report = json.loads((out / "report.json").read_text())
     st09 = next(r for r in report["requirements"] if r["id"] == "ST-09")
     verdicts = {t["name"].split("[")[-1].rstrip("]"): t["verdict"] for t in st09["tests"]}
-    assert verdicts == {"canonically (as kubectl and client-go send it)": "PASS",
-                        "as the kubernetes Python client sends it": "FAIL"}, st09
+    assert verdicts == {"canonically (as kubectl and client-go send it)": "PASS", "as the kubernetes Python client sends it": "FAIL"}, st09
     failed = next(t for t in st09["tests"] if t["verdict"] == "FAIL")
     assert "field cannot be modified once set" in failed["message"] and "Upstream:" in failed["message"], failed
     # A FAIL of the cluster is reported apart: it makes no driver NOT CERTIFIED (here none is judged).
@@ -83,9 +81,12 @@ def test_ctrl_c_during_certify_leaves_no_lab_behind(tmp_path) -> None:
     log = tmp_path / "certify.log"
     with open(log, "w") as out:
         certify = subprocess.Popen(
-            [sys.executable, "-m", "dralab.cli", "certify", "--driver", "gpu", "--only", "MD-01", "--out",
-             str(tmp_path / "out")], stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            [sys.executable, "-m", "dralab.cli", "certify", "--driver", "gpu", "--only", "MD-01", "--out", str(tmp_path / "out")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
     deadline = time.monotonic() + 120
     while "deploying driver profile gpu" not in log.read_text():  # the lab is up: the interrupt finds something to tear down
         assert certify.poll() is None and time.monotonic() < deadline, log.read_text()

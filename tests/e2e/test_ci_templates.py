@@ -83,8 +83,7 @@ def _environment(repo: Path, variables: dict[str, str], wheel: Path) -> dict[str
 
 def _run(script: str, repo: Path, env: dict[str, str], what: str) -> subprocess.CompletedProcess[str]:
     start = time.monotonic()
-    done = subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=STEP_TIMEOUT)
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT)
     print(f"{what}: exit {done.returncode} in {time.monotonic() - start:.0f}s")
     return done
 
@@ -110,7 +109,10 @@ def test_github_actions_workflow(repo: Path, wheel: Path, tmp_path: Path) -> Non
     runner_temp.mkdir()
     github_env.touch()
     env = _environment(repo, workflow["env"], wheel) | {
-        "RUNNER_TEMP": str(runner_temp), "GITHUB_WORKSPACE": str(repo), "GITHUB_ENV": str(github_env)}
+        "RUNNER_TEMP": str(runner_temp),
+        "GITHUB_WORKSPACE": str(repo),
+        "GITHUB_ENV": str(github_env),
+    }
     failed, uploaded, outputs = "", [], {}
     for step in workflow["jobs"]["certify"]["steps"]:
         if failed and "always()" not in str(step.get("if", "")):
@@ -168,8 +170,7 @@ def _commands(script: str, env: dict[str, str]) -> list[str]:
     dralab's CLI as it would run it (unknown options and bad values raise), run not."""
     found = []
     for words in invocations(script):
-        expanded = [part for word in words
-                    for part in re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m[1], ""), word).split()]
+        expanded = [part for word in words for part in re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m[1], ""), word).split()]
         command, rest = resolve(expanded)
         command.make_context(command.name, list(rest))
         found.append(" ".join(expanded))
@@ -183,8 +184,9 @@ def _recorded(cells_dir: Path, cells: list[str]) -> None:
         report = f"runs/20270101T020000Z/{driver}-{version}/report.html"
         (cells_dir / cell / report).parent.mkdir(parents=True)
         (cells_dir / cell / report).write_text(cell)
-        record = matrix.CellRecord("20270101T020000Z", 60.0, [matrix.Cell(driver, version, False, CERTIFIED,
-                                                                          {"DEP-01": "PASS"}, report, 60.0)], [], {})
+        record = matrix.CellRecord(
+            "20270101T020000Z", 60.0, [matrix.Cell(driver, version, False, CERTIFIED, {"DEP-01": "PASS"}, report, 60.0)], [], {}
+        )
         matrix.write_record(cells_dir / cell, record)
 
 
@@ -216,8 +218,7 @@ def test_github_actions_nightly_matrix(dralab_env: dict[str, str], tmp_path: Pat
     used = set(re.findall(r"matrix\.(\w+)", yaml.safe_dump(jobs["cell"])))
     for entry in include:
         assert used <= set(entry), f"the cell job uses matrix.{used - set(entry)}, which the plan does not give"
-        job_env = env | {k: re.sub(r"\$\{\{ matrix\.(\w+) \}\}", lambda m: entry[m[1]], v)
-                         for k, v in jobs["cell"]["env"].items()}
+        job_env = env | {k: re.sub(r"\$\{\{ matrix\.(\w+) \}\}", lambda m: entry[m[1]], v) for k, v in jobs["cell"]["env"].items()}
         commands = [c for step in jobs["cell"]["steps"] if "run" in step for c in _commands(step["run"], job_env)]
         assert f"matrix --cell {entry['cell']} --out cells/{entry['cell']}" in commands, commands
         assert f"provision --kubernetes-version {entry['kubernetes_version']}" in commands, commands
@@ -226,8 +227,7 @@ def test_github_actions_nightly_matrix(dralab_env: dict[str, str], tmp_path: Pat
     upload = next(s for s in jobs["cell"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     download = next(s for s in jobs["merge"]["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
     assert upload["with"]["path"] == "cells/" and download["with"]["merge-multiple"] is True
-    assert all(fnmatch(upload["with"]["name"].replace("${{ matrix.cell }}", c), download["with"]["pattern"])
-               for c in cells)
+    assert all(fnmatch(upload["with"]["name"].replace("${{ matrix.cell }}", c), download["with"]["pattern"]) for c in cells)
     workspace = tmp_path / "merge"
     _recorded(workspace / download["with"]["path"], cells)
     merge = _step(jobs["merge"], "Merge the cells")

@@ -19,13 +19,21 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 def _system_packages() -> list[str]:
-    done = subprocess.run([SYSTEM_PYTHON, "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [SYSTEM_PYTHON, "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"], capture_output=True, text=True, timeout=120
+    )
     # Without pip in the system interpreter nothing can have been pip-installed into it: compare its site-packages.
     if done.returncode != 0:
-        listed = subprocess.run([SYSTEM_PYTHON, "-c", "import sys, os; print('\\n'.join(sorted("
-                                 "f for p in sys.path if os.path.isdir(p) for f in os.listdir(p))))"],
-                                capture_output=True, text=True, check=True)
+        listed = subprocess.run(
+            [
+                SYSTEM_PYTHON,
+                "-c",
+                "import sys, os; print('\\n'.join(sorted(f for p in sys.path if os.path.isdir(p) for f in os.listdir(p))))",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return listed.stdout.split()
     return done.stdout.split()
 

@@ -17,17 +17,27 @@ from suites.framework.pods import PodBuilder
 
 pytestmark = pytest.mark.e2e
 
-READ_GPU0 = ("ls /sys/bus/pci/devices | wc -l; cat /sys/bus/pci/devices/0000:03:00.0/vendor; "
-             "cat /sys/bus/pci/devices/0000:03:00.0/dralab-gpu.json; readlink /sys/class/net/ens1f0v0; "
-             "cat /sys/class/net/ens1f0v0/address; cat $ROOT/bus/pci/devices/0000:03:00.0/numa_node; "
-             # HW-08 in a container: /sys/module as drivers check it, a write the kernel refuses fails for the writer
-             "readlink /sys/module/vfio_pci/drivers/pci:vfio-pci; "
-             "(echo 99 > /sys/bus/pci/devices/$PF/sriov_numvfs) 2>/dev/null && echo accepted || echo refused; "
-             "cat /sys/bus/pci/devices/$PF/sriov_numvfs")
+READ_GPU0 = (
+    "ls /sys/bus/pci/devices | wc -l; cat /sys/bus/pci/devices/0000:03:00.0/vendor; "
+    "cat /sys/bus/pci/devices/0000:03:00.0/dralab-gpu.json; readlink /sys/class/net/ens1f0v0; "
+    "cat /sys/class/net/ens1f0v0/address; cat $ROOT/bus/pci/devices/0000:03:00.0/numa_node; "
+    # HW-08 in a container: /sys/module as drivers check it, a write the kernel refuses fails for the writer
+    "readlink /sys/module/vfio_pci/drivers/pci:vfio-pci; "
+    "(echo 99 > /sys/bus/pci/devices/$PF/sriov_numvfs) 2>/dev/null && echo accepted || echo refused; "
+    "cat /sys/bus/pci/devices/$PF/sriov_numvfs"
+)
 
 
-def run_on_every_node(lab: Lab, api, namespace: str, prefix: str, script: str, volumes: list[dict[str, Any]],
-                      mounts: list[dict[str, Any]], env: Callable[[str], dict[str, str]]) -> dict[str, list[str]]:
+def run_on_every_node(
+    lab: Lab,
+    api,
+    namespace: str,
+    prefix: str,
+    script: str,
+    volumes: list[dict[str, Any]],
+    mounts: list[dict[str, Any]],
+    env: Callable[[str], dict[str, str]],
+) -> dict[str, list[str]]:
     """The script's output lines on each node, run in a pod with the volumes mounted (as a driver DaemonSet's)."""
     for node in lab.nodes:
         pod = PodBuilder(f"{prefix}-{node.name}").on_node(node.name).once()
@@ -52,9 +62,16 @@ def test_driver_pod_reads_the_tree_at_standard_paths_and_under_a_root_prefix(loc
     hardware = HardwareLab(local_only.local.cfg)
     volumes, mounts = standard_sysfs_mounts()
     root_volume, root_mount, flag = sysfs_root_mount()
-    seen = run_on_every_node(local_only, api, namespace, "driver-view", READ_GPU0, [*volumes, root_volume],
-                             [*mounts, root_mount], lambda node: {"ROOT": flag.split("=", 1)[1],
-                                                                  "PF": hardware.node(node).plan.by_name("nic0").bdf})
+    seen = run_on_every_node(
+        local_only,
+        api,
+        namespace,
+        "driver-view",
+        READ_GPU0,
+        [*volumes, root_volume],
+        [*mounts, root_mount],
+        lambda node: {"ROOT": flag.split("=", 1)[1], "PF": hardware.node(node).plan.by_name("nic0").bdf},
+    )
     for node, out in seen.items():
         plan = hardware.node(node).plan
         gpu, vf = plan.by_name("gpu0"), plan.by_name("nic0-vf0")
@@ -70,12 +87,14 @@ def test_driver_pod_reads_the_tree_at_standard_paths_and_under_a_root_prefix(loc
 
 
 # modprobe by its path: busybox's chroot would run its own modprobe applet (coreutils' finds the root's by PATH).
-HOST_ROOT_CHECKS = ("chroot /host-root /usr/sbin/modprobe vfio_pci && echo vfio_pci loaded; "
-                    "chroot /host-root /sbin/modprobe nouveau 2>&1; "
-                    "ls /host-root/sys/kernel/iommu_groups | wc -l; "
-                    "readlink /host-root/sys/bus/pci/devices/$GPU/iommu_group; "
-                    "test -c /host-root/dev/null && test -d /host-root/proc/1 && echo dev and proc; "
-                    "ls /host-root/var/lib/dralab-hardware/driver-root/dev | grep -c '^nvidia[0-9]'")
+HOST_ROOT_CHECKS = (
+    "chroot /host-root /usr/sbin/modprobe vfio_pci && echo vfio_pci loaded; "
+    "chroot /host-root /sbin/modprobe nouveau 2>&1; "
+    "ls /host-root/sys/kernel/iommu_groups | wc -l; "
+    "readlink /host-root/sys/bus/pci/devices/$GPU/iommu_group; "
+    "test -c /host-root/dev/null && test -d /host-root/proc/1 && echo dev and proc; "
+    "ls /host-root/var/lib/dralab-hardware/driver-root/dev | grep -c '^nvidia[0-9]'"
+)
 
 
 @pytest.mark.requirement("HW-05")
@@ -85,8 +104,16 @@ def test_a_chart_sees_the_node_root_where_it_expects_the_hosts(local_only: Lab, 
         pytest.skip("the lab has no emulated hardware")
     hardware = HardwareLab(local_only.local.cfg)
     volumes, mounts = host_root_mounts("/host-root")
-    seen = run_on_every_node(local_only, api, namespace, "host-root", HOST_ROOT_CHECKS, volumes, mounts,
-                             lambda node: {"GPU": hardware.node(node).plan.by_name("gpu0").bdf})
+    seen = run_on_every_node(
+        local_only,
+        api,
+        namespace,
+        "host-root",
+        HOST_ROOT_CHECKS,
+        volumes,
+        mounts,
+        lambda node: {"GPU": hardware.node(node).plan.by_name("gpu0").bdf},
+    )
     for node, out in seen.items():
         plan = hardware.node(node).plan
         gpu = plan.by_name("gpu0")

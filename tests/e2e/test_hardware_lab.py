@@ -69,8 +69,9 @@ def test_vf_moved_into_a_netns_keeps_its_mac_and_reaches_a_vf_of_another_node(hw
             subprocess.run(["ip", "-n", pod, "addr", "add", f"10.97.0.{i}/24", "dev", vf.netdev], check=True)
             subprocess.run(["ip", "-n", pod, "link", "set", vf.netdev, "up"], check=True)
             assert links(pod)[vf.netdev] == vf.mac
-        ping = subprocess.run(["ip", "netns", "exec", ends[0], "busybox", "ping", "-c", "2", "-W", "2", "10.97.0.2"],
-                              capture_output=True, text=True)
+        ping = subprocess.run(
+            ["ip", "netns", "exec", ends[0], "busybox", "ping", "-c", "2", "-W", "2", "10.97.0.2"], capture_output=True, text=True
+        )
         assert ping.returncode == 0, ping.stdout + ping.stderr
     finally:
         for pod in ends:
@@ -78,8 +79,7 @@ def test_vf_moved_into_a_netns_keeps_its_mac_and_reaches_a_vf_of_another_node(hw
     # As a real NIC's netdev when its namespace is destroyed, each VF returns to its node.
     for node in hw.nodes.values():
         vf = node.plan.by_name("nic0-vf0")
-        settled(f"{vf.netdev} back on {node.name} after its namespace was destroyed",
-                lambda: links(node.netns).get(vf.netdev) == vf.mac)
+        settled(f"{vf.netdev} back on {node.name} after its namespace was destroyed", lambda: links(node.netns).get(vf.netdev) == vf.mac)
 
 
 @pytest.mark.requirement("HW-04")
@@ -117,8 +117,12 @@ def test_lspci_reads_the_tree_with_names_numa_nodes_and_topology(hw: HardwareLab
     node = hw.nodes["node-2"]
 
     def lspci(*args: str) -> str:
-        return subprocess.run(["lspci", "-A", "linux-sysfs", "-O", f"sysfs.path={node.sys_root / 'bus' / 'pci'}", *args],
-                              capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["lspci", "-A", "linux-sysfs", "-O", f"sysfs.path={node.sys_root / 'bus' / 'pci'}", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
 
     listing = lspci("-D").splitlines()
     assert len(listing) == len(node.plan.at_boot()) == 72
@@ -139,8 +143,7 @@ def test_lspci_reads_the_tree_with_names_numa_nodes_and_topology(hw: HardwareLab
 
 def identities(cfg: ClusterConfig) -> dict[str, list[tuple[str, str | None, object]]]:
     """Per node: address, MAC and GPU UUID of every PCI function."""
-    return {n: [(f.bdf, f.mac, (f.gpu or {}).get("uuid")) for f in hw.plan.functions]
-            for n, hw in HardwareLab(cfg).nodes.items()}
+    return {n: [(f.bdf, f.mac, (f.gpu or {}).get("uuid")) for f in hw.plan.functions] for n, hw in HardwareLab(cfg).nodes.items()}
 
 
 @pytest.mark.benchmark
@@ -158,9 +161,11 @@ def test_build_and_teardown_benchmark_and_determinism(capsys) -> None:
     again = identities(state)
     assert first == again, "the same seed and node names must give the same hardware"
     with capsys.disabled():
-        print(f"\nBENCHMARK dgx-like hardware (72 PCI functions, 40 netdevs per node), 2 nodes: "
-              f"build {built:.2f}s ({built / 2:.2f}s per node), teardown {torn:.2f}s ({torn / 2:.2f}s per node), "
-              "command start to end")
+        print(
+            f"\nBENCHMARK dgx-like hardware (72 PCI functions, 40 netdevs per node), 2 nodes: "
+            f"build {built:.2f}s ({built / 2:.2f}s per node), teardown {torn:.2f}s ({torn / 2:.2f}s per node), "
+            "command start to end"
+        )
 
 
 # Kernel-side behaviour (HW-08): the node's hardware agent acts on writes as the kernel would, within

@@ -37,8 +37,7 @@ def dralab(*args: str) -> None:
 @pytest.fixture(scope="module")
 def readers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     binary = tmp_path_factory.mktemp("hwreaders") / "hwreaders.test"
-    built = subprocess.run(["go", "test", "-c", "-o", str(binary), "./internal/hwreaders"], cwd=GO_MODULE,
-                           capture_output=True, text=True)
+    built = subprocess.run(["go", "test", "-c", "-o", str(binary), "./internal/hwreaders"], cwd=GO_MODULE, capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     return binary
 
@@ -49,8 +48,7 @@ def hw(request: pytest.FixtureRequest) -> Iterator[NodeHardware]:
     there is one lab at a time."""
     dralab("hw", "up", "--name", LAB, "--profile", request.param, "--nodes", "1")
     try:
-        yield next(iter(HardwareLab(ClusterConfig.model_validate_json(LocalCluster.state_file(LAB).read_text()))
-                        .nodes.values()))
+        yield next(iter(HardwareLab(ClusterConfig.model_validate_json(LocalCluster.state_file(LAB).read_text())).nodes.values()))
     finally:
         dralab("hw", "down", "--name", LAB)
         found = residue.find(LAB)
@@ -68,23 +66,45 @@ def expectation(hw: NodeHardware) -> dict[str, object]:
     booted = plan.at_boot()
     return {
         "profile": profile.name,
-        "functions": [{"bdf": fn.bdf, "vendor": f"{fn.vendor:04x}", "device": f"{fn.device:04x}",
-                       "class": f"{fn.class_code:06x}", "numa": fn.numa, "driver": fn.driver or "",
-                       "parent": parent(fn)} for fn in booted],
-        "numaNodes": [{"id": numa.id, "cpus": sorted(numa.cpu_ids()), "cores": len(system_tree.cores(numa)),
-                       # per core L1d, L1i and L2; one L3 per socket
-                       "caches": len(system_tree.PER_CORE_CACHES) * len(system_tree.cores(numa)) + 1,
-                       "distances": system_tree.distances(profile)[numa.id], "memoryBytes": numa.memory_bytes(),
-                       "physicalBytes": len(system_tree.memory_blocks(profile)[numa.id])
-                       * system_tree.block_size(profile)}
-                      for numa in profile.numa_nodes],
-        "netdevs": [{"name": fn.netdev, "mac": fn.mac, "bdf": fn.bdf, "speed": str(fn.port_speed)}
-                    for fn in booted if fn.netdev],
-        "rdma": [{"name": fn.rdma_device, "bdf": fn.bdf, "netdev": fn.netdev,
-                  "charDevices": {"/dev/infiniband/rdma_cm": "{}:{}".format(*RDMA_CM),
-                                  **{f"/dev/infiniband/{c.name}": f"{c.major}:{c.minor}"
-                                     for c in sysfs.rdma_char_devices(fn)}}}
-                 for fn in booted if fn.rdma_device],
+        "functions": [
+            {
+                "bdf": fn.bdf,
+                "vendor": f"{fn.vendor:04x}",
+                "device": f"{fn.device:04x}",
+                "class": f"{fn.class_code:06x}",
+                "numa": fn.numa,
+                "driver": fn.driver or "",
+                "parent": parent(fn),
+            }
+            for fn in booted
+        ],
+        "numaNodes": [
+            {
+                "id": numa.id,
+                "cpus": sorted(numa.cpu_ids()),
+                "cores": len(system_tree.cores(numa)),
+                # per core L1d, L1i and L2; one L3 per socket
+                "caches": len(system_tree.PER_CORE_CACHES) * len(system_tree.cores(numa)) + 1,
+                "distances": system_tree.distances(profile)[numa.id],
+                "memoryBytes": numa.memory_bytes(),
+                "physicalBytes": len(system_tree.memory_blocks(profile)[numa.id]) * system_tree.block_size(profile),
+            }
+            for numa in profile.numa_nodes
+        ],
+        "netdevs": [{"name": fn.netdev, "mac": fn.mac, "bdf": fn.bdf, "speed": str(fn.port_speed)} for fn in booted if fn.netdev],
+        "rdma": [
+            {
+                "name": fn.rdma_device,
+                "bdf": fn.bdf,
+                "netdev": fn.netdev,
+                "charDevices": {
+                    "/dev/infiniband/rdma_cm": "{}:{}".format(*RDMA_CM),
+                    **{f"/dev/infiniband/{c.name}": f"{c.major}:{c.minor}" for c in sysfs.rdma_char_devices(fn)},
+                },
+            }
+            for fn in booted
+            if fn.rdma_device
+        ],
     }
 
 
@@ -92,10 +112,14 @@ def expectation(hw: NodeHardware) -> dict[str, object]:
 def test_ghw_and_netlink_see_every_device_of_the_profile(hw: NodeHardware, readers: Path, tmp_path: Path) -> None:
     expect = tmp_path / "expect.json"
     expect.write_text(json.dumps(expectation(hw), indent=2))
-    env = dict(os.environ, DRALAB_HW_ROOT=str(hw.sys_root.parent), DRALAB_HW_EXPECT=str(expect),
-               DRALAB_HW_NETNS=hw.netns, DRALAB_HW_DEV=str(hw.dev_dir))
-    run = subprocess.run([str(readers), "-test.v", "-test.count=1"], env=env, capture_output=True, text=True,
-                         timeout=120)
+    env = dict(
+        os.environ,
+        DRALAB_HW_ROOT=str(hw.sys_root.parent),
+        DRALAB_HW_EXPECT=str(expect),
+        DRALAB_HW_NETNS=hw.netns,
+        DRALAB_HW_DEV=str(hw.dev_dir),
+    )
+    run = subprocess.run([str(readers), "-test.v", "-test.count=1"], env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "SKIP" not in run.stdout, run.stdout
     print(run.stdout)  # the per-profile figures (ghw pci/topology/net, rdmamap sees N of M), shown with -s
@@ -127,16 +151,21 @@ def _per_op_us(op: Callable[[], object], times: int = 500) -> float:
 
 def _ghw_ms(readers: Path, root: Path) -> float:
     """ms per full ghw read (PCI, topology, net) of the node tree under `root`."""
-    run = subprocess.run([str(readers), "-test.run", "^$", "-test.bench", "GhwReadsTheWholeTree", "-test.benchtime",
-                          "10x"], env=dict(os.environ, DRALAB_HW_ROOT=str(root)), capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(
+        [str(readers), "-test.run", "^$", "-test.bench", "GhwReadsTheWholeTree", "-test.benchtime", "10x"],
+        env=dict(os.environ, DRALAB_HW_ROOT=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     found = re.search(r"BenchmarkGhwReadsTheWholeTree\S*\s+\d+\s+(\d+) ns/op", run.stdout)
     assert run.returncode == 0 and found, run.stdout + run.stderr
     return int(found.group(1)) / 1e6
 
 
-def test_benchmark_the_kernel_served_tree_against_its_plain_files(hw: NodeHardware, readers: Path, tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_benchmark_the_kernel_served_tree_against_its_plain_files(
+    hw: NodeHardware, readers: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Not a timed test: what serving the tree through FUSE costs a reader and a writer, against the
     plain files it serves (what drivers read before the FUSE server existed). Printed with -s.
     On the largest profile only: the other profiles' figures add minutes to make test and say
@@ -148,15 +177,14 @@ def test_benchmark_the_kernel_served_tree_against_its_plain_files(hw: NodeHardwa
     served, plain = hw.sys_root / rel, hw.tree / rel
     rows = {"read an attribute (vendor)": [_per_op_us(lambda: (root / "vendor").read_bytes()) for root in (served, plain)]}
     numa = (plain / "numa_node").read_text()
-    rows["write a stored attribute (numa_node)"] = [
-        _per_op_us(lambda: (root / "numa_node").write_text(numa)) for root in (served, plain)]
+    rows["write a stored attribute (numa_node)"] = [_per_op_us(lambda: (root / "numa_node").write_text(numa)) for root in (served, plain)]
     # An acted write: through FUSE it is the kernel's (the agent's) round trip; plain, just a file.
     rows["write driver_override (acted)"] = [
-        _per_op_us(lambda: (root / "driver_override").write_text("\n"), times=200) for root in (served, plain)]
+        _per_op_us(lambda: (root / "driver_override").write_text("\n"), times=200) for root in (served, plain)
+    ]
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "sys").symlink_to(hw.tree)
-    rows["ghw full read (PCI, topology, net), ms"] = [_ghw_ms(readers, hw.sys_root.parent),
-                                                      _ghw_ms(readers, tmp_path / "plain")]
+    rows["ghw full read (PCI, topology, net), ms"] = [_ghw_ms(readers, hw.sys_root.parent), _ghw_ms(readers, tmp_path / "plain")]
     with capsys.disabled():
         print(f"\nBENCHMARK {hw.plan.profile.name} tree ({len(hw.plan.at_boot())} PCI functions), FUSE vs plain files:")
         for what, (fuse, files) in rows.items():

@@ -17,9 +17,21 @@ def test_suites_run_against_an_existing_cluster_through_its_kubeconfig(lab: Lab)
     if lab.local is None:
         pytest.skip("already running with --cluster=kubeconfig")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/lab/test_cluster.py", "-q", "-p", "no:cacheprovider",
-         "--cluster=kubeconfig", f"--kubeconfig={lab.kubeconfig}"],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites/lab/test_cluster.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--cluster=kubeconfig",
+            f"--kubeconfig={lab.kubeconfig}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     summary = result.stdout.strip().splitlines()[-1]
     assert result.returncode == 0, result.stdout[-4000:]
     # Host-side checks (NRI socket, CDI dir) skip with the reason; everything else passes.

@@ -55,9 +55,11 @@ def test_kwok_nodes_are_ready_with_leases_renewed(kwok_lab: Lab) -> None:
     first = coordination.read_namespaced_lease(name, "kube-node-lease").spec  # held by kwok's own identity
     assert first.lease_duration_seconds == kwok.LEASE_SECONDS and first.renew_time, first
     # kwok renews every quarter of the lease duration, as a kubelet does.
-    wait_for(f"kwok to renew the Lease of {name} (renewed at {first.renew_time})",
-             lambda: coordination.read_namespaced_lease(name, "kube-node-lease").spec.renew_time > first.renew_time,
-             kwok.LEASE_SECONDS / 2)
+    wait_for(
+        f"kwok to renew the Lease of {name} (renewed at {first.renew_time})",
+        lambda: coordination.read_namespaced_lease(name, "kube-node-lease").spec.renew_time > first.renew_time,
+        kwok.LEASE_SECONDS / 2,
+    )
 
 
 @pytest.mark.requirement("LAB-09")

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.e2e
 
 
 def dralab(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dralab.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "dralab.cli", *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
 
 
 def up_in_background(lab: str, until_started: str) -> subprocess.Popen[str]:
@@ -30,9 +31,13 @@ def up_in_background(lab: str, until_started: str) -> subprocess.Popen[str]:
     # A shell's background job (`make test &`) ignores SIGINT and children inherit that: give the
     # command a terminal's default disposition, as Ctrl-C would find it.
     started = time.time()
-    up = subprocess.Popen([sys.executable, "-m", "dralab.cli", "up", "--name", lab, "--offline"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    up = subprocess.Popen(
+        [sys.executable, "-m", "dralab.cli", "up", "--name", lab, "--offline"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     pidfile = labs_root() / "labs" / lab / "pids" / f"{until_started}.json"
     deadline = time.monotonic() + 60
     # A lab of that name left by an earlier, killed run has the file already: signalled before it set
@@ -80,10 +85,11 @@ def test_up_down_residue_three_times_and_bring_up_figures(capsys) -> None:
     finally:  # a failed round or an interrupt must not leave the lab running
         dralab("down", "--name", "cycle")
     with capsys.disabled():
-        print(f"\nBENCHMARK warm bring-up of a 2-node lab (command start to all nodes Ready), {ROUNDS} runs: "
-              f"median {statistics.median(ups):.1f}s, min {min(ups):.1f}s, max {max(ups):.1f}s")
-        print(f"BENCHMARK teardown, {ROUNDS} runs: median {statistics.median(downs):.2f}s, min {min(downs):.2f}s, "
-              f"max {max(downs):.2f}s")
+        print(
+            f"\nBENCHMARK warm bring-up of a 2-node lab (command start to all nodes Ready), {ROUNDS} runs: "
+            f"median {statistics.median(ups):.1f}s, min {min(ups):.1f}s, max {max(ups):.1f}s"
+        )
+        print(f"BENCHMARK teardown, {ROUNDS} runs: median {statistics.median(downs):.2f}s, min {min(downs):.2f}s, max {max(downs):.2f}s")
 
 
 @pytest.mark.requirement("LAB-05")
@@ -182,9 +188,23 @@ def test_ctrl_c_during_bring_up_tears_everything_down() -> None:
 @pytest.mark.requirement("LAB-05")
 def test_sigterm_during_a_test_run_tears_its_lab_down() -> None:
     """A cancelled CI job or a `timeout`: SIGTERM to pytest while its session lab runs tests."""
-    run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--lab-prefix", "term",
-                            "--progress", "suites/lab/test_cluster.py"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--lab-prefix",
+            "term",
+            "--progress",
+            "suites/lab/test_cluster.py",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     seen = []
     for line in run.stdout:  # until the first verdict: the lab is up and tests are running
         seen.append(line)

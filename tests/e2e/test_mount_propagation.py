@@ -75,8 +75,7 @@ def pod_mountinfo(lab: Lab, namespace: str, pod: str) -> str:
     return result.stdout
 
 
-def host_path_pod(name: str, node: str, host_path: str, mount_path: str, propagation: str,
-                  privileged: bool = False) -> dict[str, Any]:
+def host_path_pod(name: str, node: str, host_path: str, mount_path: str, propagation: str, privileged: bool = False) -> dict[str, Any]:
     body = PodBuilder(name).on_node(node).build()
     body["spec"]["volumes"] = [{"name": "host", "hostPath": {"path": host_path, "type": "DirectoryOrCreate"}}]
     container = body["spec"]["containers"][0]
@@ -96,8 +95,7 @@ def test_node_mounts_are_shared_within_the_node_only(mounts_lab: Lab) -> None:
     info = node_mountinfo(node)
     for path in ("/", "/run", "/var/lib", node.kubelet_root_dir):
         # The mount a path is on: the last one at the longest mount point that contains it.
-        containing = [(p, optional) for p, _, optional in mounts(info)
-                      if path == p or path.startswith(p.rstrip("/") + "/")]
+        containing = [(p, optional) for p, _, optional in mounts(info) if path == p or path.startswith(p.rstrip("/") + "/")]
         point, optional = max(reversed(containing), key=lambda m: len(m[0]))
         assert any(f.startswith("shared:") for f in optional), f"{path} on {node.name} is on {point}, not shared: {optional}"
     # Copies of the host's mounts of lab namespaces would keep them alive after their labs delete them.
@@ -122,8 +120,11 @@ def test_host_to_container_sees_a_netns_the_node_adds_later(mounts_lab: Lab, nam
     assert fstype_at(pod_mountinfo(mounts_lab, namespace, "netns-watcher"), point) is None
     node.run("ip", "netns", "add", netns)
     try:
-        wait_for(f"pod netns-watcher to see {point} as nsfs",
-                 lambda: fstype_at(pod_mountinfo(mounts_lab, namespace, "netns-watcher"), point) == "nsfs", 10)
+        wait_for(
+            f"pod netns-watcher to see {point} as nsfs",
+            lambda: fstype_at(pod_mountinfo(mounts_lab, namespace, "netns-watcher"), point) == "nsfs",
+            10,
+        )
         magic = pods.exec_in(mounts_lab, namespace, "netns-watcher", "stat", "-f", "-c", "%t", point)
         assert magic.stdout.strip() == "6e736673", f"stat -f of {point} in the pod: {magic.stdout}{magic.stderr}"
         assert netns not in Path("/proc/self/mountinfo").read_text(), "the node's netns is mounted on the host"
@@ -132,8 +133,9 @@ def test_host_to_container_sees_a_netns_the_node_adds_later(mounts_lab: Lab, nam
         node.run("ip", "netns", "delete", netns)
     assert netns not in node.run("ip", "netns", "list").stdout.split()
     assert not node.host_path(point).exists()
-    wait_for(f"{point} gone from pod netns-watcher",
-             lambda: fstype_at(pod_mountinfo(mounts_lab, namespace, "netns-watcher"), point) is None, 10)
+    wait_for(
+        f"{point} gone from pod netns-watcher", lambda: fstype_at(pod_mountinfo(mounts_lab, namespace, "netns-watcher"), point) is None, 10
+    )
 
 
 @pytest.mark.requirement("LAB-08")
@@ -141,12 +143,17 @@ def test_bidirectional_mount_of_a_privileged_pod_reaches_the_node(mounts_lab: La
     api = mounts_lab.api()
     node, other = nodes_of(mounts_lab)
     shared_dir = "/var/lib/lab08-bidirectional"
-    pods.create(api, namespace, host_path_pod("mounter", node.name, shared_dir, "/shared", "Bidirectional",
-                                              privileged=True))
+    pods.create(api, namespace, host_path_pod("mounter", node.name, shared_dir, "/shared", "Bidirectional", privileged=True))
     pods.wait_phase(api, namespace, "mounter")
     point = f"{shared_dir}/tmpfs"
-    made = pods.exec_in(mounts_lab, namespace, "mounter", "sh", "-ec",
-                        "mkdir -p /shared/tmpfs && mount -t tmpfs lab08 /shared/tmpfs && echo seen > /shared/tmpfs/f")
+    made = pods.exec_in(
+        mounts_lab,
+        namespace,
+        "mounter",
+        "sh",
+        "-ec",
+        "mkdir -p /shared/tmpfs && mount -t tmpfs lab08 /shared/tmpfs && echo seen > /shared/tmpfs/f",
+    )
     assert made.returncode == 0, f"mounting a tmpfs in the pod: {made.stderr}"
     try:
         assert fstype_at(node_mountinfo(node), point) == "tmpfs", f"{node.name} does not see the pod's tmpfs"

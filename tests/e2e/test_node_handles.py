@@ -31,8 +31,11 @@ def test_restarting_kubelet_and_containerd_keeps_running_pods(local_only: Lab, a
     assert node.component("containerd").pid != old_containerd and node.component("containerd").alive()
     wait_for(f"{node.name} Ready after the restarts", lambda: node_ready(api, node.name), 60)
     # The kubelet must also be serving again (exec goes API server -> kubelet -> containerd).
-    result = wait_for("exec into the pod through the restarted kubelet and containerd",
-                      lambda: (r := pods.exec_in(local_only, namespace, "survivor", "echo", "alive")).returncode == 0 and r, 60)
+    result = wait_for(
+        "exec into the pod through the restarted kubelet and containerd",
+        lambda: (r := pods.exec_in(local_only, namespace, "survivor", "echo", "alive")).returncode == 0 and r,
+        60,
+    )
     assert result.stdout.strip() == "alive"
     after = client.CoreV1Api(api).read_namespaced_pod("survivor", namespace)
     assert after.metadata.uid == pod.metadata.uid

@@ -33,8 +33,11 @@ def both(lab: Lab, deploy_driver) -> Lab:
     deploy_driver("gpu-nvml")
     # A kubelet restarted by an earlier test deletes its node's slices; the drivers publish again.
     nodes = {n.name for n in lab.nodes}
-    wait_for("both GPU drivers' slices on every node", lambda: all(
-        set(slices_by_node(lab.api(), driver)) == nodes for driver in (SYSFS_DRIVER, NVML_DRIVER)), 60)
+    wait_for(
+        "both GPU drivers' slices on every node",
+        lambda: all(set(slices_by_node(lab.api(), driver)) == nodes for driver in (SYSFS_DRIVER, NVML_DRIVER)),
+        60,
+    )
     return lab
 
 
@@ -49,24 +52,24 @@ def test_nvml_finds_the_devices_sysfs_shows(both: Lab, api) -> None:
     through_sysfs, through_nvml = views()
     for node in sorted({n.name for n in both.nodes}):
         assert through_nvml.get(node), f"the NVML driver published no GPU on {node}"
-        assert through_nvml[node] == through_sysfs[node], \
-            f"{node}: NVML view {through_nvml[node]}\n!= sysfs view {through_sysfs[node]}"
+        assert through_nvml[node] == through_sysfs[node], f"{node}: NVML view {through_nvml[node]}\n!= sysfs view {through_sysfs[node]}"
 
 
 @pytest.mark.requirement("HW-10")
 def test_container_of_a_gpu_found_through_nvml_gets_its_device_node(both: Lab, api, namespace: str) -> None:
     claims.create(api, namespace, ClaimBuilder("gpu").request("gpu", NVML_DRIVER))
-    pod = PodBuilder("gpu").with_claim("gpu", claim="gpu").running(
-        *pods.until_stopped("for d in /dev/nvidia*; do stat -c '%n %F %t %T' $d; done"))
+    pod = (
+        PodBuilder("gpu")
+        .with_claim("gpu", claim="gpu")
+        .running(*pods.until_stopped("for d in /dev/nvidia*; do stat -c '%n %F %t %T' $d; done"))
+    )
     pods.run(api, namespace, pod)
     (result,) = claims.allocated(claims.read(api, namespace, "gpu"), NVML_DRIVER)
     device = next(d for d in slices_by_node(api, NVML_DRIVER)[result["pool"]] if d["name"] == result["device"])
     index = device["attributes"]["index"]["int"]
     shown = wait_for("the pod to list its /dev/nvidia*", lambda: pods.logs(api, namespace, "gpu").strip() or None, 30)
-    nodes = {m[0]: (int(m[1], 16), int(m[2], 16))
-             for m in re.findall(r"^(\S+) character special file (\w+) (\w+)$", shown, re.M)}
-    assert nodes == {f"/dev/nvidia{index}": (nvml.NVIDIA_MAJOR, index),
-                     "/dev/nvidiactl": (nvml.NVIDIA_MAJOR, nvml.NVIDIACTL_MINOR)}, shown
+    nodes = {m[0]: (int(m[1], 16), int(m[2], 16)) for m in re.findall(r"^(\S+) character special file (\w+) (\w+)$", shown, re.M)}
+    assert nodes == {f"/dev/nvidia{index}": (nvml.NVIDIA_MAJOR, index), "/dev/nvidiactl": (nvml.NVIDIA_MAJOR, nvml.NVIDIACTL_MINOR)}, shown
 
 
 @pytest.mark.requirement("HW-10")

@@ -14,8 +14,16 @@ import pytest
 import yaml
 
 from fake_hardware import nvml
-from fake_hardware.profile import (PROFILES_DIR, Gpu, NodeProfile, load_node_profile, mig_layout, mig_memory_bytes,
-                                   mig_slices, node_profile_path)
+from fake_hardware.profile import (
+    PROFILES_DIR,
+    Gpu,
+    NodeProfile,
+    load_node_profile,
+    mig_layout,
+    mig_memory_bytes,
+    mig_slices,
+    node_profile_path,
+)
 from fake_hardware.topology import NodePlan, plan_node
 
 GO_MODULE = Path(__file__).resolve().parents[2] / "drivers_under_test"
@@ -35,14 +43,21 @@ def mig_profile() -> NodeProfile:
 def mig_profiles(gpu: Gpu) -> list[dict[str, object]]:
     """The GPU instance profiles of the GPU, where each may be placed, and how many more fit beside
     its MIG devices (placements that overlap none of theirs)."""
-    taken = {s for p, start in zip(gpu.mig_devices, mig_layout(gpu) or [], strict=True)
-             for s in range(start, start + gpu.mig_memory_slices(p))}
-    return [{"name": name, "slices": mig_slices(name), "memoryBytes": mig_memory_bytes(name),
-             "memorySlices": gpu.mig_memory_slices(name), "instanceCount": count,
-             "placements": gpu.mig_placements(name),
-             "remaining": sum(not taken & set(range(p, p + gpu.mig_memory_slices(name)))
-                              for p in gpu.mig_placements(name))}
-            for name, count in gpu.mig_profiles.items()]
+    taken = {
+        s for p, start in zip(gpu.mig_devices, mig_layout(gpu) or [], strict=True) for s in range(start, start + gpu.mig_memory_slices(p))
+    }
+    return [
+        {
+            "name": name,
+            "slices": mig_slices(name),
+            "memoryBytes": mig_memory_bytes(name),
+            "memorySlices": gpu.mig_memory_slices(name),
+            "instanceCount": count,
+            "placements": gpu.mig_placements(name),
+            "remaining": sum(not taken & set(range(p, p + gpu.mig_memory_slices(name))) for p in gpu.mig_placements(name)),
+        }
+        for name, count in gpu.mig_profiles.items()
+    ]
 
 
 def expectation(plan: NodePlan) -> dict[str, object]:
@@ -52,19 +67,27 @@ def expectation(plan: NodePlan) -> dict[str, object]:
     for fn in sorted((f for f in plan.at_boot() if f.gpu), key=lambda f: f.bdf):
         assert fn.gpu is not None
         model = models[fn.name]
-        gpus.append({"bdf": fn.bdf, "uuid": fn.gpu["uuid"], "name": model.model,
-                     "pciDeviceId": fn.device << 16 | fn.vendor, "numa": fn.numa,
-                     "cpus": sorted(next(n for n in plan.profile.numa_nodes if n.id == fn.numa).cpu_ids()),
-                     "memoryBytes": model.memory_bytes(),
-                     "minorNumber": fn.gpu["index"], "architecture": model.architecture,
-                     "computeCapability": [int(v) for v in model.compute_capability.split(".")]
-                     if model.compute_capability else None,
-                     "migCapable": bool(model.mig_profiles), "migProfiles": mig_profiles(model),
-                     "migDevices": [{"name": f"{model.model} MIG {p}", "memoryBytes": mig_memory_bytes(p),
-                                     "profile": p, "placementStart": start}
-                                    for p, start in zip(model.mig_devices, mig_layout(model) or [], strict=True)]})
-    return {"profile": plan.profile.name, "driverVersion": nvml.DRIVER_VERSION,
-            "cudaDriverVersion": nvml.CUDA_DRIVER_VERSION, "gpus": gpus}
+        gpus.append(
+            {
+                "bdf": fn.bdf,
+                "uuid": fn.gpu["uuid"],
+                "name": model.model,
+                "pciDeviceId": fn.device << 16 | fn.vendor,
+                "numa": fn.numa,
+                "cpus": sorted(next(n for n in plan.profile.numa_nodes if n.id == fn.numa).cpu_ids()),
+                "memoryBytes": model.memory_bytes(),
+                "minorNumber": fn.gpu["index"],
+                "architecture": model.architecture,
+                "computeCapability": [int(v) for v in model.compute_capability.split(".")] if model.compute_capability else None,
+                "migCapable": bool(model.mig_profiles),
+                "migProfiles": mig_profiles(model),
+                "migDevices": [
+                    {"name": f"{model.model} MIG {p}", "memoryBytes": mig_memory_bytes(p), "profile": p, "placementStart": start}
+                    for p, start in zip(model.mig_devices, mig_layout(model) or [], strict=True)
+                ],
+            }
+        )
+    return {"profile": plan.profile.name, "driverVersion": nvml.DRIVER_VERSION, "cudaDriverVersion": nvml.CUDA_DRIVER_VERSION, "gpus": gpus}
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +107,9 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_go_nvml_sees_every_gpu_of_every_profile_and_its_faults(nodes: Path) -> None:
     env = dict(os.environ, DRALAB_NVML_NODES=str(nodes), CGO_ENABLED="1")
     env.pop("DRALAB_NVML_ROOT", None)
-    run = subprocess.run(["nice", "go", "test", "-count=1", "-v", "./internal/gonvml"], cwd=GO_MODULE, env=env,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        ["nice", "go", "test", "-count=1", "-v", "./internal/gonvml"], cwd=GO_MODULE, env=env, capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "SKIP" not in run.stdout, run.stdout
     print(run.stdout)  # the figures per profile (GPUs seen, init and enumeration time, event latency), shown with -s

@@ -18,9 +18,30 @@ def test_two_small_perf_runs_make_a_history_with_baselines(tmp_path) -> None:
     certification = tmp_path / "report.json"  # PF-05 from a recorded certification, not a 14-minute run
     certification.write_text(json.dumps({"summary": {"wall_seconds": 810.0}, "environment": {"suites": ["suites"]}}))
     out = tmp_path / "perf"
-    args = ["perf", "--out", str(out), "--bringup-rounds", "1", "--no-cold", "--startup-rounds", "1", "--startup-pods", "4",
-            "--scale", "10x4x20", "--certify-report", str(certification),
-            "--allocator-count", "2", "--allocator-benchtime", "1x", "--allocator-nodes", "10", "--kwok-scale", "10x4x20"]
+    args = [
+        "perf",
+        "--out",
+        str(out),
+        "--bringup-rounds",
+        "1",
+        "--no-cold",
+        "--startup-rounds",
+        "1",
+        "--startup-pods",
+        "4",
+        "--scale",
+        "10x4x20",
+        "--certify-report",
+        str(certification),
+        "--allocator-count",
+        "2",
+        "--allocator-benchtime",
+        "1x",
+        "--allocator-nodes",
+        "10",
+        "--kwok-scale",
+        "10x4x20",
+    ]
     for run in (1, 2):
         done = dralab(*args, timeout=900)
         print(done.stdout[-3000:])

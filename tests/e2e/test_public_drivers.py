@@ -32,13 +32,14 @@ Certified = tuple[int, str, dict[str, Any]]  # exit code, output, report.json
 @pytest.fixture(scope="module")
 def certify(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Certified]:
     """Each driver certified once for the module's tests."""
+
     @functools.cache
     def run(driver: str) -> Certified:
         out = tmp_path_factory.mktemp(driver) / "out"
         # A fixed seed: the generated workloads draw the same shapes and restarts each run.
-        done = dralab("certify", "--driver", driver, "--only", ",".join(SUITES), "--seed", "1", "--out", str(out),
-                      timeout=1500)
+        done = dralab("certify", "--driver", driver, "--only", ",".join(SUITES), "--seed", "1", "--out", str(out), timeout=1500)
         return done.returncode, done.stdout + done.stderr, json.loads((out / "report.json").read_text())
+
     return run
 
 
@@ -68,6 +69,7 @@ def test_dra_example_drivers_kp03_names_the_claim_its_kp07_could_not_run_again(c
     assert "unresolvable CDI devices" in failing["KP-07"][0]["message"] and "gpu.example.com/gpu=" in failing["KP-07"][0]["message"]
     # The same re-prepare, judged over the recorded calls: the claim KP-07 names, its CDI device defined by no spec.
     claim = failing["KP-07"][0]["message"].split("gpu.example.com/gpu=", 1)[1][:36]
-    assert [t["name"].split("::")[-1].split("[")[0] for t in failing["KP-03"]] == \
-        ["test_every_device_prepared_in_the_run_is_allocated_and_resolves"], failing["KP-03"]
+    assert [t["name"].split("::")[-1].split("[")[0] for t in failing["KP-03"]] == [
+        "test_every_device_prepared_in_the_run_is_allocated_and_resolves"
+    ], failing["KP-03"]
     assert claim in failing["KP-03"][0]["message"] and "which no CDI spec on the node defined" in failing["KP-03"][0]["message"]

@@ -42,7 +42,7 @@ def test_a_subset_of_upstreams_dra_suite_passes_on_the_local_lab_with_a_report_p
     assert q["counts"]["failed"] == 0 and q["counts"]["skipped"] == len(q["specs"]) - len(SUBSET)
     assert q["lab"]["feature gates"].get("DRAResourcePoolStatus") is True
     assert q["lab"]["runtime config"].get("resource.k8s.io/v1beta1") is True
-    assert '<testsuite' in (out / "junit.xml").read_text() and (out / "qualification.html").stat().st_size > 0
+    assert "<testsuite" in (out / "junit.xml").read_text() and (out / "qualification.html").stat().st_size > 0
     assert (out / "logs" / "qualify").is_dir(), "the lab's component logs were not kept"
     assert qualification.recorded("local", "v1.37.1") == before, "a subset was recorded as the cluster's qualification"
     assert not residue.find("qualify"), residue.find("qualify")

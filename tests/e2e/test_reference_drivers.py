@@ -57,9 +57,11 @@ def assert_unhealthy_gpu_leaves_the_slice_and_returns(lab: Lab, api, driver: str
 
 def _output(api, namespace: str, pod: str) -> tuple[str, str]:
     """What the pod printed before and after its `---` line, once the JSON after it is complete."""
+
     def complete() -> tuple[str, str] | None:
         before, marker, after = pods.logs(api, namespace, pod).partition("---\n")
         return (before, after) if marker and after.strip().endswith("}") else None
+
     return wait_for(f"pod {namespace}/{pod} to print its findings", complete, 30)
 
 
@@ -73,8 +75,16 @@ def test_slices_carry_typed_attributes(reference_drivers: Lab, api) -> None:
     for node, devices in gpus.items():
         assert [d["name"] for d in devices] == [f"gpu-{i}" for i in range(8)], node
         attrs = devices[3]["attributes"]
-        assert set(attrs) == {"index", "uuid", "model", "driverVersion", "numa", "topology",
-                              "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot"}
+        assert set(attrs) == {
+            "index",
+            "uuid",
+            "model",
+            "driverVersion",
+            "numa",
+            "topology",
+            "resource.kubernetes.io/pciBusID",
+            "resource.kubernetes.io/pcieRoot",
+        }
         assert attrs["index"] == {"int": 3} and attrs["numa"] == {"int": 0}
         assert attrs["driverVersion"].keys() == {"version"} and attrs["model"].keys() == {"string"}
         assert re.fullmatch(r"numa0-pcie\d+-gpu3", attrs["topology"]["string"])
@@ -92,9 +102,15 @@ def test_slices_carry_typed_attributes(reference_drivers: Lab, api) -> None:
 
 def test_gpu_claim_gives_metadata_cdi_env_device_nodes_and_status(reference_drivers: Lab, api, namespace: str) -> None:
     claims.create(api, namespace, ClaimBuilder("gpus").request("train", GPU, count=2))
-    pod = PodBuilder("gpu").with_claim("gpus", claim="gpus").running(*pods.until_stopped(
-        f"env | grep ^DRALAB_GPU | sort; ls /dev | grep dralab; echo ---; "
-        f"cat {METADATA_DIR}/gpus/train/{GPU}-metadata.json"))
+    pod = (
+        PodBuilder("gpu")
+        .with_claim("gpus", claim="gpus")
+        .running(
+            *pods.until_stopped(
+                f"env | grep ^DRALAB_GPU | sort; ls /dev | grep dralab; echo ---; cat {METADATA_DIR}/gpus/train/{GPU}-metadata.json"
+            )
+        )
+    )
     pods.run(api, namespace, pod)
     env, metadata = _output(api, namespace, "gpu")
     claim = claims.read(api, namespace, "gpus")
@@ -118,12 +134,14 @@ def test_gpu_claim_gives_metadata_cdi_env_device_nodes_and_status(reference_driv
         assert entry["data"]["uuid"] == devices[name]["attributes"]["uuid"]["string"]
 
 
-def test_vf_claim_gives_configured_interface_deferred_metadata_and_network_status(
-        reference_drivers: Lab, api, namespace: str) -> None:
+def test_vf_claim_gives_configured_interface_deferred_metadata_and_network_status(reference_drivers: Lab, api, namespace: str) -> None:
     config = {"interfaceName": "net1", "ips": ["10.97.0.5/24"], "hardwareAddress": "02:aa:bb:cc:dd:01"}
     claims.create(api, namespace, ClaimBuilder("vf").request("nic", VF).opaque(VF, config))
-    pod = PodBuilder("vf").with_claim("vf", claim="vf").running(
-        *pods.until_stopped(f"ip addr show net1; echo ---; cat {METADATA_DIR}/vf/nic/{VF}-metadata.json"))
+    pod = (
+        PodBuilder("vf")
+        .with_claim("vf", claim="vf")
+        .running(*pods.until_stopped(f"ip addr show net1; echo ---; cat {METADATA_DIR}/vf/nic/{VF}-metadata.json"))
+    )
     node = pods.run(api, namespace, pod).spec.node_name
     shown, metadata = _output(api, namespace, "vf")
     assert "inet 10.97.0.5/24" in shown and "link/ether 02:aa:bb:cc:dd:01" in shown and "UP" in shown
@@ -141,8 +159,11 @@ def test_vf_claim_gives_configured_interface_deferred_metadata_and_network_statu
     hw = HardwareLab(reference_drivers.local.cfg).node(node)
     mac = next(f.mac for f in hw.plan.functions if f.netdev == netdev)
     client.CoreV1Api(api).delete_namespaced_pod("vf", namespace)
-    wait_for(f"{netdev} back in {hw.netns} with MAC {mac}", lambda: mac in subprocess.run(
-        ["ip", "-n", hw.netns, "link", "show", netdev], capture_output=True, text=True).stdout, 60)
+    wait_for(
+        f"{netdev} back in {hw.netns} with MAC {mac}",
+        lambda: mac in subprocess.run(["ip", "-n", hw.netns, "link", "show", netdev], capture_output=True, text=True).stdout,
+        60,
+    )
 
 
 def test_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers: Lab, api) -> None:
@@ -150,8 +171,7 @@ def test_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers: Lab, api)
 
 
 @pytest.mark.requirement("HW-08")
-def test_vfs_follow_sriov_numvfs_into_the_slice_and_vfio_pci_gets_its_node_in_the_nodes_dev(
-        reference_drivers: Lab, api) -> None:
+def test_vfs_follow_sriov_numvfs_into_the_slice_and_vfio_pci_gets_its_node_in_the_nodes_dev(reference_drivers: Lab, api) -> None:
     node = reference_drivers.nodes[1].name
     hw = HardwareLab(reference_drivers.local.cfg).node(node)
     pf = hw.plan.by_name("nic3")  # 4 of its 8 VFs enabled at boot
@@ -206,8 +226,11 @@ parameters: {{DRIVER_NAME: gpu-b.dralab.dev, COMPONENT: gpu-b-dra-driver,
         nodes = {n.name for n in reference_drivers.nodes}
         # Both instances on every node; the first one untouched (its slices of a node whose kubelet an
         # earlier test restarted come back once the driver re-registers, hence a wait, not a snapshot).
-        wait_for("both GPU drivers' slices on every node", lambda: set(slices_by_node(api, "gpu-b.dralab.dev")) == nodes
-                 and set(slices_by_node(api, GPU)) == nodes, 60)
+        wait_for(
+            "both GPU drivers' slices on every node",
+            lambda: set(slices_by_node(api, "gpu-b.dralab.dev")) == nodes and set(slices_by_node(api, GPU)) == nodes,
+            60,
+        )
     finally:
         remove(reference_drivers, profile)
     assert slices_by_node(api, "gpu-b.dralab.dev") == {}
@@ -229,8 +252,13 @@ def test_driver_follows_a_non_default_kubelet_root_dir(lab: Lab, extra_lab) -> N
         client.CoreV1Api(api).create_namespace({"metadata": {"name": ns}})
         wait_for("ServiceAccount default", lambda: client.CoreV1Api(api).read_namespaced_service_account("default", ns), 30)
         claims.create(api, ns, ClaimBuilder("gpu").request("one", GPU))
-        pods.run(api, ns, PodBuilder("gpu").with_claim("gpu", claim="gpu").running(
-            *pods.until_stopped(f"echo ---; cat {METADATA_DIR}/gpu/one/{GPU}-metadata.json")))
+        pods.run(
+            api,
+            ns,
+            PodBuilder("gpu")
+            .with_claim("gpu", claim="gpu")
+            .running(*pods.until_stopped(f"echo ---; cat {METADATA_DIR}/gpu/one/{GPU}-metadata.json")),
+        )
         _, metadata = _output(api, ns, "gpu")
         assert _first_object(metadata)["metadata"]["name"] == "gpu"
         host = node.host_path(f"{node.kubelet_root_dir}/plugins/{GPU}/dra-device-metadata/{ns}_gpu/one/metadata.json")
@@ -240,8 +268,9 @@ def test_driver_follows_a_non_default_kubelet_root_dir(lab: Lab, extra_lab) -> N
 
 
 # Variants that run (a crash-looping one never does: DEP-01's e2e test takes it).
-VARIANTS = [(p, v) for p in shipped_profiles() for v in load_profile(p).broken_variants()
-            if "DEP-01" not in load_profile(p).variants[v].breaks]
+VARIANTS = [
+    (p, v) for p in shipped_profiles() for v in load_profile(p).broken_variants() if "DEP-01" not in load_profile(p).variants[v].breaks
+]
 
 
 @pytest.mark.parametrize("profile,variant", VARIANTS, ids=[f"{p}:{v}" for p, v in VARIANTS])
@@ -249,14 +278,31 @@ def test_broken_variant_deploys_and_runs(reference_drivers: Lab, deploy_driver, 
     p = deploy_driver(profile, variant)
 
     def logs() -> str:
-        return subprocess.run([str(reference_drivers.kubectl), f"--kubeconfig={reference_drivers.kubeconfig}", "logs",
-                               "-n", p.namespace, "-l", f"dralab.dev/variant={variant}", "--prefix", "--tail=-1"],
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            [
+                str(reference_drivers.kubectl),
+                f"--kubeconfig={reference_drivers.kubeconfig}",
+                "logs",
+                "-n",
+                p.namespace,
+                "-l",
+                f"dralab.dev/variant={variant}",
+                "--prefix",
+                "--tail=-1",
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout
+
     def saying() -> set[str]:  # the pods (kubectl's --prefix) whose log names the variant, once or more
         return {line.split(" ", 1)[0] for line in logs().splitlines() if f"BROKEN variant {variant}" in line}
+
     # Every node's pod runs the variant: it says so at start-up.
-    wait_for(f"{len(reference_drivers.nodes)} pods of {profile} logging BROKEN variant {variant}",
-             lambda: len(saying()) == len(reference_drivers.nodes), 30)
+    wait_for(
+        f"{len(reference_drivers.nodes)} pods of {profile} logging BROKEN variant {variant}",
+        lambda: len(saying()) == len(reference_drivers.nodes),
+        30,
+    )
 
 
 def test_reference_drivers_restored_after_variants(reference_drivers: Lab, deploy_driver, api) -> None:

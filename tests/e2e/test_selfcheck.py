@@ -22,8 +22,9 @@ pytestmark = pytest.mark.e2e
 def test_selfcheck_judges_a_broken_and_a_valid_variant_on_one_lab(tmp_path) -> None:
     out = tmp_path / "selfcheck"
     variants = ["gpu:leave-files", "gpu:status-other-node", "fake-gpu-plugin:never-unhealthy", "gpu:cdi-etc"]
-    done = dralab("selfcheck", "--only", "MD-14,ST-04,DP-03", *(a for v in variants for a in ("--variant", v)),
-                  "--out", str(out), timeout=2400)
+    done = dralab(
+        "selfcheck", "--only", "MD-14,ST-04,DP-03", *(a for v in variants for a in ("--variant", v)), "--out", str(out), timeout=2400
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"selfcheck exited {done.returncode}, want 0:\n{output[-5000:]}"
     data = json.loads((out / "selfcheck.json").read_text())

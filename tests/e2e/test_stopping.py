@@ -38,8 +38,13 @@ def test_sigterm_tears_down_every_lab_the_command_started(command: str, tmp_path
     args, labs = COMMANDS[command]
     log = tmp_path / f"{command}.log"
     with open(log, "w") as out:
-        run = subprocess.Popen([sys.executable, "-m", "dralab.cli", *args, "--out", str(tmp_path / "out")],
-                               stdout=out, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+        run = subprocess.Popen(
+            [sys.executable, "-m", "dralab.cli", *args, "--out", str(tmp_path / "out")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 300
     while not LAB_IS_UP.search(log.read_text()):
         assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]

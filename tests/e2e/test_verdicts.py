@@ -26,8 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def certify(out: Path, *args: str) -> tuple[int, str, dict, float]:
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "dralab.cli", "certify", "--out", str(out), *args],
-                          capture_output=True, text=True, timeout=1200, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "dralab.cli", "certify", "--out", str(out), *args], capture_output=True, text=True, timeout=1200, cwd=REPO
+    )
     output = done.stdout + done.stderr
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     return done.returncode, output, report, time.monotonic() - start
@@ -38,8 +39,7 @@ def requirement(report: dict, rid: str) -> dict:
 
 
 def test_crash_looping_driver_is_not_certified_by_dep01_within_3_minutes(tmp_path: Path) -> None:
-    rc, output, report, seconds = certify(tmp_path / "out", "--driver", "gpu", "--variant", "crash-at-start",
-                                          "--only", "MD-01")
+    rc, output, report, seconds = certify(tmp_path / "out", "--driver", "gpu", "--variant", "crash-at-start", "--only", "MD-01")
     assert rc == 1, output[-4000:]
     assert output.strip().splitlines()[-1] == "NOT CERTIFIED: FAIL DEP-01", output[-2000:]
     assert seconds < 180, f"the verdict took {seconds:.0f}s"
@@ -66,8 +66,7 @@ def test_driver_refusing_to_prepare_fails_the_requirement_with_the_kubelet_event
 
 
 def test_missing_ready_condition_is_certified_with_a_warning(tmp_path: Path) -> None:
-    rc, output, report, _ = certify(tmp_path / "out", "--driver", "gpu", "--variant", "no-ready-condition",
-                                    "--only", "ST-01,ST-07")
+    rc, output, report, _ = certify(tmp_path / "out", "--driver", "gpu", "--variant", "no-ready-condition", "--only", "ST-01,ST-07")
     assert rc == 0, output[-4000:]
     assert report["summary"]["outcome"] == "CERTIFIED" and report["summary"]["warnings"] == ["ST-07"]
     assert requirement(report, "ST-07")["verdict"] == "WARNING" and requirement(report, "ST-01")["verdict"] == "PASS"
@@ -82,9 +81,27 @@ def test_a_status_apply_the_cluster_refuses_blocks_the_drivers_status_checks_by_
 
     out = tmp_path / "out"
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "dralab.cli", "certify", "--out", str(out), "--driver", "net",
-                           "--variant", "status-apply", "--only", "ST-01,ST-02,ST-09"], capture_output=True, text=True,
-                          timeout=1200, cwd=REPO, env={**os.environ, PYTHON_CLIENT_ENV: "1"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dralab.cli",
+            "certify",
+            "--out",
+            str(out),
+            "--driver",
+            "net",
+            "--variant",
+            "status-apply",
+            "--only",
+            "ST-01,ST-02,ST-09",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=REPO,
+        env={**os.environ, PYTHON_CLIENT_ENV: "1"},
+    )
     output, report = done.stdout + done.stderr, json.loads((out / "report.json").read_text())
     assert done.returncode == 3, f"exit {done.returncode} after {time.monotonic() - start:.0f}s:\n{output[-4000:]}"
     for rid in ("ST-01", "ST-02"):
@@ -119,11 +136,32 @@ def containerd_dies(request):
 def test_containerd_dying_under_a_metadata_check_is_an_error_naming_containerd(tmp_path: Path) -> None:
     (tmp_path / "containerd_dies.py").write_text(KILLER)
     junit = tmp_path / "junit.xml"
-    done = subprocess.run([sys.executable, "-m", "pytest", "suites/deployment", "suites/device_metadata/test_device_metadata.py",
-                           "--driver", "gpu", "--requirement-ids", "MD-01", "-p", "containerd_dies", "--lab-prefix", "kill",
-                           f"--junitxml={junit}", f"--results-dir={tmp_path}", "-p", "no:cacheprovider"],
-                          capture_output=True, text=True, timeout=900, cwd=REPO,
-                          env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites/deployment",
+            "suites/device_metadata/test_device_metadata.py",
+            "--driver",
+            "gpu",
+            "--requirement-ids",
+            "MD-01",
+            "-p",
+            "containerd_dies",
+            "--lab-prefix",
+            "kill",
+            f"--junitxml={junit}",
+            f"--results-dir={tmp_path}",
+            "-p",
+            "no:cacheprovider",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO,
+        env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
+    )
     from reports.report import read_junit
 
     verdicts = {t.requirements[0]: t for t in read_junit(junit)}
@@ -136,7 +174,7 @@ def test_containerd_dying_under_a_metadata_check_is_an_error_naming_containerd(t
 
 # Kills one lab component of node-1 (DRALAB_KILL: containerd or kubelet) as the fifth test of the
 # run starts its body: a lab fault in the middle of a certification, after verdicts were reached.
-MID_RUN_KILLER = '''
+MID_RUN_KILLER = """
 import os
 import signal
 
@@ -151,20 +189,24 @@ def pytest_runtest_call(item):
     if len(started) == 5:
         lab = item._request.getfixturevalue("lab")
         os.kill(lab.local_node("node-1").component(os.environ["DRALAB_KILL"]).pid, signal.SIGKILL)
-'''
+"""
 
 
 @pytest.mark.parametrize("component", ["containerd", "kubelet"])
-def test_a_component_killed_mid_certification_makes_it_incomplete_never_not_certified(tmp_path: Path,
-                                                                                         component: str) -> None:
+def test_a_component_killed_mid_certification_makes_it_incomplete_never_not_certified(tmp_path: Path, component: str) -> None:
     """A lab fault decides no certification: every check it touched is an ERROR naming the dead
     component (with the lab's diagnosis), none a FAIL; the outcome is INCOMPLETE, exit 3."""
     (tmp_path / "mid_run_killer.py").write_text(MID_RUN_KILLER)
     env = {"PYTEST_PLUGINS": "mid_run_killer", "PYTHONPATH": str(tmp_path), "DRALAB_KILL": component}
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "dralab.cli", "certify", "--driver", "gpu", "--only", "MD",
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=1500, cwd=REPO,
-                          env={**__import__("os").environ, **env})
+    done = subprocess.run(
+        [sys.executable, "-m", "dralab.cli", "certify", "--driver", "gpu", "--only", "MD", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        cwd=REPO,
+        env={**__import__("os").environ, **env},
+    )
     output = done.stdout + done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     verdicts = {r["id"]: r["verdict"] for r in report["requirements"] if r["section"] == "driver"}
@@ -172,6 +214,5 @@ def test_a_component_killed_mid_certification_makes_it_incomplete_never_not_cert
     assert done.returncode == 3 and report["summary"]["outcome"] == "INCOMPLETE", output[-4000:]
     assert [rid for rid, v in verdicts.items() if v == "FAIL"] == [], output[-4000:]
     errors = [t for r in report["requirements"] for t in r["tests"] if t["verdict"] == "ERROR"]
-    assert errors and all(f"node-1-{component}" in t["diagnosis"] for t in errors), \
-        [t["diagnosis"][:300] for t in errors]
+    assert errors and all(f"node-1-{component}" in t["diagnosis"] for t in errors), [t["diagnosis"][:300] for t in errors]
     assert [r for lab in lab_names(LAB_PREFIX) for r in residue.find(lab)] == []

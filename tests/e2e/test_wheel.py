@@ -52,8 +52,9 @@ class Installed:
     def run(self, program: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         # Nothing of the checkout's environment may leak in: no PYTHONPATH, no active virtualenv.
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        return subprocess.run([str(self.venv / "bin" / program), *args], cwd=self.cwd, env=env,
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [str(self.venv / "bin" / program), *args], cwd=self.cwd, env=env, capture_output=True, text=True, timeout=timeout
+        )
 
 
 def _checked(out: subprocess.CompletedProcess[str], what: str) -> str:
@@ -71,10 +72,20 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     built = time.monotonic()
     venv = work / "venv"
     _checked(subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True), "python -m venv")
-    _checked(subprocess.run([str(venv / "bin" / "pip"), "install", "--disable-pip-version-check", "-q", str(wheel)],
-                            cwd=work, capture_output=True, text=True, timeout=900), f"pip install {wheel.name}")
-    print(f"wheel {wheel.name}: {wheel.stat().st_size / 1e3:.0f} kB, built in {built - start:.1f}s, "
-          f"installed with its dependencies in {time.monotonic() - built:.1f}s")
+    _checked(
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "--disable-pip-version-check", "-q", str(wheel)],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        ),
+        f"pip install {wheel.name}",
+    )
+    print(
+        f"wheel {wheel.name}: {wheel.stat().st_size / 1e3:.0f} kB, built in {built - start:.1f}s, "
+        f"installed with its dependencies in {time.monotonic() - built:.1f}s"
+    )
     return Installed(venv, work, wheel, src)
 
 
@@ -91,8 +102,9 @@ def test_wheel_carries_every_data_file(installed: Installed) -> None:
 
 
 def test_commands_run_from_the_installation(installed: Installed) -> None:
-    where = _checked(installed.run("python", "-c", "import drivers_under_test; print(drivers_under_test.__file__)"),
-                     "import drivers_under_test")
+    where = _checked(
+        installed.run("python", "-c", "import drivers_under_test; print(drivers_under_test.__file__)"), "import drivers_under_test"
+    )
     assert Path(where.strip()).is_relative_to(installed.venv), f"dralab was imported from {where.strip()}, not the venv"
 
 

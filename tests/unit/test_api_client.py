@@ -41,29 +41,50 @@ def test_a_claim_goes_out_as_compact_json_with_sorted_keys(sent) -> None:
     assert recorder.bodies == [
         b'{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c"},"spec":{"devices":'
         b'{"config":[{"opaque":{"driver":"gpu.dralab.dev","parameters":{"alpha":"\\u003ca\\u0026b\\u003e","zeta":1}}}],'
-        b'"requests":[{"exactly":{"count":1,"deviceClassName":"gpu.dralab.dev"},"name":"gpu"}]}}}']
+        b'"requests":[{"exactly":{"count":1,"deviceClassName":"gpu.dralab.dev"},"name":"gpu"}]}}}'
+    ]
 
 
 def test_as_python_client_sends_keeps_its_encoding(sent) -> None:
     api, recorder = sent
     with as_python_client_sends():
-        client.CustomObjectsApi(api).create_namespaced_custom_object("resource.k8s.io", "v1", "ns", "resourceclaims",
-                                                                     CLAIM.build())
+        client.CustomObjectsApi(api).create_namespaced_custom_object("resource.k8s.io", "v1", "ns", "resourceclaims", CLAIM.build())
     assert '"parameters": {"zeta": 1, "alpha": "<a&b>"}' in recorder.bodies[0]
 
 
 def test_a_server_side_apply_body_is_canonical_too(sent) -> None:
     api, recorder = sent
     client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
-        "resource.k8s.io", "v1", "ns", "resourceclaims", "c", {"status": {"devices": [{"data": {"b": 1, "a": 2}}]}},
-        field_manager="m", force=True, _content_type="application/apply-patch+yaml")
+        "resource.k8s.io",
+        "v1",
+        "ns",
+        "resourceclaims",
+        "c",
+        {"status": {"devices": [{"data": {"b": 1, "a": 2}}]}},
+        field_manager="m",
+        force=True,
+        _content_type="application/apply-patch+yaml",
+    )
     assert recorder.bodies == [b'{"status":{"devices":[{"data":{"a":2,"b":1}}]}}']
 
 
-@pytest.mark.parametrize("value,go", [
-    (1.0, "1"), (0.5, "0.5"), (1e-6, "0.000001"), (1e-7, "1e-7"), (1e20, "100000000000000000000"), (1e21, "1e+21"),
-    (-0.0, "-0"), (123456.789, "123456.789"), (True, "true"), (None, "null"), (2**63, str(2**63)),
-    ("é\n\t\"\\\u2028", '"é\\n\\t\\"\\\\\\u2028"'), ({"b": [1], "a": {}}, '{"a":{},"b":[1]}'),
-])
+@pytest.mark.parametrize(
+    "value,go",
+    [
+        (1.0, "1"),
+        (0.5, "0.5"),
+        (1e-6, "0.000001"),
+        (1e-7, "1e-7"),
+        (1e20, "100000000000000000000"),
+        (1e21, "1e+21"),
+        (-0.0, "-0"),
+        (123456.789, "123456.789"),
+        (True, "true"),
+        (None, "null"),
+        (2**63, str(2**63)),
+        ('é\n\t"\\\u2028', '"é\\n\\t\\"\\\\\\u2028"'),
+        ({"b": [1], "a": {}}, '{"a":{},"b":[1]}'),
+    ],
+)
 def test_values_are_encoded_as_go_encodes_them(value: Any, go: str) -> None:
     assert canonical_json(value) == go.encode()

@@ -19,10 +19,37 @@ def _ids(prefix: str, last: int) -> list[str]:
 
 
 # The catalogue's order: ST-07 was added after ST-06 but belongs with ST-01; ST-09 (a cluster check) with ST-03..05.
-EXPECTED = [*_ids("LAB", 9), *_ids("DEP", 2), "KP-01", "KP-02", "KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "KP-08",
-            "KP-09", "KP-10", "KP-11", *_ids("HW", 10), *_ids("MD", 20),
-            "ST-01", "ST-07", "ST-02", "ST-03", "ST-04", "ST-05", "ST-09", "ST-08", "ST-06",
-            *_ids("DA", 11), *_ids("DP", 7), *_ids("RP", 4), *_ids("MUT", 2), *_ids("PF", 8)]
+EXPECTED = [
+    *_ids("LAB", 9),
+    *_ids("DEP", 2),
+    "KP-01",
+    "KP-02",
+    "KP-03",
+    "KP-04",
+    "KP-05",
+    "KP-06",
+    "KP-07",
+    "KP-08",
+    "KP-09",
+    "KP-10",
+    "KP-11",
+    *_ids("HW", 10),
+    *_ids("MD", 20),
+    "ST-01",
+    "ST-07",
+    "ST-02",
+    "ST-03",
+    "ST-04",
+    "ST-05",
+    "ST-09",
+    "ST-08",
+    "ST-06",
+    *_ids("DA", 11),
+    *_ids("DP", 7),
+    *_ids("RP", 4),
+    *_ids("MUT", 2),
+    *_ids("PF", 8),
+]
 APPLIES = {"metadata", "metadata-deferred", "device-status", "network-data", "device-plugin", "health", "dra", "any", None}
 # requirement("ID") as a marker, a pytest.param mark or a plain call; the ID need not be well formed.
 REQUIREMENT_CALL = re.compile(r"""\brequirement\(\s*["']([^"']+)["']""")
@@ -50,8 +77,9 @@ def test_ids_are_well_formed_and_unique() -> None:
 
 
 def test_every_id_a_suite_uses_is_in_the_catalogue() -> None:
-    used = {(path.relative_to(SUITES).as_posix(), rid) for path in SUITES.rglob("*.py")
-            for rid in REQUIREMENT_CALL.findall(path.read_text())}
+    used = {
+        (path.relative_to(SUITES).as_posix(), rid) for path in SUITES.rglob("*.py") for rid in REQUIREMENT_CALL.findall(path.read_text())
+    }
     assert len({rid for _, rid in used}) > 20, "the scan found almost nothing: has the marker's spelling changed?"
     assert sorted(u for u in used if u[1] not in catalogue.load()) == []
 

@@ -96,16 +96,24 @@ def test_cdi_disabled_is_reported() -> None:
 def test_imports_resolve_relative_to_the_importing_file() -> None:
     doc = {"imports": ["/etc/containerd/conf.d/*.toml", "extra.toml", "sub/more.toml"]}
     assert imports(doc, "/srv/lab/conf/containerd.toml") == [
-        "/etc/containerd/conf.d/*.toml", "/srv/lab/conf/extra.toml", "/srv/lab/conf/sub/more.toml"]
+        "/etc/containerd/conf.d/*.toml",
+        "/srv/lab/conf/extra.toml",
+        "/srv/lab/conf/sub/more.toml",
+    ]
 
 
-@pytest.mark.parametrize("argv,want", [
-    (["/cache/containerd", "--config=/srv/dralab/labs/e2e/nodes/node-1/conf/containerd.toml"],
-     "/srv/dralab/labs/e2e/nodes/node-1/conf/containerd.toml"),
-    (["containerd", "--config", "/a.toml"], "/a.toml"),
-    (["containerd", "-c", "/b.toml", "--log-level", "debug"], "/b.toml"),
-    (["containerd"], "/etc/containerd/config.toml"),
-])
+@pytest.mark.parametrize(
+    "argv,want",
+    [
+        (
+            ["/cache/containerd", "--config=/srv/dralab/labs/e2e/nodes/node-1/conf/containerd.toml"],
+            "/srv/dralab/labs/e2e/nodes/node-1/conf/containerd.toml",
+        ),
+        (["containerd", "--config", "/a.toml"], "/a.toml"),
+        (["containerd", "-c", "/b.toml", "--log-level", "debug"], "/b.toml"),
+        (["containerd"], "/etc/containerd/config.toml"),
+    ],
+)
 def test_config_file_from_the_command_line(argv: list[str], want: str) -> None:
     assert config_flag(argv) == want
 
@@ -127,13 +135,19 @@ class FakeFiles:
 
 
 def test_read_configs_follows_imports_breadth_first_globs_sorted_each_file_once() -> None:
-    files = FakeFiles({
-        "/etc/containerd/config.toml": 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml", "local.toml"]\n',
-        "/etc/containerd/conf.d/10-a.toml": 'imports = ["/etc/containerd/config.toml"]\n',  # a circle: read once
-        "/etc/containerd/conf.d/20-b.toml": "version = 3\n",
-        "/etc/containerd/local.toml": "version = 3\n",
-    })
+    files = FakeFiles(
+        {
+            "/etc/containerd/config.toml": 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml", "local.toml"]\n',
+            "/etc/containerd/conf.d/10-a.toml": 'imports = ["/etc/containerd/config.toml"]\n',  # a circle: read once
+            "/etc/containerd/conf.d/20-b.toml": "version = 3\n",
+            "/etc/containerd/local.toml": "version = 3\n",
+        }
+    )
     loaded = [p for p, _ in read_configs(files, "node-1", "/etc/containerd/config.toml")]  # type: ignore[arg-type]
-    assert loaded == ["/etc/containerd/config.toml", "/etc/containerd/conf.d/10-a.toml",
-                      "/etc/containerd/conf.d/20-b.toml", "/etc/containerd/local.toml"]
+    assert loaded == [
+        "/etc/containerd/config.toml",
+        "/etc/containerd/conf.d/10-a.toml",
+        "/etc/containerd/conf.d/20-b.toml",
+        "/etc/containerd/local.toml",
+    ]
     assert read_configs(FakeFiles({}), "node-1", "/etc/containerd/config.toml") == []  # type: ignore[arg-type]

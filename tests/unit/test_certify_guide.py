@@ -31,7 +31,7 @@ def invocations(text: str) -> list[list[str]]:
     found = []
     for line in text.splitlines():
         for match in INVOCATION.finditer(line):
-            rest = re.split(r"\s(?:\||&&|;|#|>|\()|`|\)", line[match.end():])[0]
+            rest = re.split(r"\s(?:\||&&|;|#|>|\()|`|\)", line[match.end() :])[0]
             found.append(rest.replace('"', "").split())
     return found
 

@@ -21,11 +21,17 @@ def test_only_maps_prefixes_to_suites_and_ids_to_their_tests() -> None:
             selection(bad)
 
 
-@pytest.mark.parametrize("args,named", [
-    (["--only", "QQ"], "QQ"), (["--driver", "no-such-driver"], "no-such-driver"),
-    (["--hardware", "no-such-hardware"], "no-such-hardware"), (["--cluster", "kubeconfig"], "--kubeconfig"),
-    (["--driver", "gpu", "--variant", "no-such-variant"], "wrong-path"), (["--variant", "wrong-path"], "--driver"),
-])
+@pytest.mark.parametrize(
+    "args,named",
+    [
+        (["--only", "QQ"], "QQ"),
+        (["--driver", "no-such-driver"], "no-such-driver"),
+        (["--hardware", "no-such-hardware"], "no-such-hardware"),
+        (["--cluster", "kubeconfig"], "--kubeconfig"),
+        (["--driver", "gpu", "--variant", "no-such-variant"], "wrong-path"),
+        (["--variant", "wrong-path"], "--driver"),
+    ],
+)
 def test_bad_input_exits_2_naming_it(tmp_path, args: list[str], named: str) -> None:
     result = CliRunner().invoke(main, ["certify", "--out", str(tmp_path / "out"), *args])
     assert result.exit_code == 2, result.output
@@ -60,9 +66,16 @@ def test_undefined_template_parameter_exits_2_before_anything_starts(tmp_path) -
 
 
 def test_a_profile_with_no_dra_driver_claiming_nothing_is_nothing_to_certify(tmp_path) -> None:
-    result = CliRunner().invoke(main, ["certify", "--driver", _profile(tmp_path, capabilities=[], drivers=[],
-                                                                extendedResources=["vendor.example/gpu"]),
-                                       "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "certify",
+            "--driver",
+            _profile(tmp_path, capabilities=[], drivers=[], extendedResources=["vendor.example/gpu"]),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert result.exit_code == 4, result.output
     assert result.output.strip().splitlines()[-1].startswith("NOTHING TO CERTIFY")
 
@@ -93,13 +106,15 @@ def test_an_image_archive_without_platform_exits_2_before_anything_starts(tmp_pa
     with tarfile.open(archive, "w") as tar:
         config = blob(tar, json.dumps({"config": {}, "rootfs": {"type": "layers", "diff_ids": []}}).encode())
         manifest = blob(tar, json.dumps({"schemaVersion": 2, "config": config, "layers": []}).encode())
-        index = json.dumps({"schemaVersion": 2, "manifests": [
-            {"mediaType": "application/vnd.oci.image.manifest.v1+json", **manifest}]}).encode()
+        index = json.dumps(
+            {"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", **manifest}]}
+        ).encode()
         info = tarfile.TarInfo("index.json")
         info.size = len(index)
         tar.addfile(info, io.BytesIO(index))
-    result = CliRunner().invoke(main, ["certify", "--driver", _profile(tmp_path, images=[{"archive": str(archive)}]),
-                                       "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        main, ["certify", "--driver", _profile(tmp_path, images=[{"archive": str(archive)}]), "--out", str(tmp_path / "out")]
+    )
     assert result.exit_code == 2, result.output
     assert "driver.tar" in result.output and "architecture" in result.output
     assert not (tmp_path / "out").exists()

@@ -11,8 +11,7 @@ import pytest
 from clusters.local import cgroups
 
 
-def test_a_tree_busy_for_a_moment_is_removed_and_one_busy_for_good_is_reported(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tree_busy_for_a_moment_is_removed_and_one_busy_for_good_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tree = tmp_path / "dralab" / "lab" / "node-1"
     (tree / "kubepods" / "pod1").mkdir(parents=True)
     monkeypatch.setattr(cgroups, "trees", lambda path: [tree])

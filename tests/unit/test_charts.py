@@ -67,8 +67,14 @@ def test_chart_objects_deploy_like_manifests(tmp_path: Path) -> None:
 def test_namespaces_as_helm_install_would_set_them(tmp_path: Path) -> None:
     objects = by_kind(render(load_profile(profile_file(tmp_path)), None, LAB).objects)
     namespaced = {kind: o["metadata"].get("namespace") for kind, o in objects.items()}
-    assert namespaced == {"Namespace": None, "CustomResourceDefinition": None, "ClusterRole": None,
-                          "ConfigMap": "vendor-system", "DaemonSet": "vendor-system", "Widget": "vendor-system"}
+    assert namespaced == {
+        "Namespace": None,
+        "CustomResourceDefinition": None,
+        "ClusterRole": None,
+        "ConfigMap": "vendor-system",
+        "DaemonSet": "vendor-system",
+        "Widget": "vendor-system",
+    }
 
 
 def test_crds_are_applied_before_their_resources(tmp_path: Path) -> None:
@@ -79,8 +85,7 @@ def test_crds_are_applied_before_their_resources(tmp_path: Path) -> None:
 
 def test_values_files_then_inline_values(tmp_path: Path) -> None:
     (tmp_path / "site.yaml").write_text("logLevel: 4\nkubeletRoot: ${KUBELET_ROOT_DIR}/site\n")
-    text = PROFILE.replace("  values: {", "  valuesFiles: [site.yaml]\n  values: {").replace(
-        ', kubeletRoot: "${KUBELET_ROOT_DIR}"', "")
+    text = PROFILE.replace("  values: {", "  valuesFiles: [site.yaml]\n  values: {").replace(', kubeletRoot: "${KUBELET_ROOT_DIR}"', "")
     objects = by_kind(render(load_profile(profile_file(tmp_path, text)), None, LAB).objects)
     args = objects["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[:2] == ["--kubelet-root=/var/lib/kubelet-alt/site", "--v=4"]
@@ -95,16 +100,22 @@ def test_packaged_chart_renders_as_its_directory(tmp_path: Path) -> None:
     assert render_chart(packaged, LAB) == render_chart(load_profile(profile_file(tmp_path)), LAB)
 
 
-@pytest.mark.parametrize("change, message", [
-    (('"${IMAGE}"', '"${VENDOR_IMAGE}"'),
-     "chart.values of driver profile {path} uses ${{VENDOR_IMAGE}}, which neither driver profile vendor (parameters) "
-     "nor the lab"),
-    (('image: "${IMAGE}", ', ""), "`helm template` refused it: Error: execution error at "
-                                  "(vendor-dra-driver/templates/daemonset.yaml:14:18): values: image is required"),
-    ((str(CHART), "no-such-chart"), "chart {dir}/no-such-chart is neither a chart directory (with Chart.yaml) nor a "
-                                    "packaged chart"),
-    (("  values: {", "  valuesFiles: [absent.yaml]\n  values: {"), "values file {dir}/absent.yaml does not exist"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            ('"${IMAGE}"', '"${VENDOR_IMAGE}"'),
+            "chart.values of driver profile {path} uses ${{VENDOR_IMAGE}}, which neither driver profile vendor (parameters) nor the lab",
+        ),
+        (
+            ('image: "${IMAGE}", ', ""),
+            "`helm template` refused it: Error: execution error at "
+            "(vendor-dra-driver/templates/daemonset.yaml:14:18): values: image is required",
+        ),
+        ((str(CHART), "no-such-chart"), "chart {dir}/no-such-chart is neither a chart directory (with Chart.yaml) nor a packaged chart"),
+        (("  values: {", "  valuesFiles: [absent.yaml]\n  values: {"), "values file {dir}/absent.yaml does not exist"),
+    ],
+)
 def test_chart_mistakes_are_listed_by_validate(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     path = profile_file(tmp_path, PROFILE.replace(*change))
     profile, problems = validate(path)
@@ -122,14 +133,19 @@ def test_shipped_chart_profile_validates() -> None:
     assert problems == [] and profile is not None and profile.chart is not None
 
 
-VERBOSE = PROFILE.replace("variants:\n", """variants:
+VERBOSE = PROFILE.replace(
+    "variants:\n",
+    """variants:
   verbose: {chartValues: {logLevel: 6, kubeletRoot: "${KUBELET_ROOT_DIR}/verbose"}}
-""")
+""",
+)
 
 
 def test_a_variants_chart_values_merge_over_the_profiles(tmp_path: Path) -> None:
-    for variant, args in [(None, ["--kubelet-root=/var/lib/kubelet-alt", "--v=2"]),
-                          ("verbose", ["--kubelet-root=/var/lib/kubelet-alt/verbose", "--v=6"])]:
+    for variant, args in [
+        (None, ["--kubelet-root=/var/lib/kubelet-alt", "--v=2"]),
+        ("verbose", ["--kubelet-root=/var/lib/kubelet-alt/verbose", "--v=6"]),
+    ]:
         (container,) = daemonset_spec(profile_file(tmp_path, VERBOSE), variant)["containers"]
         assert container["args"] == args and container["image"] == "vendor/driver:1.0", variant
 
@@ -137,11 +153,13 @@ def test_a_variants_chart_values_merge_over_the_profiles(tmp_path: Path) -> None
 def test_a_variants_chart_values_are_checked_as_templates(tmp_path: Path) -> None:
     path = profile_file(tmp_path, VERBOSE.replace("${KUBELET_ROOT_DIR}/verbose", "${VERBOSE_ROOT}"))
     _, problems = validate(path)
-    assert problems == [f"variants.verbose.chartValues of driver profile {path} uses ${{VERBOSE_ROOT}}, which neither "
-                        "driver profile vendor (parameters) nor the lab (KUBELET_ROOT_DIR, DRIVERS_IMAGE, "
-                        "HARDWARE_SYSFS_ROOT, HARDWARE_DRIVER_ROOT, NAMESPACE, "
-                            "KUBERNETES_VERSION) sets: add VERBOSE_ROOT to the profile's "
-                        "parameters"]
+    assert problems == [
+        f"variants.verbose.chartValues of driver profile {path} uses ${{VERBOSE_ROOT}}, which neither "
+        "driver profile vendor (parameters) nor the lab (KUBELET_ROOT_DIR, DRIVERS_IMAGE, "
+        "HARDWARE_SYSFS_ROOT, HARDWARE_DRIVER_ROOT, NAMESPACE, "
+        "KUBERNETES_VERSION) sets: add VERBOSE_ROOT to the profile's "
+        "parameters"
+    ]
 
 
 def test_the_charts_init_containers_see_the_emulated_sysfs(tmp_path: Path) -> None:
@@ -161,5 +179,6 @@ def test_container_settings_name_what_the_chart_renders(tmp_path: Path) -> None:
     assert container["env"] == [{"name": "LOG_FORMAT", "value": "json"}]
     wrong = CONTAINERS.replace("container: plugin", "container: driver")
     path = profile_file(tmp_path, PROFILE.replace("variants:", wrong))
-    assert validate(path)[1] == [f"driver profile {path}: containers.0: DaemonSet/vendor has no container 'driver' "
-                                 "(its containers: check-devices, plugin)"]
+    assert validate(path)[1] == [
+        f"driver profile {path}: containers.0: DaemonSet/vendor has no container 'driver' (its containers: check-devices, plugin)"
+    ]

@@ -26,12 +26,14 @@ def test_invalid_lab_name_exits_2_naming_the_field() -> None:
 
 def test_qualify_refuses_bad_input_before_building_or_starting_anything(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("DRALAB_LABS", str(tmp_path))
-    cases = {("--cluster", "kubeconfig"): "--cluster kubeconfig needs --kubeconfig PATH of an existing file",
-             ("--kubeconfig", __file__): "--kubeconfig is for --cluster kubeconfig",
-             ("--gates-on", "DRAResourcePoolStatus"): "--gates-on describes a kubeconfig cluster",
-             ("--focus", "([unclosed"): "--focus '([unclosed' is not a regular expression",
-             ("--procs", "0"): "0 is not in the range 1<=x<=16",
-             ("--cluster", "kind", "--kubernetes-version", "v1.36.3"): "kind labs run Kubernetes v1.37.1 only"}
+    cases = {
+        ("--cluster", "kubeconfig"): "--cluster kubeconfig needs --kubeconfig PATH of an existing file",
+        ("--kubeconfig", __file__): "--kubeconfig is for --cluster kubeconfig",
+        ("--gates-on", "DRAResourcePoolStatus"): "--gates-on describes a kubeconfig cluster",
+        ("--focus", "([unclosed"): "--focus '([unclosed' is not a regular expression",
+        ("--procs", "0"): "0 is not in the range 1<=x<=16",
+        ("--cluster", "kind", "--kubernetes-version", "v1.36.3"): "kind labs run Kubernetes v1.37.1 only",
+    }
     for args, said in cases.items():
         result = CliRunner().invoke(main, ["qualify", "--out", str(tmp_path / "out"), *args])
         assert result.exit_code == 2 and said in result.output, (args, result.output)

@@ -9,9 +9,17 @@ from clusters.local import configs
 from clusters.pki import CertKey
 from clusters.provision import Image, Toolchain
 
-TOOLS = Toolchain(kubernetes=Path("/k"), etcd_dir=Path("/e"), containerd=Path("/c"), runc_dir=Path("/r"),
-                  drivers_under_test=Path("/t"), drivers_with_cgo=Path("/g"),
-                  images=(Image("x", Path("/x.tar"), "sha256:0"),), allure=Path("/a"), kwok_dir=Path("/w"))
+TOOLS = Toolchain(
+    kubernetes=Path("/k"),
+    etcd_dir=Path("/e"),
+    containerd=Path("/c"),
+    runc_dir=Path("/r"),
+    drivers_under_test=Path("/t"),
+    drivers_with_cgo=Path("/g"),
+    images=(Image("x", Path("/x.tar"), "sha256:0"),),
+    allure=Path("/a"),
+    kwok_dir=Path("/w"),
+)
 
 
 def test_containerd_config_enables_cdi_and_nri_at_standard_node_paths() -> None:
@@ -35,11 +43,13 @@ def test_kubelet_config_allows_cgroup_v1_and_separates_nodes() -> None:
 
 
 def test_gates_and_runtime_config_reach_the_components_that_read_them() -> None:
-    cfg = ClusterConfig(slot=2, feature_gates={"DRADerivedAttributes": True},
-                        component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}},
-                        runtime_config={"resource.k8s.io/v1beta2": True})
-    pki = {name: CertKey(Path(f"/{name}.crt"), Path(f"/{name}.key")) for name in
-           ("ca", "apiserver", "apiserver-kubelet-client", "sa")}
+    cfg = ClusterConfig(
+        slot=2,
+        feature_gates={"DRADerivedAttributes": True},
+        component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}},
+        runtime_config={"resource.k8s.io/v1beta2": True},
+    )
+    pki = {name: CertKey(Path(f"/{name}.crt"), Path(f"/{name}.key")) for name in ("ca", "apiserver", "apiserver-kubelet-client", "sa")}
     apiserver = configs.apiserver_command(TOOLS, cfg, pki, Path("/ca.crt"))
     assert "--feature-gates=DRADerivedAttributes=true" in apiserver
     assert "--runtime-config=resource.k8s.io/v1beta2=true" in apiserver

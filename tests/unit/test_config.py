@@ -14,20 +14,24 @@ def test_defaults_give_two_nodes_and_addresses_derived_from_the_slot() -> None:
 
 
 def test_component_gates_override_cluster_gates_for_that_component_only() -> None:
-    cfg = ClusterConfig(feature_gates={"DRADerivedAttributes": True},
-                        component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}})
+    cfg = ClusterConfig(
+        feature_gates={"DRADerivedAttributes": True}, component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}}
+    )
     assert cfg.gates_for("kube-apiserver") == {"DRADerivedAttributes": True}
     assert cfg.gates_for("kube-scheduler") == {"DRADerivedAttributes": False}
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("name", "Bad_Name", "must be a DNS label"),
-    ("kubelet_root_dir", "relative/kubelet", "must be an absolute path under /var/lib/"),
-    ("kubelet_root_dir", "/opt/kubelet", "must be an absolute path under /var/lib/"),
-    ("feature_gates", {"not-a-gate": True}, "is not a gate name"),
-    ("nodes", 0, "greater than or equal to 1"),
-    ("unknown_field", 1, "Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("name", "Bad_Name", "must be a DNS label"),
+        ("kubelet_root_dir", "relative/kubelet", "must be an absolute path under /var/lib/"),
+        ("kubelet_root_dir", "/opt/kubelet", "must be an absolute path under /var/lib/"),
+        ("feature_gates", {"not-a-gate": True}, "is not a gate name"),
+        ("nodes", 0, "greater than or equal to 1"),
+        ("unknown_field", 1, "Extra inputs are not permitted"),
+    ],
+)
 def test_invalid_settings_are_rejected_naming_the_field(field: str, value: object, message: str) -> None:
     with pytest.raises(ValidationError) as e:
         ClusterConfig(**{field: value})

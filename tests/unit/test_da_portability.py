@@ -15,8 +15,12 @@ GPU = "gpu.example.com"
 
 
 def gpu(name: str, node: str, numa: int, **more: object) -> Device:
-    attrs = {"numa": {"int": numa}, "uuid": {"string": f"GPU-{name}"}, "model": {"string": "X1"},
-             **{k: {"int": v} for k, v in more.items()}}
+    attrs = {
+        "numa": {"int": numa},
+        "uuid": {"string": f"GPU-{name}"},
+        "model": {"string": "X1"},
+        **{k: {"int": v} for k, v in more.items()},
+    }
     return Device(GPU, node, name, node, attrs)
 
 
@@ -36,8 +40,11 @@ def test_no_plan_without_a_shared_value_and_a_different_one() -> None:
 
 
 def test_an_attribute_some_devices_lack_is_not_used() -> None:
-    free = [gpu("g0", "n1", 0, tier=1), gpu("g1", "n1", 1, tier=1), Device(GPU, "n1", "g2", "n1", {"numa": {"int": 0},
-                                                                                                  "uuid": {"string": "u"}})]
+    free = [
+        gpu("g0", "n1", 0, tier=1),
+        gpu("g1", "n1", 1, tier=1),
+        Device(GPU, "n1", "g2", "n1", {"numa": {"int": 0}, "uuid": {"string": "u"}}),
+    ]
     plan = own_attributes.plan(free)
     assert plan is not None and plan.attribute == "numa"
 
@@ -54,6 +61,7 @@ def probing(monkeypatch: pytest.MonkeyPatch, keeps: bool, lists: ApiException | 
             raise lists
         exactly = {"derivedAttributes": [{"name": "d/x", "expression": expression}]} if keeps else {}
         return {"spec": {"devices": {"requests": [{"name": "r", "exactly": exactly}]}}}
+
     monkeypatch.setattr(gates, "_dry_run", dry_run)
     return gates.Gates(None)
 

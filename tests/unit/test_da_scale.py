@@ -19,14 +19,28 @@ def test_size_parses_nodes_devices_pods_and_refuses_what_cannot_fit() -> None:
 
 def _run(mode: str, throughput: float, filter_mean: float) -> dict:
     latency = {"p50": 0.5, "p99": 1.0, "mean": 0.4}
-    return {"mode": mode, "throughput_pods_per_s": throughput,
-            "latency_s": {"scheduler_attempt": latency, "scheduler_filter": {**latency, "mean": filter_mean},
-                          "scheduler_sli": latency, "watch": latency, "pod_timestamps": latency}}
+    return {
+        "mode": mode,
+        "throughput_pods_per_s": throughput,
+        "latency_s": {
+            "scheduler_attempt": latency,
+            "scheduler_filter": {**latency, "mean": filter_mean},
+            "scheduler_sli": latency,
+            "watch": latency,
+            "pod_timestamps": latency,
+        },
+    }
 
 
 def test_summary_gives_medians_spread_and_the_ratio_against_the_objective() -> None:
-    runs = [_run("literal", 80, 0.010), _run("derived", 70, 0.0104), _run("literal", 100, 0.012),
-            _run("derived", 90, 0.0102), _run("literal", 90, 0.011), _run("derived", 80, 0.0103)]
+    runs = [
+        _run("literal", 80, 0.010),
+        _run("derived", 70, 0.0104),
+        _run("literal", 100, 0.012),
+        _run("derived", 90, 0.0102),
+        _run("literal", 90, 0.011),
+        _run("derived", 80, 0.0103),
+    ]
     summary = summarise(runs)
     literal = summary["per_mode"]["literal"]
     assert literal["throughput_pods_per_s"] == {"median": 90, "spread": pytest.approx(20 / 90)}

@@ -26,30 +26,47 @@ GPU = "gpu.dralab.dev"
 
 
 def gpu_device(index: int) -> dict[str, Any]:
-    return {"name": f"gpu-{index}", "attributes": {
-        "index": {"int": index}, "model": {"string": "A100-SXM4-80GB"}, "driverVersion": {"version": "1.0.0"},
-        "resource.kubernetes.io/pciBusID": {"string": f"0000:{0x1b + index:02x}:00.0"}}}
+    return {
+        "name": f"gpu-{index}",
+        "attributes": {
+            "index": {"int": index},
+            "model": {"string": "A100-SXM4-80GB"},
+            "driverVersion": {"version": "1.0.0"},
+            "resource.kubernetes.io/pciBusID": {"string": f"0000:{0x1B + index:02x}:00.0"},
+        },
+    }
 
 
 def resource_slice(node: str, pool: str, devices: list[dict[str, Any]], count: int = 1) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": f"{node}-{GPU}-{pool.rpartition('/')[2]}"},
-            "spec": {"driver": GPU, "nodeName": node, "devices": devices,
-                     "pool": {"name": pool, "generation": 1, "resourceSliceCount": count}}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{GPU}-{pool.rpartition('/')[2]}"},
+        "spec": {"driver": GPU, "nodeName": node, "devices": devices, "pool": {"name": pool, "generation": 1, "resourceSliceCount": count}},
+    }
 
 
 def claim(name: str, results: list[tuple[str, str]]) -> dict[str, Any]:
     """A claim the scheduler allocated (pool, device) of the GPU driver to."""
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "md"},
-            "status": {"allocation": {"devices": {"results": [
-                {"request": "req0", "driver": GPU, "pool": pool, "device": device} for pool, device in results]}}}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "md"},
+        "status": {
+            "allocation": {
+                "devices": {"results": [{"request": "req0", "driver": GPU, "pool": pool, "device": device} for pool, device in results]}
+            }
+        },
+    }
 
 
 # one-device-per-node: one GPU per node; node-1's held by a claim
 ONE_PER_NODE = [resource_slice("node-1", "node-1", [gpu_device(0)]), resource_slice("node-2", "node-2", [gpu_device(0)])]
 # several-pools: node-1's GPUs in node-1/pool-0 and node-1/pool-1
-SEVERAL_POOLS = [resource_slice("node-1", "node-1/pool-0", [gpu_device(0), gpu_device(2)]),
-                 resource_slice("node-1", "node-1/pool-1", [gpu_device(1), gpu_device(3)])]
+SEVERAL_POOLS = [
+    resource_slice("node-1", "node-1/pool-0", [gpu_device(0), gpu_device(2)]),
+    resource_slice("node-1", "node-1/pool-1", [gpu_device(1), gpu_device(3)]),
+]
 
 
 class FakeCustomObjects:
@@ -73,11 +90,13 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[dict[str, Any]]]:
         if found := check():
             return found
         raise WaitTimeout(what)
+
     monkeypatch.setattr(slices, "wait_for", no_wait)
     return objects
 
 
 # The room -------------------------------------------------------------------------------------
+
 
 def test_room_counts_published_and_free_devices_per_node(cluster) -> None:
     cluster["resourceslices"] = ONE_PER_NODE
@@ -89,8 +108,11 @@ def test_room_counts_published_and_free_devices_per_node(cluster) -> None:
 
 
 def test_several_pools_on_one_node_add_up() -> None:
-    devices = [slices.Device(GPU, s["spec"]["pool"]["name"], d["name"], s["spec"]["nodeName"], d["attributes"])
-               for s in SEVERAL_POOLS for d in s["spec"]["devices"]]
+    devices = [
+        slices.Device(GPU, s["spec"]["pool"]["name"], d["name"], s["spec"]["nodeName"], d["attributes"])
+        for s in SEVERAL_POOLS
+        for d in s["spec"]["devices"]
+    ]
     # gpu-0 exists in both pools: only the one of node-1/pool-0 is held
     room = slices.room_of(GPU, devices, {(GPU, "node-1/pool-0", "gpu-0")})
     assert (room.most_published, room.most_free) == (4, 3)
@@ -110,7 +132,8 @@ def test_a_lack_names_the_driver_the_counts_and_the_need(cluster) -> None:
     assert str(skipped.value) == (
         "gpu.dralab.dev publishes at most 1 device(s) on one node and has at most 1 free on one node "
         "(free/published devices of gpu.dralab.dev per node: node-1 0/1, node-2 1/1); "
-        f"MD-06 (a request for 2 devices) needs 2 on one node; {slices.MORE_DEVICES}")
+        f"MD-06 (a request for 2 devices) needs 2 on one node; {slices.MORE_DEVICES}"
+    )
 
 
 def test_nothing_published_is_a_lack_too(cluster) -> None:
@@ -120,23 +143,43 @@ def test_nothing_published_is_a_lack_too(cluster) -> None:
 
 # Attribute names (MD-03) ----------------------------------------------------------------------
 
+
 def test_bare_names_are_in_the_drivers_domain_and_the_qualified_form_wins() -> None:
-    attrs = {"index": {"int": 0}, f"{GPU}/model": {"string": "A100"}, "model": {"string": "H100"},
-             "dralab.dev/index": {"int": 7}, "resource.kubernetes.io/pciBusID": {"string": "0000:1b:00.0"}}
+    attrs = {
+        "index": {"int": 0},
+        f"{GPU}/model": {"string": "A100"},
+        "model": {"string": "H100"},
+        "dralab.dev/index": {"int": 7},
+        "resource.kubernetes.io/pciBusID": {"string": "0000:1b:00.0"},
+    }
     assert slices.qualified(attrs, GPU) == {
-        f"{GPU}/index": {"int": 0}, f"{GPU}/model": {"string": "A100"}, "dralab.dev/index": {"int": 7},
-        "resource.kubernetes.io/pciBusID": {"string": "0000:1b:00.0"}}
+        f"{GPU}/index": {"int": 0},
+        f"{GPU}/model": {"string": "A100"},
+        "dralab.dev/index": {"int": 7},
+        "resource.kubernetes.io/pciBusID": {"string": "0000:1b:00.0"},
+    }
     # attribute-domain's dralab.dev/index is another attribute than the driver's own index
     assert slices.qualified_name("index", GPU) != "dralab.dev/index"
 
 
 # The metadata reader's shape ------------------------------------------------------------------
 
-@pytest.mark.parametrize("need,most_free,want", [
-    (ONE_DEVICE, 8, FULL), (TWO_REQUESTS, 8, FULL), (SEVERAL_DEVICES, 8, FULL),  # the reference drivers: one reader
-    (ONE_DEVICE, 2, TWO_REQUESTS), (SEVERAL_DEVICES, 2, SEVERAL_DEVICES), (TWO_REQUESTS, 2, TWO_REQUESTS),
-    (ONE_DEVICE, 1, ONE_DEVICE), (TWO_REQUESTS, 1, None), (SEVERAL_DEVICES, 1, None), (ONE_DEVICE, 0, None),
-])
+
+@pytest.mark.parametrize(
+    "need,most_free,want",
+    [
+        (ONE_DEVICE, 8, FULL),
+        (TWO_REQUESTS, 8, FULL),
+        (SEVERAL_DEVICES, 8, FULL),  # the reference drivers: one reader
+        (ONE_DEVICE, 2, TWO_REQUESTS),
+        (SEVERAL_DEVICES, 2, SEVERAL_DEVICES),
+        (TWO_REQUESTS, 2, TWO_REQUESTS),
+        (ONE_DEVICE, 1, ONE_DEVICE),
+        (TWO_REQUESTS, 1, None),
+        (SEVERAL_DEVICES, 1, None),
+        (ONE_DEVICE, 0, None),
+    ],
+)
 def test_the_largest_shape_a_node_holds_that_serves_the_check(need: Shape, most_free: int, want: Shape | None) -> None:
     assert scenario.shape_for(need, most_free) == want
 
@@ -156,7 +199,7 @@ class Built:
 
     def build(self, lab, api, files, driver, namespace: str, shape: Shape) -> scenario.Scenario:
         node = next(n for n in ("node-1", "node-2") if len(slices.free(api, driver.name, n)) >= sum(shape))
-        taken = [(d.pool, d.name) for d in slices.free(api, driver.name, node)[:sum(shape)]]
+        taken = [(d.pool, d.name) for d in slices.free(api, driver.name, node)[: sum(shape)]]
         self.cluster["resourceclaims"].append(claim(f"reader-{len(self.readers)}", taken))
         self.readers.append((namespace, shape))
         requests = tuple(Request(f"req{i}", n, f"c{i}") for i, n in enumerate(shape))
@@ -171,6 +214,7 @@ def built(cluster, monkeypatch: pytest.MonkeyPatch) -> Built:
     @contextlib.contextmanager
     def fresh(api, prefix: str) -> Iterator[str]:
         yield f"{prefix}-own"
+
     monkeypatch.setattr(scenario.namespaces, "fresh", fresh)
     return found
 
@@ -184,8 +228,11 @@ def test_one_device_per_node_shares_a_one_device_reader_and_skips_what_needs_two
     r = readers()
     with r.serving(ONE_DEVICE, "MD-01") as first, r.serving(ONE_DEVICE, "MD-19") as last:
         assert first is last and first.shape == ONE_DEVICE
-    with pytest.raises(pytest.skip.Exception, match=r"at most 1 device\(s\) on one node .* MD-04 \(a request for 1 "
-                                                    r"device and a request for 1 device\) needs 2 on one node"):
+    with pytest.raises(
+        pytest.skip.Exception,
+        match=r"at most 1 device\(s\) on one node .* MD-04 \(a request for 1 "
+        r"device and a request for 1 device\) needs 2 on one node",
+    ):
         with r.serving(TWO_REQUESTS, "MD-04"):
             pass
     with pytest.raises(pytest.skip.Exception, match=r"MD-06 \(a request for 2 devices\) needs 2 on one node"):
@@ -209,7 +256,8 @@ def test_a_check_the_shared_reader_does_not_serve_gets_its_own_where_a_node_has_
 
 
 def test_a_shared_reader_the_driver_failed_fails_the_first_check_and_blocks_the_others(
-        built: Built, cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: Built, cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The SR-IOV DRA driver refused every prepare: MD-01 to MD-12 each FAILed with the same refusal."""
     cluster["resourceslices"] = ONE_PER_NODE
     calls = []
@@ -217,6 +265,7 @@ def test_a_shared_reader_the_driver_failed_fails_the_first_check_and_blocks_the_
     def refused(*args: Any) -> scenario.Scenario:
         calls.append(args)
         raise AssertionError("the DRA driver refused to prepare its claim")
+
     monkeypatch.setattr(scenario, "metadata_reader", refused)
     r = readers()
     with pytest.raises(AssertionError, match="refused to prepare"):
@@ -228,8 +277,9 @@ def test_a_shared_reader_the_driver_failed_fails_the_first_check_and_blocks_the_
     assert blocked.value.by == "MD-01" and len(calls) == 1
 
 
-def test_a_shared_reader_failed_without_words_still_blocks_naming_the_failure(built: Built, cluster,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shared_reader_failed_without_words_still_blocks_naming_the_failure(
+    built: Built, cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cluster["resourceslices"] = ONE_PER_NODE
     monkeypatch.setattr(scenario, "metadata_reader", lambda *a: (_ for _ in ()).throw(WaitTimeout()))
     r = readers()
@@ -241,8 +291,7 @@ def test_a_shared_reader_failed_without_words_still_blocks_naming_the_failure(bu
             pass
 
 
-def test_a_shared_reader_the_lab_failed_is_the_labs_error_for_every_check(built: Built, cluster,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shared_reader_the_lab_failed_is_the_labs_error_for_every_check(built: Built, cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     cluster["resourceslices"] = ONE_PER_NODE
     monkeypatch.setattr(scenario, "metadata_reader", lambda *a: (_ for _ in ()).throw(LabBroken("containerd down")))
     r = readers()
@@ -254,6 +303,7 @@ def test_a_shared_reader_the_lab_failed_is_the_labs_error_for_every_check(built:
 
 # The ST checks' claim and node ----------------------------------------------------------------
 
+
 def test_status_is_observed_on_two_devices_where_a_node_has_them(cluster) -> None:
     cluster["resourceslices"] = [resource_slice("node-1", "node-1", [gpu_device(0), gpu_device(1)])]
     assert checks.devices_to_observe(None, DriverUnderTest(load_profile("gpu"), "status-first-device")) == 2
@@ -263,8 +313,9 @@ def test_status_is_observed_on_two_devices_where_a_node_has_them(cluster) -> Non
 
 def test_a_claim_config_for_one_device_keeps_the_status_claim_at_one(cluster) -> None:
     net = DriverUnderTest(load_profile("net"))
-    cluster["resourceslices"] = [{**s, "spec": {**s["spec"], "driver": net.name}} for s in
-                                 [resource_slice("node-1", "node-1", [gpu_device(0), gpu_device(1)])]]
+    cluster["resourceslices"] = [
+        {**s, "spec": {**s["spec"], "driver": net.name}} for s in [resource_slice("node-1", "node-1", [gpu_device(0), gpu_device(1)])]
+    ]
     assert net.profile.claim_config is not None and checks.devices_to_observe(None, net) == 1
 
 

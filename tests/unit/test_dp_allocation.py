@@ -17,14 +17,25 @@ ANSWER = AllocateAnswer(
     envs={"VENDOR_VISIBLE_DEVICES": "GPU-a", "VENDOR_MODE": "allocate"},
     mounts=[Mount("/run/vendor/GPU-a", "/sys/devices/x", True)],
     devices=[DeviceSpec("/dev/vendor0", "/dev/null", "rw")],
-    cdi_devices=["vendor.example/gpu=GPU-a"])
+    cdi_devices=["vendor.example/gpu=GPU-a"],
+)
 SPECS = [
     {"cdiVersion": "0.6.0", "kind": "other.example/nic", "devices": [{"name": "GPU-a", "containerEdits": {}}]},
-    {"cdiVersion": "0.6.0", "kind": "vendor.example/gpu",
-     "containerEdits": {"env": ["VENDOR_MODE=cdi"]},
-     "devices": [{"name": "GPU-a", "containerEdits": {
-         "env": ["VENDOR_CDI_GPU=GPU-a"], "deviceNodes": [{"path": "/dev/vendor-ctl"}],
-         "mounts": [{"hostPath": "/usr/lib/vendor", "containerPath": "/opt/vendor", "options": ["ro", "bind"]}]}}]},
+    {
+        "cdiVersion": "0.6.0",
+        "kind": "vendor.example/gpu",
+        "containerEdits": {"env": ["VENDOR_MODE=cdi"]},
+        "devices": [
+            {
+                "name": "GPU-a",
+                "containerEdits": {
+                    "env": ["VENDOR_CDI_GPU=GPU-a"],
+                    "deviceNodes": [{"path": "/dev/vendor-ctl"}],
+                    "mounts": [{"hostPath": "/usr/lib/vendor", "containerPath": "/opt/vendor", "options": ["ro", "bind"]}],
+                },
+            }
+        ],
+    },
 ]
 # What a correct container holds for ANSWER and SPECS, as view_script prints it.
 PRINTED = (
@@ -39,7 +50,8 @@ PRINTED = (
     "/run/vendor/GPU-a|/run/vendor/GPU-a\n"
     "/opt/vendor|/opt/vendor\n"
     "---env\n"
-    "PATH=/bin\0VENDOR_VISIBLE_DEVICES=GPU-a\0VENDOR_MODE=cdi\0VENDOR_CDI_GPU=GPU-a\0NOTE=two\nlines\0")
+    "PATH=/bin\0VENDOR_VISIBLE_DEVICES=GPU-a\0VENDOR_MODE=cdi\0VENDOR_CDI_GPU=GPU-a\0NOTE=two\nlines\0"
+)
 HOST = {"/dev/null": "character special file", "/dev/vendor-ctl": "character special file"}
 
 
@@ -51,12 +63,17 @@ def _expected() -> list[Promise]:
 
 def test_allocate_and_its_cdi_devices_make_the_promises() -> None:
     by_target = {(p.what, p.target): p for p in _expected()}
-    assert set(by_target) == {("env", "VENDOR_VISIBLE_DEVICES"), ("env", "VENDOR_MODE"), ("env", "VENDOR_CDI_GPU"),
-                              ("mount", "/run/vendor/GPU-a"), ("mount", "/opt/vendor"),
-                              ("device node", "/dev/vendor0"), ("device node", "/dev/vendor-ctl")}
+    assert set(by_target) == {
+        ("env", "VENDOR_VISIBLE_DEVICES"),
+        ("env", "VENDOR_MODE"),
+        ("env", "VENDOR_CDI_GPU"),
+        ("mount", "/run/vendor/GPU-a"),
+        ("mount", "/opt/vendor"),
+        ("device node", "/dev/vendor0"),
+        ("device node", "/dev/vendor-ctl"),
+    }
     # The runtime applies CDI edits after the kubelet's config: the spec's env wins.
-    assert by_target[("env", "VENDOR_MODE")] == Promise("CDI device vendor.example/gpu=GPU-a", "env", "VENDOR_MODE",
-                                                        "cdi")
+    assert by_target[("env", "VENDOR_MODE")] == Promise("CDI device vendor.example/gpu=GPU-a", "env", "VENDOR_MODE", "cdi")
     assert by_target[("mount", "/opt/vendor")].read_only
     assert by_target[("device node", "/dev/vendor0")].host_path == "/dev/null"
     assert by_target[("device node", "/dev/vendor-ctl")].host_path == "/dev/vendor-ctl"
@@ -64,8 +81,9 @@ def test_allocate_and_its_cdi_devices_make_the_promises() -> None:
 
 def test_a_cdi_device_no_spec_defines_is_a_violation() -> None:
     _, problems = allocation.promises(AllocateAnswer(cdi_devices=["vendor.example/gpu=GPU-z"]), SPECS)
-    assert problems == ["Allocate named CDI device vendor.example/gpu=GPU-z, which no CDI spec in the runtime's "
-                        "CDI spec directories defines"]
+    assert problems == [
+        "Allocate named CDI device vendor.example/gpu=GPU-z, which no CDI spec in the runtime's CDI spec directories defines"
+    ]
 
 
 def test_the_container_view_is_read_from_mountinfo_stat_and_pid_1s_environment() -> None:
@@ -80,16 +98,19 @@ def test_the_view_script_quotes_paths_and_stops_on_a_failed_command() -> None:
     script = allocation.view_script(["/dev/a b", "/dev/null"], ["/var/run/x", "/tmp"])
     assert script.startswith("set -e;") and "'/dev/a b' /dev/null" in script
     # busybox's sh and stat, as in the lab's workload image; this process stands in for PID 1.
-    done = subprocess.run(["busybox", "sh", "-c", script.replace("/proc/1/", "/proc/self/").replace(
-        "stat -L", "busybox stat -L")], capture_output=True, text=True)
+    done = subprocess.run(
+        ["busybox", "sh", "-c", script.replace("/proc/1/", "/proc/self/").replace("stat -L", "busybox stat -L")],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     view = allocation.parse_view(done.stdout)
     assert view.nodes == {"/dev/a b": "", "/dev/null": "character special file"} and "/" in view.mounts
-    assert view.resolved["/tmp"] == os.path.realpath("/tmp") and view.resolved["/var/run/x"] == \
-        os.path.join(os.path.realpath("/var/run"), "x")
+    assert view.resolved["/tmp"] == os.path.realpath("/tmp") and view.resolved["/var/run/x"] == os.path.join(
+        os.path.realpath("/var/run"), "x"
+    )
     assert view.env["PATH"]
-    failing = subprocess.run(["busybox", "sh", "-c", script.replace("/proc/1/", "/proc/nonesuch/")],
-                             capture_output=True, text=True)
+    failing = subprocess.run(["busybox", "sh", "-c", script.replace("/proc/1/", "/proc/nonesuch/")], capture_output=True, text=True)
     assert failing.returncode != 0 and "---env" not in failing.stdout
 
 
@@ -100,16 +121,20 @@ def test_an_answer_naming_only_the_granted_device_names_no_foreign_one() -> None
 
 def test_an_answer_naming_another_device_names_it_and_where() -> None:
     # fake-gpu-plugin's wrong-device variant: for GPU-a it answers the env, mount and CDI device of GPU-b.
-    answer = AllocateAnswer(envs={"VENDOR_VISIBLE_DEVICES": "GPU-a", "VENDOR_GPU_1": "GPU-b"},
-                            mounts=[Mount("/run/vendor/GPU-b", "/sys/devices/y", True)],
-                            devices=[DeviceSpec("/dev/vendor1", "/dev/null", "rw")],
-                            cdi_devices=["vendor.example/gpu=GPU-b", "vendor.example/gpu=1"])
-    specs = [{"kind": "vendor.example/gpu", "devices": [
-        {"name": "GPU-b", "containerEdits": {}},
-        {"name": "1", "containerEdits": {"env": ["VENDOR_CDI_GPU=GPU-c"]}}]}]
+    answer = AllocateAnswer(
+        envs={"VENDOR_VISIBLE_DEVICES": "GPU-a", "VENDOR_GPU_1": "GPU-b"},
+        mounts=[Mount("/run/vendor/GPU-b", "/sys/devices/y", True)],
+        devices=[DeviceSpec("/dev/vendor1", "/dev/null", "rw")],
+        cdi_devices=["vendor.example/gpu=GPU-b", "vendor.example/gpu=1"],
+    )
+    specs = [
+        {
+            "kind": "vendor.example/gpu",
+            "devices": [{"name": "GPU-b", "containerEdits": {}}, {"name": "1", "containerEdits": {"env": ["VENDOR_CDI_GPU=GPU-c"]}}],
+        }
+    ]
     assert allocation.foreign_devices(answer, specs, ["GPU-c", "GPU-b", "GPU-d", "1"]) == [
-        "GPU-b (in env VENDOR_GPU_1=GPU-b, mount /run/vendor/GPU-b from /sys/devices/y, "
-        "CDI device vendor.example/gpu=GPU-b)",
+        "GPU-b (in env VENDOR_GPU_1=GPU-b, mount /run/vendor/GPU-b from /sys/devices/y, CDI device vendor.example/gpu=GPU-b)",
         "GPU-c (in the edits of CDI device vendor.example/gpu=1)",
     ]
 
@@ -127,15 +152,16 @@ def test_each_broken_promise_is_named_with_what_the_container_holds() -> None:
     view.nodes["/dev/vendor0"] = "regular file"
     view.nodes["/dev/vendor-ctl"] = ""
     cdi = "CDI device vendor.example/gpu=GPU-a"
-    assert sorted(allocation.violations(_expected(), view, HOST)) == sorted([
-        "Allocate set env VENDOR_VISIBLE_DEVICES='GPU-a', the container has VENDOR_VISIBLE_DEVICES='GPU-b'",
-        f"{cdi} set env VENDOR_CDI_GPU='GPU-a', the container has no VENDOR_CDI_GPU",
-        f"{cdi} mounted /opt/vendor, the container has no mount there",
-        "Allocate mounted /run/vendor/GPU-a read-only, the container has it rw,relatime",
-        "Allocate gave device node /dev/vendor0: the container's is a regular file, the node's /dev/null a "
-        "character special file",
-        f"{cdi} gave device node /dev/vendor-ctl (/dev/vendor-ctl), the container has none",
-    ])
+    assert sorted(allocation.violations(_expected(), view, HOST)) == sorted(
+        [
+            "Allocate set env VENDOR_VISIBLE_DEVICES='GPU-a', the container has VENDOR_VISIBLE_DEVICES='GPU-b'",
+            f"{cdi} set env VENDOR_CDI_GPU='GPU-a', the container has no VENDOR_CDI_GPU",
+            f"{cdi} mounted /opt/vendor, the container has no mount there",
+            "Allocate mounted /run/vendor/GPU-a read-only, the container has it rw,relatime",
+            "Allocate gave device node /dev/vendor0: the container's is a regular file, the node's /dev/null a character special file",
+            f"{cdi} gave device node /dev/vendor-ctl (/dev/vendor-ctl), the container has none",
+        ]
+    )
 
 
 def test_a_mount_is_found_where_the_container_resolves_its_path() -> None:
@@ -144,8 +170,7 @@ def test_a_mount_is_found_where_the_container_resolves_its_path() -> None:
     view = ContainerView(mounts={"/run/vendor": ["ro"]}, resolved={"/var/run/vendor": "/run/vendor"})
     assert allocation.violations(promised, view, {}) == []
     view.resolved.clear()
-    assert allocation.violations(promised, view, {}) == [
-        "Allocate mounted /var/run/vendor, the container has no mount there"]
+    assert allocation.violations(promised, view, {}) == ["Allocate mounted /var/run/vendor, the container has no mount there"]
 
 
 def test_an_empty_answer_promises_nothing() -> None:

@@ -20,23 +20,31 @@ DISCOVERED = (
     '"response":{"endpoint":"vendor.sock","options":{"pre_start_required":true,"get_preferred_allocation_available":'
     'true},"sockets":[{"endpoint":"dead.sock","error":"GetDevicePluginOptions: rpc error: code = Unavailable desc = '
     'connection refused"},{"endpoint":"other.sock","healthy":["nic-0"]},{"endpoint":"vendor.sock","healthy":'
-    '["gpu-0","gpu-1","gpu-2"]}]},"error":""}')
+    '["gpu-0","gpu-1","gpu-2"]}]},"error":""}'
+)
 REGISTERED = (
     '{"method":"Register","request":{"version":"v1beta1","endpoint":"proxy.sock","resource_name":"vendor.example/gpu",'
-    '"options":{"pre_start_required":true,"get_preferred_allocation_available":true}},"response":{},"error":""}')
-OPTIONS = ('{"method":"GetDevicePluginOptions","request":{},"response":{"pre_start_required":true,'
-           '"get_preferred_allocation_available":true},"error":""}')
-LISTED = ('{"method":"ListAndWatch","request":{},"response":{"devices":[{"ID":"gpu-2","health":"Healthy","topology":'
-          'null},{"ID":"gpu-0","health":"Healthy","topology":null},{"ID":"gpu-1","health":"Healthy","topology":null}]},'
-          '"error":""}')
+    '"options":{"pre_start_required":true,"get_preferred_allocation_available":true}},"response":{},"error":""}'
+)
+OPTIONS = (
+    '{"method":"GetDevicePluginOptions","request":{},"response":{"pre_start_required":true,'
+    '"get_preferred_allocation_available":true},"error":""}'
+)
+LISTED = (
+    '{"method":"ListAndWatch","request":{},"response":{"devices":[{"ID":"gpu-2","health":"Healthy","topology":'
+    'null},{"ID":"gpu-0","health":"Healthy","topology":null},{"ID":"gpu-1","health":"Healthy","topology":null}]},'
+    '"error":""}'
+)
 PREFERRED = (
     '{"method":"GetPreferredAllocation","request":{"container_requests":[{"available_deviceIDs":["gpu-1","gpu-2",'
     '"gpu-0"],"must_include_deviceIDs":[],"allocation_size":2}]},"response":{"container_responses":[{"deviceIDs":'
-    '["gpu-1","gpu-2"]}]},"error":""}')
+    '["gpu-1","gpu-2"]}]},"error":""}'
+)
 ALLOCATED = (
     '{"method":"Allocate","request":{"container_requests":[{"devices_ids":["gpu-2","gpu-1"]}]},"response":'
     '{"container_responses":[{"envs":{"VENDOR_DEVICES":"gpu-1,gpu-2"},"mounts":[],"devices":[],"annotations":{},'
-    '"cdi_devices":[]}]},"error":""}')
+    '"cdi_devices":[]}]},"error":""}'
+)
 PRE_STARTED = '{"method":"PreStartContainer","request":{"devices_ids":["gpu-1","gpu-2"]},"response":{},"error":""}'
 KLOG = 'I1123 10:39:01.000000       1 deviceplugin.go:84] "Registered with kubelet" resource="vendor.example/gpu"'
 LOG = "\n".join([DISCOVERED, KLOG, REGISTERED, OPTIONS, LISTED, PREFERRED, ALLOCATED, PRE_STARTED])
@@ -54,8 +62,15 @@ def _without(method: str) -> list[Call]:
 
 def test_the_records_are_read_in_order_and_klog_lines_left_out() -> None:
     recorded = calls.parse(LOG)
-    assert [c.method for c in recorded] == ["Discover", "Register", "GetDevicePluginOptions", "ListAndWatch",
-                                            "GetPreferredAllocation", "Allocate", "PreStartContainer"]
+    assert [c.method for c in recorded] == [
+        "Discover",
+        "Register",
+        "GetDevicePluginOptions",
+        "ListAndWatch",
+        "GetPreferredAllocation",
+        "Allocate",
+        "PreStartContainer",
+    ]
     assert recorded[5].request == {"container_requests": [{"devices_ids": ["gpu-2", "gpu-1"]}]}
     assert calls.registered(recorded) and calls.listed(recorded) and calls.setup_failure(recorded) is None
     assert calls.options(recorded) == {"get_preferred_allocation_available": True, "pre_start_required": True}
@@ -86,24 +101,30 @@ def test_an_oversized_preference_the_kubelet_took_part_of_fails_naming_its_size(
     # oversized-preference variant, whose profile names this violation.
     other = calls.parse(LOG.replace('"deviceIDs":["gpu-1","gpu-2"]', '"deviceIDs":["gpu-1","gpu-2","gpu-0"]'))
     (violation,) = calls.judge(other, GIVEN).violations
-    assert violation == ("the kubelet allocated ['gpu-1', 'gpu-2'], the plugin preferred ['gpu-0', 'gpu-1', 'gpu-2']; "
-                         "the preference has 3 devices, the kubelet asked for 2")
+    assert violation == (
+        "the kubelet allocated ['gpu-1', 'gpu-2'], the plugin preferred ['gpu-0', 'gpu-1', 'gpu-2']; "
+        "the preference has 3 devices, the kubelet asked for 2"
+    )
     named = load_profile("fake-gpu-plugin").variants["oversized-preference"].violations["DP-07"]
     assert re.search(named, violation)
 
 
 def test_an_advertised_preference_never_asked_for_fails() -> None:
     (violation,) = calls.judge(_without(calls.PREFERRED), GIVEN).violations
-    assert violation == ("the plugin advertises get_preferred_allocation_available, yet the kubelet allocated "
-                         "['gpu-1', 'gpu-2'] without calling GetPreferredAllocation")
+    assert violation == (
+        "the plugin advertises get_preferred_allocation_available, yet the kubelet allocated "
+        "['gpu-1', 'gpu-2'] without calling GetPreferredAllocation"
+    )
 
 
 def test_a_missing_pre_start_fails_and_is_awaited_until_then() -> None:
     recorded = _without(calls.PRE_START)
     assert not calls.awaited(recorded, GIVEN) and calls.awaited(calls.parse(LOG), GIVEN)
     (violation,) = calls.judge(recorded, GIVEN).violations
-    assert violation == ("the plugin asks for PreStartContainer (pre_start_required), yet the kubelet did not call "
-                         "it for the allocated ['gpu-1', 'gpu-2']; it called it for []")
+    assert violation == (
+        "the plugin asks for PreStartContainer (pre_start_required), yet the kubelet did not call "
+        "it for the allocated ['gpu-1', 'gpu-2']; it called it for []"
+    )
 
 
 def test_what_the_plugin_does_not_offer_is_a_note_not_a_violation() -> None:
@@ -136,7 +157,8 @@ def test_no_plugin_socket_found_names_every_socket_seen() -> None:
         "the proxy found no device plugin socket of vendor.example/gpu listing the kubelet's healthy devices "
         "['gpu-0', 'gpu-1']: 0 of the 3 plugin sockets list exactly the healthy devices. Sockets seen: "
         "dead.sock: error GetDevicePluginOptions: rpc error: code = Unavailable desc = connection refused; "
-        "other.sock: healthy ['nic-0']; vendor.sock: healthy ['gpu-0', 'gpu-1', 'gpu-2']")
+        "other.sock: healthy ['nic-0']; vendor.sock: healthy ['gpu-0', 'gpu-1', 'gpu-2']"
+    )
 
 
 def test_a_refused_registration_is_named() -> None:

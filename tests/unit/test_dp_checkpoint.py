@@ -16,16 +16,16 @@ from suites.device_plugin.checkpoint import AllocateAnswer, DeviceSpec, Mount
 from suites.framework.pods import ObservationFailed
 
 RECORDED = (
-    "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"0b3c6a4e-1111-4d2a-9e7b-5f00c0ffee01\",\"ContainerName\":\"m"
-    "ain\",\"ResourceName\":\"vendor.example/gpu\",\"DeviceIDs\":{\"0\":[\"GPU-aaaa\"],\"1\":[\"GPU-bbbb\"]},\"AllocR"
-    "esp\":\"CisKFlZFTkRPUl9WSVNJQkxFX0RFVklDRVMSEUdQVS1hYWFhLEdQVS1iYmJiChgKC1ZFTkRPUl9NT0RFEglleGNsdX"
+    '{"Data":{"PodDeviceEntries":[{"PodUID":"0b3c6a4e-1111-4d2a-9e7b-5f00c0ffee01","ContainerName":"m'
+    'ain","ResourceName":"vendor.example/gpu","DeviceIDs":{"0":["GPU-aaaa"],"1":["GPU-bbbb"]},"AllocR'
+    'esp":"CisKFlZFTkRPUl9WSVNJQkxFX0RFVklDRVMSEUdQVS1hYWFhLEdQVS1iYmJiChgKC1ZFTkRPUl9NT0RFEglleGNsdX'
     "NpdmUSPgoUL3J1bi92ZW5kb3IvR1BVLWFhYWESJC9zeXMvZGV2aWNlcy9wY2kwMDAwOjAwLzAwMDA6MDE6MDAuMBgBEiIKDy"
     "9vcHQvdmVuZG9yL2xpYhIPL3Vzci9saWIvdmVuZG9yGh0KDC9kZXYvdmVuZG9yMBIJL2Rldi9udWxsGgJydxocCgwvZGV2L3"
     "ZlbmRvcjESCS9kZXYvemVybxoBciItChh2ZW5kb3IuZXhhbXBsZS9hbGxvY2F0ZWQSEUdQVS1hYWFhLEdQVS1iYmJiKh0KG3"
-    "ZlbmRvci5leGFtcGxlL2dwdT1HUFUtYWFhYQ==\"},{\"PodUID\":\"0b3c6a4e-1111-4d2a-9e7b-5f00c0ffee01\",\"Conta"
-    "inerName\":\"sidecar\",\"ResourceName\":\"vendor.example/nic\",\"DeviceIDs\":{\"-1\":[\"nic-3\"]},\"AllocResp\""
-    ":\"\"}],\"RegisteredDevices\":{\"vendor.example/gpu\":[\"GPU-aaaa\",\"GPU-bbbb\",\"GPU-cccc\"],\"vendor.examp"
-    "le/nic\":[\"nic-3\"]}},\"Checksum\":1234567890,\"BootID\":\"5f2c8a4e-0000-4c1e-8d52-2a1d0c0ffee0\"}"
+    'ZlbmRvci5leGFtcGxlL2dwdT1HUFUtYWFhYQ=="},{"PodUID":"0b3c6a4e-1111-4d2a-9e7b-5f00c0ffee01","Conta'
+    'inerName":"sidecar","ResourceName":"vendor.example/nic","DeviceIDs":{"-1":["nic-3"]},"AllocResp"'
+    ':""}],"RegisteredDevices":{"vendor.example/gpu":["GPU-aaaa","GPU-bbbb","GPU-cccc"],"vendor.examp'
+    'le/nic":["nic-3"]}},"Checksum":1234567890,"BootID":"5f2c8a4e-0000-4c1e-8d52-2a1d0c0ffee0"}'
 )
 POD = "0b3c6a4e-1111-4d2a-9e7b-5f00c0ffee01"
 
@@ -33,9 +33,10 @@ POD = "0b3c6a4e-1111-4d2a-9e7b-5f00c0ffee01"
 def test_every_entry_and_the_healthy_devices_are_read() -> None:
     held = checkpoint.parse(RECORDED)
     assert [(e.pod_uid, e.container, e.resource) for e in held.entries] == [
-        (POD, "main", "vendor.example/gpu"), (POD, "sidecar", "vendor.example/nic")]
-    assert held.registered == {"vendor.example/gpu": ["GPU-aaaa", "GPU-bbbb", "GPU-cccc"],
-                               "vendor.example/nic": ["nic-3"]}
+        (POD, "main", "vendor.example/gpu"),
+        (POD, "sidecar", "vendor.example/nic"),
+    ]
+    assert held.registered == {"vendor.example/gpu": ["GPU-aaaa", "GPU-bbbb", "GPU-cccc"], "vendor.example/nic": ["nic-3"]}
 
 
 def test_the_allocate_answer_is_decoded_whole() -> None:
@@ -45,11 +46,14 @@ def test_the_allocate_answer_is_decoded_whole() -> None:
     assert entry.device_ids == ["GPU-aaaa", "GPU-bbbb"]
     assert entry.answer == AllocateAnswer(
         envs={"VENDOR_VISIBLE_DEVICES": "GPU-aaaa,GPU-bbbb", "VENDOR_MODE": "exclusive"},
-        mounts=[Mount("/run/vendor/GPU-aaaa", "/sys/devices/pci0000:00/0000:01:00.0", True),
-                Mount("/opt/vendor/lib", "/usr/lib/vendor", False)],
+        mounts=[
+            Mount("/run/vendor/GPU-aaaa", "/sys/devices/pci0000:00/0000:01:00.0", True),
+            Mount("/opt/vendor/lib", "/usr/lib/vendor", False),
+        ],
         devices=[DeviceSpec("/dev/vendor0", "/dev/null", "rw"), DeviceSpec("/dev/vendor1", "/dev/zero", "r")],
         annotations={"vendor.example/allocated": "GPU-aaaa,GPU-bbbb"},
-        cdi_devices=["vendor.example/gpu=GPU-aaaa"])
+        cdi_devices=["vendor.example/gpu=GPU-aaaa"],
+    )
 
 
 def test_an_empty_answer_and_devices_without_numa_node() -> None:
@@ -69,8 +73,7 @@ def _wire() -> bytes:
 
 def test_fields_a_newer_kubelet_adds_are_skipped() -> None:
     # field 9 varint 150, field 10 of 3 bytes, field 11 fixed64, field 12 fixed32
-    extra = bytes([9 << 3, 0x96, 0x01, (10 << 3) | 2, 3]) + b"abc" + bytes([(11 << 3) | 1]) + bytes(8) \
-        + bytes([(12 << 3) | 5]) + bytes(4)
+    extra = bytes([9 << 3, 0x96, 0x01, (10 << 3) | 2, 3]) + b"abc" + bytes([(11 << 3) | 1]) + bytes(8) + bytes([(12 << 3) | 5]) + bytes(4)
     assert checkpoint.allocate_answer(_wire() + extra) == checkpoint.allocate_answer(_wire())
 
 
@@ -92,8 +95,10 @@ class _Files:
 
 
 def _pod(uid: str) -> SimpleNamespace:
-    return SimpleNamespace(metadata=SimpleNamespace(uid=uid, namespace="ns", name="two"),
-                           spec=SimpleNamespace(node_name="node-1", containers=[SimpleNamespace(name="main")]))
+    return SimpleNamespace(
+        metadata=SimpleNamespace(uid=uid, namespace="ns", name="two"),
+        spec=SimpleNamespace(node_name="node-1", containers=[SimpleNamespace(name="main")]),
+    )
 
 
 def test_the_pods_entry_is_its_subject_seen() -> None:

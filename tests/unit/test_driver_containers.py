@@ -88,8 +88,7 @@ def test_the_profiles_env_reaches_only_its_container(tmp_path: Path) -> None:
     found = containers(render(load_profile(write_profile(tmp_path)), None, LAB).objects)
     # Set in place of the manifest's own LOG_LEVEL, not beside it; the others stay.
     assert [e["name"] for e in found["plugin"]["env"]] == ["NODE_NAME", "LOG_LEVEL", "FEATURE_X"]
-    assert env(found["plugin"]) == {"LOG_LEVEL": "4", "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
-                                    "FEATURE_X": "on"}
+    assert env(found["plugin"]) == {"LOG_LEVEL": "4", "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}}, "FEATURE_X": "on"}
     assert "env" not in found["registrar"] and found["registrar"]["args"] == ["--v=2"]
     assert found["controller"]["args"] == ["--leader-elect"] and "env" not in found["controller"]
 
@@ -122,8 +121,7 @@ def test_init_containers_see_the_emulated_hardware_as_the_others_do(tmp_path: Pa
 def test_host_root_puts_the_node_root_where_the_chart_expects_the_hosts(tmp_path: Path) -> None:
     text = PROFILE.replace("hardware: gpu-small", "hardware: gpu-small\nhostRoot: /host-root")
     found = containers(render(load_profile(write_profile(tmp_path, text)), None, LAB).objects)
-    expected = {"/host-root", "/host-root/sys", "/host-root/dev", "/host-root/proc",
-                "/host-root/var/lib/dralab-hardware/driver-root"}
+    expected = {"/host-root", "/host-root/sys", "/host-root/dev", "/host-root/proc", "/host-root/var/lib/dralab-hardware/driver-root"}
     assert expected <= mounts(found["plugin"]) and mounts(found["wait-for-sysfs"]) == mounts(found["plugin"])
     read_only = {m["mountPath"] for m in found["plugin"]["volumeMounts"] if m.get("readOnly")}
     assert "/host-root" in read_only and "/host-root/sys" not in read_only  # drivers write sysfs (HW-08)
@@ -132,20 +130,22 @@ def test_host_root_puts_the_node_root_where_the_chart_expects_the_hosts(tmp_path
 def test_host_root_takes_the_place_of_the_charts_own(tmp_path: Path) -> None:
     """NVIDIA's chart mounts the machine's / at /host-root and its /lib/modules: the node's replace them."""
     text = PROFILE.replace("hardware: gpu-small", "hardware: gpu-small\nhostRoot: /host-root")
-    manifest = MANIFEST.replace("      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n", """\
+    manifest = MANIFEST.replace(
+        "      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n",
+        """\
       - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}
       - name: machine-root-user
         image: vendor/driver:1.0
         volumeMounts: [{name: machine-root, mountPath: /host-root/, readOnly: true},
                        {name: machine-modules, mountPath: /lib/modules/, readOnly: true}]
       volumes: [{name: machine-root, hostPath: {path: /}}, {name: machine-modules, hostPath: {path: /lib/modules}}]
-""")
+""",
+    )
     assert manifest != MANIFEST
     rendered = render(load_profile(write_profile(tmp_path, text, manifest)), None, LAB).objects
     found = containers(rendered)
     (ds,) = [o for o in rendered if o["metadata"]["name"] == "vendor-plugin"]
-    assert [m["name"] for m in found["machine-root-user"]["volumeMounts"] if m["mountPath"] == "/host-root"] == \
-        ["host-root"]
+    assert [m["name"] for m in found["machine-root-user"]["volumeMounts"] if m["mountPath"] == "/host-root"] == ["host-root"]
     volumes = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
     assert "machine-root" not in volumes and "machine-modules" not in volumes
     # NVIDIA's chart mounts /lib/modules too, where go-nvlib reads modules.alias: the node's.
@@ -161,19 +161,25 @@ def test_sysfs_root_reaches_init_containers_with_its_flag(tmp_path: Path) -> Non
         assert found[name]["args"][-1] == "--sysfs-root=/var/run/dralab/sys"
 
 
-@pytest.mark.parametrize("change, message", [
-    (("container: controller", "container: manager"),
-     "variants.metadata-disabled.containers.1: Deployment/vendor-controller has no container 'manager' "
-     "(its containers: controller)"),
-    (("container: plugin, env: {LOG", "container: wait, env: {LOG"),
-     "containers.0: DaemonSet/vendor-plugin has no container 'wait' (its containers: wait-for-sysfs, plugin, "
-     "registrar)"),
-    (("Deployment/vendor-controller", "Deployment/controller"),
-     "variants.metadata-disabled.containers.1: no workload Deployment/controller is rendered (the workloads: "
-     "DaemonSet/vendor-plugin, Deployment/vendor-controller)"),
-])
-def test_a_container_that_is_not_rendered_is_named_with_those_that_are(
-        tmp_path: Path, change: tuple[str, str], message: str) -> None:
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            ("container: controller", "container: manager"),
+            "variants.metadata-disabled.containers.1: Deployment/vendor-controller has no container 'manager' (its containers: controller)",
+        ),
+        (
+            ("container: plugin, env: {LOG", "container: wait, env: {LOG"),
+            "containers.0: DaemonSet/vendor-plugin has no container 'wait' (its containers: wait-for-sysfs, plugin, registrar)",
+        ),
+        (
+            ("Deployment/vendor-controller", "Deployment/controller"),
+            "variants.metadata-disabled.containers.1: no workload Deployment/controller is rendered (the workloads: "
+            "DaemonSet/vendor-plugin, Deployment/vendor-controller)",
+        ),
+    ],
+)
+def test_a_container_that_is_not_rendered_is_named_with_those_that_are(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     assert change[0] in PROFILE
     path = write_profile(tmp_path, PROFILE.replace(*change))
     _, problems = validate(path)
@@ -183,14 +189,26 @@ def test_a_container_that_is_not_rendered_is_named_with_those_that_are(
         render(load_profile(path), variant, LAB)
 
 
-@pytest.mark.parametrize("change, message", [
-    (("workload: DaemonSet/vendor-plugin, container: plugin, env: {LOG",
-      "workload: vendor-plugin, container: plugin, env: {LOG"), "containers.0.workload: String should match pattern"),
-    (("{workload: Deployment/vendor-controller, container: controller, args: [--no-metadata]}",
-      "{workload: Deployment/vendor-controller, container: controller}"), "give env, args or both"),
-    (("  everywhere: {args: [--extra]}", "  everywhere: {chartValues: {logLevel: 4}}"),
-     "variants everywhere set chartValues, and the profile has no chart"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            ("workload: DaemonSet/vendor-plugin, container: plugin, env: {LOG", "workload: vendor-plugin, container: plugin, env: {LOG"),
+            "containers.0.workload: String should match pattern",
+        ),
+        (
+            (
+                "{workload: Deployment/vendor-controller, container: controller, args: [--no-metadata]}",
+                "{workload: Deployment/vendor-controller, container: controller}",
+            ),
+            "give env, args or both",
+        ),
+        (
+            ("  everywhere: {args: [--extra]}", "  everywhere: {chartValues: {logLevel: 4}}"),
+            "variants everywhere set chartValues, and the profile has no chart",
+        ),
+    ],
+)
 def test_container_settings_mistakes_are_refused_by_name(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     assert change[0] in PROFILE
     path = write_profile(tmp_path, PROFILE.replace(*change))
@@ -204,12 +222,15 @@ REGISTRIES = ("/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/dralab-driv
 def test_the_registration_socket_goes_to_the_driver_registry_in_a_recording_lab(tmp_path: Path) -> None:
     """The chart's plugins_registry mount points at the driver registry, where the plugin recorder
     finds the sockets; the container's own path stays; a lab that records nothing changes nothing."""
-    manifest = MANIFEST.replace("      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n", """\
+    manifest = MANIFEST.replace(
+        "      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n",
+        """\
       - name: registrar
         image: vendor/registrar:1.0
         volumeMounts: [{name: registry, mountPath: /registration}]
       volumes: [{name: registry, hostPath: {path: /var/lib/kubelet/plugins_registry/, type: Directory}}]
-""")
+""",
+    )
     profile = load_profile(write_profile(tmp_path, manifest=manifest))
 
     def registry(objects: list[dict[str, Any]]) -> str:
@@ -223,16 +244,21 @@ def test_the_registration_socket_goes_to_the_driver_registry_in_a_recording_lab(
 
 
 def test_a_mount_of_the_whole_kubelet_dir_gets_the_driver_registry_over_its_registry(tmp_path: Path) -> None:
-    manifest = MANIFEST.replace("      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n", """\
+    manifest = MANIFEST.replace(
+        "      - {name: registrar, image: vendor/registrar:1.0, args: [--v=2]}\n",
+        """\
       - name: registrar
         image: vendor/registrar:1.0
         volumeMounts: [{name: kubelet, mountPath: /var/lib/kubelet}]
       volumes: [{name: kubelet, hostPath: {path: /var/lib/kubelet}}]
-""")
+""",
+    )
     rendered = render(load_profile(write_profile(tmp_path, manifest=manifest)), None, LAB, plugin_registries=REGISTRIES)
     found = [m for m in containers(rendered.objects)["registrar"]["volumeMounts"] if not m["mountPath"].startswith("/sys")]
-    assert found == [{"name": "kubelet", "mountPath": "/var/lib/kubelet"},
-                     {"name": "dralab-driver-registry", "mountPath": "/var/lib/kubelet/plugins_registry"}]
+    assert found == [
+        {"name": "kubelet", "mountPath": "/var/lib/kubelet"},
+        {"name": "dralab-driver-registry", "mountPath": "/var/lib/kubelet/plugins_registry"},
+    ]
     (ds,) = [o for o in rendered.objects if o["metadata"]["name"] == "vendor-plugin"]
     volumes = {v["name"]: v["hostPath"]["path"] for v in ds["spec"]["template"]["spec"]["volumes"]}
     assert volumes["dralab-driver-registry"] == REGISTRIES[1] and volumes["kubelet"] == "/var/lib/kubelet"

@@ -14,9 +14,12 @@ from clusters.local.kwok import SLICE_ONLY_LABEL
 from drivers_under_test.deploy import render
 from drivers_under_test.profile import METADATA_DISABLED, Capability, load_profile, shipped_profiles
 
-LAB = {"KUBELET_ROOT_DIR": "/var/lib/kubelet-alt", "DRIVERS_IMAGE": "dralab.dev/drivers:abc",
-       "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys",
-       "HARDWARE_DRIVER_ROOT": "/var/lib/dralab-hardware/driver-root"}
+LAB = {
+    "KUBELET_ROOT_DIR": "/var/lib/kubelet-alt",
+    "DRIVERS_IMAGE": "dralab.dev/drivers:abc",
+    "HARDWARE_SYSFS_ROOT": "/var/lib/dralab-hardware/sys",
+    "HARDWARE_DRIVER_ROOT": "/var/lib/dralab-hardware/driver-root",
+}
 
 MANIFEST = """
 apiVersion: apps/v1
@@ -98,21 +101,24 @@ def test_removal_renders_every_variants_manifests() -> None:
     assert "gpu.dralab.dev:arbitrary-node-status" in names
 
 
-@pytest.mark.parametrize("change, message", [
-    (("description: A vendor's driver\n", ""), "description: Field required"),
-    (("capabilities: [metadata]", "capabilities: [metadata, telepathy]"), "capabilities.1: Input should be 'metadata'"),
-    (("drivers: [gpu.vendor.example]", "drivers: [GPU_Vendor]"), "are not DNS subdomains"),
-    (("drivers: [gpu.vendor.example]", "drivers: []"), "name at least one DRA driver"),
-    (("capabilities: [metadata]", "capabilities: [network-data]"), "network-data is part of device-status"),
-    (("breaks: [MD-14]", "breaks: [cleanup]"), "are not requirement IDs"),
-    (("breaks: [MD-14]", "breaks: [MD-14], concerns: [MD]"), "concerns is for a valid variant"),
-    (("breaks: [MD-14]}", "breaks: [MD-14]}\n  slow: {concerns: [metadata]}"), "are not requirement IDs or suites"),
-    (("parameters: {MODE: fast}", "parameters: {MODE: fast, KUBELET_ROOT_DIR: /x}"), "are set by the lab"),
-    (("images: [{archive: driver.tar}]", "images: [{reference: vendor}]"), "the only reference image is 'drivers'"),
-    (("manifests: [driver.yaml]", "manifests: [missing.yaml]"), "manifest " ),
-    (("hardware: gpu-small", "hardware: quantum"), "unknown hardware profile 'quantum'"),
-    (("namespace: vendor-system", "namespace: Vendor System"), "namespace: String should match pattern"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("description: A vendor's driver\n", ""), "description: Field required"),
+        (("capabilities: [metadata]", "capabilities: [metadata, telepathy]"), "capabilities.1: Input should be 'metadata'"),
+        (("drivers: [gpu.vendor.example]", "drivers: [GPU_Vendor]"), "are not DNS subdomains"),
+        (("drivers: [gpu.vendor.example]", "drivers: []"), "name at least one DRA driver"),
+        (("capabilities: [metadata]", "capabilities: [network-data]"), "network-data is part of device-status"),
+        (("breaks: [MD-14]", "breaks: [cleanup]"), "are not requirement IDs"),
+        (("breaks: [MD-14]", "breaks: [MD-14], concerns: [MD]"), "concerns is for a valid variant"),
+        (("breaks: [MD-14]}", "breaks: [MD-14]}\n  slow: {concerns: [metadata]}"), "are not requirement IDs or suites"),
+        (("parameters: {MODE: fast}", "parameters: {MODE: fast, KUBELET_ROOT_DIR: /x}"), "are set by the lab"),
+        (("images: [{archive: driver.tar}]", "images: [{reference: vendor}]"), "the only reference image is 'drivers'"),
+        (("manifests: [driver.yaml]", "manifests: [missing.yaml]"), "manifest "),
+        (("hardware: gpu-small", "hardware: quantum"), "unknown hardware profile 'quantum'"),
+        (("namespace: vendor-system", "namespace: Vendor System"), "namespace: String should match pattern"),
+    ],
+)
 def test_profile_mistakes_are_refused_by_name(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     old, new = change
     assert old in PROFILE
@@ -148,8 +154,7 @@ def test_cli_refuses_bad_profiles_and_variants_before_touching_a_lab(tmp_path: P
 def test_second_instance_renames_driver_class_namespace_and_component() -> None:
     gpu = load_profile("gpu")
     b = gpu.second_instance("b")
-    assert (b.name, b.namespace, b.drivers, b.device_classes) == ("gpu-b", "dralab-gpu-b", ["gpu-b.dralab.dev"],
-                                                                  ["gpu-b.dralab.dev"])
+    assert (b.name, b.namespace, b.drivers, b.device_classes) == ("gpu-b", "dralab-gpu-b", ["gpu-b.dralab.dev"], ["gpu-b.dralab.dev"])
     assert b.parameters["COMPONENT"] == "gpu-dra-driver-b" and b.source == gpu.source
     objects = render(b, None, LAB).objects
     (ds,) = [o for o in objects if o["kind"] == "DaemonSet"]
@@ -178,7 +183,8 @@ def test_switching_variant_removes_the_other_variants_objects() -> None:
     assert sorted((o["kind"], o["metadata"]["name"]) for o in stale) == [
         ("ClusterRole", "gpu.dralab.dev:arbitrary-node-status"),
         ("ClusterRoleBinding", "gpu.dralab.dev:arbitrary-node-status"),
-        ("DeviceClass", "devices.gpu.dralab.dev")]
+        ("DeviceClass", "devices.gpu.dralab.dev"),
+    ]
     assert [o["kind"] for o in _other_variants_objects(render(gpu, "status-other-node", LAB), LAB)] == ["DeviceClass"]
 
 
@@ -211,8 +217,12 @@ VALID_VARIANTS = {
 
 
 def test_valid_variants_are_declared_break_nothing_and_render() -> None:
-    declared = {(name, v): variant for name in ("gpu", "net") for v, variant in load_profile(name).variants.items()
-                if not variant.breaks and v != METADATA_DISABLED}
+    declared = {
+        (name, v): variant
+        for name in ("gpu", "net")
+        for v, variant in load_profile(name).variants.items()
+        if not variant.breaks and v != METADATA_DISABLED
+    }
     assert set(declared) == set(VALID_VARIANTS), "a valid variant of the profiles is missing here, or the reverse"
     assert len(declared) >= 8
     for (name, v), variant in declared.items():
@@ -223,7 +233,7 @@ def test_valid_variants_are_declared_break_nothing_and_render() -> None:
         assert not variant.violations and set(variant.warns) <= {"ST-07", "KP-11"}, f"{name}:{v}"
         (ds,) = render(load_profile(name), v, LAB).of_kind("DaemonSet")
         args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
-        assert args[len(args) - len(variant.args):] == variant.args, "the variant's args come last: they win"
+        assert args[len(args) - len(variant.args) :] == variant.args, "the variant's args come last: they win"
 
 
 def test_a_variant_brings_its_own_device_class() -> None:
@@ -267,8 +277,8 @@ def test_cdi_etc_variant_moves_the_specs_and_only_them(name: str) -> None:
 
 
 VARIANT_PARAMETERS = PROFILE.replace(
-    "  broken: {args: [--broken], breaks: [MD-14]}",
-    "  broken: {args: [--broken], breaks: [MD-14]}\n  slow: {parameters: {MODE: slow}}")
+    "  broken: {args: [--broken], breaks: [MD-14]}", "  broken: {args: [--broken], breaks: [MD-14]}\n  slow: {parameters: {MODE: slow}}"
+)
 
 
 def test_a_variants_parameters_win_over_the_profiles(tmp_path: Path) -> None:

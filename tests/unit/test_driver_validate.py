@@ -65,8 +65,11 @@ def oci_tar(path: Path, config: dict[str, Any], nested: bool = False) -> Path:
 
 def docker_tar(path: Path, config: dict[str, Any]) -> Path:
     with tarfile.open(path, "w") as tar:
-        add(tar, "manifest.json", json.dumps([{"Config": "abc.json", "RepoTags": ["vendor/driver:1.0"],
-                                               "Layers": ["abc/layer.tar"]}]).encode())
+        add(
+            tar,
+            "manifest.json",
+            json.dumps([{"Config": "abc.json", "RepoTags": ["vendor/driver:1.0"], "Layers": ["abc/layer.tar"]}]).encode(),
+        )
         add(tar, "abc.json", json.dumps(config).encode())
         add(tar, "abc/layer.tar", b"\0" * 1024)
     return path
@@ -105,8 +108,10 @@ def test_every_schema_error_is_listed_with_its_field(tmp_path: Path) -> None:
 
 
 def test_unreadable_profile_is_one_problem(tmp_path: Path) -> None:
-    assert validate(str(tmp_path / "absent.yaml")) == (None, [f"cannot read driver profile {tmp_path}/absent.yaml: "
-                                                              "No such file or directory"])
+    assert validate(str(tmp_path / "absent.yaml")) == (
+        None,
+        [f"cannot read driver profile {tmp_path}/absent.yaml: No such file or directory"],
+    )
     (tmp_path / "bad.yaml").write_text("name: [unclosed\n")
     profile, (problem,) = validate(str(tmp_path / "bad.yaml"))
     assert profile is None and "is not valid YAML at line" in problem
@@ -121,8 +126,7 @@ def test_undefined_parameter_is_named_with_its_manifest(tmp_path: Path) -> None:
 
 def test_stray_dollar_is_reported_with_its_line(tmp_path: Path) -> None:
     _, problems = validate(write_profile(tmp_path, manifest=MANIFEST.replace("$$5", "$5")))
-    assert problems == [f"manifest {tmp_path / 'driver.yaml'} line 9: a $ that starts no ${{NAME}} "
-                        "(write a literal $ as $$)"]
+    assert problems == [f"manifest {tmp_path / 'driver.yaml'} line 9: a $ that starts no ${{NAME}} (write a literal $ as $$)"]
 
 
 def test_manifest_that_is_not_yaml_after_substitution(tmp_path: Path) -> None:
@@ -136,9 +140,10 @@ def test_manifest_that_is_not_yaml_after_substitution(tmp_path: Path) -> None:
 def test_documents_must_be_kubernetes_objects(tmp_path: Path) -> None:
     _, problems = validate(write_profile(tmp_path, manifest=MANIFEST + "---\n- a list\n---\nkind: ConfigMap\n"))
     path = tmp_path / "driver.yaml"
-    assert problems == [f"manifest {path} document 2 is not a Kubernetes object: it has no apiVersion, kind, "
-                        "metadata.name",
-                        f"manifest {path} document 3 is not a Kubernetes object: it has no apiVersion, metadata.name"]
+    assert problems == [
+        f"manifest {path} document 2 is not a Kubernetes object: it has no apiVersion, kind, metadata.name",
+        f"manifest {path} document 3 is not a Kubernetes object: it has no apiVersion, metadata.name",
+    ]
 
 
 def test_missing_manifests_are_named(tmp_path: Path) -> None:
@@ -148,12 +153,13 @@ def test_missing_manifests_are_named(tmp_path: Path) -> None:
         f"driver profile {tmp_path / 'vendor.yaml'}: manifest {tmp_path / 'gone.yaml'} does not exist "
         "(paths are relative to the profile file)",
         f"driver profile {tmp_path / 'vendor.yaml'}: manifest of variant broken {tmp_path / 'rbac.yaml'} does not "
-        "exist (paths are relative to the profile file)"]
+        "exist (paths are relative to the profile file)",
+    ]
 
 
-@pytest.mark.parametrize("config, missing", [({"os": "linux"}, "architecture"),
-                                             ({"architecture": "amd64", "os": ""}, "os"),
-                                             ({}, "os and no architecture")])
+@pytest.mark.parametrize(
+    "config, missing", [({"os": "linux"}, "architecture"), ({"architecture": "amd64", "os": ""}, "os"), ({}, "os and no architecture")]
+)
 def test_oci_image_without_platform_is_refused(tmp_path: Path, config: dict[str, Any], missing: str) -> None:
     oci_tar(tmp_path / "driver.tar", config)
     _, (problem,) = validate(write_profile(tmp_path))
@@ -161,8 +167,9 @@ def test_oci_image_without_platform_is_refused(tmp_path: Path, config: dict[str,
     assert f"has no {missing}; `ctr images import` and the kubelet refuse" in problem
 
 
-@pytest.mark.parametrize("build", [oci_tar, lambda p, c: oci_tar(p, c, nested=True), docker_tar],
-                         ids=["oci", "oci-nested-index", "docker-archive"])
+@pytest.mark.parametrize(
+    "build", [oci_tar, lambda p, c: oci_tar(p, c, nested=True), docker_tar], ids=["oci", "oci-nested-index", "docker-archive"]
+)
 def test_good_image_archives_pass(tmp_path: Path, build: Any) -> None:
     build(tmp_path / "driver.tar", PLATFORM)
     assert validate(write_profile(tmp_path))[1] == []
@@ -171,9 +178,11 @@ def test_good_image_archives_pass(tmp_path: Path, build: Any) -> None:
 def test_docker_archive_without_platform_is_refused(tmp_path: Path) -> None:
     docker_tar(tmp_path / "driver.tar", {"os": "linux"})
     _, problems = validate(write_profile(tmp_path))
-    assert problems == [f"image archive {tmp_path / 'driver.tar'}: config abc.json has no architecture; `ctr images "
-                        "import` and the kubelet refuse an image without its platform: build it for one, e.g. "
-                        "`docker buildx build --platform linux/amd64`"]
+    assert problems == [
+        f"image archive {tmp_path / 'driver.tar'}: config abc.json has no architecture; `ctr images "
+        "import` and the kubelet refuse an image without its platform: build it for one, e.g. "
+        "`docker buildx build --platform linux/amd64`"
+    ]
 
 
 def test_archives_that_are_no_image_are_named(tmp_path: Path) -> None:
@@ -187,28 +196,37 @@ def test_archives_that_are_no_image_are_named(tmp_path: Path) -> None:
     with tarfile.open(tmp_path / "driver.tar", "w") as tar:
         add(tar, "index.json", json.dumps({"manifests": [{"digest": "sha256:" + "1" * 64}]}).encode())
     _, (problem,) = validate(write_profile(tmp_path))
-    assert problem == (f"image archive {tmp_path / 'driver.tar'}: none of the image manifests index.json names is in "
-                       "the archive")
+    assert problem == (f"image archive {tmp_path / 'driver.tar'}: none of the image manifests index.json names is in the archive")
 
 
 def test_unknown_breaks_ids_are_named_when_ids_are_known(tmp_path: Path) -> None:
     text = PROFILE.replace("breaks: [MD-14]", "breaks: [MD-14, ZZ-99]")
     assert validate(write_profile(tmp_path, text))[1] == []
     _, problems = validate(write_profile(tmp_path, text), known_ids={"MD-14"})
-    assert problems == [f"driver profile {tmp_path / 'vendor.yaml'}: variants.broken.breaks: unknown requirement "
-                        "ID(s) ZZ-99: name requirements the suites have"]
+    assert problems == [
+        f"driver profile {tmp_path / 'vendor.yaml'}: variants.broken.breaks: unknown requirement "
+        "ID(s) ZZ-99: name requirements the suites have"
+    ]
 
 
 def test_all_problems_of_a_profile_come_in_one_result(tmp_path: Path) -> None:
-    text = (PROFILE.replace("parameters: {IMAGE: vendor/driver:1.0}", "")
-            .replace("hardware: gpu-small", "hardware: quantum")
-            .replace("breaks: [MD-14]}", "breaks: [ZZ-99], manifests: [rbac.yaml]}")
-            .replace("  broken:", "  Broken_Variant:"))
+    text = (
+        PROFILE.replace("parameters: {IMAGE: vendor/driver:1.0}", "")
+        .replace("hardware: gpu-small", "hardware: quantum")
+        .replace("breaks: [MD-14]}", "breaks: [ZZ-99], manifests: [rbac.yaml]}")
+        .replace("  broken:", "  Broken_Variant:")
+    )
     oci_tar(tmp_path / "driver.tar", {"architecture": "amd64"})
     profile, problems = validate(write_profile(tmp_path, text), known_ids={"MD-14"})
     assert profile is not None
-    expected = ["manifest of variant Broken_Variant", "unknown hardware profile 'quantum'", "uses ${IMAGE}",
-                "has no os;", "variants.Broken_Variant: the name must match", "unknown requirement ID(s) ZZ-99"]
+    expected = [
+        "manifest of variant Broken_Variant",
+        "unknown hardware profile 'quantum'",
+        "uses ${IMAGE}",
+        "has no os;",
+        "variants.Broken_Variant: the name must match",
+        "unknown requirement ID(s) ZZ-99",
+    ]
     assert len(problems) == len(expected)
     for fragment, problem in zip(expected, problems):
         assert fragment in problem
@@ -219,8 +237,9 @@ def test_validate_or_raise_lists_every_problem_of_every_profile(tmp_path: Path) 
     for d in (one, two, good):
         d.mkdir()
     bad_schema = write_profile(one, PROFILE.replace("namespace: vendor-system", "namespace: Vendor System"))
-    bad_params = write_profile(two, PROFILE.replace("parameters: {IMAGE: vendor/driver:1.0}", "")
-                               .replace("hardware: gpu-small", "hardware: quantum"))
+    bad_params = write_profile(
+        two, PROFILE.replace("parameters: {IMAGE: vendor/driver:1.0}", "").replace("hardware: gpu-small", "hardware: quantum")
+    )
     with pytest.raises(BadInput) as e:
         validate_or_raise([write_profile(good), bad_schema, bad_params], known_ids=None)
     lines = str(e.value).splitlines()
@@ -254,7 +273,8 @@ def test_layers_are_streamed_past_not_loaded(tmp_path: Path) -> None:
 
 def test_a_parameter_only_a_variant_sets_is_undefined_for_the_profile(tmp_path: Path) -> None:
     text = PROFILE.replace("parameters: {IMAGE: vendor/driver:1.0}", "").replace(
-        "breaks: [MD-14]}", "breaks: [MD-14], parameters: {IMAGE: vendor/driver:1.0}}")
+        "breaks: [MD-14]}", "breaks: [MD-14], parameters: {IMAGE: vendor/driver:1.0}}"
+    )
     _, problems = validate(write_profile(tmp_path, text))
     (problem,) = problems  # once, though the variant renders the manifest too
     assert f"manifest {tmp_path / 'driver.yaml'} uses ${{IMAGE}}" in problem
@@ -270,8 +290,9 @@ def test_a_variants_manifest_may_use_the_variants_own_parameter(tmp_path: Path) 
 
 def test_a_schema_error_does_not_hide_the_file_problems(tmp_path: Path) -> None:
     """A typo in a field name, a missing manifest and a bad image archive: all three at once."""
-    text = (PROFILE.replace("drivers: [gpu.vendor.example]", "drivers: [gpu.vendor.example]\ndeviceClass: [gpu]")
-            .replace("manifests: [driver.yaml]", "manifests: [driver.yaml, gone.yaml]"))
+    text = PROFILE.replace("drivers: [gpu.vendor.example]", "drivers: [gpu.vendor.example]\ndeviceClass: [gpu]").replace(
+        "manifests: [driver.yaml]", "manifests: [driver.yaml, gone.yaml]"
+    )
     path = write_profile(tmp_path, text)
     (tmp_path / "driver.tar").write_bytes(b"not a tarball")
     profile, problems = validate(path)
@@ -297,8 +318,12 @@ def test_validate_says_when_a_valid_profile_claims_nothing_dralab_checks(tmp_pat
     from dralab.cli import main
     from tests.unit.test_no_hardware import PROFILE, profile_file
 
-    path = profile_file(tmp_path, PROFILE.replace("capabilities: [metadata]", "capabilities: []")
-                        .replace("drivers: [cpu.vendor.example]", "drivers: []\nextendedResources: [cpu.vendor.example/cpu]"))
+    path = profile_file(
+        tmp_path,
+        PROFILE.replace("capabilities: [metadata]", "capabilities: []").replace(
+            "drivers: [cpu.vendor.example]", "drivers: []\nextendedResources: [cpu.vendor.example/cpu]"
+        ),
+    )
     done = CliRunner().invoke(main, ["driver", "validate", path])
     assert done.exit_code == 0, done.output
     assert "valid" in done.output and "no capability dralab checks" in done.output

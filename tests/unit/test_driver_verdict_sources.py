@@ -15,7 +15,7 @@ from suites import catalogue
 REPO = Path(__file__).resolve().parents[2]
 
 # Writes each collected suite test's requirement IDs and fixture closure as JSON.
-COLLECTOR = '''
+COLLECTOR = """
 import json, os
 
 
@@ -24,15 +24,20 @@ def pytest_collection_finish(session):
               "fixtures": list(i.fixturenames)} for i in session.items]
     with open(os.environ["DRALAB_COLLECTED"], "w") as f:
         json.dump(tests, f)
-'''
+"""
 
 
 def test_every_test_of_a_driver_requirement_sets_up_the_driver_under_test(tmp_path: Path) -> None:
     (tmp_path / "collector.py").write_text(COLLECTOR)
     out = tmp_path / "collected.json"
-    done = subprocess.run([sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "collector",
-                           "-p", "no:cacheprovider"], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(tmp_path), "DRALAB_COLLECTED": str(out)})
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "collector", "-p", "no:cacheprovider"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(tmp_path), "DRALAB_COLLECTED": str(out)},
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     tests = json.loads(out.read_text())
     driver_ids = {r.id for r in catalogue.load().values() if r.checks is catalogue.Checks.DRIVER}

@@ -32,8 +32,9 @@ def test_on_a_cluster_dralab_did_not_start_the_check_does_not_apply_rather_than_
     from clusters.errors import NotSupported
 
     theirs = Lab("kubeconfig", Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
-    with pytest.raises(NotSupported, match="identifying the emulated devices needs emulated hardware, which the "
-                                           "kubeconfig provider does not give"):
+    with pytest.raises(
+        NotSupported, match="identifying the emulated devices needs emulated hardware, which the kubeconfig provider does not give"
+    ):
         emulated.identities(theirs, "node-1")
     with pytest.raises(NotSupported, match="reaching node node-1's processes needs the nodes' processes on this host"):
         theirs.local_node("node-1")

@@ -34,8 +34,9 @@ def test_shapes_fit_the_node_and_reference_only_their_own_claims(drawn: tuple[in
         refs = {c["name"]: c.get("resourceClaimName") or c["resourceClaimTemplateName"] for c in pod["spec"]["resourceClaims"]}
         kinds = {made[n]["kind"] for n in refs.values()}
         assert kinds <= ({"ResourceClaim"} if "-s" in pod["metadata"]["name"] else {"ResourceClaim", "ResourceClaimTemplate"})
-        requests = {c: {r["name"] for r in (made[n]["spec"].get("spec") or made[n]["spec"])["devices"]["requests"]}
-                    for c, n in refs.items()}
+        requests = {
+            c: {r["name"] for r in (made[n]["spec"].get("spec") or made[n]["spec"])["devices"]["requests"]} for c, n in refs.items()
+        }
         containers = pod["spec"]["containers"] + pod["spec"].get("initContainers", [])
         assert len(pod["spec"].get("initContainers", [])) == (shape.init and "-s" not in pod["metadata"]["name"])
         # Every container prints the metadata files it finds (the MD checks over the run judge them).
@@ -47,8 +48,7 @@ def test_shapes_fit_the_node_and_reference_only_their_own_claims(drawn: tuple[in
                 assert ref["name"] in refs and ref.get("request", "r0") in requests[ref["name"]]
             whole = {r["name"] for r in used if "request" not in r}
             assert not any(r["name"] in whole for r in used if "request" in r), "a claim used whole and by request"
-    shared = [n for p in pods if "-s" in p["metadata"]["name"] for c in p["spec"]["resourceClaims"]
-              for n in [c["resourceClaimName"]]]
+    shared = [n for p in pods if "-s" in p["metadata"]["name"] for c in p["spec"]["resourceClaims"] for n in [c["resourceClaimName"]]]
     assert all(made[n]["kind"] == "ResourceClaim" for n in shared)
 
 
@@ -204,10 +204,11 @@ def test_claims_of_two_drivers_ask_the_second_for_one_device_within_its_room() -
 def test_a_failure_over_the_run_gets_the_manifests_of_the_generated_shapes_it_names() -> None:
     run = generated.Run(seed=1, budget=10, namespace="gen-2efe5def", manifests={"gen-3": "kind: Pod\n", "gen-12": "kind: Pod # 12\n"})
     other = generated.Run(seed=1, budget=10, namespace="gen-0a0b0c0d", manifests={"gen-3": "kind: Pod # other\n"})
-    text = ("claim gen-2efe5def/gen-3-c1 (58ac0235): answered device(s) ...\n"
-            "container main of pod gen-2efe5def/gen-12 on node-1 ...; pod gen-2efe5def/gen-3-s1 again")
-    assert generated.cases_named([run, other], text) == {"gen-2efe5def/gen-3": "kind: Pod\n",
-                                                          "gen-2efe5def/gen-12": "kind: Pod # 12\n"}
+    text = (
+        "claim gen-2efe5def/gen-3-c1 (58ac0235): answered device(s) ...\n"
+        "container main of pod gen-2efe5def/gen-12 on node-1 ...; pod gen-2efe5def/gen-3-s1 again"
+    )
+    assert generated.cases_named([run, other], text) == {"gen-2efe5def/gen-3": "kind: Pod\n", "gen-2efe5def/gen-12": "kind: Pod # 12\n"}
     assert generated.cases_named([run], "gen-3 of another namespace: gen-9/gen-3") == {}
     assert len(generated.cases_named([run], text, most=1)) == 1
 
@@ -216,8 +217,13 @@ def test_a_container_often_uses_one_request_of_a_claim_of_several_alone() -> Non
     """MD-04's subject: one request of a claim alone, the other's file absent."""
     drawn: list[PodShape] = []
     explore(pod_shapes(8), seed=1, budget=30, attempt=lambda shape: drawn.append(shape))
-    alone = [s for s in drawn if any(len(s.claims[c]) > 1 and [u for u in used if u[0] == c] == [(c, r)]
-                                     for used in s.containers for c, r in used if r is not None)]
+    alone = [
+        s
+        for s in drawn
+        if any(
+            len(s.claims[c]) > 1 and [u for u in used if u[0] == c] == [(c, r)] for used in s.containers for c, r in used if r is not None
+        )
+    ]
     assert len(alone) >= 10, f"{len(alone)} of {len(drawn)} shapes have a container using one request of several alone"
 
 
@@ -230,5 +236,6 @@ def test_the_suites_attach_the_named_generated_case_to_a_fail_through_the_plugin
     run = generated.Run(seed=1, budget=10, namespace="gen-2efe5def", manifests={"gen-3": "kind: Pod\n"})
     item = SimpleNamespace(config=SimpleNamespace(stash={generated.RUNS: {"gpu": run}}))
     assert suites_conftest.pytest_dralab_fail_attachments(item, "pod gen-2efe5def/gen-3 did not start") == [
-        ("the generated case gen-2efe5def/gen-3, to apply", "kind: Pod\n")]
+        ("the generated case gen-2efe5def/gen-3, to apply", "kind: Pod\n")
+    ]
     assert pytestconfig.pluginmanager.hook.pytest_dralab_fail_attachments.spec is not None  # the plugin declared it

@@ -24,8 +24,9 @@ def test_wrapper_module_replaces_every_unversioned_staging_module(monkeypatch) -
 
 
 def test_dependency_packages_become_tool_directives() -> None:
-    recipe = GoRecipe(name="x", version="v1", requires={"example.com/m": "v1"},
-                      binaries={"a": "example.com/m/cmd/a", "b": "example.com/m/cmd/b"})
+    recipe = GoRecipe(
+        name="x", version="v1", requires={"example.com/m": "v1"}, binaries={"a": "example.com/m/cmd/a", "b": "example.com/m/cmd/b"}
+    )
     gomod = recipe.go_mod("1.26")
     assert "tool example.com/m/cmd/a" in gomod and "tool example.com/m/cmd/b" in gomod
 

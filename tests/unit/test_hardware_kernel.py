@@ -27,8 +27,9 @@ def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NodeKernel:
     monkeypatch.setenv("DRALAB_LABS", str(tmp_path))
     netdevs: set[str] = set()
     monkeypatch.setattr(lab_module.netdevs, "create", lambda pairs, *_: netdevs.update(f.netdev for f, _ in pairs))
-    monkeypatch.setattr(lab_module.netdevs, "delete", lambda peers: netdevs.difference_update(
-        {f.netdev for f in hw.plan.netdevs() if hw.peer(f) in peers}))
+    monkeypatch.setattr(
+        lab_module.netdevs, "delete", lambda peers: netdevs.difference_update({f.netdev for f in hw.plan.netdevs() if hw.peer(f) in peers})
+    )
     cfg = ClusterConfig(name="unit", nodes=1, slot=1)
     profile = NodeProfile.model_validate(yaml.safe_load(VALID.replace("sriov:", "rdma: true, sriov:")))
     hw = NodeHardware(cfg, 1, plan_node(profile, "node-1", seed=1))
@@ -69,8 +70,7 @@ def test_sriov_numvfs_enables_and_disables_vfs_with_their_netdevs(kernel: NodeKe
 
 
 @pytest.mark.parametrize("value,why", [("5", "ERANGE"), ("3", "EBUSY"), ("three", "EINVAL")])
-def test_refused_sriov_numvfs_keeps_the_old_value(kernel: NodeKernel, value: str, why: str,
-                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_refused_sriov_numvfs_keeps_the_old_value(kernel: NodeKernel, value: str, why: str, caplog: pytest.LogCaptureFixture) -> None:
     numvfs = f"{dev(kernel, 'nic0')}/sriov_numvfs"
     assert refused(kernel, numvfs, value) == why and (kernel.root / numvfs).read_text() == "2\n"
     assert why in caplog.text and len(list((kernel.root / dev(kernel, "nic0")).glob("virtfn*"))) == 2
@@ -141,7 +141,8 @@ def test_a_netdev_whose_namespace_was_destroyed_comes_back_once_it_stayed_missin
 
 
 def test_a_netdev_that_cannot_be_made_again_yet_is_tried_again_and_the_agent_lives_on(
-        kernel: NodeKernel, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    kernel: NodeKernel, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     vf = kernel.hw.plan.by_name("nic0-vf0")
     kernel.netdevs.discard(vf.netdev)  # type: ignore[attr-defined]
     alive = {kernel.hw.peer(f) for f in kernel.hw.plan.at_boot() if f.netdev and f is not vf}
@@ -149,6 +150,7 @@ def test_a_netdev_that_cannot_be_made_again_yet_is_tried_again_and_the_agent_liv
 
     def exists(*_: object) -> None:
         raise LabBroken("`ip -batch -` failed: RTNETLINK answers: File exists")
+
     monkeypatch.setattr(lab_module.netdevs, "create", exists)  # a driver or a fault took the name meanwhile
     kernel.return_lost_netdevs(alive, now=10.0)
     kernel.return_lost_netdevs(alive, now=10.5)
@@ -177,8 +179,12 @@ def test_rdma_device_nodes_come_and_go_with_their_devices(kernel: NodeKernel) ->
     driver, with the numbers its class devices' `dev` show: what a driver hands to a container."""
     nodes = rdma_nodes(kernel)
     assert set(nodes) == {"rdma_cm", *chars(0, 1, 2)}  # the PF and the 2 VFs enabled at boot
-    assert (nodes["rdma_cm"], nodes["uverbs0"], nodes["umad1"], nodes["issm2"]) == \
-        ((10, 262, 0o666), (231, 192, 0o666), (231, 1, 0o600), (231, 66, 0o600))
+    assert (nodes["rdma_cm"], nodes["uverbs0"], nodes["umad1"], nodes["issm2"]) == (
+        (10, 262, 0o666),
+        (231, 192, 0o666),
+        (231, 1, 0o600),
+        (231, 66, 0o600),
+    )
     for name, (major, minor, _) in nodes.items():
         cls = "infiniband_verbs" if name.startswith("uverbs") else "infiniband_mad"
         assert name == "rdma_cm" or (kernel.root / "class" / cls / name / "dev").read_text() == f"{major}:{minor}\n"
@@ -232,8 +238,7 @@ def test_the_node_roots_modules_alias_names_each_devices_module_and_vfio_pcis_ow
     assert lines[-1] == "alias vfio_pci:v*d*sv*sd*bc*sc*i* vfio_pci" and len(lines) == len(set(lines))
 
 
-def test_the_nodes_own_links_join_class_net_beside_the_emulated_netdevs(kernel: NodeKernel,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_nodes_own_links_join_class_net_beside_the_emulated_netdevs(kernel: NodeKernel, monkeypatch: pytest.MonkeyPatch) -> None:
     from fake_hardware.sysfs import VirtualLink
 
     pf = kernel.hw.plan.by_name("nic0")

@@ -31,16 +31,19 @@ def test_valid_profile_loads(fs) -> None:
     assert profile.gpus[0].memory_bytes() == 16 * 2**30
 
 
-@pytest.mark.parametrize("change, message", [
-    (("numa: 0, switch: sw0}\nnics", "numa: 0, switch: sw0, colour: red}\nnics"), "gpus.0.colour: Extra inputs are not permitted"),
-    (("num_vfs: 2", "num_vfs: 5"), "num_vfs (5) is more than total_vfs (4)"),
-    (("{name: nic0,", "{name: gpu0,"), "duplicate names: gpu0"),
-    (('device: "0x20b0", numa: 0', 'device: "0x20b0", numa: 3'), "gpus[0] (gpu0): NUMA node 3 does not exist"),
-    (("switch: sw0}\nnics", "switch: sw9}\nnics"), "gpus[0] (gpu0): switch 'sw9' does not exist"),
-    (("memory: 16Gi", "memory: lots"), "'lots' is not a quantity like 80Gi"),
-    (('vendor: "0x10de"', 'vendor: "10de"'), "gpus.0.vendor: String should match pattern"),
-    (("ifname: ens1f0", "ifname: ens1f0-far-too-long"), "interface names are 1-12 lower-case letters"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("numa: 0, switch: sw0}\nnics", "numa: 0, switch: sw0, colour: red}\nnics"), "gpus.0.colour: Extra inputs are not permitted"),
+        (("num_vfs: 2", "num_vfs: 5"), "num_vfs (5) is more than total_vfs (4)"),
+        (("{name: nic0,", "{name: gpu0,"), "duplicate names: gpu0"),
+        (('device: "0x20b0", numa: 0', 'device: "0x20b0", numa: 3'), "gpus[0] (gpu0): NUMA node 3 does not exist"),
+        (("switch: sw0}\nnics", "switch: sw9}\nnics"), "gpus[0] (gpu0): switch 'sw9' does not exist"),
+        (("memory: 16Gi", "memory: lots"), "'lots' is not a quantity like 80Gi"),
+        (('vendor: "0x10de"', 'vendor: "10de"'), "gpus.0.vendor: String should match pattern"),
+        (("ifname: ens1f0", "ifname: ens1f0-far-too-long"), "interface names are 1-12 lower-case letters"),
+    ],
+)
 def test_mistakes_are_rejected_naming_the_field(fs, change: tuple[str, str], message: str) -> None:
     old, new = change
     assert old in VALID
@@ -81,17 +84,24 @@ def test_dgx_like_has_the_promised_shape() -> None:
     assert not {g.numa for g in misaligned.gpus} & {n.numa for n in misaligned.nics}
 
 
-@pytest.mark.parametrize("change, message", [
-    (('cpus: "0-7"}', 'cpus: "0-7", threads_per_core: 3}'), "node 0: 8 CPUs do not make whole cores of 3 threads"),
-    (('cpus: "0-7"}', 'cpus: "0-7", memory: much}'), "numa_nodes.0.memory: Value error, 'much' is not a quantity"),
-    (('numa_nodes: [{id: 0, cpus: "0-7"}]', 'numa_nodes: [{id: 0, cpus: "0-7"}, {id: 1, cpus: "6-9"}]'),
-     "CPUs [6, 7] are in more than one NUMA node"),
-    (('numa_nodes: [{id: 0, cpus: "0-7"}]', 'numa_nodes: [{id: 0, cpus: "0-7"}, {id: 0, cpus: "8-9"}]'),
-     "duplicate NUMA node ids in [0, 0]"),
-    (('numa_nodes: [{id: 0, cpus: "0-7"}]', "numa_nodes: []"), "numa_nodes: List should have at least 1 item"),
-    (("switch: sw0,\n", "switch: sw0, rdma: true, driver: ice,\n"), "nic0: rdma needs driver mlx5_core"),
-    (("switch: sw0,\n", "switch: sw0, speed: 0,\n"), "nics.0.speed: Input should be greater than or equal to 10"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (('cpus: "0-7"}', 'cpus: "0-7", threads_per_core: 3}'), "node 0: 8 CPUs do not make whole cores of 3 threads"),
+        (('cpus: "0-7"}', 'cpus: "0-7", memory: much}'), "numa_nodes.0.memory: Value error, 'much' is not a quantity"),
+        (
+            ('numa_nodes: [{id: 0, cpus: "0-7"}]', 'numa_nodes: [{id: 0, cpus: "0-7"}, {id: 1, cpus: "6-9"}]'),
+            "CPUs [6, 7] are in more than one NUMA node",
+        ),
+        (
+            ('numa_nodes: [{id: 0, cpus: "0-7"}]', 'numa_nodes: [{id: 0, cpus: "0-7"}, {id: 0, cpus: "8-9"}]'),
+            "duplicate NUMA node ids in [0, 0]",
+        ),
+        (('numa_nodes: [{id: 0, cpus: "0-7"}]', "numa_nodes: []"), "numa_nodes: List should have at least 1 item"),
+        (("switch: sw0,\n", "switch: sw0, rdma: true, driver: ice,\n"), "nic0: rdma needs driver mlx5_core"),
+        (("switch: sw0,\n", "switch: sw0, speed: 0,\n"), "nics.0.speed: Input should be greater than or equal to 10"),
+    ],
+)
 def test_topology_and_nic_mistakes_are_rejected(fs, change: tuple[str, str], message: str) -> None:
     test_mistakes_are_rejected_naming_the_field(fs, change, message)
 
@@ -106,8 +116,7 @@ def test_numa_memory_threads_and_nic_fields_have_real_defaults(fs) -> None:
 def test_new_profiles_have_the_promised_shape() -> None:
     h100 = load_node_profile("hgx-h100")
     assert (len(h100.gpus), len(h100.nics), all(n.rdma for n in h100.nics)) == (8, 8, True)
-    assert (h100.numa_nodes[0].threads_per_core, len(h100.numa_nodes[0].cpu_ids()), h100.numa_nodes[0].memory_bytes()) \
-        == (2, 112, 2**40)
+    assert (h100.numa_nodes[0].threads_per_core, len(h100.numa_nodes[0].cpu_ids()), h100.numa_nodes[0].memory_bytes()) == (2, 112, 2**40)
     e810 = load_node_profile("l40-e810")
     assert {(n.driver, n.sriov.vf_driver, n.sriov.vf_device) for n in e810.nics} == {("ice", "iavf", "0x1889")}
 
@@ -147,7 +156,10 @@ def test_a_profile_of_the_hosts_own_cpus_needs_them_on_the_host(monkeypatch, tmp
     online.write_text("0-1\n")
     assert set(lab.HardwareLab(cfg).nodes) == {"node-1"}
     online.write_text("0\n")  # a one-CPU machine: cgroups would refuse cpusets of CPU 1
-    with pytest.raises(BadInput, match=r"cpu-pair \(node node-1\) names CPUs 1, which this machine does not have "
-                                       r"\(online: 0\)"):
+    with pytest.raises(
+        BadInput,
+        match=r"cpu-pair \(node node-1\) names CPUs 1, which this machine does not have "
+        r"\(online: 0\)",
+    ):
         lab.HardwareLab(cfg)
     assert load_node_profile("dgx-like").cpus_missing_on_host({0}) == []  # its CPUs are not the host's

@@ -68,9 +68,26 @@ def test_a_cgo_binary_brings_its_libc_and_loader_and_files_keep_their_modes(tmp_
     conf.write_text("level: 2\n")
     conf.chmod(0o640)
     out = tmp_path / "gpu-driver.tar"
-    done = build("--tag", REF, "--out", str(out), "--file", f"{binary}:/usr/bin/gpu-kubeletplugin",
-                 "--file", f"{conf}:/etc/acme/", "--entrypoint", "/usr/bin/gpu-kubeletplugin", "--cmd", "-v=2",
-                 "--env", "LOG=1", "--workdir", "/var/lib/acme", "--platform", "linux/amd64")
+    done = build(
+        "--tag",
+        REF,
+        "--out",
+        str(out),
+        "--file",
+        f"{binary}:/usr/bin/gpu-kubeletplugin",
+        "--file",
+        f"{conf}:/etc/acme/",
+        "--entrypoint",
+        "/usr/bin/gpu-kubeletplugin",
+        "--cmd",
+        "-v=2",
+        "--env",
+        "LOG=1",
+        "--workdir",
+        "/var/lib/acme",
+        "--platform",
+        "linux/amd64",
+    )
     assert done.exit_code == 0, done.output
     assert archive_problems(out) == []
     index, image, members = read_image(out)
@@ -103,8 +120,7 @@ def test_a_static_binary_brings_nothing(tmp_path: Path) -> None:
 
 
 # What every image gets beside what its maker gives: the base a container expects.
-BASE = ["dev", "etc", "etc/group", "etc/nsswitch.conf", "etc/passwd", "proc", "root", "sys", "tmp", "var", "var/run",
-        "var/tmp"]
+BASE = ["dev", "etc", "etc/group", "etc/nsswitch.conf", "etc/passwd", "proc", "root", "sys", "tmp", "var", "var/run", "var/tmp"]
 
 
 def test_an_image_has_the_base_a_container_expects(tmp_path: Path) -> None:
@@ -113,8 +129,7 @@ def test_an_image_has_the_base_a_container_expects(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "passwd").write_text("acme:x:1000:1000::/home/acme:/bin/sh\n")
     out = tmp_path / "image.tar"
-    done = build("--tag", REF, "--out", str(out), "--file", f"{tmp_path / 'plugin'}:/usr/bin/plugin",
-                 "--dir", f"{tmp_path / 'etc'}:/etc")
+    done = build("--tag", REF, "--out", str(out), "--file", f"{tmp_path / 'plugin'}:/usr/bin/plugin", "--dir", f"{tmp_path / 'etc'}:/etc")
     assert done.exit_code == 0, done.output
     layer = read_image(out)[2]
     assert {d: oct(layer[d][0].mode) for d in ("tmp", "var/tmp")} == {"tmp": "0o1777", "var/tmp": "0o1777"}
@@ -140,12 +155,15 @@ def test_a_directory_is_added_recursively_with_modes_and_symlinks(tmp_path: Path
     assert members["opt/acme/empty"][0].isdir() and members["opt/acme/health"][0].linkname == "scripts/health.sh"
 
 
-@pytest.mark.parametrize("tag, ref", [
-    (REF, REF),
-    ("localhost:5000/acme/gpu:v1", "localhost:5000/acme/gpu:v1"),
-    ("gpu-driver:1.0", "docker.io/library/gpu-driver:1.0"),  # as the kubelet expands a pod's image
-    ("acme/gpu-driver:1.0", "docker.io/acme/gpu-driver:1.0"),
-])
+@pytest.mark.parametrize(
+    "tag, ref",
+    [
+        (REF, REF),
+        ("localhost:5000/acme/gpu:v1", "localhost:5000/acme/gpu:v1"),
+        ("gpu-driver:1.0", "docker.io/library/gpu-driver:1.0"),  # as the kubelet expands a pod's image
+        ("acme/gpu-driver:1.0", "docker.io/acme/gpu-driver:1.0"),
+    ],
+)
 def test_the_reference_is_the_kubelets(tag: str, ref: str) -> None:
     assert reference(tag) == ref
 
@@ -163,8 +181,7 @@ def bad_inputs(tmp_path: Path) -> list[tuple[list[str], list[str]]]:
         (["--tag", "registry.acme.example/gpu-driver", *ok], ["--tag", "with a tag", "e.g. --tag"]),
         (["--tag", REF, "--file", str(binary)], [f"--file '{binary}'", "expected SRC:DEST"]),
         (["--tag", REF, "--file", f"{binary}:usr/bin/plugin"], ["expected SRC:DEST", "absolute path in the image"]),
-        (["--tag", REF, "--file", "./bin/missing:/usr/bin/plugin"], ["--file ./bin/missing:/usr/bin/plugin",
-                                                                       "give the path of a file"]),
+        (["--tag", REF, "--file", "./bin/missing:/usr/bin/plugin"], ["--file ./bin/missing:/usr/bin/plugin", "give the path of a file"]),
         (["--tag", REF, "--file", f"{tmp_path}:/opt"], [f"{tmp_path} is a directory", "--dir"]),
         (["--tag", REF, *ok, "--file", f"{data}:/usr/bin/plugin"], ["/usr/bin/plugin is already in the image"]),
         (["--tag", REF, *ok, "--entrypoint", "/usr/bin/other"], ["--entrypoint /usr/bin/other", "--file SRC:"]),
@@ -196,7 +213,7 @@ def as_machine(binary: Path, machine: int, tmp_path: Path) -> Path:
     """A copy of `binary` whose ELF header says it is for another machine."""
     patched = tmp_path / f"{binary.name}-{machine}"
     data = bytearray(binary.read_bytes())
-    data[E_MACHINE:E_MACHINE + 2] = machine.to_bytes(2, "little")
+    data[E_MACHINE : E_MACHINE + 2] = machine.to_bytes(2, "little")
     patched.write_bytes(bytes(data))
     patched.chmod(0o755)
     return patched
@@ -241,8 +258,7 @@ def test_a_cached_archive_keeps_its_mtime_while_in_use_and_is_touched_once_stale
     assert archive.stat().st_mtime > recent
 
 
-def test_the_prune_spares_a_stale_build_a_live_process_runs_or_a_build_holds_and_removes_the_rest(tmp_path: Path,
-                                                                                                monkeypatch) -> None:
+def test_the_prune_spares_a_stale_build_a_live_process_runs_or_a_build_holds_and_removes_the_rest(tmp_path: Path, monkeypatch) -> None:
     import os
     import shutil
     import subprocess
@@ -264,5 +280,4 @@ def test_the_prune_spares_a_stale_build_a_live_process_runs_or_a_build_holds_and
     finally:
         lab.kill()
         lab.wait()
-    assert sorted(p.name for p in (tmp_path / "components").iterdir()) == [
-        "thing-v1-building", "thing-v1-new", "thing-v1-running"]
+    assert sorted(p.name for p in (tmp_path / "components").iterdir()) == ["thing-v1-building", "thing-v1-new", "thing-v1-running"]

@@ -14,8 +14,7 @@ def members(data: bytes) -> dict[str, bytes | None]:
 def spec(tmp_path) -> ImageSpec:
     binary = tmp_path / "tool"
     binary.write_bytes(b"\x7fELF fake")
-    return ImageSpec(ref="registry.k8s.io/pause:3.10.2", files={"/pause": binary},
-                     symlinks={"/bin/sh": "busybox"}, entrypoint=["/pause"])
+    return ImageSpec(ref="registry.k8s.io/pause:3.10.2", files={"/pause": binary}, symlinks={"/bin/sh": "busybox"}, entrypoint=["/pause"])
 
 
 def test_archive_is_an_oci_layout_named_for_containerd_import(tmp_path) -> None:
@@ -45,8 +44,15 @@ def test_files_keep_their_modes_and_the_spec_sets_platform_env_and_workdir(tmp_p
     tool.chmod(0o750)
     conf.write_text("x")
     conf.chmod(0o644)
-    archive, digest = oci_archive(ImageSpec(ref="registry.acme.example/gpu:1.0", files={"/bin/tool": tool, "/etc/conf": conf},
-                                            env=["PATH=/bin", "LOG=1"], workdir="/work", architecture="arm64"))
+    archive, digest = oci_archive(
+        ImageSpec(
+            ref="registry.acme.example/gpu:1.0",
+            files={"/bin/tool": tool, "/etc/conf": conf},
+            env=["PATH=/bin", "LOG=1"],
+            workdir="/work",
+            architecture="arm64",
+        )
+    )
     files = members(archive)
     manifest = json.loads(files[f"blobs/sha256/{digest[7:]}"])
     with tarfile.open(fileobj=io.BytesIO(files[f"blobs/sha256/{manifest['layers'][0]['digest'][7:]}"])) as tar:

@@ -23,8 +23,9 @@ def test_create_and_run_rewrite_the_bundles_config_and_exec_its_process_file() -
     assert files_to_rewrite([*shim, "create", "--bundle", "/b", "--pid-file", "/b/pid", "id"]) == [(Path("/b/config.json"), True)]
     assert files_to_rewrite(["run", "-b=/b", "id"]) == [(Path("/b/config.json"), True)]
     assert files_to_rewrite(["create", "id"]) == [(Path("config.json"), True)]  # the bundle defaults to the cwd
-    assert files_to_rewrite([*shim, "exec", "--process", "/tmp/runc-process1", "--detach", "--pid-file", "/p", "id"]) \
-        == [(Path("/tmp/runc-process1"), False)]
+    assert files_to_rewrite([*shim, "exec", "--process", "/tmp/runc-process1", "--detach", "--pid-file", "/p", "id"]) == [
+        (Path("/tmp/runc-process1"), False)
+    ]
     assert files_to_rewrite(["exec", "-t", "id", "sh"]) == []  # no process file: nothing asks for capabilities
     assert files_to_rewrite([*shim, "start", "id"]) == [] and files_to_rewrite(["--version"]) == []
 
@@ -35,8 +36,9 @@ def _process(caps: list[str]) -> dict:
 
 def test_refused_capabilities_leave_every_set_and_the_rest_stays(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"ociVersion": "1.0.2", "process": _process(["CAP_CHOWN", "CAP_SYS_RESOURCE"]),
-                                  "root": {"path": "rootfs"}}))
+    config.write_text(
+        json.dumps({"ociVersion": "1.0.2", "process": _process(["CAP_CHOWN", "CAP_SYS_RESOURCE"]), "root": {"path": "rootfs"}})
+    )
     rewrite(config, True, {"CAP_SYS_RESOURCE"})
     data = json.loads(config.read_text())
     assert data["process"]["capabilities"] == {k: ["CAP_CHOWN"] for k in ("bounding", "effective", "permitted")}

@@ -15,9 +15,13 @@ from clusters.kind.config import CONTAINERD_PATCHES, RESTRICT_OOM_SCORE_ADJ, hos
 IMAGE = "dralab.dev/kind-node:v1.37.1-0123456789ab"
 ETCD = {"etcd": {"local": {"imageTag": "v3.7.3"}}}
 
-SKEW = ClusterConfig(name="skew", nodes=2, feature_gates={"DRADerivedAttributes": True},
-                     component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}},
-                     runtime_config={"resource.k8s.io/v1beta2": True})
+SKEW = ClusterConfig(
+    name="skew",
+    nodes=2,
+    feature_gates={"DRADerivedAttributes": True},
+    component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}},
+    runtime_config={"resource.k8s.io/v1beta2": True},
+)
 
 
 def test_nodes_gates_runtime_config_and_containerd_patches() -> None:
@@ -25,8 +29,7 @@ def test_nodes_gates_runtime_config_and_containerd_patches() -> None:
     assert config["name"] == "dralab-skew" and config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
     assert [n["role"] for n in config["nodes"]] == ["control-plane", "worker", "worker"]
     joins = [yaml.safe_load(n["kubeadmConfigPatches"][0]) for n in config["nodes"][1:]]
-    assert [(j["kind"], j["nodeRegistration"]["name"]) for j in joins] == [("JoinConfiguration", "node-1"),
-                                                                         ("JoinConfiguration", "node-2")]
+    assert [(j["kind"], j["nodeRegistration"]["name"]) for j in joins] == [("JoinConfiguration", "node-1"), ("JoinConfiguration", "node-2")]
     assert {n["image"] for n in config["nodes"]} == {IMAGE}
     assert config["networking"] == {"disableDefaultCNI": True}  # dralab sets up the pod network
     assert config["featureGates"] == {"DRADerivedAttributes": True}
@@ -60,25 +63,29 @@ def test_a_workers_emulated_hardware_is_mounted_where_the_local_labs_node_sees_i
     mounts = {"node-2": {"/var/lib/dralab-hardware": tmp_path / "hw", "/dev/vfio": tmp_path / "vfio"}}
     node_1, node_2 = kind_config(SKEW, False, IMAGE, ETCD, mounts=mounts)["nodes"][1:]
     assert "extraMounts" not in node_1
-    assert node_2["extraMounts"] == [{"hostPath": str(tmp_path / "vfio"), "containerPath": "/dev/vfio"},
-                                     {"hostPath": str(tmp_path / "hw"), "containerPath": "/var/lib/dralab-hardware"}]
+    assert node_2["extraMounts"] == [
+        {"hostPath": str(tmp_path / "vfio"), "containerPath": "/dev/vfio"},
+        {"hostPath": str(tmp_path / "hw"), "containerPath": "/var/lib/dralab-hardware"},
+    ]
 
 
-def test_a_workers_hardware_mounts_are_its_trees_and_device_node_dirs(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_workers_hardware_mounts_are_its_trees_and_device_node_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DRALAB_LABS", str(tmp_path))
     cfg = ClusterConfig(name="k", nodes=2, hardware={"node-2": "misaligned"})
     node_dir = cfg.lab_dir / "nodes" / "node-2"
-    assert hardware.mounts(cfg) == {"node-2": {"/var/lib/dralab-hardware": node_dir / "var-lib" / "dralab-hardware",
-                                               "/dev/vfio": node_dir / "dev" / "vfio",
-                                               "/dev/infiniband": node_dir / "dev" / "infiniband"}}
+    assert hardware.mounts(cfg) == {
+        "node-2": {
+            "/var/lib/dralab-hardware": node_dir / "var-lib" / "dralab-hardware",
+            "/dev/vfio": node_dir / "dev" / "vfio",
+            "/dev/infiniband": node_dir / "dev" / "infiniband",
+        }
+    }
     assert (node_dir / "dev" / "infiniband").is_dir()  # kind mounts only what exists
 
 
 def test_every_worker_gets_the_recorder_and_its_own_log_dir_of_the_lab(tmp_path: Path) -> None:
     mounts = recorder.mounts(SKEW, tmp_path / "bin", tmp_path / "logs")
-    assert mounts == {n: {"/var/log/dralab": tmp_path / "logs" / n, "/opt/dralab/bin": tmp_path / "bin"}
-                      for n in ("node-1", "node-2")}
+    assert mounts == {n: {"/var/log/dralab": tmp_path / "logs" / n, "/opt/dralab/bin": tmp_path / "bin"} for n in ("node-1", "node-2")}
     assert (tmp_path / "logs" / "node-2").is_dir()  # before the containers: the recorder's trace lands on the host
     assert recorder.running("PID COMMAND\n7 /kind/bin/kubelet\n9 /opt/dralab/bin/plugin-recorder --driver-registry=/x\n")
     assert not recorder.running("PID COMMAND\n9 sh -c exec /opt/dralab/bin/plugin-recorderx\n")
@@ -88,8 +95,7 @@ def test_a_moved_kubelet_root_dir_is_every_kubelets_root_dir_flag() -> None:
     config = kind_config(SKEW.model_copy(update={"kubelet_root_dir": "/var/lib/kubelet-dralab"}), False, IMAGE, ETCD)
     patches = [yaml.safe_load(n["kubeadmConfigPatches"][0]) for n in config["nodes"]]
     assert [p["kind"] for p in patches] == ["InitConfiguration", "JoinConfiguration", "JoinConfiguration"]
-    assert all(p["nodeRegistration"]["kubeletExtraArgs"] == [{"name": "root-dir", "value": "/var/lib/kubelet-dralab"}]
-               for p in patches)
+    assert all(p["nodeRegistration"]["kubeletExtraArgs"] == [{"name": "root-dir", "value": "/var/lib/kubelet-dralab"}] for p in patches)
     assert "kubeadmConfigPatches" not in kind_config(SKEW, False, IMAGE, ETCD)["nodes"][0]
 
 

@@ -36,17 +36,22 @@ NAT = """-P PREROUTING ACCEPT
 def test_dockers_chains_and_the_rules_that_reach_them_or_its_bridge_are_found_and_nothing_else() -> None:
     deletes, chains = docker_leftovers(FILTER)
     assert chains == ["DOCKER", "DOCKER-ISOLATION-STAGE-1", "DOCKER-ISOLATION-STAGE-2", "DOCKER-USER"]
-    assert deletes == [["-D", "FORWARD", "-j", "DOCKER-USER"], ["-D", "FORWARD", "-j", "DOCKER-ISOLATION-STAGE-1"],
-                       ["-D", "FORWARD", "-o", "docker0", "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED",
-                        "-j", "ACCEPT"], ["-D", "FORWARD", "-o", "docker0", "-j", "DOCKER"],
-                       ["-D", "FORWARD", "-i", "docker0", "!", "-o", "docker0", "-j", "ACCEPT"]]
+    assert deletes == [
+        ["-D", "FORWARD", "-j", "DOCKER-USER"],
+        ["-D", "FORWARD", "-j", "DOCKER-ISOLATION-STAGE-1"],
+        ["-D", "FORWARD", "-o", "docker0", "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT"],
+        ["-D", "FORWARD", "-o", "docker0", "-j", "DOCKER"],
+        ["-D", "FORWARD", "-i", "docker0", "!", "-o", "docker0", "-j", "ACCEPT"],
+    ]
 
 
 def test_in_nat_the_masquerade_of_dockers_bridge_goes_a_labs_stays() -> None:
     deletes, chains = docker_leftovers(NAT)
     assert chains == ["DOCKER"]
-    assert deletes == [["-D", "PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "DOCKER"],
-                       ["-D", "POSTROUTING", "-s", "172.17.0.0/16", "!", "-o", "docker0", "-j", "MASQUERADE"]]
+    assert deletes == [
+        ["-D", "PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "DOCKER"],
+        ["-D", "POSTROUTING", "-s", "172.17.0.0/16", "!", "-o", "docker0", "-j", "MASQUERADE"],
+    ]
 
 
 def test_a_host_without_docker_has_nothing_to_remove() -> None:

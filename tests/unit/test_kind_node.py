@@ -42,17 +42,24 @@ def test_a_link_loop_is_an_error(root: Path) -> None:
 
 
 def test_the_kubelets_credentials_are_its_kubeconfig_with_the_rotated_certificate_inlined(
-        root: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    root: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pki = root / "var" / "lib" / "kubelet" / "pki"
     pki.mkdir(parents=True)
     (pki / "kubelet-client-2026.pem").write_text("CERT AND KEY")
     (pki / "kubelet-client-current.pem").symlink_to("/var/lib/kubelet/pki/kubelet-client-2026.pem")
     (root / "etc" / "kubernetes").mkdir(parents=True)
     current = "/var/lib/kubelet/pki/kubelet-client-current.pem"
-    (root / "etc" / "kubernetes" / "kubelet.conf").write_text(yaml.safe_dump({
-        "clusters": [{"name": "kind", "cluster": {"server": "https://kind-control-plane:6443",
-                                                  "certificate-authority-data": "Q0E="}}],
-        "users": [{"name": "default-auth", "user": {"client-certificate": current, "client-key": current}}]}))
+    (root / "etc" / "kubernetes" / "kubelet.conf").write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [
+                    {"name": "kind", "cluster": {"server": "https://kind-control-plane:6443", "certificate-authority-data": "Q0E="}}
+                ],
+                "users": [{"name": "default-auth", "user": {"client-certificate": current, "client-key": current}}],
+            }
+        )
+    )
     monkeypatch.setattr(KindNode, "host_path", lambda self, path: resolve_in_root(root, path))
     state = tmp_path_factory.mktemp("state")
     node = KindNode("node-1", "c", "docker", state / "logs", state, "https://127.0.0.1:40001")

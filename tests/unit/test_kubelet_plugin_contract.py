@@ -19,26 +19,29 @@ DRIVER = "gpu.vendor.example"
 UID = "6a1f0c2e-0000-4000-8000-000000000001"
 
 
-def slice_(name: str, pool: str, devices: list[str], generation: int = 1, count: int = 1,
-           node: str | None = "node-1") -> dict:
-    spec = {"driver": DRIVER, "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
-            "devices": [{"name": d} for d in devices]}
+def slice_(name: str, pool: str, devices: list[str], generation: int = 1, count: int = 1, node: str | None = "node-1") -> dict:
+    spec = {
+        "driver": DRIVER,
+        "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+        "devices": [{"name": d} for d in devices],
+    }
     if node:
         spec["nodeName"] = node
     return {"metadata": {"name": name}, "spec": spec}
 
 
 def test_consistent_pools_pass_also_split_and_while_an_old_generation_goes() -> None:
-    slices = [slice_("a", "node-1", ["gpu-0", "gpu-1"], generation=2, count=2),
-              slice_("b", "node-1", ["gpu-2"], generation=2, count=2),
-              slice_("old", "node-1", ["gpu-0"], generation=1, count=1),
-              slice_("net", "fabric", ["link-0"], node=None)]
+    slices = [
+        slice_("a", "node-1", ["gpu-0", "gpu-1"], generation=2, count=2),
+        slice_("b", "node-1", ["gpu-2"], generation=2, count=2),
+        slice_("old", "node-1", ["gpu-0"], generation=1, count=1),
+        slice_("net", "fabric", ["link-0"], node=None),
+    ]
     assert contract.slice_problems(slices, {"node-1"}) == []
 
 
 def test_slice_problems_name_each_inconsistency() -> None:
-    duplicate = contract.slice_problems([slice_("a", "p", ["gpu-0"], count=2), slice_("b", "p", ["gpu-0"], count=2)],
-                                        {"node-1"})
+    duplicate = contract.slice_problems([slice_("a", "p", ["gpu-0"], count=2), slice_("b", "p", ["gpu-0"], count=2)], {"node-1"})
     assert len(duplicate) == 1 and "['gpu-0'] appear more than once" in duplicate[0]
     short = contract.slice_problems([slice_("a", "p", ["gpu-0"], count=2)], {"node-1"})
     assert len(short) == 1 and "1 slice(s) (a) say resourceSliceCount [2]" in short[0]
@@ -51,13 +54,22 @@ def prepared(*devices: PreparedDevice) -> PreparedClaim:
 
 
 def claim(*devices: tuple[str, str]) -> dict:
-    return {"status": {"allocation": {"devices": {"results": [
-        {"driver": DRIVER, "pool": p, "device": d, "request": "dev"} for p, d in devices]
-        + [{"driver": "other.example", "pool": "x", "device": "y", "request": "dev"}]}}}}
+    return {
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [{"driver": DRIVER, "pool": p, "device": d, "request": "dev"} for p, d in devices]
+                    + [{"driver": "other.example", "pool": "x", "device": "y", "request": "dev"}]
+                }
+            }
+        }
+    }
 
 
-SPECS = {"/var/run/cdi/vendor-claim_x.json": {"kind": "vendor.example/gpu", "devices": [{"name": f"{UID}-gpu-0"}]},
-         "/etc/cdi/vendor-base.yaml": {"kind": "vendor.example/gpu", "devices": [{"name": "gpu-0"}]}}
+SPECS = {
+    "/var/run/cdi/vendor-claim_x.json": {"kind": "vendor.example/gpu", "devices": [{"name": f"{UID}-gpu-0"}]},
+    "/etc/cdi/vendor-base.yaml": {"kind": "vendor.example/gpu", "devices": [{"name": "gpu-0"}]},
+}
 
 
 def test_an_answer_with_allocated_devices_and_resolvable_cdi_devices_passes() -> None:
@@ -71,7 +83,8 @@ def test_prepare_problems_name_foreign_devices_and_unresolvable_cdi_devices() ->
     foreign = PreparedDevice("node-1", "gpu-7", (), ("vendor.example/gpu=gpu-0",))
     assert contract.prepare_problems(prepared(foreign), claim(("node-1", "gpu-0")), DRIVER, SPECS) == [
         f"claim ns/c ({UID}): NodePrepareResources answered device(s) [('node-1', 'gpu-7')], which the claim's "
-        f"allocation does not give {DRIVER} (it gives [('node-1', 'gpu-0')])"]
+        f"allocation does not give {DRIVER} (it gives [('node-1', 'gpu-0')])"
+    ]
     unresolvable = PreparedDevice("node-1", "gpu-0", (), ("vendor.example/gpu=gpu-0-x",))
     problems = contract.prepare_problems(prepared(unresolvable), None, DRIVER, SPECS)
     assert len(problems) == 1 and "'vendor.example/gpu=gpu-0-x', which no CDI spec on the node defines" in problems[0]
@@ -91,12 +104,32 @@ def checkpoint(claims: list[dict] | None) -> str:
 
 def test_the_kubelets_checkpoint_decodes_as_v1_37_writes_it() -> None:
     assert dra_checkpoint.parse(checkpoint(None)) == []
-    [got] = dra_checkpoint.parse(checkpoint([{
-        "ClaimUID": UID, "ClaimName": "c", "Namespace": "ns", "PodUIDs": {"pod-uid": {}},
-        "DriverState": {DRIVER: {"Devices": [{"PoolName": "node-1", "DeviceName": "gpu-0", "RequestNames": ["dev"],
-                                               "CDIDeviceIDs": ["vendor.example/gpu=gpu-0"]}]},
-                        "other.example": {"Devices": None}},
-        "Newer": "ignored"}]))
+    [got] = dra_checkpoint.parse(
+        checkpoint(
+            [
+                {
+                    "ClaimUID": UID,
+                    "ClaimName": "c",
+                    "Namespace": "ns",
+                    "PodUIDs": {"pod-uid": {}},
+                    "DriverState": {
+                        DRIVER: {
+                            "Devices": [
+                                {
+                                    "PoolName": "node-1",
+                                    "DeviceName": "gpu-0",
+                                    "RequestNames": ["dev"],
+                                    "CDIDeviceIDs": ["vendor.example/gpu=gpu-0"],
+                                }
+                            ]
+                        },
+                        "other.example": {"Devices": None},
+                    },
+                    "Newer": "ignored",
+                }
+            ]
+        )
+    )
     assert got.pod_uids == {"pod-uid"} and got.of("other.example") == () and got.of("none.example") is None
     assert got.of(DRIVER) == (PreparedDevice("node-1", "gpu-0", ("dev",), ("vendor.example/gpu=gpu-0",)),)
     with pytest.raises(ObservationFailed, match="does not decode"):
@@ -105,17 +138,28 @@ def test_the_kubelets_checkpoint_decodes_as_v1_37_writes_it() -> None:
 
 # KP-04 ---------------------------------------------------------------------------------------
 
+
 def _spec(kind: str, devices: dict[str, dict], common: dict | None = None) -> dict:
-    return {"kind": kind, "containerEdits": common or {},
-            "devices": [{"name": n, "containerEdits": e} for n, e in devices.items()]}
+    return {"kind": kind, "containerEdits": common or {}, "devices": [{"name": n, "containerEdits": e} for n, e in devices.items()]}
 
 
-ISOLATION_SPECS = [_spec("gpu.vendor.example/gpu", {
-    "a": {"env": ["GPU_0=a", "VENDOR=x"], "deviceNodes": [{"path": "/dev/gpu0"}, {"path": "/dev/gpuctl"}]},
-    "b": {"env": ["GPU_1=b", "VENDOR=x"], "deviceNodes": [{"path": "/dev/gpu1"}, {"path": "/dev/gpuctl"}]}},
-    common={"env": ["COMMON=1"]}),
-    _spec("gpu.vendor.example/metadata", {"r1": {"mounts": [{"containerPath": "/meta/r1", "hostPath": "/h/r1"}]},
-                                          "r2": {"mounts": [{"containerPath": "/meta/r2", "hostPath": "/h/r2"}]}})]
+ISOLATION_SPECS = [
+    _spec(
+        "gpu.vendor.example/gpu",
+        {
+            "a": {"env": ["GPU_0=a", "VENDOR=x"], "deviceNodes": [{"path": "/dev/gpu0"}, {"path": "/dev/gpuctl"}]},
+            "b": {"env": ["GPU_1=b", "VENDOR=x"], "deviceNodes": [{"path": "/dev/gpu1"}, {"path": "/dev/gpuctl"}]},
+        },
+        common={"env": ["COMMON=1"]},
+    ),
+    _spec(
+        "gpu.vendor.example/metadata",
+        {
+            "r1": {"mounts": [{"containerPath": "/meta/r1", "hostPath": "/h/r1"}]},
+            "r2": {"mounts": [{"containerPath": "/meta/r2", "hostPath": "/h/r2"}]},
+        },
+    ),
+]
 A, B = {"gpu.vendor.example/gpu=a", "gpu.vendor.example/metadata=r1"}, {"gpu.vendor.example/gpu=b", "gpu.vendor.example/metadata=r2"}
 
 
@@ -138,11 +182,25 @@ def test_isolation_names_what_is_missing_and_what_leaked_from_another_request() 
 
 
 def test_a_device_answered_for_every_request_goes_to_each_by_the_allocation() -> None:
-    prepared = PreparedClaim(UID, "ns", "pair", frozenset(), {DRIVER: (
-        PreparedDevice("p", "gpu-0", (), ("v/c=a",)), PreparedDevice("p", "gpu-1", (), ("v/c=b",)))})
-    claim = {"status": {"allocation": {"devices": {"results": [
-        {"request": "r1", "driver": DRIVER, "pool": "p", "device": "gpu-0"},
-        {"request": "r2/big", "driver": DRIVER, "pool": "p", "device": "gpu-1"}]}}}}
+    prepared = PreparedClaim(
+        UID,
+        "ns",
+        "pair",
+        frozenset(),
+        {DRIVER: (PreparedDevice("p", "gpu-0", (), ("v/c=a",)), PreparedDevice("p", "gpu-1", (), ("v/c=b",)))},
+    )
+    claim = {
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "r1", "driver": DRIVER, "pool": "p", "device": "gpu-0"},
+                        {"request": "r2/big", "driver": DRIVER, "pool": "p", "device": "gpu-1"},
+                    ]
+                }
+            }
+        }
+    }
     assert isolation.ids_by_request(prepared, claim, DRIVER) == {"r1": {"v/c=a"}, "r2": {"v/c=b"}}
 
 
@@ -154,15 +212,23 @@ def test_the_observation_script_output_parses() -> None:
 
 # KP-09, KP-05: the node-local pools a device is allocated from by hand -----------------------
 
+
 def test_node_pools_take_the_newest_generation_and_leave_out_pools_of_no_node() -> None:
-    slices = [slice_("a", "node-1", ["gpu-0"], generation=2, count=2), slice_("b", "node-1", ["gpu-1"], generation=2, count=2),
-              slice_("old", "node-1", ["gpu-9"], generation=1), slice_("net", "fabric", ["link-0"], node=None),
-              slice_("c", "node-2/pool-0", ["gpu-0"], node="node-2")]
-    assert observe.node_pools(slices) == [observe.NodePool("node-1", "node-1", frozenset({"gpu-0", "gpu-1"})),
-                                          observe.NodePool("node-2", "node-2/pool-0", frozenset({"gpu-0"}))]
+    slices = [
+        slice_("a", "node-1", ["gpu-0"], generation=2, count=2),
+        slice_("b", "node-1", ["gpu-1"], generation=2, count=2),
+        slice_("old", "node-1", ["gpu-9"], generation=1),
+        slice_("net", "fabric", ["link-0"], node=None),
+        slice_("c", "node-2/pool-0", ["gpu-0"], node="node-2"),
+    ]
+    assert observe.node_pools(slices) == [
+        observe.NodePool("node-1", "node-1", frozenset({"gpu-0", "gpu-1"})),
+        observe.NodePool("node-2", "node-2/pool-0", frozenset({"gpu-0"})),
+    ]
 
 
 # KP-10: how a fault shows --------------------------------------------------------------------
+
 
 def test_a_fault_shows_in_the_pod_or_the_slice_and_clears_where_it_showed() -> None:
     assert Seen(("Unknown",), "published").unhealthy() is None
@@ -179,29 +245,62 @@ def test_a_fault_shows_in_the_pod_or_the_slice_and_clears_where_it_showed() -> N
 
 def _held(*devices: tuple[str, ...]) -> list:
     from suites.framework.dra_checkpoint import PreparedClaim, PreparedDevice
-    return [PreparedClaim("u1", "ns", "c", frozenset({"p"}), {"gpu.example": tuple(
-        PreparedDevice("node-1", d, ("r",), (f"gpu.example/gpu={d}",)) for d in devices)})]
+
+    return [
+        PreparedClaim(
+            "u1",
+            "ns",
+            "c",
+            frozenset({"p"}),
+            {"gpu.example": tuple(PreparedDevice("node-1", d, ("r",), (f"gpu.example/gpu={d}",)) for d in devices)},
+        )
+    ]
 
 
 def _second(claims: dict) -> dict:
-    return {"endpoint": "/var/lib/kubelet/plugins/gpu.example/dra.sock", "versions": ["v1.DRAPlugin"],
-            "answer": {"claims": claims}}
+    return {"endpoint": "/var/lib/kubelet/plugins/gpu.example/dra.sock", "versions": ["v1.DRAPlugin"], "answer": {"claims": claims}}
 
 
 def test_a_second_prepare_with_the_same_devices_is_idempotent() -> None:
     from suites.kubelet_plugin.prepare_again import problems
-    answer = _second({"u1": {"devices": [{"requestNames": ["r"], "poolName": "node-1", "deviceName": d,
-                                          "cdiDeviceIds": [f"gpu.example/gpu={d}"]} for d in ("gpu-1", "gpu-0")]}})
+
+    answer = _second(
+        {
+            "u1": {
+                "devices": [
+                    {"requestNames": ["r"], "poolName": "node-1", "deviceName": d, "cdiDeviceIds": [f"gpu.example/gpu={d}"]}
+                    for d in ("gpu-1", "gpu-0")
+                ]
+            }
+        }
+    )
     assert problems(_held("gpu-0", "gpu-1"), "gpu.example", answer) == []
 
 
-@pytest.mark.parametrize("claims, said", [
-    ({"u1": {"error": "claim u1 is prepared already"}}, "answered the error 'claim u1 is prepared already'"),
-    ({}, "left it unanswered"),
-    ({"u1": {"devices": [{"requestNames": ["r"], "poolName": "node-1", "deviceName": "gpu-0",
-                          "cdiDeviceIds": ["gpu.example/gpu=gpu-0-again"]}]}}, "gpu-0-again"),
-])
+@pytest.mark.parametrize(
+    "claims, said",
+    [
+        ({"u1": {"error": "claim u1 is prepared already"}}, "answered the error 'claim u1 is prepared already'"),
+        ({}, "left it unanswered"),
+        (
+            {
+                "u1": {
+                    "devices": [
+                        {
+                            "requestNames": ["r"],
+                            "poolName": "node-1",
+                            "deviceName": "gpu-0",
+                            "cdiDeviceIds": ["gpu.example/gpu=gpu-0-again"],
+                        }
+                    ]
+                }
+            },
+            "gpu-0-again",
+        ),
+    ],
+)
 def test_a_second_prepare_that_differs_names_the_claim_and_the_difference(claims: dict, said: str) -> None:
     from suites.kubelet_plugin.prepare_again import problems
+
     found = problems(_held("gpu-0"), "gpu.example", _second(claims))
     assert len(found) == 1 and "claim ns/c (u1)" in found[0] and said in found[0], found

@@ -43,19 +43,22 @@ def test_a_lab_on_an_older_version_starts_without_the_gates_it_lacks() -> None:
 
 def test_requirements_say_from_which_version_and_under_which_gates_they_apply() -> None:
     assert catalogue.not_applicable(["DA-08", "ST-04", "KP-01"], "v1.36.3", lambda: GATES_1_36) == [
-        "DA-08 applies from Kubernetes v1.37 (feature gate DRADerivedAttributes, DRAListTypeAttributes); this lab runs v1.36.3"]
+        "DA-08 applies from Kubernetes v1.37 (feature gate DRADerivedAttributes, DRAListTypeAttributes); this lab runs v1.36.3"
+    ]
     assert catalogue.not_applicable(["ST-04", "ST-06"], "v1.35.4", set) == [
         "ST-04 applies from Kubernetes v1.36 (feature gate DRAResourceClaimGranularStatusAuthorization); this lab runs v1.35.4",
-        "ST-06 applies from Kubernetes v1.36 (feature gate DRAResourceClaimGranularStatusAuthorization); this lab runs v1.35.4"]
+        "ST-06 applies from Kubernetes v1.36 (feature gate DRAResourceClaimGranularStatusAuthorization); this lab runs v1.35.4",
+    ]
     # A version that has the behaviour but was built without the gate (turned off for good): the gate decides.
     assert catalogue.not_applicable(["DA-01"], "v1.37.1", set) == [
-        "DA-01 needs the feature gate DRADerivedAttributes, which Kubernetes v1.37.1 does not have"]
+        "DA-01 needs the feature gate DRADerivedAttributes, which Kubernetes v1.37.1 does not have"
+    ]
     asked = []
     assert catalogue.not_applicable(["KP-01", "unknown-id"], "v1.35.4", lambda: asked.append(1) or set()) == []
     assert asked == [], "the gates are read only for an ID that needs one"
 
 
-GATED = '''
+GATED = """
 import pytest
 
 import dralab.pytest_plugin as plugin
@@ -73,7 +76,7 @@ def test_needs_derived_attributes(request):
 @pytest.mark.requirement("KP-01")
 def test_needs_no_gate():
     pass
-'''
+"""
 
 
 def test_a_test_whose_requirement_needs_a_gate_the_version_lacks_skips_before_its_lab(pytester) -> None:

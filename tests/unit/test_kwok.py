@@ -9,9 +9,17 @@ from clusters.config import ClusterConfig
 from clusters.local import kwok
 from clusters.provision import Image, Toolchain
 
-TOOLS = Toolchain(kubernetes=Path("/k"), etcd_dir=Path("/e"), containerd=Path("/c"), runc_dir=Path("/r"),
-                  drivers_under_test=Path("/t"), drivers_with_cgo=Path("/g"),
-                  images=(Image("x", Path("/x.tar"), "sha256:0"),), allure=Path("/a"), kwok_dir=Path("/w"))
+TOOLS = Toolchain(
+    kubernetes=Path("/k"),
+    etcd_dir=Path("/e"),
+    containerd=Path("/c"),
+    runc_dir=Path("/r"),
+    drivers_under_test=Path("/t"),
+    drivers_with_cgo=Path("/g"),
+    images=(Image("x", Path("/x.tar"), "sha256:0"),),
+    allure=Path("/a"),
+    kwok_dir=Path("/w"),
+)
 
 
 def test_kwok_manages_exactly_the_nodes_dralab_creates_and_renews_their_leases() -> None:

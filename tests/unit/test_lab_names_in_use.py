@@ -42,6 +42,7 @@ def held_elsewhere(labs: Path):
         assert ready.wait(10)
         started.append((process, release))
         return process.pid
+
     yield hold
     for process, release in started:
         release.set()
@@ -81,8 +82,7 @@ def test_an_out_dir_that_cannot_be_written_is_bad_input(tmp_path: Path) -> None:
     assert certify.writable(tmp_path / "a" / "b").is_dir()
 
 
-def test_a_second_build_of_one_component_waits_for_the_first_and_takes_its_result(monkeypatch, tmp_path: Path,
-                                                                                 capsys) -> None:
+def test_a_second_build_of_one_component_waits_for_the_first_and_takes_its_result(monkeypatch, tmp_path: Path, capsys) -> None:
     """Two provisions of a component missing from one cache: the second waits (and says for whom),
     then finds the build done and builds nothing."""
     import threading
@@ -100,6 +100,7 @@ def test_a_second_build_of_one_component_waits_for_the_first_and_takes_its_resul
         first_inside.set()
         release.wait(10)
         out.mkdir(parents=True)
+
     monkeypatch.setattr(provision, "_build", build)
     results: list[Path] = []
     first = threading.Thread(target=lambda: results.append(provision.ensure_go(recipe, offline=False)))
@@ -113,4 +114,3 @@ def test_a_second_build_of_one_component_waits_for_the_first_and_takes_its_resul
     first.join(10), second.join(10)
     assert len(built) == 1 and len(results) == 2 and results[0] == results[1] and results[0].is_dir()
     assert f"waiting for another dralab building thing v1 (pid {os.getpid()})" in capsys.readouterr().err  # progress goes to stderr
-

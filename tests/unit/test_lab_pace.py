@@ -21,14 +21,26 @@ T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
 
 def _pod(started_after: list[float | None], restarts: int = 0) -> client.V1Pod:
-    statuses = [client.V1ContainerStatus(
-        name=f"c{n}", image="i", image_id="", ready=s is not None, restart_count=restarts,
-        state=client.V1ContainerState(running=client.V1ContainerStateRunning(started_at=T0 + timedelta(seconds=s)))
-        if s is not None else client.V1ContainerState(waiting=client.V1ContainerStateWaiting(reason="ContainerCreating")))
-        for n, s in enumerate(started_after)]
-    return client.V1Pod(status=client.V1PodStatus(
-        start_time=T0, container_statuses=statuses,
-        conditions=[client.V1PodCondition(type="PodScheduled", status="True", last_transition_time=T0)]))
+    statuses = [
+        client.V1ContainerStatus(
+            name=f"c{n}",
+            image="i",
+            image_id="",
+            ready=s is not None,
+            restart_count=restarts,
+            state=client.V1ContainerState(running=client.V1ContainerStateRunning(started_at=T0 + timedelta(seconds=s)))
+            if s is not None
+            else client.V1ContainerState(waiting=client.V1ContainerStateWaiting(reason="ContainerCreating")),
+        )
+        for n, s in enumerate(started_after)
+    ]
+    return client.V1Pod(
+        status=client.V1PodStatus(
+            start_time=T0,
+            container_statuses=statuses,
+            conditions=[client.V1PodCondition(type="PodScheduled", status="True", last_transition_time=T0)],
+        )
+    )
 
 
 def test_a_pods_start_is_from_its_scheduling_to_its_last_containers_start() -> None:
@@ -89,5 +101,6 @@ def test_a_gauge_measures_again_only_when_its_measure_is_old_or_a_fresh_one_is_a
 def test_a_lab_that_does_not_answer_has_no_pace_and_stretches_nothing(monkeypatch) -> None:
     def refused(api: object, nodes: list[str]) -> Pace:
         raise ConnectionRefusedError("no API server")
+
     monkeypatch.setattr(pace, "measure", refused)
     assert Gauge(lambda: "client", ["node-1"])() is None

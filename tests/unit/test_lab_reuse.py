@@ -23,6 +23,7 @@ def saved(tmp_path: Path, monkeypatch) -> callable:
     def save(cfg: ClusterConfig) -> None:
         state_file(cfg.name).parent.mkdir(parents=True, exist_ok=True)
         state_file(cfg.name).write_text(cfg.model_dump_json())
+
     return save
 
 
@@ -47,5 +48,6 @@ def test_the_same_configuration_with_a_dead_component_is_not_reused(saved, monke
 
     def dead(self, timeout: float) -> None:
         raise LabBroken("lab component kubelet-node-1 has died")
+
     monkeypatch.setattr(LocalCluster, "wait_ready", dead)
     assert LocalCluster.running(WANTED) is None

@@ -14,8 +14,7 @@ from clusters.kind import engine
 from clusters.kind.cluster import KindCluster
 from dralab.cli import main
 
-CONTAINERS = {"dralab-k-control-plane": ("running", "Up 3 minutes"),
-              "dralab-k-worker": ("exited", "Exited (137) 12 seconds ago")}
+CONTAINERS = {"dralab-k-control-plane": ("running", "Up 3 minutes"), "dralab-k-worker": ("exited", "Exited (137) 12 seconds ago")}
 
 
 @pytest.fixture

@@ -28,9 +28,13 @@ def _imports(path: Path, known: dict[str, Path]) -> set[str]:
     """Project modules `path` imports anywhere in its body (function-level imports too)."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-            [f"{node.module}.{a.name}" for a in node.names] + [node.module] \
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+            else []
+        )
         for name in names:
             while name and name not in known:
                 name = name.rpartition(".")[0]
@@ -44,9 +48,14 @@ GRAPH = {m: _imports(p, _modules()) - {m} for m, p in _modules().items()}
 
 @pytest.mark.parametrize("room", ROOMS[:-1])
 def test_room_imports_nothing_above_it(room: str) -> None:
-    above = ROOMS[ROOMS.index(room) + 1:]
-    wrong = sorted(f"{m} imports {d}" for m, deps in GRAPH.items() if m.split(".")[0] == room for d in deps
-                   if d.split(".")[0] in above and (room, d.split(".")[0]) not in ALLOWED_UPWARD)
+    above = ROOMS[ROOMS.index(room) + 1 :]
+    wrong = sorted(
+        f"{m} imports {d}"
+        for m, deps in GRAPH.items()
+        if m.split(".")[0] == room
+        for d in deps
+        if d.split(".")[0] in above and (room, d.split(".")[0]) not in ALLOWED_UPWARD
+    )
     assert not wrong, "\n".join(wrong)
 
 
@@ -72,6 +81,10 @@ def test_the_pytest_plugin_imports_no_suite() -> None:
     """Suites contribute through the plugin's hooks (dralab/hookspecs.py); the plugin uses only the
     catalogue and the suites' shared framework."""
     plugin = [m for m in GRAPH if m.startswith("dralab.pytest_plugin") or m == "dralab.verdicts"]
-    suites = sorted(f"{m} imports {d}" for m in plugin for d in GRAPH[m]
-                    if d.startswith("suites.") and not d.startswith(("suites.framework", "suites.catalogue")))
+    suites = sorted(
+        f"{m} imports {d}"
+        for m in plugin
+        for d in GRAPH[m]
+        if d.startswith("suites.") and not d.startswith(("suites.framework", "suites.catalogue"))
+    )
     assert plugin and not suites, "\n".join(suites)

@@ -19,9 +19,11 @@ from drivers_under_test.profile import DriverProfile, KubernetesVersions, load_p
 from reports import matrix
 from reports.report import CERTIFIED, INCOMPLETE
 
-KP07 = ("after the node reboot the claim of pod t/restart was prepared again, but its CDI devices resolve to no "
-        "spec, so container main cannot start: failed to create containerd container: CDI device injection failed: "
-        "unresolvable CDI devices gpu.example.com/gpu=gpu-0\nsecond line")
+KP07 = (
+    "after the node reboot the claim of pod t/restart was prepared again, but its CDI devices resolve to no "
+    "spec, so container main cannot start: failed to create containerd container: CDI device injection failed: "
+    "unresolvable CDI devices gpu.example.com/gpu=gpu-0\nsecond line"
+)
 
 
 UNSHIPPED = {"example.com/refused-driver": {"what": "a refused one", "asked": "latest", "answer": "refused: 403 Forbidden"}}
@@ -41,6 +43,7 @@ def test_the_matrix_lists_what_the_proxy_answered_for_each_driver_not_shipped(mo
         if module == "github.com/google/dra-driver-tpu":
             return {"Version": "v0.1.0", "Dir": "/x"}
         raise LabBroken(f"cannot download {module}@{version}: reading https://proxy.golang.org/...: 403 Forbidden")
+
     monkeypatch.setattr(gobuild, "download", download)
     answers = {c.module: candidates.probe(c) for c in candidates.candidates()}
     assert answers["github.com/google/dra-driver-tpu"] == "served: v0.1.0; a profile can build it now"
@@ -51,9 +54,13 @@ def test_the_matrix_lists_what_the_proxy_answered_for_each_driver_not_shipped(mo
 
 
 def report(outcome: str, **verdicts: str) -> dict:
-    return {"summary": {"outcome": outcome}, "requirements": [
-        {"id": i.replace("_", "-"), "verdict": v, "tests": [{"verdict": v, "message": KP07 if v == "FAIL" else ""}]}
-        for i, v in verdicts.items()]}
+    return {
+        "summary": {"outcome": outcome},
+        "requirements": [
+            {"id": i.replace("_", "-"), "verdict": v, "tests": [{"verdict": v, "message": KP07 if v == "FAIL" else ""}]}
+            for i, v in verdicts.items()
+        ],
+    }
 
 
 def cell(name: str, public: bool, rep: dict, path: str) -> matrix.Cell:
@@ -79,14 +86,18 @@ def test_a_finding_carries_the_cause_its_profile_read_in_the_drivers_code(tmp_pa
 
 
 def test_a_changed_cell_is_flagged_with_both_reports_and_the_history_grows(tmp_path: Path) -> None:
-    first = [cell("dra-example-driver", True, report("CERTIFIED", DEP_01="PASS", KP_07="PASS"), "runs/1/report.html"),
-             cell("gpu", False, report("CERTIFIED", DEP_01="PASS"), "runs/1/gpu.html")]
+    first = [
+        cell("dra-example-driver", True, report("CERTIFIED", DEP_01="PASS", KP_07="PASS"), "runs/1/report.html"),
+        cell("gpu", False, report("CERTIFIED", DEP_01="PASS"), "runs/1/gpu.html"),
+    ]
     data = matrix.write(tmp_path, first, [], "1", 10.0)
     assert not any(c["changed"] for c in data["cells"])
 
     again = report("NOT CERTIFIED", DEP_01="PASS", KP_07="FAIL")
-    second = [cell("dra-example-driver", True, again, "runs/2/report.html"),
-              cell("gpu", False, report("CERTIFIED", DEP_01="PASS"), "runs/2/gpu.html")]
+    second = [
+        cell("dra-example-driver", True, again, "runs/2/report.html"),
+        cell("gpu", False, report("CERTIFIED", DEP_01="PASS"), "runs/2/gpu.html"),
+    ]
     data = matrix.write(tmp_path, second, matrix.findings(second[0], again), "2", 10.0)
     example, gpu = data["cells"]
     assert example["changed"] == {"KP-07": ["PASS", "FAIL"], "outcome": ["CERTIFIED", "NOT CERTIFIED"]}
@@ -97,8 +108,7 @@ def test_a_changed_cell_is_flagged_with_both_reports_and_the_history_grows(tmp_p
     assert "FAIL KP-07" in page and "unresolvable CDI devices gpu.example.com/gpu=gpu-0" in page
 
 
-def test_with_qualify_each_version_is_qualified_once_before_its_cells_and_the_page_names_it(tmp_path: Path,
-                                                                                          monkeypatch) -> None:
+def test_with_qualify_each_version_is_qualified_once_before_its_cells_and_the_page_names_it(tmp_path: Path, monkeypatch) -> None:
     qualified: list[str] = []
     monkeypatch.setattr(matrix, "qualify", lambda version, out: qualified.append(version) or f"QUALIFIED {version}")
 
@@ -137,8 +147,7 @@ def certify(monkeypatch) -> Played:
     played = Played(reports={}, ran=[])
 
     class Run:
-        def __init__(self, out_dir: Path, *args: object, drivers: list[DriverProfile], kubernetes_version: str,
-                     **kw: object) -> None:
+        def __init__(self, out_dir: Path, *args: object, drivers: list[DriverProfile], kubernetes_version: str, **kw: object) -> None:
             self.out_dir, self.key = out_dir, matrix.key(drivers[0].name, kubernetes_version)
             played.ran.append(self.key)
 
@@ -158,8 +167,11 @@ def certify(monkeypatch) -> Played:
 def net_from_v1_36(monkeypatch) -> None:
     """The net profile as if its project supported Kubernetes 1.36 and later only."""
     shipped = matrix.load_profile
-    monkeypatch.setattr(matrix, "load_profile", lambda name: shipped(name).model_copy(
-        update={"kubernetes_versions": NET_FROM_V1_36} if name == "net" else {}))
+    monkeypatch.setattr(
+        matrix,
+        "load_profile",
+        lambda name: shipped(name).model_copy(update={"kubernetes_versions": NET_FROM_V1_36} if name == "net" else {}),
+    )
 
 
 def dralab(*args: str | Path) -> tuple[int, str]:
@@ -174,24 +186,35 @@ def plan(*args: str) -> object:
 
 
 def test_the_plan_is_every_cell_a_matrix_run_would_certify_as_github_and_gitlab_take_it() -> None:
-    selected = ("--driver", "gpu", "--driver", "net", "--kubernetes-version", "v1.36.3", "--kubernetes-version",
-                "v1.37.1", "--only", "DEP")
-    assert plan(*selected) == {"include": [
-        {"cell": f"{d}@{v}", "driver": d, "kubernetes_version": v}
-        for v in ("v1.36.3", "v1.37.1") for d in ("gpu", "net")]}
+    selected = ("--driver", "gpu", "--driver", "net", "--kubernetes-version", "v1.36.3", "--kubernetes-version", "v1.37.1", "--only", "DEP")
+    assert plan(*selected) == {
+        "include": [{"cell": f"{d}@{v}", "driver": d, "kubernetes_version": v} for v in ("v1.36.3", "v1.37.1") for d in ("gpu", "net")]
+    }
     assert plan(*selected, "--plan-format", "gitlab") == [
-        {"KUBERNETES_VERSION": [v], "CELL": [f"gpu@{v}", f"net@{v}"]} for v in ("v1.36.3", "v1.37.1")]
+        {"KUBERNETES_VERSION": [v], "CELL": [f"gpu@{v}", f"net@{v}"]} for v in ("v1.36.3", "v1.37.1")
+    ]
     every = plan()
     assert isinstance(every, dict)
     assert len(every["include"]) == len(matrix.shipped_profiles()) * len(matrix.versions.KUBERNETES_VERSIONS)
 
 
-def test_the_plan_leaves_out_cells_that_would_skip_and_refuses_an_empty_or_oversized_one(net_from_v1_36,
-                                                                                        monkeypatch) -> None:
-    cells = plan("--driver", "gpu", "--driver", "net", "--kubernetes-version", "v1.35.4", "--kubernetes-version",
-                 "v1.36.3", "--plan-format", "gitlab")
-    assert cells == [{"KUBERNETES_VERSION": ["v1.35.4"], "CELL": ["gpu@v1.35.4"]},
-                     {"KUBERNETES_VERSION": ["v1.36.3"], "CELL": ["gpu@v1.36.3", "net@v1.36.3"]}]
+def test_the_plan_leaves_out_cells_that_would_skip_and_refuses_an_empty_or_oversized_one(net_from_v1_36, monkeypatch) -> None:
+    cells = plan(
+        "--driver",
+        "gpu",
+        "--driver",
+        "net",
+        "--kubernetes-version",
+        "v1.35.4",
+        "--kubernetes-version",
+        "v1.36.3",
+        "--plan-format",
+        "gitlab",
+    )
+    assert cells == [
+        {"KUBERNETES_VERSION": ["v1.35.4"], "CELL": ["gpu@v1.35.4"]},
+        {"KUBERNETES_VERSION": ["v1.36.3"], "CELL": ["gpu@v1.36.3", "net@v1.36.3"]},
+    ]
     code, said = dralab("matrix", "--plan", "--driver", "net", "--kubernetes-version", "v1.35.4")
     assert code == 2 and "no cell to run" in said and "net supports Kubernetes >= v1.36 per its README" in said
     monkeypatch.setitem(matrix.PLAN_LIMITS, "gitlab", 1)
@@ -199,10 +222,8 @@ def test_the_plan_leaves_out_cells_that_would_skip_and_refuses_an_empty_or_overs
     assert code == 2 and "3 cells, and one gitlab matrix makes at most 1 jobs" in said
 
 
-def test_a_version_outside_the_drivers_own_range_is_a_skip_cell_with_the_reason_and_no_run(
-        certify, net_from_v1_36, tmp_path: Path) -> None:
-    code, said = dralab("matrix", "--driver", "gpu", "--driver", "net", "--kubernetes-version", "v1.35.4",
-                        "--out", tmp_path)
+def test_a_version_outside_the_drivers_own_range_is_a_skip_cell_with_the_reason_and_no_run(certify, net_from_v1_36, tmp_path: Path) -> None:
+    code, said = dralab("matrix", "--driver", "gpu", "--driver", "net", "--kubernetes-version", "v1.35.4", "--out", tmp_path)
     assert code == 0, said
     data = json.loads((tmp_path / "matrix.json").read_text())
     skipped = next(c for c in data["cells"] if c["driver"] == "net")
@@ -216,8 +237,7 @@ def test_the_supported_range_takes_minor_or_patch_bounds_and_refuses_none_or_rev
     both = KubernetesVersions(min="v1.35.5", max="v1.36", source="s")
     assert [both.supports(v) for v in ("v1.35.4", "v1.35.5", "v1.36.3", "v1.37.1")] == [False, True, True, False]
     assert str(both) == "v1.35.5 to v1.36" and str(KubernetesVersions(max="v1.36", source="s")) == "<= v1.36"
-    for wrong in ({"source": "s"}, {"min": "v1.37", "max": "v1.36", "source": "s"}, {"min": "1.36", "source": "s"},
-                  {"min": "v1.36"}):
+    for wrong in ({"source": "s"}, {"min": "v1.37", "max": "v1.36", "source": "s"}, {"min": "1.36", "source": "s"}, {"min": "v1.36"}):
         with pytest.raises(ValueError):
             KubernetesVersions.model_validate(wrong)
     gpu = load_profile("gpu")
@@ -255,12 +275,21 @@ def nightly(monkeypatch, day: int, root: Path, *cells: str) -> list[Path]:
         return cell_dirs(root, *cells)
 
 
-def test_merge_joins_the_cells_as_one_run_with_reports_copied_history_and_change_flags(certify, monkeypatch,
-                                                                                     tmp_path: Path) -> None:
+def test_merge_joins_the_cells_as_one_run_with_reports_copied_history_and_change_flags(certify, monkeypatch, tmp_path: Path) -> None:
     out = tmp_path / "matrix"
-    code, said = dralab("matrix", "merge", *nightly(monkeypatch, 1, tmp_path / "1", "gpu@v1.37.1", "net@v1.37.1"),
-                        "--out", out,
-                        "--kubernetes-version", "v1.37.1", "--driver", "gpu", "--driver", "net")
+    code, said = dralab(
+        "matrix",
+        "merge",
+        *nightly(monkeypatch, 1, tmp_path / "1", "gpu@v1.37.1", "net@v1.37.1"),
+        "--out",
+        out,
+        "--kubernetes-version",
+        "v1.37.1",
+        "--driver",
+        "gpu",
+        "--driver",
+        "net",
+    )
     assert code == 0, said
     data = json.loads((out / "matrix.json").read_text())
     assert [(c["driver"], c["outcome"]) for c in data["cells"]] == [("gpu", CERTIFIED), ("net", CERTIFIED)]
@@ -268,47 +297,71 @@ def test_merge_joins_the_cells_as_one_run_with_reports_copied_history_and_change
     assert not any(c["changed"] for c in data["cells"]) and "changed since the last run: none" in said
 
     certify.reports["net@v1.37.1"] = report("NOT CERTIFIED", DEP_01="FAIL")
-    code, said = dralab("matrix", "merge", *nightly(monkeypatch, 2, tmp_path / "2", "gpu@v1.37.1", "net@v1.37.1"),
-                        "--out", out,
-                        "--kubernetes-version", "v1.37.1", "--driver", "gpu", "--driver", "net")
+    code, said = dralab(
+        "matrix",
+        "merge",
+        *nightly(monkeypatch, 2, tmp_path / "2", "gpu@v1.37.1", "net@v1.37.1"),
+        "--out",
+        out,
+        "--kubernetes-version",
+        "v1.37.1",
+        "--driver",
+        "gpu",
+        "--driver",
+        "net",
+    )
     assert code == 0, said
     gpu, net = json.loads((out / "matrix.json").read_text())["cells"]
-    assert gpu["changed"] == {} and net["changed"] == {"DEP-01": ["PASS", "FAIL"],
-                                                       "outcome": [CERTIFIED, "NOT CERTIFIED"]}
+    assert gpu["changed"] == {} and net["changed"] == {"DEP-01": ["PASS", "FAIL"], "outcome": [CERTIFIED, "NOT CERTIFIED"]}
     assert (out / net["previous_report"]).is_file() and net["previous_report"] != net["report"]
     assert len(json.loads((out / "history.json").read_text())) == 2
     assert "changed since the last run: net@v1.37.1" in said
 
 
-def test_merge_shows_an_unsupported_cell_as_skip_and_one_no_job_recorded_as_incomplete(certify, net_from_v1_36,
-                                                                                      tmp_path: Path) -> None:
+def test_merge_shows_an_unsupported_cell_as_skip_and_one_no_job_recorded_as_incomplete(certify, net_from_v1_36, tmp_path: Path) -> None:
     out = tmp_path / "matrix"
     dirs = cell_dirs(tmp_path, "gpu@v1.35.4")
-    code, said = dralab("matrix", "merge", *dirs, "--out", out, "--driver", "gpu", "--driver", "net",
-                        "--kubernetes-version", "v1.35.4", "--kubernetes-version", "v1.36.3")
+    code, said = dralab(
+        "matrix",
+        "merge",
+        *dirs,
+        "--out",
+        out,
+        "--driver",
+        "gpu",
+        "--driver",
+        "net",
+        "--kubernetes-version",
+        "v1.35.4",
+        "--kubernetes-version",
+        "v1.36.3",
+    )
     assert code == 3, said
     cells = {(c["driver"], c["version"]): c for c in json.loads((out / "matrix.json").read_text())["cells"]}
     assert cells["gpu", "v1.35.4"]["outcome"] == CERTIFIED
     assert (cells["net", "v1.35.4"]["outcome"], cells["net", "v1.35.4"]["reason"]) == (
-        "SKIP", "net supports Kubernetes >= v1.36 per its README (Kubernetes 1.36+)")
-    assert all(cells[d, "v1.36.3"]["outcome"] == INCOMPLETE and cells[d, "v1.36.3"]["reason"] == matrix.UNRECORDED
-               for d in ("gpu", "net"))
+        "SKIP",
+        "net supports Kubernetes >= v1.36 per its README (Kubernetes 1.36+)",
+    )
+    assert all(cells[d, "v1.36.3"]["outcome"] == INCOMPLETE and cells[d, "v1.36.3"]["reason"] == matrix.UNRECORDED for d in ("gpu", "net"))
 
 
 def test_bad_cells_and_merge_inputs_exit_2_naming_the_input_before_any_lab(certify, tmp_path: Path) -> None:
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "cell.json").write_text("{}")
     twice = cell_dirs(tmp_path, "gpu@v1.37.1")[0]
-    cases = {("matrix", "--cell", "gpu"): "--cell 'gpu': expected DRIVER@VERSION",
-             ("matrix", "--cell", "gpu@"): "--cell 'gpu@': expected DRIVER@VERSION",
-             ("matrix", "--cell", "tpu@v1.37.1"): "--cell tpu@v1.37.1: tpu is not a shipped profile (these are: ",
-             ("matrix", "--cell", "gpu@v1.30.0"): "--cell gpu@v1.30.0: Kubernetes v1.30.0 is not one dralab builds",
-             ("matrix", "--cell", "gpu@v1.37.1", "--driver", "gpu"): "--cell names its driver and version",
-             ("matrix", "--plan-format", "gitlab"): "--plan-format is for --plan",
-             ("matrix", "--driver", "gpu", "merge", twice): "--driver before merge: give its options after it",
-             ("matrix", "merge", tmp_path / "empty"): f"merge {tmp_path / 'empty'}: no cell.json there",
-             ("matrix", "merge", tmp_path / "broken"): "is not the cell.json of `dralab matrix --cell`",
-             ("matrix", "merge", twice, twice): "cell gpu@v1.37.1 is recorded twice"}
+    cases = {
+        ("matrix", "--cell", "gpu"): "--cell 'gpu': expected DRIVER@VERSION",
+        ("matrix", "--cell", "gpu@"): "--cell 'gpu@': expected DRIVER@VERSION",
+        ("matrix", "--cell", "tpu@v1.37.1"): "--cell tpu@v1.37.1: tpu is not a shipped profile (these are: ",
+        ("matrix", "--cell", "gpu@v1.30.0"): "--cell gpu@v1.30.0: Kubernetes v1.30.0 is not one dralab builds",
+        ("matrix", "--cell", "gpu@v1.37.1", "--driver", "gpu"): "--cell names its driver and version",
+        ("matrix", "--plan-format", "gitlab"): "--plan-format is for --plan",
+        ("matrix", "--driver", "gpu", "merge", twice): "--driver before merge: give its options after it",
+        ("matrix", "merge", tmp_path / "empty"): f"merge {tmp_path / 'empty'}: no cell.json there",
+        ("matrix", "merge", tmp_path / "broken"): "is not the cell.json of `dralab matrix --cell`",
+        ("matrix", "merge", twice, twice): "cell gpu@v1.37.1 is recorded twice",
+    }
     for args, said in cases.items():
         code, output = dralab(*args, "--out", tmp_path / "out")
         assert code == 2 and said in output, (args, output)

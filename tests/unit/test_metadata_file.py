@@ -46,12 +46,15 @@ def test_reader_works_at_the_host_path(fs) -> None:
     assert read_file(Path(HOST_PATH)).first_known()["metadata"]["uid"] == "claim-uid"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty file"),
-    ('{"kind": "DeviceMetadata"', "not a JSON stream"),
-    ('{"kind": "DeviceMetadata"}\n{"kind": ', "after 1 complete object(s)"),
-    ("[1, 2]", "is a list, not an object"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty file"),
+        ('{"kind": "DeviceMetadata"', "not a JSON stream"),
+        ('{"kind": "DeviceMetadata"}\n{"kind": ', "after 1 complete object(s)"),
+        ("[1, 2]", "is a list, not an object"),
+    ],
+)
 def test_torn_or_wrong_files_are_errors(text: str, message: str) -> None:
     with pytest.raises(MetadataError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_stream(text)
@@ -70,22 +73,25 @@ def _device(obj: dict) -> dict:
     return obj["requests"][0]["devices"][0]
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda o: o.update(kind="Metadata"), "kind: 'Metadata'"),
-    (lambda o: o["metadata"].pop("uid"), "metadata.uid: required"),
-    (lambda o: o.update(podClaimName="GPU_claim"), "podClaimName: 'GPU_claim' is not a DNS label"),
-    (lambda o: o["requests"][0].update(name=""), "requests[0].name: required"),
-    (lambda o: _device(o).update(driver="x" * 64 + ".com"), "driver: "),
-    (lambda o: _device(o).update(pool="worker_0"), "part 'worker_0' is not a DNS subdomain"),
-    (lambda o: _device(o).update(name="GPU 0"), "name: 'GPU 0' is not a DNS label"),
-    (lambda o: _device(o)["attributes"].update(model={"string": "a", "int": 1}), "exactly one of"),
-    (lambda o: _device(o)["attributes"].update(model={}), "got none"),
-    (lambda o: _device(o)["attributes"].update({f"a{i}": {"int": i} for i in range(28)}), "33 attributes, at most 32"),
-    (lambda o: _device(o)["networkData"].update(interfaceName="n" * 257), "interfaceName: longer than 256 bytes"),
-    (lambda o: _device(o)["networkData"].update(ips=[f"10.0.0.{i}/24" for i in range(17)]), "17 entries, at most 16"),
-    (lambda o: _device(o)["networkData"].update(ips=["10.0.0.5/24", "10.0.0.5/24"]), "duplicate entries"),
-    (lambda o: _device(o)["networkData"].update(hardwareAddress="0" * 129), "hardwareAddress: longer than 128 bytes"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda o: o.update(kind="Metadata"), "kind: 'Metadata'"),
+        (lambda o: o["metadata"].pop("uid"), "metadata.uid: required"),
+        (lambda o: o.update(podClaimName="GPU_claim"), "podClaimName: 'GPU_claim' is not a DNS label"),
+        (lambda o: o["requests"][0].update(name=""), "requests[0].name: required"),
+        (lambda o: _device(o).update(driver="x" * 64 + ".com"), "driver: "),
+        (lambda o: _device(o).update(pool="worker_0"), "part 'worker_0' is not a DNS subdomain"),
+        (lambda o: _device(o).update(name="GPU 0"), "name: 'GPU 0' is not a DNS label"),
+        (lambda o: _device(o)["attributes"].update(model={"string": "a", "int": 1}), "exactly one of"),
+        (lambda o: _device(o)["attributes"].update(model={}), "got none"),
+        (lambda o: _device(o)["attributes"].update({f"a{i}": {"int": i} for i in range(28)}), "33 attributes, at most 32"),
+        (lambda o: _device(o)["networkData"].update(interfaceName="n" * 257), "interfaceName: longer than 256 bytes"),
+        (lambda o: _device(o)["networkData"].update(ips=[f"10.0.0.{i}/24" for i in range(17)]), "17 entries, at most 16"),
+        (lambda o: _device(o)["networkData"].update(ips=["10.0.0.5/24", "10.0.0.5/24"]), "duplicate entries"),
+        (lambda o: _device(o)["networkData"].update(hardwareAddress="0" * 129), "hardwareAddress: longer than 128 bytes"),
+    ],
+)
 def test_each_v1beta1_rule(mutate, message: str) -> None:
     obj = copy.deepcopy(_base())
     mutate(obj)
@@ -95,7 +101,6 @@ def test_each_v1beta1_rule(mutate, message: str) -> None:
 
 def test_limits_are_inclusive() -> None:
     obj = _base()
-    _device(obj)["networkData"].update(interfaceName="n" * 256, hardwareAddress="0" * 128,
-                                       ips=[f"10.0.0.{i}/24" for i in range(16)])
+    _device(obj)["networkData"].update(interfaceName="n" * 256, hardwareAddress="0" * 128, ips=[f"10.0.0.{i}/24" for i in range(16)])
     _device(obj)["attributes"] = {f"a{i}": {"int": i} for i in range(32)}
     assert problems(obj) == []

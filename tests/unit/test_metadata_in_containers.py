@@ -15,51 +15,85 @@ ROOT = paths.CONTAINER_ROOT
 
 
 def _claim(uid: str, results: list[tuple[str, str, str]]) -> dict:
-    return {"uid": uid, "status": {"allocation": {"devices": {"results": [
-        {"driver": driver, "request": request, "pool": "node-1", "device": device} for driver, request, device in results]}}}}
+    return {
+        "uid": uid,
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"driver": driver, "request": request, "pool": "node-1", "device": device} for driver, request, device in results
+                    ]
+                }
+            }
+        },
+    }
 
 
 def _file(uid: str, request: str, devices: list[str], driver: str = D) -> str:
-    obj = {"apiVersion": "metadata.resource.k8s.io/v1beta1", "kind": "DeviceMetadata",
-           "metadata": {"name": "c", "namespace": "n", "uid": uid, "generation": 1},
-           "requests": [{"name": request, "devices": [{"driver": driver, "pool": "node-1", "name": d} for d in devices]}]}
+    obj = {
+        "apiVersion": "metadata.resource.k8s.io/v1beta1",
+        "kind": "DeviceMetadata",
+        "metadata": {"name": "c", "namespace": "n", "uid": uid, "generation": 1},
+        "requests": [{"name": request, "devices": [{"driver": driver, "pool": "node-1", "name": d} for d in devices]}],
+    }
     return json.dumps(obj)
 
 
-ALLOCATED = {"u1": _claim("u1", [(D, "r0", "gpu-0"), (D, "r0", "gpu-1"), (D, "r1", "gpu-2"), ("other.dev", "other", "gpu-0")]),
-             "u2": _claim("u2", [(D, "r0", "gpu-3")])}
+ALLOCATED = {
+    "u1": _claim("u1", [(D, "r0", "gpu-0"), (D, "r0", "gpu-1"), (D, "r1", "gpu-2"), ("other.dev", "other", "gpu-0")]),
+    "u2": _claim("u2", [(D, "r0", "gpu-3")]),
+}
 C0 = f"{ROOT}/resourceclaims/gen-0-c0"
 T1 = f"{ROOT}/resourceclaimtemplates/c1"
-GOOD = {f"{C0}/r0/{D}-metadata.json": _file("u1", "r0", ["gpu-1", "gpu-0"]),
-        f"{C0}/r1/{D}-metadata.json": _file("u1", "r1", ["gpu-2"]),
-        f"{C0}/other/other.dev-metadata.json": "{}"}
+GOOD = {
+    f"{C0}/r0/{D}-metadata.json": _file("u1", "r0", ["gpu-1", "gpu-0"]),
+    f"{C0}/r1/{D}-metadata.json": _file("u1", "r1", ["gpu-2"]),
+    f"{C0}/other/other.dev-metadata.json": "{}",
+}
 
 
 def _record(uses: list[dict], files: dict[str, str]) -> dict:
-    return {"node": "node-1", "namespace": "n", "pod": "gen-0", "container": "main", "uses": uses, "files": files,
-            "pod_claims": [{"name": "c0", "claim": "gen-0-c0", "uid": "u1", "template": False},
-                           {"name": "c1", "claim": "gen-0-c1-x7k", "uid": "u2", "template": True}]}
+    return {
+        "node": "node-1",
+        "namespace": "n",
+        "pod": "gen-0",
+        "container": "main",
+        "uses": uses,
+        "files": files,
+        "pod_claims": [
+            {"name": "c0", "claim": "gen-0-c0", "uid": "u1", "template": False},
+            {"name": "c1", "claim": "gen-0-c1-x7k", "uid": "u2", "template": True},
+        ],
+    }
 
 
 def test_a_container_with_the_files_of_what_it_uses_and_no_other_passes() -> None:
     whole = _record([{"name": "c0", "request": None}], GOOD)
-    by_request = _record([{"name": "c0", "request": "r1"}, {"name": "c1", "request": None}],
-                         {f"{C0}/r1/{D}-metadata.json": GOOD[f"{C0}/r1/{D}-metadata.json"],
-                          f"{T1}/r0/{D}-metadata.json": _file("u2", "r0", ["gpu-3"])})
-    assert in_containers.problems([whole, by_request], ALLOCATED, D) == \
-        {r: [] for r in ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19")}
+    by_request = _record(
+        [{"name": "c0", "request": "r1"}, {"name": "c1", "request": None}],
+        {f"{C0}/r1/{D}-metadata.json": GOOD[f"{C0}/r1/{D}-metadata.json"], f"{T1}/r0/{D}-metadata.json": _file("u2", "r0", ["gpu-3"])},
+    )
+    assert in_containers.problems([whole, by_request], ALLOCATED, D) == {
+        r: [] for r in ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19")
+    }
     assert in_containers.judged([whole, _record([], {})], ALLOCATED, D) == [whole], "a container using nothing is no subject"
 
 
 def test_each_violation_is_named_under_its_requirement() -> None:
     missing = dict(GOOD)
     del missing[f"{C0}/r1/{D}-metadata.json"]
-    found = in_containers.problems([
-        _record([{"name": "c0", "request": None}], missing),
-        _record([{"name": "c0", "request": "r0"}], GOOD),
-        _record([{"name": "c0", "request": "r1"}, {"name": "c1", "request": None}],
-                {f"{C0}/r1/{D}-metadata.json": _file("u1", "r1", ["gpu-2", "gpu-0"])}),
-    ], ALLOCATED, D)
+    found = in_containers.problems(
+        [
+            _record([{"name": "c0", "request": None}], missing),
+            _record([{"name": "c0", "request": "r0"}], GOOD),
+            _record(
+                [{"name": "c0", "request": "r1"}, {"name": "c1", "request": None}],
+                {f"{C0}/r1/{D}-metadata.json": _file("u1", "r1", ["gpu-2", "gpu-0"])},
+            ),
+        ],
+        ALLOCATED,
+        D,
+    )
     assert [p.split(" but ")[0] for p in found["MD-01"]] == ["container main of pod n/gen-0 on node-1 uses request r1 of claim gen-0-c0"]
     assert len(found["MD-04"]) == 1 and f"{C0}/r1/{D}-metadata.json, a request it does not use" in found["MD-04"][0]
     assert len(found["MD-02"]) == 1 and "lists devices [('node-1', 'gpu-0'), ('node-1', 'gpu-2')]" in found["MD-02"][0]
@@ -89,8 +123,9 @@ def test_md16_a_deferred_drivers_file_has_network_data_of_an_interface_a_pod_of_
 
     assert md16(seen(NET1)) == []
     assert not any(in_containers.problems([seen(None)], ALLOCATED, D).values()), "judged for deferred metadata only"
-    assert md16(seen(None)) == [f"container main of pod n/gen-0 on node-1: {r1}: device node-1/gpu-2 has no networkData "
-                                "at the container's start"]
+    assert md16(seen(None)) == [
+        f"container main of pod n/gen-0 on node-1: {r1}: device node-1/gpu-2 has no networkData at the container's start"
+    ]
     assert "pod n/gen-0: the pod has no interface with networkData's interfaceName net2" in md16(seen({"interfaceName": "net2"}))[0]
     # a claim shared by two pods: the VF is in the other pod's namespace
     assert md16(seen(NET1, "gen-0", [ETH0]), seen(NET1, "gen-1")) == []
@@ -115,13 +150,16 @@ def test_md03_and_md19_judge_every_file_a_container_has() -> None:
 
     # qualified or not, one attribute; one the slice lacks is not compared
     assert found({f"{D}/index": {"int": 2}, "dralab.dev/model": {"string": "emulated"}, "extra": {"bool": True}}, "MD-03") == []
-    assert found({"index": {"int": 3}}, "MD-03") == [f"container main of pod n/gen-0 on node-1: {r1}: gpu-2 attribute "
-                                                     "index: file {'int': 3}, slice {'int': 2}"]
+    assert found({"index": {"int": 3}}, "MD-03") == [
+        f"container main of pod n/gen-0 on node-1: {r1}: gpu-2 attribute index: file {{'int': 3}}, slice {{'int': 2}}"
+    ]
     assert "is not one typed value" in found({"index": {"int": 2, "string": "2"}}, "MD-03")[0]
     assert found({}, "MD-19") == []
     assert found({f"a{i}": {"int": i} for i in range(33)}, "MD-19"), "33 attributes break the v1beta1 rules"
-    records = [_record([{"name": "c0", "request": "r1"}], {r1: _with_attributes(GOOD[r1], {"index": {"int": 2}})}),
-               _record([], {f"{C0}/r1/{D}-metadata.json": "not json"})]
+    records = [
+        _record([{"name": "c0", "request": "r1"}], {r1: _with_attributes(GOOD[r1], {"index": {"int": 2}})}),
+        _record([], {f"{C0}/r1/{D}-metadata.json": "not json"}),
+    ]
     assert in_containers.attributes_seen(records, D) == 1
 
 
@@ -137,5 +175,7 @@ def test_a_container_prints_its_files_and_the_print_is_read_back(tmp_path: Path)
     printed = subprocess.run(["sh", "-c", dump_command(str(tmp_path))], capture_output=True, text=True, check=True).stdout
     assert parse_dump(printed) == {f"{tmp_path}/resourceclaims/c/r0/x-metadata.json": '{"a": 1}\n{"b": 2}'}
     assert parse_dump(printed.split("==> end")[0]) is None, "not yet at its end: nothing read"
-    assert parse_dump(subprocess.run(["sh", "-c", dump_command(str(tmp_path / "none"))], capture_output=True, text=True,
-                                     check=True).stdout) == {}
+    assert (
+        parse_dump(subprocess.run(["sh", "-c", dump_command(str(tmp_path / "none"))], capture_output=True, text=True, check=True).stdout)
+        == {}
+    )

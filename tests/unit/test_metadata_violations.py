@@ -64,34 +64,55 @@ class Observed(Scenario):
         return self.container_files.get(container_name, {}).get(path)
 
 
-def observed(uid: str, requests: tuple[Request, ...], node_files: dict[str, str],
-             container_files: dict[str, dict[str, str]] | None = None) -> Observed:
+def observed(
+    uid: str, requests: tuple[Request, ...], node_files: dict[str, str], container_files: dict[str, dict[str, str]] | None = None
+) -> Observed:
     lab = SimpleNamespace(node=lambda name: SimpleNamespace(kubelet_root_dir=ROOT))
     claim_name = "reader-" + "-".join(str(r.count) for r in requests)
     claim = {"metadata": {"name": claim_name, "namespace": NAMESPACE, "uid": uid}}
-    return Observed(lab, None, FakeNodeFiles(node_files), SimpleNamespace(name=GPU), NAMESPACE, claim_name, claim_name,
-                    node=NODE, claim=claim, requests=requests, container_files=container_files or {})
+    return Observed(
+        lab,
+        None,
+        FakeNodeFiles(node_files),
+        SimpleNamespace(name=GPU),
+        NAMESPACE,
+        claim_name,
+        claim_name,
+        node=NODE,
+        claim=claim,
+        requests=requests,
+        container_files=container_files or {},
+    )
 
 
 def metadata(uid: str, claim_name: str, request: str, attributes: int) -> str:
     """A request's file as the framework writes it: the same object once per version."""
     attrs = {"index": {"int": 0}, "uuid": {"string": "GPU-0"}, "driverVersion": {"version": "1.37.0"}}
     attrs.update({f"firmware{i}Version": {"version": f"1.{i}.0"} for i in range(attributes - len(attrs))})
-    obj = {"kind": "DeviceMetadata", "metadata": {"name": claim_name, "namespace": NAMESPACE, "uid": uid, "generation": 1},
-           "requests": [{"name": request, "devices": [{"driver": GPU, "pool": NODE, "name": "gpu-0", "attributes": attrs}]}]}
+    obj = {
+        "kind": "DeviceMetadata",
+        "metadata": {"name": claim_name, "namespace": NAMESPACE, "uid": uid, "generation": 1},
+        "requests": [{"name": request, "devices": [{"driver": GPU, "pool": NODE, "name": "gpu-0", "attributes": attrs}]}],
+    }
     return "".join(json.dumps({"apiVersion": v, **obj}, indent=2) + "\n" for v in (V1BETA1, V1ALPHA1))
 
 
 def cdi_spec(s: Scenario, request: str, version: str) -> str:
-    mount = {"hostPath": s.host_file(request), "containerPath": paths.in_container(s.claim_name, request, GPU),
-             "options": ["ro", "bind"]}
-    return json.dumps({"cdiVersion": version, "kind": f"{GPU}/metadata",
-                       "devices": [{"name": f"{s.uid}_{request}", "containerEdits": {"mounts": [mount]}}]}, indent=2)
+    mount = {"hostPath": s.host_file(request), "containerPath": paths.in_container(s.claim_name, request, GPU), "options": ["ro", "bind"]}
+    return json.dumps(
+        {
+            "cdiVersion": version,
+            "kind": f"{GPU}/metadata",
+            "devices": [{"name": f"{s.uid}_{request}", "containerEdits": {"mounts": [mount]}}],
+        },
+        indent=2,
+    )
 
 
 def with_specs(s: Observed, version: Callable[[str], str]) -> Observed:
-    s.files.files.update({f"/var/run/cdi/{paths.cdi_spec_name(GPU, s.uid, r.name)}": cdi_spec(s, r.name, version(s.uid))
-                          for r in s.requests})
+    s.files.files.update(
+        {f"/var/run/cdi/{paths.cdi_spec_name(GPU, s.uid, r.name)}": cdi_spec(s, r.name, version(s.uid)) for r in s.requests}
+    )
     return s
 
 
@@ -105,8 +126,11 @@ def host_files(s: Observed, attributes: int = 3) -> dict[str, str]:
 
 def in_containers(s: Observed, merged: bool = False) -> dict[str, dict[str, str]]:
     """Each request's container sees its file, the sidecar every file (one-file-per-claim: only req0's)."""
-    files = {paths.in_container(s.claim_name, r.name, GPU): s.files.files[s.host_file(r.name)]
-             for r in s.requests if not merged or r.name == "req0"}
+    files = {
+        paths.in_container(s.claim_name, r.name, GPU): s.files.files[s.host_file(r.name)]
+        for r in s.requests
+        if not merged or r.name == "req0"
+    }
     return {"sidecar": files, **{r.container: {p: t for p, t in files.items() if f"/{r.name}/" in p} for r in s.requests}}
 
 
@@ -128,7 +152,11 @@ def other_host_dir() -> Observed:
 CASES: dict[str, tuple[str, Callable[[Any, Evidence], Any], Callable[[], Observed], Callable[[], Observed]]] = {
     "fixed-cdi-version": ("MD-13", checks.cdi_spec, reader, lambda: with_specs(reader(), lambda uid: "0.6.0")),
     "fixed-cdi-version (UID starting with a letter)": (
-        "MD-13", checks.cdi_spec, lambda: reader("af2a-uid"), lambda: with_specs(reader("af2a-uid"), lambda uid: "0.6.0")),
+        "MD-13",
+        checks.cdi_spec,
+        lambda: reader("af2a-uid"),
+        lambda: with_specs(reader("af2a-uid"), lambda uid: "0.6.0"),
+    ),
     "too-many-attributes": ("MD-19", checks.valid_v1beta1, lambda: reader(attributes=32), lambda: reader(attributes=33)),
     "one-file-per-claim": ("MD-05", checks.separate_directories, reader, lambda: reader(merged=True)),
     "other-host-dir": ("MD-12", checks.host_layout, reader, other_host_dir),

@@ -40,10 +40,13 @@ IP_ADDR = {
 """,
 }
 # status.devices entries of the net profile's claim
-REFERENCE = {"driver": "vf.dralab.dev", "pool": "node-1", "device": "ens1f0-vf0",
-             "conditions": [{"type": "Ready", "status": "True", "reason": "Configured"}],
-             "networkData": {"interfaceName": "net1", "ips": ["10.97.0.5/24", "2001:db8::5/64"],
-                             "hardwareAddress": "02:aa:bb:cc:dd:01"}}
+REFERENCE = {
+    "driver": "vf.dralab.dev",
+    "pool": "node-1",
+    "device": "ens1f0-vf0",
+    "conditions": [{"type": "Ready", "status": "True", "reason": "Configured"}],
+    "networkData": {"interfaceName": "net1", "ips": ["10.97.0.5/24", "2001:db8::5/64"], "hardwareAddress": "02:aa:bb:cc:dd:01"},
+}
 WITHOUT_MAC = {**REFERENCE, "networkData": {"interfaceName": "net1", "ips": ["10.97.0.5/24", "2001:db8::5/64"]}}
 # networkdata-mismatch: the first IP one above the configured one
 MISMATCH = {**REFERENCE, "networkData": {**REFERENCE["networkData"], "ips": ["10.97.0.6/24", "2001:db8::5/64"]}}
@@ -78,8 +81,11 @@ def test_an_entry_without_a_mac_is_compared_on_what_it_reports() -> None:
 
 
 def test_the_mismatch_variant_fails_on_its_ips() -> None:
-    with pytest.raises(AssertionError, match=r"ens1f0-vf0: networkData ips \['10.97.0.6/24', '2001:db8::5/64'\], "
-                                             r"the pod's net1 has \['10.97.0.5/24', '2001:db8::5/64'\]"):
+    with pytest.raises(
+        AssertionError,
+        match=r"ens1f0-vf0: networkData ips \['10.97.0.6/24', '2001:db8::5/64'\], "
+        r"the pod's net1 has \['10.97.0.5/24', '2001:db8::5/64'\]",
+    ):
         judge(MISMATCH["networkData"])
 
 
@@ -95,8 +101,7 @@ def test_networkdata_that_reports_nothing_fails(nd: dict[str, Any] | None) -> No
 
 
 def test_without_a_name_the_interface_is_found_by_ip_else_by_mac() -> None:
-    assert network_data.pick({"ips": ["2001:db8::5/64"]}, [interface(Pod().observe, n) for n in IP_ADDR]
-                             )["interfaceName"] == "net1"
+    assert network_data.pick({"ips": ["2001:db8::5/64"]}, [interface(Pod().observe, n) for n in IP_ADDR])["interfaceName"] == "net1"
     judge({"ips": ["2001:db8::5/64", "10.97.0.5/24"]})
     judge({"hardwareAddress": "02:AA:BB:CC:DD:01"})  # MACs compare case-insensitively
 
@@ -114,8 +119,10 @@ def test_a_name_the_pod_lacks_fails() -> None:
 def test_a_wrong_mac_fails_and_a_missing_one_is_not_compared() -> None:
     with pytest.raises(AssertionError, match="hardwareAddress 02:aa:bb:cc:dd:09, the pod's net1 has 02:aa:bb:cc:dd:01"):
         judge({**REFERENCE["networkData"], "hardwareAddress": "02:aa:bb:cc:dd:09"})
-    assert network_data.mismatches({"interfaceName": "net1"}, network_data.pick(
-        {"interfaceName": "net1"}, [interface(Pod().observe, "net1")])) == []
+    assert (
+        network_data.mismatches({"interfaceName": "net1"}, network_data.pick({"interfaceName": "net1"}, [interface(Pod().observe, "net1")]))
+        == []
+    )
 
 
 def test_link_local_addresses_are_not_required_in_ips() -> None:
@@ -131,8 +138,9 @@ def test_an_ip_addr_listing_parses_into_each_interface_and_a_dump_reads_back() -
     assert [i["interfaceName"] for i in PRINTED] == ["lo", "eth0", "net1"]
     assert PRINTED[2] == NET1, "link-local left out, the MAC kept"
     # as a generated container prints them: its interfaces, then its metadata files (none here)
-    printed = subprocess.run(["sh", "-c", f"{dump_command()}; {metadata_file.dump_command('/nonexistent')}"],
-                             capture_output=True, text=True, check=True).stdout
+    printed = subprocess.run(
+        ["sh", "-c", f"{dump_command()}; {metadata_file.dump_command('/nonexistent')}"], capture_output=True, text=True, check=True
+    ).stdout
     assert [i["interfaceName"] for i in parse_dump(printed) or []][:1] == ["lo"]
     assert metadata_file.parse_dump(printed) == {}, "the interfaces are no metadata file"
     assert parse_dump(printed.split("--> end")[0]) is None, "not yet at its end: nothing read"
@@ -141,44 +149,58 @@ def test_an_ip_addr_listing_parses_into_each_interface_and_a_dump_reads_back() -
 def test_network_data_is_described_by_a_printed_interface_or_said_why_not() -> None:
     assert network_data.not_described(REFERENCE["networkData"], PRINTED) is None
     assert network_data.not_described(WITHOUT_MAC["networkData"], PRINTED) is None
-    assert "ips ['10.97.0.6/24', '2001:db8::5/64'], the pod's net1 has" in str(
-        network_data.not_described(MISMATCH["networkData"], PRINTED))
+    assert "ips ['10.97.0.6/24', '2001:db8::5/64'], the pod's net1 has" in str(network_data.not_described(MISMATCH["networkData"], PRINTED))
     assert "not canonical" in str(network_data.not_described({"ips": ["2001:DB8::5/64"]}, PRINTED))
     assert "reports none of" in str(network_data.not_described({}, PRINTED))
-    assert "no interface with networkData's interfaceName net2" in str(
-        network_data.not_described({"interfaceName": "net2"}, PRINTED))
+    assert "no interface with networkData's interfaceName net2" in str(network_data.not_described({"interfaceName": "net2"}, PRINTED))
 
 
 def _version(when: str, nd: dict[str, Any] | None, uid: str = "u1") -> dict[str, Any]:
     entry = {**REFERENCE, "networkData": nd} if nd else None
-    return {"uid": uid, "namespace": "n", "name": "gen-0-c0", "start": f"2026-11-29T05:00:{when}+00:00",
-            "status": {"allocation": {"devices": {"results": [{"driver": "vf.dralab.dev", "request": "r0",
-                                                               "pool": "node-1", "device": "ens1f0-vf0"}]}},
-                       **({"devices": [entry]} if entry else {})}}
+    return {
+        "uid": uid,
+        "namespace": "n",
+        "name": "gen-0-c0",
+        "start": f"2026-11-29T05:00:{when}+00:00",
+        "status": {
+            "allocation": {
+                "devices": {"results": [{"driver": "vf.dralab.dev", "request": "r0", "pool": "node-1", "device": "ens1f0-vf0"}]}
+            },
+            **({"devices": [entry]} if entry else {}),
+        },
+    }
 
 
 def _printed(pod: str, when: str, interfaces: list[dict[str, Any]] | None = PRINTED) -> dict[str, Any]:
-    return {"start": f"2026-11-29T05:00:{when}+00:00", "namespace": "n", "pod": pod, "container": "main",
-            "interfaces": interfaces, "pod_claims": [{"name": "c0", "claim": "gen-0-c0", "uid": "u1", "template": False}]}
+    return {
+        "start": f"2026-11-29T05:00:{when}+00:00",
+        "namespace": "n",
+        "pod": pod,
+        "container": "main",
+        "interfaces": interfaces,
+        "pod_claims": [{"name": "c0", "claim": "gen-0-c0", "uid": "u1", "template": False}],
+    }
 
 
 def test_st02_over_the_run_judges_each_device_on_the_entry_of_its_pods_start() -> None:
     over = checks.network_data_over_the_run
     # written before the container printed, then a restart gave other data: judged on the first
-    assert over([_version("01", NET1), _version("09", {"interfaceName": "net9"})], [_printed("gen-0", "05")],
-                "vf.dralab.dev") == (1, [])
+    assert over([_version("01", NET1), _version("09", {"interfaceName": "net9"})], [_printed("gen-0", "05")], "vf.dralab.dev") == (1, [])
     # written only after the container printed: judged on that first later version
     assert over([_version("01", None), _version("07", NET1)], [_printed("gen-0", "05")], "vf.dralab.dev") == (1, [])
     # a claim shared by two pods: the VF is in one pod's namespace
-    assert over([_version("01", NET1)], [_printed("gen-0", "05"), _printed("gen-1", "06", PRINTED[:2])],
-                "vf.dralab.dev") == (1, [])
+    assert over([_version("01", NET1)], [_printed("gen-0", "05"), _printed("gen-1", "06", PRINTED[:2])], "vf.dralab.dev") == (1, [])
     judged, problems = over([_version("01", MISMATCH["networkData"])], [_printed("gen-0", "05")], "vf.dralab.dev")
-    assert judged == 1 and problems[0].startswith("claim n/gen-0-c0 (u1), device node-1/ens1f0-vf0 of vf.dralab.dev: "
-                                                  "pod n/gen-0: networkData ips ['10.97.0.6/24'")
+    assert judged == 1 and problems[0].startswith(
+        "claim n/gen-0-c0 (u1), device node-1/ens1f0-vf0 of vf.dralab.dev: pod n/gen-0: networkData ips ['10.97.0.6/24'"
+    )
     deallocated = {**_version("09", None), "status": {}}
-    assert over([_version("01", NET1), deallocated], [_printed("gen-0", "05")], "vf.dralab.dev") == (1, []), \
+    assert over([_version("01", NET1), deallocated], [_printed("gen-0", "05")], "vf.dralab.dev") == (1, []), (
         "judged on the claim's last allocation"
-    assert over([_version("01", None)], [_printed("gen-0", "05")], "vf.dralab.dev") == (0, []), \
+    )
+    assert over([_version("01", None)], [_printed("gen-0", "05")], "vf.dralab.dev") == (0, []), (
         "networkData in no version: not judged (the pod may be gone before a later writer reports it)"
-    assert over([_version("01", NET1)], [_printed("gen-0", "05", None)], "vf.dralab.dev") == (0, []), \
+    )
+    assert over([_version("01", NET1)], [_printed("gen-0", "05", None)], "vf.dralab.dev") == (0, []), (
         "a container that printed no interfaces judges nothing"
+    )

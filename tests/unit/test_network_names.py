@@ -10,8 +10,11 @@ def test_lab_netns_matches_one_lab_exactly(fs) -> None:
 
 
 def test_mounts_under_lists_deepest_first_and_not_siblings(fs) -> None:
-    fs.create_file("/proc/self/mountinfo", contents="\n".join(
-        f"1 2 0:1 / {point} rw - ext4 /dev/vda rw" for point in
-        ("/srv/dralab/labs/e2e/ns", "/srv/dralab/labs/e2e/ns/node-1.mnt", "/srv/dralab/labs/e2e-x/ns")))
-    assert network.mounts_under(network.Path("/srv/dralab/labs/e2e")) == [
-        "/srv/dralab/labs/e2e/ns/node-1.mnt", "/srv/dralab/labs/e2e/ns"]
+    fs.create_file(
+        "/proc/self/mountinfo",
+        contents="\n".join(
+            f"1 2 0:1 / {point} rw - ext4 /dev/vda rw"
+            for point in ("/srv/dralab/labs/e2e/ns", "/srv/dralab/labs/e2e/ns/node-1.mnt", "/srv/dralab/labs/e2e-x/ns")
+        ),
+    )
+    assert network.mounts_under(network.Path("/srv/dralab/labs/e2e")) == ["/srv/dralab/labs/e2e/ns/node-1.mnt", "/srv/dralab/labs/e2e/ns"]

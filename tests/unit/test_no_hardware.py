@@ -56,11 +56,17 @@ def test_deploys_on_a_lab_without_hardware(tmp_path: Path) -> None:
         _check_hardware(lab_with({}), load_profile("gpu"))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("extra, message", [
-    ("sysfs: standard\n", "sysfs: standard mounts the emulated hardware into the driver's containers, and hardware "
-                          "is none: drop sysfs, or name a hardware profile"),
-    ("driverRoot: /driver-root\n", "driverRoot mounts the emulated GPUs' NVIDIA driver root, and hardware is none"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            "sysfs: standard\n",
+            "sysfs: standard mounts the emulated hardware into the driver's containers, and hardware "
+            "is none: drop sysfs, or name a hardware profile",
+        ),
+        ("driverRoot: /driver-root\n", "driverRoot mounts the emulated GPUs' NVIDIA driver root, and hardware is none"),
+    ],
+)
 def test_hardware_mounts_without_hardware_are_refused(tmp_path: Path, extra: str, message: str) -> None:
     path = profile_file(tmp_path, PROFILE + extra)
     with pytest.raises(BadInput) as e:
@@ -75,8 +81,11 @@ def test_unknown_hardware_names_none_as_the_other_choice(tmp_path: Path) -> None
 
 def test_checks_on_emulated_hardware_skip_with_the_reason(tmp_path: Path) -> None:
     driver = DriverUnderTest(load_profile(profile_file(tmp_path)))
-    with pytest.raises(pytest.skip.Exception, match=r"cpu-only has hardware: none, and it counts GPUs: name the "
-                                                    r"hardware profile"):
+    with pytest.raises(
+        pytest.skip.Exception,
+        match=r"cpu-only has hardware: none, and it counts GPUs: name the "
+        r"hardware profile",
+    ):
         driver.requires_hardware("it counts GPUs")
     DriverUnderTest(load_profile("fake-gpu-plugin")).requires_hardware("it counts GPUs")  # no SKIP
 

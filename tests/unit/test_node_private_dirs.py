@@ -38,15 +38,18 @@ def test_every_cdi_dir_of_containerd_is_the_nodes_own() -> None:
 def test_the_last_lab_removes_the_mount_points_labs_created(labs: Path) -> None:
     network.create_host_mount_points()
     assert Path("/etc/cdi").is_dir() and Path("/dev/vfio").is_dir() and Path("/dev/infiniband").is_dir()
-    assert sorted(p.name for p in labs.glob("*.created")) == ["dev-infiniband.created", "dev-vfio.created",
-                                                               "etc-cdi.created", "opt-cni-bin.created"]
+    assert sorted(p.name for p in labs.glob("*.created")) == [
+        "dev-infiniband.created",
+        "dev-vfio.created",
+        "etc-cdi.created",
+        "opt-cni-bin.created",
+    ]
     network.create_host_mount_points()  # the next lab's nodes find them and mark nothing
     assert network.orphaned_host_mount_points() == [], "a lab is left: its nodes still mount there"
     network.release_host_mount_points()
     assert Path("/etc/cdi").is_dir()
     (labs / "labs" / "lab").rmdir()
-    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/dev/infiniband"), Path("/etc/cdi"),
-                                                    Path("/opt/cni/bin")]
+    assert network.orphaned_host_mount_points() == [Path("/dev/vfio"), Path("/dev/infiniband"), Path("/etc/cdi"), Path("/opt/cni/bin")]
     network.release_host_mount_points()
     # /opt/cni/bin's parents too, which the lab made for it; the host's /tmp stays.
     assert not any(Path(p).exists() for p in ("/etc/cdi", "/dev/vfio", "/dev/infiniband", "/opt"))
@@ -73,8 +76,7 @@ def test_a_created_mount_point_someone_filled_is_kept_and_stays_residue(labs: Pa
     assert network.orphaned_host_mount_points() == [Path("/etc/cdi")]
 
 
-def test_the_node_mount_namespace_binds_its_own_etc_cdi_and_dev_dirs(labs: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_node_mount_namespace_binds_its_own_etc_cdi_and_dev_dirs(labs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, ...]] = []
     monkeypatch.setattr(network, "sh", lambda *cmd, check=True: calls.append(tuple(map(str, cmd))))
     node_dir = labs / "labs" / "lab" / "nodes" / "node-1"

@@ -20,8 +20,7 @@ def _lab(tmp_path: Path, *lines: str) -> Lab:
     (tmp_path / "node-2").mkdir()
     (tmp_path / "node-2" / "node-2-containerd.log").write_text("\n".join(lines) + "\n")
     (tmp_path / "node-2" / "node-2-kubelet.log").write_text(CLOSED + "\n")  # not containerd's
-    return Lab(provider="fake", kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=tmp_path, nodes=[],
-               taken=TAKEN)
+    return Lab(provider="fake", kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=tmp_path, nodes=[], taken=TAKEN)
 
 
 def test_the_run_s_lines_against_nri_plugins_are_quoted_with_their_node(tmp_path: Path) -> None:

@@ -15,8 +15,15 @@ from fake_hardware.lab import NODE_SYSFS_ROOT
 from fake_hardware.profile import Gpu, load_node_profile, mig_layout
 from fake_hardware.topology import plan_node
 
-H100 = {"name": "gpu0", "model": "NVIDIA H100 80GB HBM3", "memory": "80Gi", "vendor": "0x10de",
-        "device": "0x2330", "numa": 0, "switch": "sw0"}
+H100 = {
+    "name": "gpu0",
+    "model": "NVIDIA H100 80GB HBM3",
+    "memory": "80Gi",
+    "vendor": "0x10de",
+    "device": "0x2330",
+    "numa": 0,
+    "switch": "sw0",
+}
 
 
 def test_a_known_model_brings_its_identity_and_a_profile_may_override_it() -> None:
@@ -29,16 +36,18 @@ def test_a_known_model_brings_its_identity_and_a_profile_may_override_it() -> No
     assert Gpu.model_validate({**H100, "compute_capability": "9.1"}).compute_capability == "9.1"
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"mig_devices": ["3g.40gb"] * 3}, "3 MIG devices 3g.40gb, the GPU takes 2"),
-    ({"mig_devices": ["2g.99gb"]}, "1 MIG devices 2g.99gb, the GPU takes 0"),
-    ({"mig_devices": ["4g.40gb", "3g.40gb", "1g.10gb"]}, "need more than the GPU's 7 compute slices"),
-    ({"mig_devices": ["3g.40gb", "3g.40gb", "1g.10gb"]},
-     r"do not fit the GPU's 8 memory slices \(each takes \[4, 4, 1\]\)"),
-    ({"mig_profiles": {"big": 1}}, "MIG profile 'big' is not like 3g.40gb"),
-    ({"architecture": "fermi"}, "architecture 'fermi' is none of"),
-    ({"compute_capability": "nine"}, "String should match pattern"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"mig_devices": ["3g.40gb"] * 3}, "3 MIG devices 3g.40gb, the GPU takes 2"),
+        ({"mig_devices": ["2g.99gb"]}, "1 MIG devices 2g.99gb, the GPU takes 0"),
+        ({"mig_devices": ["4g.40gb", "3g.40gb", "1g.10gb"]}, "need more than the GPU's 7 compute slices"),
+        ({"mig_devices": ["3g.40gb", "3g.40gb", "1g.10gb"]}, r"do not fit the GPU's 8 memory slices \(each takes \[4, 4, 1\]\)"),
+        ({"mig_profiles": {"big": 1}}, "MIG profile 'big' is not like 3g.40gb"),
+        ({"architecture": "fermi"}, "architecture 'fermi' is none of"),
+        ({"compute_capability": "nine"}, "String should match pattern"),
+    ],
+)
 def test_mig_and_identity_mistakes_are_rejected(change: dict[str, object], message: str) -> None:
     with pytest.raises(pydantic.ValidationError, match=message):
         Gpu.model_validate({**H100, **change})
@@ -67,21 +76,35 @@ def test_mig_profiles_are_placed_as_nvml_places_them() -> None:
     """An 80 GB part's profiles over its 8 memory slices, as `nvidia-smi mig -lgipp` lists them."""
     h100 = Gpu.model_validate(H100)
     placements = {p["name"]: (p["memorySlices"], p["placements"], p["instanceCount"]) for p in nvml.mig_profiles(h100)}
-    assert placements == {"1g.10gb": (1, list(range(7)), 7), "1g.20gb": (2, [0, 2, 4, 6], 4),
-                          "2g.20gb": (2, [0, 2, 4], 3), "3g.40gb": (4, [0, 4], 2), "4g.40gb": (4, [0], 1),
-                          "7g.80gb": (8, [0], 1)}
+    assert placements == {
+        "1g.10gb": (1, list(range(7)), 7),
+        "1g.20gb": (2, [0, 2, 4, 6], 4),
+        "2g.20gb": (2, [0, 2, 4], 3),
+        "3g.40gb": (4, [0, 4], 2),
+        "4g.40gb": (4, [0], 1),
+        "7g.80gb": (8, [0], 1),
+    }
     h200 = Gpu.model_validate({**H100, "model": "NVIDIA H200", "memory": "143771Mi"})
     assert {p["name"]: p["memorySlices"] for p in nvml.mig_profiles(h200)} == {
-        "1g.18gb": 1, "1g.35gb": 2, "2g.35gb": 2, "3g.71gb": 4, "4g.71gb": 4, "7g.141gb": 8}
+        "1g.18gb": 1,
+        "1g.35gb": 2,
+        "2g.35gb": 2,
+        "3g.71gb": 4,
+        "4g.71gb": 4,
+        "7g.141gb": 8,
+    }
 
 
-@pytest.mark.parametrize("layout, starts", [
-    (["3g.40gb", "3g.40gb"], [0, 4]),
-    (["3g.40gb", "4g.40gb"], [4, 0]),  # the 4g.40gb has one placement: it goes first
-    (["1g.10gb"] * 7, list(range(7))),
-    (["1g.10gb", "2g.20gb", "1g.20gb"], [4, 0, 2]),
-    ([], []),
-])
+@pytest.mark.parametrize(
+    "layout, starts",
+    [
+        (["3g.40gb", "3g.40gb"], [0, 4]),
+        (["3g.40gb", "4g.40gb"], [4, 0]),  # the 4g.40gb has one placement: it goes first
+        (["1g.10gb"] * 7, list(range(7))),
+        (["1g.10gb", "2g.20gb", "1g.20gb"], [4, 0, 2]),
+        ([], []),
+    ],
+)
 def test_a_mig_layout_takes_free_placements_of_its_profiles(layout: list[str], starts: list[int]) -> None:
     gpu = Gpu.model_validate({**H100, "mig_devices": layout})
     assert mig_layout(gpu) == starts
@@ -101,8 +124,13 @@ def test_proc_shows_each_gpu_and_the_mig_capabilities_of_its_instances(tmp_path:
         assert fn.gpu is not None
         lines = (proc / "nvidia" / "gpus" / fn.bdf / "information").read_text().splitlines()
         assert {k: v.strip() for k, v in (line.split(":", 1) for line in lines)} == {
-            "Model": "NVIDIA H100 80GB HBM3", "GPU UUID": fn.gpu["uuid"], "Bus Type": "PCIe",
-            "Bus Location": fn.bdf, "Device Minor": str(fn.gpu["index"]), "GPU Excluded": "No"}
+            "Model": "NVIDIA H100 80GB HBM3",
+            "GPU UUID": fn.gpu["uuid"],
+            "Bus Type": "PCIe",
+            "Bus Location": fn.bdf,
+            "Device Minor": str(fn.gpu["index"]),
+            "GPU Excluded": "No",
+        }
     minors = dict(line.split(" ")[::-1] for line in (proc / "nvidia-caps" / "mig-minors").read_text().splitlines())
     assert len(minors) == 2 + 32 * 15 * 9 and minors["1"] == "config" and minors["4322"] == "gpu31/gi14/ci7/access"
     gpu = next(fn for fn in plan.functions if fn.name == "gpu0").gpu
@@ -122,8 +150,7 @@ def test_proc_shows_each_gpu_and_the_mig_capabilities_of_its_instances(tmp_path:
 def test_mig_devices_get_instance_ids_uuids_and_their_profiles_memory() -> None:
     gpu = Gpu.model_validate({**H100, "mig_devices": ["3g.40gb", "1g.10gb"]})
     devices = nvml.mig_devices(gpu, "GPU-38c9132b-7340-42a4-a400-ecefa6895fdc")
-    assert [(d["gpuInstanceId"], d["computeInstanceId"], d["memoryBytes"]) for d in devices] == [
-        (1, 0, 40 * 10**9), (2, 0, 10 * 10**9)]
+    assert [(d["gpuInstanceId"], d["computeInstanceId"], d["memoryBytes"]) for d in devices] == [(1, 0, 40 * 10**9), (2, 0, 10 * 10**9)]
     assert [d["name"] for d in devices] == ["NVIDIA H100 80GB HBM3 MIG 3g.40gb", "NVIDIA H100 80GB HBM3 MIG 1g.10gb"]
     uuids = [str(d["uuid"]) for d in devices]
     assert all(u.startswith("MIG-") for u in uuids) and len(set(uuids)) == 2
@@ -152,11 +179,16 @@ def test_installed_driver_root_has_the_kernel_modules_device_nodes_and_the_libra
     dev = tmp_path / "root" / "dev"
     indexes = sorted(int(fn.gpu["index"]) for fn in plan.functions if fn.kind == "gpu" and fn.gpu is not None)
     assert sorted(p.name for p in dev.iterdir()) == sorted(
-        [f"nvidia{i}" for i in indexes] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-caps"])
+        [f"nvidia{i}" for i in indexes] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-caps"]
+    )
     assert sorted(p.name for p in (dev / "nvidia-caps").iterdir()) == ["nvidia-cap1", "nvidia-cap2"]  # no MIG devices
-    for name, (major, minor, mode) in {"nvidia0": (195, 0, 0o666), "nvidiactl": (195, 255, 0o666),
-                                       "nvidia-uvm-tools": (510, 1, 0o666), "nvidia-caps/nvidia-cap1": (511, 1, 0o400),
-                                       "nvidia-caps/nvidia-cap2": (511, 2, 0o444)}.items():
+    for name, (major, minor, mode) in {
+        "nvidia0": (195, 0, 0o666),
+        "nvidiactl": (195, 255, 0o666),
+        "nvidia-uvm-tools": (510, 1, 0o666),
+        "nvidia-caps/nvidia-cap1": (511, 1, 0o400),
+        "nvidia-caps/nvidia-cap2": (511, 2, 0o444),
+    }.items():
         st = (dev / name).stat()
         assert stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (major, minor)
         assert stat.S_IMODE(st.st_mode) == mode
@@ -180,4 +212,3 @@ def test_command_installs_a_built_library_as_the_driver_installs_it(tmp_path: Pa
     library.write_bytes(b"\x7fELF2")  # a rebuilt library replaces the installed one
     nvml.main(["--profile", "gpu-small", "--out", str(tmp_path / "node"), "--library", str(library)])
     assert_library_installed(tmp_path / "node" / "driver-root", b"\x7fELF2")
-

@@ -17,6 +17,7 @@ def answering(monkeypatch: pytest.MonkeyPatch, rc: int, stdout: str = "", stderr
     def fake(lab, namespace, name, *command, container=None):
         calls.append((namespace, name, container, command))
         return subprocess.CompletedProcess(command, rc, stdout, stderr)
+
     monkeypatch.setattr(pods, "exec_in", fake)
     return calls
 

@@ -18,37 +18,71 @@ from suites.framework.figures import quantile_interval
 
 STARTUPS = [i / 10 for i in range(1, 21)]  # 20 pods: p50 1.0, p99 2.0 by nearest rank
 # Six DA scale runs per mode, whose medians are the summary's.
-DA_RUNS = [{"mode": m, "throughput_pods_per_s": t, "latency_s": {"scheduler_filter": {"mean": f}, "scheduler_sli": {"p99": p}}}
-           for m in ("literal", "derived")
-           for t, f, p in zip((64.0, 65.0, 66.0, 68.0, 69.0, 70.0), (0.010, 0.011, 0.012, 0.012, 0.013, 0.014),
-                              (2.0, 2.1, 2.2, 2.4, 2.5, 2.6))]
+DA_RUNS = [
+    {"mode": m, "throughput_pods_per_s": t, "latency_s": {"scheduler_filter": {"mean": f}, "scheduler_sli": {"p99": p}}}
+    for m in ("literal", "derived")
+    for t, f, p in zip((64.0, 65.0, 66.0, 68.0, 69.0, 70.0), (0.010, 0.011, 0.012, 0.012, 0.013, 0.014), (2.0, 2.1, 2.2, 2.4, 2.5, 2.6))
+]
 # Ten allocator benchmark runs, summarised as allocator.json has them (medians 4.2e7 and 4.5e7 ns, 1.06).
 CYCLES = (4.0e7, 4.1e7, 4.1e7, 4.2e7, 4.2e7, 4.2e7, 4.2e7, 4.3e7, 4.4e7, 4.5e7)
 RATIOS = (1.04, 1.05, 1.05, 1.06, 1.06, 1.06, 1.06, 1.07, 1.08, 1.09)
-ALLOCATOR = allocator.summarise({"literal": [{"ns_per_op": ns} for ns in CYCLES],
-                                 "derived": [{"ns_per_op": ns + 3e6} for ns in CYCLES],
-                                 "ratio": [{"cpu": r, "wall": r + 0.01} for r in RATIOS]})
+ALLOCATOR = allocator.summarise(
+    {
+        "literal": [{"ns_per_op": ns} for ns in CYCLES],
+        "derived": [{"ns_per_op": ns + 3e6} for ns in CYCLES],
+        "ratio": [{"cpu": r, "wall": r + 0.01} for r in RATIOS],
+    }
+)
 
 MEASURED = {
-    "bringup": {"warm": {"up_s": [10.4, 10.9, 10.6], "down_s": [3.0, 3.1, 3.2]},
-                "cold": {"provision_s": 200.0, "up_s": 12.0, "total_s": 212.0}},
-    "pod_startup": {mode: {"create_to_running_s": {"p50": 1.0, "p99": 2.0, "mean": 1.05, "samples": STARTUPS},
-                           "node_prepare_resources_s": {"mean": 1.1, "p50": 1.3, "p99": 3.0, "count": 3},
-                           **{split: {"kubelet_grpc_node_prepare_resources": {"mean": 0.05},
-                                      "driver_phases": {"total": {"p50": 0.03, "p99": 0.08},
-                                                        "metadata_write": {"p50": 0.01, "p99": 0.02}},
-                                      "metadata_write_share": 0.3}
-                              for split in ("prepare_split", "prepare_split_sequential")}}
-                    for mode in ("metadata on", "metadata off")},
-    "da_scale": {"runs": DA_RUNS, "summary": {
-        "per_mode": {m: {"throughput_pods_per_s": {"median": 67.0}, "scheduler_filter_mean_s": {"median": 0.012},
-                         "scheduler_sli_p99_s": {"median": 2.3}} for m in ("literal", "derived")},
-        "derived_over_literal": {"scheduler_filter_mean_s": 1.067}}},
+    "bringup": {
+        "warm": {"up_s": [10.4, 10.9, 10.6], "down_s": [3.0, 3.1, 3.2]},
+        "cold": {"provision_s": 200.0, "up_s": 12.0, "total_s": 212.0},
+    },
+    "pod_startup": {
+        mode: {
+            "create_to_running_s": {"p50": 1.0, "p99": 2.0, "mean": 1.05, "samples": STARTUPS},
+            "node_prepare_resources_s": {"mean": 1.1, "p50": 1.3, "p99": 3.0, "count": 3},
+            **{
+                split: {
+                    "kubelet_grpc_node_prepare_resources": {"mean": 0.05},
+                    "driver_phases": {"total": {"p50": 0.03, "p99": 0.08}, "metadata_write": {"p50": 0.01, "p99": 0.02}},
+                    "metadata_write_share": 0.3,
+                }
+                for split in ("prepare_split", "prepare_split_sequential")
+            },
+        }
+        for mode in ("metadata on", "metadata off")
+    },
+    "da_scale": {
+        "runs": DA_RUNS,
+        "summary": {
+            "per_mode": {
+                m: {
+                    "throughput_pods_per_s": {"median": 67.0},
+                    "scheduler_filter_mean_s": {"median": 0.012},
+                    "scheduler_sli_p99_s": {"median": 2.3},
+                }
+                for m in ("literal", "derived")
+            },
+            "derived_over_literal": {"scheduler_filter_mean_s": 1.067},
+        },
+    },
     "certify": {"wall_seconds": 810.0},
     "allocator": ALLOCATOR,
-    "kwok_scale": {"lab_up_s": 40.0, "kwok_nodes_ready_s": 12.0, "per_mode": {m: {
-        "throughput_pods_per_s": 30.0, "throughput_pods_per_s_per_cpu": 15.0, "scheduling_s": {"p50": 1.0, "p99": 2.0},
-        "create_to_running_s": {"p50": 1.1, "p99": 2.2}} for m in ("literal", "derived")}},
+    "kwok_scale": {
+        "lab_up_s": 40.0,
+        "kwok_nodes_ready_s": 12.0,
+        "per_mode": {
+            m: {
+                "throughput_pods_per_s": 30.0,
+                "throughput_pods_per_s_per_cpu": 15.0,
+                "scheduling_s": {"p50": 1.0, "p99": 2.0},
+                "create_to_running_s": {"p50": 1.1, "p99": 2.2},
+            }
+            for m in ("literal", "derived")
+        },
+    },
 }
 
 
@@ -79,21 +113,29 @@ def test_perf_json_lists_every_figure_as_an_object_with_its_repetitions_and_inte
     assert (p99["value"], p99["repetitions"], p99["ci95"]) == (2.0, 20, None)
     throughput = by_key["da_throughput_pods_per_s_derived"]  # the median of 6 runs: their extremes
     assert (throughput["value"], throughput["lower_is_better"], throughput["repetitions"], throughput["ci95"]) == (
-        67.0, False, 6, [64.0, 70.0])
+        67.0,
+        False,
+        6,
+        [64.0, 70.0],
+    )
     assert by_key["da_scheduler_filter_mean_s_literal"]["ci95"] == [0.010, 0.014]
     cycle = by_key["allocator_cycle_s_literal"]  # allocator.json's own interval, in seconds
     assert cycle["value"] == pytest.approx(0.042) and cycle["repetitions"] == 10
     assert cycle["ci95"] == pytest.approx([ns / 1e9 for ns in ALLOCATOR["per_variant"]["literal"]["ns_per_op"]["ci95"]])
     assert by_key["allocator_cpu_derived_over_literal"]["ci95"] == ALLOCATOR["derived_over_literal"]["cpu"]["ci95"] == [1.05, 1.08]
-    single = ("bringup_cold_s", "node_prepare_p99_metadata_on", "da_filter_mean_derived_over_literal", "certify_wall_s",
-              "kwok_scheduling_s_p99_literal")  # no samples kept: neither count nor interval
+    single = (
+        "bringup_cold_s",
+        "node_prepare_p99_metadata_on",
+        "da_filter_mean_derived_over_literal",
+        "certify_wall_s",
+        "kwok_scheduling_s_p99_literal",
+    )  # no samples kept: neither count nor interval
     assert all(by_key[k]["value"] is not None and by_key[k]["repetitions"] is by_key[k]["ci95"] is None for k in single)
     assert all(e["value"] is e["repetitions"] is e["ci95"] is None for e in entries({}))
 
 
 def test_a_run_without_its_value_leaves_the_figure_without_samples() -> None:
-    runs = [r if (r["mode"], r["throughput_pods_per_s"]) != ("literal", 64.0) else {**r, "throughput_pods_per_s": None}
-            for r in DA_RUNS]
+    runs = [r if (r["mode"], r["throughput_pods_per_s"]) != ("literal", 64.0) else {**r, "throughput_pods_per_s": None} for r in DA_RUNS]
     by_key = {e["key"]: e for e in entries({**MEASURED, "da_scale": {**MEASURED["da_scale"], "runs": runs}})}
     assert by_key["da_throughput_pods_per_s_literal"]["repetitions"] is None
     assert by_key["da_throughput_pods_per_s_derived"]["repetitions"] == 6
@@ -119,12 +161,14 @@ def test_regressions_are_judged_against_the_median_of_the_last_runs(tmp_path) ->
         history.append(tmp_path, _run({"bringup_warm_s": warm, "da_throughput_pods_per_s_literal": 60.0}))
     previous = history.load(tmp_path)
     assert len(previous) == 4
-    by_key = {c.key: c for c in history.compare(
-        {"bringup_warm_s": 14.0, "da_throughput_pods_per_s_literal": 40.0, "certify_wall_s": 800.0},
-        previous, window=3, threshold=0.25)}
+    by_key = {
+        c.key: c
+        for c in history.compare(
+            {"bringup_warm_s": 14.0, "da_throughput_pods_per_s_literal": 40.0, "certify_wall_s": 800.0}, previous, window=3, threshold=0.25
+        )
+    }
     warm = by_key["bringup_warm_s"]  # the last 3: 11, 100, 10.5; an outlier barely moves the median
-    assert (warm.baseline, warm.baseline_range, warm.runs, round(warm.change, 3), warm.regressed) == (
-        11.0, (10.5, 100.0), 3, 0.273, True)
+    assert (warm.baseline, warm.baseline_range, warm.runs, round(warm.change, 3), warm.regressed) == (11.0, (10.5, 100.0), 3, 0.273, True)
     within = history.compare({"bringup_warm_s": 13.0}, previous, window=3, threshold=0.25)[0]
     assert within.key == "bringup_warm_s" and not within.regressed  # +18%: inside the threshold
     throughput = by_key["da_throughput_pods_per_s_literal"]
@@ -136,7 +180,8 @@ def test_regressions_are_judged_against_the_median_of_the_last_runs(tmp_path) ->
 def test_a_history_written_before_figure_objects_still_loads_and_compares(tmp_path) -> None:
     (tmp_path / history.HISTORY).write_text(  # as dralab perf wrote it, with a figure since gone
         '{"finished": "2026-11-20T00:00:00+00:00", "commit": "2fc3fbc", "figures": '
-        '{"bringup_warm_s": 10.0, "allocator_cycle_s_literal": 0.04, "gone_figure_s": 3.0, "certify_wall_s": null}}\n')
+        '{"bringup_warm_s": 10.0, "allocator_cycle_s_literal": 0.04, "gone_figure_s": 3.0, "certify_wall_s": null}}\n'
+    )
     history.append(tmp_path, _run(values(MEASURED)))
     previous = history.load(tmp_path)
     assert previous[0]["figures"]["bringup_warm_s"] == 10.0 and previous[1]["figures"] == values(MEASURED)
@@ -181,8 +226,11 @@ def test_only_selects_each_measurement_once() -> None:
 def test_only_names_what_it_takes_when_given_something_else(only: str) -> None:
     from clusters.errors import BadInput
 
-    with pytest.raises(BadInput, match=r"choose from PF-01, PF-02, PF-03, PF-04, PF-05, PF-06, PF-07, PF-08 "
-                                       r"\(PF-03 and PF-06 are measured by PF-02's pod startups\)"):
+    with pytest.raises(
+        BadInput,
+        match=r"choose from PF-01, PF-02, PF-03, PF-04, PF-05, PF-06, PF-07, PF-08 "
+        r"\(PF-03 and PF-06 are measured by PF-02's pod startups\)",
+    ):
         _selected(only)
 
 

@@ -20,16 +20,17 @@ PASS
 
 def test_each_variant_and_the_ratio_are_read_from_go_test_output() -> None:
     runs = allocator.parse(OUTPUT)
-    assert runs["derived"] == [{"ns_per_op": 52e6, "cpu_ns_per_op": 40e6, "bytes_per_op": 10427852.0,
-                                "allocs_per_op": 123778.0}]
+    assert runs["derived"] == [{"ns_per_op": 52e6, "cpu_ns_per_op": 40e6, "bytes_per_op": 10427852.0, "allocs_per_op": 123778.0}]
     assert runs["literal"][0]["ns_per_op"] == 40e6
     assert [r["cpu"] for r in runs["ratio"]] == [1.155, 1.148] and runs["ratio"][1]["wall"] == 1.146
 
 
 def test_each_figure_gets_its_median_and_interval_over_runs() -> None:
-    runs = {"literal": [{"ns_per_op": 100.0 * s} for s in (1, 1, 2, 2, 2, 2)],
-            "derived": [{"ns_per_op": 110.0 * s} for s in (1, 1, 2, 2, 2, 2)],
-            "ratio": [{"cpu": r, "wall": r + 0.1} for r in (1.10, 1.11, 1.12, 1.13, 1.14, 1.15)]}
+    runs = {
+        "literal": [{"ns_per_op": 100.0 * s} for s in (1, 1, 2, 2, 2, 2)],
+        "derived": [{"ns_per_op": 110.0 * s} for s in (1, 1, 2, 2, 2, 2)],
+        "ratio": [{"cpu": r, "wall": r + 0.1} for r in (1.10, 1.11, 1.12, 1.13, 1.14, 1.15)],
+    }
     summary = allocator.summarise(runs)
     literal = summary["per_variant"]["literal"]["ns_per_op"]
     assert literal["median"] == 200.0 and literal["ci95"] == [100.0, 200.0] and literal["precision"] == 0.25
@@ -44,4 +45,5 @@ def test_the_report_line_names_each_ratio_with_its_interval_and_missing_instruct
     result = {**allocator.summarise(runs), "count": 6, "nodes": 100, "instructions": "not offered: ENOENT"}
     assert allocator.note(result) == (
         "PF-07 allocator, derived/literal over 6 runs at 100 nodes: CPU time 1.035 (95% CI 1.010 to 1.060); "
-        "wall time 1.035 (95% CI 1.010 to 1.060); instructions not offered: ENOENT")
+        "wall time 1.035 (95% CI 1.010 to 1.060); instructions not offered: ENOENT"
+    )

@@ -11,7 +11,7 @@ from reports.perf import prepare_split
 
 def _driver_text(observed: dict[str, list[float]]) -> str:
     """A driver's /metrics with these observations per phase, in Prometheus' text format."""
-    bounds = [0.0005 * 2 ** i for i in range(16)]
+    bounds = [0.0005 * 2**i for i in range(16)]
     lines = [f"# TYPE {prepare_split.DRIVER_PHASES} histogram"]
     for phase, values in observed.items():
         for le in bounds:
@@ -32,9 +32,10 @@ def _snapshot(text: str, kubelet: metrics.Histogram, pod: str = "driver-a") -> p
 def test_the_split_is_what_was_observed_between_the_scrapes() -> None:
     empty = metrics.Histogram({})
     before = _snapshot(_driver_text({"total": [0.5], "metadata_write": [0.4]}), empty)  # an earlier call
-    after = _snapshot(_driver_text({"total": [0.5, 0.030, 0.040], "metadata_write": [0.4, 0.010, 0.010],
-                                    "api_write": [0.012, 0.020]}),
-                      metrics.Histogram({0.1: 2.0, float("inf"): 2.0}, 0.09, 2.0))
+    after = _snapshot(
+        _driver_text({"total": [0.5, 0.030, 0.040], "metadata_write": [0.4, 0.010, 0.010], "api_write": [0.012, 0.020]}),
+        metrics.Histogram({0.1: 2.0, float("inf"): 2.0}, 0.09, 2.0),
+    )
     split = prepare_split.split(prepare_split.between(before, after))
     phases = split["driver_phases"]
     assert phases["total"]["count"] == 2 and phases["total"]["mean"] == pytest.approx(0.035)

@@ -23,8 +23,9 @@ def test_node_client_certificate_carries_the_node_identity_and_is_signed_by_the_
 
 
 def test_serving_certificate_has_the_requested_names(tmp_path) -> None:
-    pair = PKI(tmp_path).issue("apiserver", "kube-apiserver", dns=("kubernetes.default.svc",),
-                               ips=("10.96.0.1",), server=True, client=False)
+    pair = PKI(tmp_path).issue(
+        "apiserver", "kube-apiserver", dns=("kubernetes.default.svc",), ips=("10.96.0.1",), server=True, client=False
+    )
     sans = load(pair.cert).extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert sans.get_values_for_type(x509.DNSName) == ["kubernetes.default.svc"]
     assert sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("10.96.0.1")]

@@ -65,6 +65,7 @@ def observer(monkeypatch: pytest.MonkeyPatch, core: FakeCore, pod_refusal: ApiEx
             raise pod_refusal
         created.append(pod)
         return pod["metadata"]["name"]
+
     monkeypatch.setattr(pods, "create", create)
     monkeypatch.setattr(pods, "wait_phase", lambda api, namespace, name: None)
     return NodeFiles(None, None)  # type: ignore[arg-type]
@@ -82,16 +83,29 @@ def test_the_observers_namespace_is_created_privileged_or_labelled_so(monkeypatc
     assert core.calls[-1] == ("patch", {"metadata": {"labels": LABEL}})
 
 
-@pytest.mark.parametrize("core,pod_refusal,named", [
-    (FakeCore(create_ns=forbidden('namespaces is forbidden: User "ci" cannot create resource "namespaces"')),
-     None, "creating namespace dralab-node-files"),
-    (FakeCore(create_ns=ApiException(status=409), patch_ns=forbidden("admission webhook denied the request")),
-     None, "labelling namespace"),
-    (FakeCore(), forbidden('pods "node-files-node-1" is forbidden: violates PodSecurity "baseline:latest": '
-                           'hostPath volumes (volume "host")'), "violates PodSecurity"),
-])
-def test_a_refusal_is_a_skip_that_says_how_to_allow_it(monkeypatch: pytest.MonkeyPatch, core: FakeCore,
-                                                       pod_refusal: ApiException | None, named: str) -> None:
+@pytest.mark.parametrize(
+    "core,pod_refusal,named",
+    [
+        (
+            FakeCore(create_ns=forbidden('namespaces is forbidden: User "ci" cannot create resource "namespaces"')),
+            None,
+            "creating namespace dralab-node-files",
+        ),
+        (
+            FakeCore(create_ns=ApiException(status=409), patch_ns=forbidden("admission webhook denied the request")),
+            None,
+            "labelling namespace",
+        ),
+        (
+            FakeCore(),
+            forbidden('pods "node-files-node-1" is forbidden: violates PodSecurity "baseline:latest": hostPath volumes (volume "host")'),
+            "violates PodSecurity",
+        ),
+    ],
+)
+def test_a_refusal_is_a_skip_that_says_how_to_allow_it(
+    monkeypatch: pytest.MonkeyPatch, core: FakeCore, pod_refusal: ApiException | None, named: str
+) -> None:
     files = observer(monkeypatch, core, pod_refusal)
     with pytest.raises(pytest.skip.Exception) as skipped:
         files.read("node-1", "/etc/containerd/config.toml")

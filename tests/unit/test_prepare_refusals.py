@@ -15,9 +15,16 @@ from suites.framework.verdicts import DriverFailure
 
 
 def event(message: str, minute: int) -> SimpleNamespace:
-    return SimpleNamespace(type="Warning", reason=pods.PREPARE_FAILED, message=message, count=3, event_time=None,
-                           first_timestamp=datetime(2026, 11, 27, 9, minute, tzinfo=timezone.utc),
-                           source=SimpleNamespace(component="kubelet"), metadata=SimpleNamespace(creation_timestamp=None))
+    return SimpleNamespace(
+        type="Warning",
+        reason=pods.PREPARE_FAILED,
+        message=message,
+        count=3,
+        event_time=None,
+        first_timestamp=datetime(2026, 11, 27, 9, minute, tzinfo=timezone.utc),
+        source=SimpleNamespace(component="kubelet"),
+        metadata=SimpleNamespace(creation_timestamp=None),
+    )
 
 
 class Core:
@@ -29,9 +36,13 @@ class Core:
 
     def list_namespaced_event(self, namespace: str, field_selector: str) -> SimpleNamespace:
         # As the API lists them: not in the order they happened.
-        return SimpleNamespace(items=[event("prepare failed: net attach def name may not be empty", 11),
-                                      event("DRA driver x.example is not registered", 10),
-                                      event("no prepared devices found for pod", 12)])
+        return SimpleNamespace(
+            items=[
+                event("prepare failed: net attach def name may not be empty", 11),
+                event("DRA driver x.example is not registered", 10),
+                event("no prepared devices found for pod", 12),
+            ]
+        )
 
 
 def test_the_failure_names_every_refusal_oldest_first(monkeypatch: pytest.MonkeyPatch) -> None:

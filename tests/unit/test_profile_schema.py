@@ -24,8 +24,10 @@ def validator() -> jsonschema.Draft202012Validator:
 
 
 def test_shipped_schema_is_the_models() -> None:
-    assert shipped() == generate(), (f"{SCHEMA_FILE} is stale: the driver profile model changed; write it again "
-                                     "with `.venv/bin/python -m drivers_under_test.schema` and commit it")
+    assert shipped() == generate(), (
+        f"{SCHEMA_FILE} is stale: the driver profile model changed; write it again "
+        "with `.venv/bin/python -m drivers_under_test.schema` and commit it"
+    )
 
 
 def test_schema_command_prints_the_shipped_schema() -> None:

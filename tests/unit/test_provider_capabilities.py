@@ -21,11 +21,17 @@ def test_each_provider_gives_what_its_labs_can_do_and_restarts_follow() -> None:
     assert Capability.HOST_ACCESS in _lab("kind").capabilities
     assert _lab("kubeconfig").capabilities == set()
     assert [_lab(p).restartable for p in ("local", "kind", "kubeconfig")] == [
-        ("kubelet", "containerd", "node"), ("kubelet", "containerd"), ()]
+        ("kubelet", "containerd", "node"),
+        ("kubelet", "containerd"),
+        (),
+    ]
 
 
 def test_a_check_on_a_lab_without_what_it_needs_does_not_apply_and_says_what_it_needed() -> None:
     _lab("local").require(Capability.HOST_ACCESS, "reading the node's CDI specs")
-    with pytest.raises(NotSupported, match="^reading the node's CDI specs needs host access to the nodes' files and "
-                                           "services, which the kubeconfig provider does not give$"):
+    with pytest.raises(
+        NotSupported,
+        match="^reading the node's CDI specs needs host access to the nodes' files and "
+        "services, which the kubeconfig provider does not give$",
+    ):
         _lab("kubeconfig").require(Capability.HOST_ACCESS, "reading the node's CDI specs")

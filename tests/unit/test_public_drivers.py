@@ -63,8 +63,7 @@ def test_a_chart_path_not_in_the_module_is_refused(tmp_path: Path, module: Path)
         profile.chart_path()
 
 
-def test_a_version_the_proxy_refuses_names_the_module_and_the_fix(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_version_the_proxy_refuses_names_the_module_and_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def refused(path: str, version: str) -> dict[str, str]:
         raise LabBroken(f"cannot download {path}@{version}: 403 Forbidden")
 
@@ -74,19 +73,21 @@ def test_a_version_the_proxy_refuses_names_the_module_and_the_fix(tmp_path: Path
         profile.chart_path()
 
 
-@pytest.mark.parametrize("change, message", [
-    (("module: {path: example.com/public/driver, version: v1.2.3}\n", ""), "give module"),
-    (("version: v1.2.3}", "version: main}"), "module.version"),
-    (("tag: registry.example/public:v1.2.3", "tag: public"), "images.0.build.tag"),
-    (("binaries: {/usr/bin/plugin: cmd/plugin}", "binaries: {}"), "images.0.build.binaries"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("module: {path: example.com/public/driver, version: v1.2.3}\n", ""), "give module"),
+        (("version: v1.2.3}", "version: main}"), "module.version"),
+        (("tag: registry.example/public:v1.2.3", "tag: public"), "images.0.build.tag"),
+        (("binaries: {/usr/bin/plugin: cmd/plugin}", "binaries: {}"), "images.0.build.binaries"),
+    ],
+)
 def test_profile_mistakes_are_refused(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     with pytest.raises(BadInput, match=message):
         load_profile(str(write(tmp_path, PROFILE.replace(*change))))
 
 
-def test_the_image_holds_the_built_binaries_and_the_modules_files(tmp_path: Path, module: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_image_holds_the_built_binaries_and_the_modules_files(tmp_path: Path, module: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     built = tmp_path / "built"
     built.mkdir()
     (built / "plugin").write_bytes(b"\x7fELF plugin")

@@ -9,10 +9,18 @@ from types import SimpleNamespace
 from drivers_under_test.publication import EMPTY_GRACE_SECONDS, SETTLE_SECONDS, Settling
 
 
-def resource_slice(node: str, devices: int, pool: str | None = None, generation: int = 1, count: int = 1,
-                   ) -> SimpleNamespace:
-    spec = SimpleNamespace(node_name=node, devices=[object()] * devices,
-                           pool=SimpleNamespace(name=pool or node, generation=generation, resource_slice_count=count))
+def resource_slice(
+    node: str,
+    devices: int,
+    pool: str | None = None,
+    generation: int = 1,
+    count: int = 1,
+) -> SimpleNamespace:
+    spec = SimpleNamespace(
+        node_name=node,
+        devices=[object()] * devices,
+        pool=SimpleNamespace(name=pool or node, generation=generation, resource_slice_count=count),
+    )
     return SimpleNamespace(spec=spec)
 
 

@@ -36,7 +36,8 @@ def test_a_reboot_loses_every_mount_below_the_private_dirs_but_not_the_dirs_them
     """Nor the emulated sysfs, the machine's: a driver restarted after the reboot needs it."""
     mounts = volatile_mounts(MOUNTINFO)
     assert set(mounts) == {
-        "/run/netns/cni-1f2e", "/run/netns",
+        "/run/netns/cni-1f2e",
+        "/run/netns",
         "/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/rootfs",
         "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/shm",
         "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~projected/kube-api-access-x",
@@ -51,8 +52,7 @@ def test_a_node_without_mounts_of_its_own_loses_none() -> None:
     assert volatile_mounts("\n".join(MOUNTINFO.splitlines()[:4])) == []
 
 
-CDI_ERROR = ("failed to create containerd container: CDI device injection failed: unresolvable CDI devices "
-             "gpu.dralab.dev/gpu=3f2a-uid-gpu-1")
+CDI_ERROR = "failed to create containerd container: CDI device injection failed: unresolvable CDI devices gpu.dralab.dev/gpu=3f2a-uid-gpu-1"
 
 
 def _waiting(message: str) -> client.V1ContainerStatus:
@@ -61,34 +61,47 @@ def _waiting(message: str) -> client.V1ContainerStatus:
 
 
 def _event(kind: str, message: str) -> client.CoreV1Event:
-    return client.CoreV1Event(metadata=client.V1ObjectMeta(), involved_object=client.V1ObjectReference(),
-                              type=kind, reason="Failed", message=message)
+    return client.CoreV1Event(
+        metadata=client.V1ObjectMeta(), involved_object=client.V1ObjectReference(), type=kind, reason="Failed", message=message
+    )
 
 
 def test_the_runtimes_cdi_refusal_is_read_from_the_waiting_container_first() -> None:
     assert restarts.unresolved_cdi(_waiting(CDI_ERROR), []) == CDI_ERROR
-    assert restarts.unresolved_cdi(_waiting("back-off 10s restarting"), [_event("Warning", f"Error: {CDI_ERROR}"),
-                                                                        _event("Normal", "Pulled")]) == f"Error: {CDI_ERROR}"
+    assert (
+        restarts.unresolved_cdi(_waiting("back-off 10s restarting"), [_event("Warning", f"Error: {CDI_ERROR}"), _event("Normal", "Pulled")])
+        == f"Error: {CDI_ERROR}"
+    )
 
 
 def test_other_failures_are_not_read_as_a_missing_cdi_spec() -> None:
-    assert restarts.unresolved_cdi(_waiting("failed to create containerd container: no space left on device"),
-                                   [_event("Normal", CDI_ERROR)]) is None
+    assert (
+        restarts.unresolved_cdi(_waiting("failed to create containerd container: no space left on device"), [_event("Normal", CDI_ERROR)])
+        is None
+    )
     assert restarts.unresolved_cdi(None, []) is None
 
 
-STREAM = "\n".join(json.dumps({"apiVersion": v, "kind": "DeviceMetadata",
-                               "metadata": {"name": "c", "namespace": "n", "uid": "u", "generation": g},
-                               "requests": [{"name": "dev", "devices": []}]})
-                   for v, g in (("metadata.resource.k8s.io/v1beta1", 3), ("metadata.resource.k8s.io/v1alpha1", 3)))
+STREAM = "\n".join(
+    json.dumps(
+        {
+            "apiVersion": v,
+            "kind": "DeviceMetadata",
+            "metadata": {"name": "c", "namespace": "n", "uid": "u", "generation": g},
+            "requests": [{"name": "dev", "devices": []}],
+        }
+    )
+    for v, g in (("metadata.resource.k8s.io/v1beta1", 3), ("metadata.resource.k8s.io/v1alpha1", 3))
+)
 
 
 def test_metadata_files_compare_apart_from_their_generation_and_cdi_specs_as_json() -> None:
     comparable = restart_comparison.comparable
     assert comparable("on the node", STREAM) == comparable("on the node", STREAM.replace('"generation": 3', '"generation": 1'))
     assert comparable("on the node", STREAM) != comparable("on the node", STREAM.replace('"uid": "u"', '"uid": "v"'))
-    assert restart_comparison.comparable("CDI spec", '{"kind": "k", "cdiVersion": "0.3.0"}') == \
-        restart_comparison.comparable("CDI spec", '{"cdiVersion":"0.3.0","kind":"k"}')
+    assert restart_comparison.comparable("CDI spec", '{"kind": "k", "cdiVersion": "0.3.0"}') == restart_comparison.comparable(
+        "CDI spec", '{"cdiVersion":"0.3.0","kind":"k"}'
+    )
     assert restart_comparison.comparable("in the container", None) is None
 
 
@@ -111,15 +124,17 @@ def test_a_restart_whose_container_stays_refused_ends_the_wait_with_the_refusal(
     # refusal has lasted REFUSAL_GRACE, not after the whole timeout, and says why.
     node = _Node()
     pod = client.V1Pod(metadata=client.V1ObjectMeta(uid="u1"), spec=client.V1PodSpec(node_name="node-1", containers=[]))
-    monkeypatch.setattr(restarts.client, "CoreV1Api", lambda api: type("Core", (), {
-        "read_namespaced_pod": lambda self, name, ns: pod})())
+    monkeypatch.setattr(restarts.client, "CoreV1Api", lambda api: type("Core", (), {"read_namespaced_pod": lambda self, name, ns: pod})())
     monkeypatch.setattr(restarts, "container_status", lambda *a: _waiting(CDI_ERROR))
     monkeypatch.setattr(restarts, "refused_start", lambda *a: (CDI_ERROR, None))
     monkeypatch.setattr(restarts, "REFUSAL_GRACE", 0.2)
     host = type("Host", (), {"node": lambda self, name: node})()
     started = time.monotonic()
-    with pytest.raises(WaitTimeout, match=r"still refused 0.2s after its first refusal following the kubelet restart: "
-                                          r".*unresolvable CDI devices"):
+    with pytest.raises(
+        WaitTimeout,
+        match=r"still refused 0.2s after its first refusal following the kubelet restart: "
+        r".*unresolvable CDI devices",
+    ):
         restarts.prepare_again(host, None, "kubelet", "ns", "restart")  # type: ignore[arg-type]
     assert node.kubelet_restarts == 1 and time.monotonic() - started < restarts.SANDBOX_TIMEOUT / 10
 
@@ -132,6 +147,7 @@ def test_what_a_lab_lets_dralab_restart_depends_on_who_runs_its_nodes() -> None:
 
     def lab(provider: str, cfg: ClusterConfig | None, local: object = None) -> Lab:
         return Lab(provider, Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=cfg, local=local)  # type: ignore[arg-type]
+
     assert lab("kubeconfig", None).restartable == ()
     assert lab("kind", ClusterConfig()).restartable == ("kubelet", "containerd"), "a kind node is not rebooted"
     assert lab("local", ClusterConfig(), local=object()).restartable == tuple(restarts.RESTARTS)

@@ -18,9 +18,13 @@ from suites.catalogue import Checks, Level
 
 def _report(outcome: str, **verdicts: tuple[str, str]) -> dict:
     """A certification report with one test per requirement: ID -> (verdict, message)."""
-    return {"summary": {"outcome": outcome},
-            "requirements": [{"id": rid.replace("_", "-"), "verdict": v,
-                              "tests": [{"verdict": v, "message": message}]} for rid, (v, message) in verdicts.items()]}
+    return {
+        "summary": {"outcome": outcome},
+        "requirements": [
+            {"id": rid.replace("_", "-"), "verdict": v, "tests": [{"verdict": v, "message": message}]}
+            for rid, (v, message) in verdicts.items()
+        ],
+    }
 
 
 LEAVE = Case("leave-files", "gpu", BROKEN, ["MD-14"], [], {"MD-14": r"still there after unprepare"})
@@ -33,13 +37,16 @@ def test_a_broken_variant_matches_when_it_fails_what_it_breaks_naming_the_violat
     assert result.expected == {"MD-14": "FAIL"} and result.observed["MD-14"] == "FAIL"
 
 
-@pytest.mark.parametrize("verdicts,why", [
-    ({"MD_14": ("PASS", "")}, "MD-14: PASS, expected FAIL"),
-    ({"MD_14": ("FAIL", "the file had mode 0666")}, "without naming the violation"),
-    ({"MD_14": ("ERROR", "lab broken: containerd died")}, "MD-14: ERROR, expected FAIL"),
-    ({}, "MD-14: not run, expected FAIL"),
-    ({"MD_14": ("FAIL", "still there after unprepare"), "DEP_01": ("FAIL", "crash")}, "DEP-01: FAIL"),
-])
+@pytest.mark.parametrize(
+    "verdicts,why",
+    [
+        ({"MD_14": ("PASS", "")}, "MD-14: PASS, expected FAIL"),
+        ({"MD_14": ("FAIL", "the file had mode 0666")}, "without naming the violation"),
+        ({"MD_14": ("ERROR", "lab broken: containerd died")}, "MD-14: ERROR, expected FAIL"),
+        ({}, "MD-14: not run, expected FAIL"),
+        ({"MD_14": ("FAIL", "still there after unprepare"), "DEP_01": ("FAIL", "crash")}, "DEP-01: FAIL"),
+    ],
+)
 def test_a_broken_variant_mismatches_on_a_pass_another_message_an_error_or_an_extra_failure(verdicts, why: str) -> None:
     result = judge(LEAVE, _report("NOT CERTIFIED", **verdicts), 1.0, Path("r.html"))
     assert not result.match and why in result.why
@@ -61,12 +68,15 @@ def test_every_shipped_variant_is_a_case_and_configurations_are_not() -> None:
 
 
 def test_only_picks_the_broken_variants_of_those_ids_and_the_valid_ones_they_apply_to() -> None:
-    all_cases = [LEAVE, Case("wrong-path", "gpu", BROKEN, ["MD-01"]), Case("never-unhealthy", "fake-gpu-plugin", BROKEN,
-                 ["DP-03"]), Case("no-ready-condition", "gpu", VALID, [], ["ST-07"])]
+    all_cases = [
+        LEAVE,
+        Case("wrong-path", "gpu", BROKEN, ["MD-01"]),
+        Case("never-unhealthy", "fake-gpu-plugin", BROKEN, ["DP-03"]),
+        Case("no-ready-condition", "gpu", VALID, [], ["ST-07"]),
+    ]
     assert [c.variant for c in chosen(all_cases, "MD-14", ())] == ["leave-files", "no-ready-condition"]
     assert [c.variant for c in chosen(all_cases, "DP", ())] == ["never-unhealthy"]
-    assert [c.variant for c in chosen(all_cases, None, ("gpu:wrong-path", "never-unhealthy"))] == [
-        "wrong-path", "never-unhealthy"]
+    assert [c.variant for c in chosen(all_cases, None, ("gpu:wrong-path", "never-unhealthy"))] == ["wrong-path", "never-unhealthy"]
 
 
 def test_a_valid_variant_runs_its_driver_requirements_and_a_broken_one_what_it_breaks() -> None:
@@ -96,8 +106,22 @@ def test_every_shipped_valid_variant_is_checked_on_some_requirement_of_its_drive
 def test_a_seed_sweep_checks_every_valid_variant_of_a_dra_driver_on_the_generated_workloads_checks() -> None:
     attribute_domain = next(c for c in cases() if c.name == "gpu:attribute-domain")  # concerns MD only
     assert _suites_of(attribute_domain, None, sweep=True).split(",") == [
-        "DEP", "KP-03", "KP-04", "KP-05", "KP-06", "KP-07", "MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-10", "MD-19",
-        "ST-07", "ST-08"]
+        "DEP",
+        "KP-03",
+        "KP-04",
+        "KP-05",
+        "KP-06",
+        "KP-07",
+        "MD-01",
+        "MD-02",
+        "MD-03",
+        "MD-04",
+        "MD-08",
+        "MD-10",
+        "MD-19",
+        "ST-07",
+        "ST-08",
+    ]
     several_pools = next(c for c in cases() if c.name == "net:several-pools")  # a network driver's: MD-16, ST-02 too
     assert {"MD-16", "ST-02"} <= set(_suites_of(several_pools, None, sweep=True).split(","))
     assert _suites_of(several_pools, "ST-02,MD-16", sweep=True) == "DEP,MD-16,ST-02", "--only narrows a sweep"
@@ -120,16 +144,20 @@ def test_list_json_names_variant_driver_kind_and_breaks_without_starting_anythin
     result = CliRunner().invoke(main, ["selfcheck", "--list", "--json", "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     listing = json.loads(result.output)
-    assert {"variant": "leave-files", "driver": "gpu", "kind": "broken", "breaks": ["MD-14", "KP-06"],
-            "checked_on": ["MD-14", "KP-06"]} in listing
+    assert {
+        "variant": "leave-files",
+        "driver": "gpu",
+        "kind": "broken",
+        "breaks": ["MD-14", "KP-06"],
+        "checked_on": ["MD-14", "KP-06"],
+    } in listing
     valid = next(e for e in listing if e["variant"] == "no-ready-condition" and e["driver"] == "gpu")
     assert valid["breaks"] == [] and valid["checked_on"][0] == "DEP" and "ST-07" in valid["checked_on"]
     assert {entry["kind"] for entry in listing} == {"valid", "broken"}
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("args,named", [(["--variant", "no-such"], "no-such"), (["--only", "QQ"], "QQ"),
-                                        (["--json"], "--list")])
+@pytest.mark.parametrize("args,named", [(["--variant", "no-such"], "no-such"), (["--only", "QQ"], "QQ"), (["--json"], "--list")])
 def test_bad_input_exits_2_naming_it(tmp_path, args: list[str], named: str) -> None:
     result = CliRunner().invoke(main, ["selfcheck", "--out", str(tmp_path / "out"), *args])
     assert result.exit_code == 2 and named in result.output, result.output
@@ -140,8 +168,9 @@ def test_the_page_shows_each_variant_with_its_verdicts_and_a_link_to_its_report(
     result = judge(LEAVE, _report("NOT CERTIFIED", MD_14=("PASS", "")), 3.0, tmp_path / "variants/gpu-leave-files/report.html")
     from dataclasses import asdict
 
-    page = render_html({"summary": {"variants": 1, "matched": 0, "wall_seconds": 3.0, "valid": 0, "broken": 1},
-                        "variants": [asdict(result)]}, tmp_path)
+    page = render_html(
+        {"summary": {"variants": 1, "matched": 0, "wall_seconds": 3.0, "valid": 0, "broken": 1}, "variants": [asdict(result)]}, tmp_path
+    )
     assert "0 of 1 variants as expected" in page and "MISMATCH: MD-14: PASS, expected FAIL" in page
     assert "href='variants/gpu-leave-files/report.html'" in page
 
@@ -176,9 +205,13 @@ def test_a_variant_only_the_generated_workloads_show_draws_the_seeds_its_profile
 def test_a_lab_that_broke_under_a_variant_is_removed_before_the_next(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from reports import selfcheck
 
-    reports = iter([_report("INCOMPLETE", MD_14=("ERROR", "lab component node-1-kubelet is down")),
-                    _report("NOT CERTIFIED", MD_14=("FAIL", "still there after unprepare")),
-                    _report("NOT CERTIFIED", MD_14=("FAIL", "still there after unprepare"))])
+    reports = iter(
+        [
+            _report("INCOMPLETE", MD_14=("ERROR", "lab component node-1-kubelet is down")),
+            _report("NOT CERTIFIED", MD_14=("FAIL", "still there after unprepare")),
+            _report("NOT CERTIFIED", MD_14=("FAIL", "still there after unprepare")),
+        ]
+    )
 
     class FakeRun:
         def __init__(self, out_dir: Path, *args: object, **kwargs: object) -> None:

@@ -25,8 +25,11 @@ def test_k_of_n_is_read_and_anything_else_is_refused_naming_it() -> None:
 def test_a_tests_group_is_its_driver_else_the_suite_of_the_cluster_check() -> None:
     assert group_of({"driver": "gpu"}, "suites/lab") == "gpu"
     assert group_of({"driver_profile_name": "net", "other": 1}, "suites/deployment") == "net"
-    assert group_of({"case": "a bool"}, "suites/derived_attributes") == group_of({}, "suites/derived_attributes") \
+    assert (
+        group_of({"case": "a bool"}, "suites/derived_attributes")
+        == group_of({}, "suites/derived_attributes")
         == CLUSTER + "suites/derived_attributes"
+    )
 
 
 def test_drivers_spread_first_and_the_clusters_checks_go_to_the_least_loaded() -> None:
@@ -40,14 +43,21 @@ def test_drivers_spread_first_and_the_clusters_checks_go_to_the_least_loaded() -
 
 def test_the_runs_junit_xml_and_allure_results_are_merged(tmp_path) -> None:
     def junit(name: str, *tests: str) -> str:
-        cases = "".join(f'<testcase classname="suites.m" name="{t}" time="1.5"><properties><property name="requirement" '
-                        f'value="KP-03"/></properties></testcase>' for t in tests)
+        cases = "".join(
+            f'<testcase classname="suites.m" name="{t}" time="1.5"><properties><property name="requirement" '
+            f'value="KP-03"/></properties></testcase>'
+            for t in tests
+        )
         return f'<testsuites><testsuite name="{name}">{cases}</testsuite></testsuites>'
+
     (tmp_path / "junit-1.xml").write_text(junit("one", "test_a[gpu]", "test_b[gpu]"))
     (tmp_path / "junit-2.xml").write_text(junit("two", "test_a[net]"))
     _merge_junit([tmp_path / "junit-1.xml", tmp_path / "junit-2.xml", tmp_path / "junit-3.xml"], tmp_path / "junit.xml")
-    assert [r.name for r in read_junit(tmp_path / "junit.xml")] == \
-        ["suites.m::test_a[gpu]", "suites.m::test_b[gpu]", "suites.m::test_a[net]"]
+    assert [r.name for r in read_junit(tmp_path / "junit.xml")] == [
+        "suites.m::test_a[gpu]",
+        "suites.m::test_b[gpu]",
+        "suites.m::test_a[net]",
+    ]
     assert len(ET.parse(tmp_path / "junit.xml").getroot().findall("testsuite")) == 2
     assert not (tmp_path / "junit-1.xml").exists()
 

@@ -7,8 +7,15 @@ from reports.soak import Run, differences, table, watched_kind
 
 
 def run(seed: int, **verdicts: str) -> Run:
-    return Run(seed, 0, 100.0, "CERTIFIED", {k.replace("_", "-"): v for k, v in verdicts.items()}, "none",
-               {"sysfs server": {"rss_kib": 7756, "fds": 12}})
+    return Run(
+        seed,
+        0,
+        100.0,
+        "CERTIFIED",
+        {k.replace("_", "-"): v for k, v in verdicts.items()},
+        "none",
+        {"sysfs server": {"rss_kib": 7756, "fds": 12}},
+    )
 
 
 def test_a_seed_whose_verdicts_changed_is_named_with_what_changed() -> None:
@@ -58,7 +65,9 @@ def test_a_watched_process_whose_peak_grew_from_the_first_run_to_the_last_is_nam
 
     def peaks(rss: int, fds: int) -> Run:
         return Run(1, 0, 1.0, "CERTIFIED", {}, "none", {"plugin-recorder": {"rss_kib": rss, "fds": fds}})
+
     assert growth([peaks(17000, 24), peaks(18000, 25), peaks(17500, 24)]) == [
-        "plugin-recorder: RSS 17000 -> 17500 KiB, open files 24 -> 24 over 3 run(s)"]
+        "plugin-recorder: RSS 17000 -> 17500 KiB, open files 24 -> 24 over 3 run(s)"
+    ]
     assert growth([peaks(17000, 24), peaks(30000, 24)])[0].endswith("GROWING")
     assert growth([peaks(17000, 24), peaks(17000, 40)])[0].endswith("GROWING")

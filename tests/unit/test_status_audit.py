@@ -17,33 +17,58 @@ from suites.resource_claim_status import checks
 
 NET = DriverUnderTest(load_profile("net"))
 DRIVER_USER = "system:serviceaccount:dralab-net:vf-dra-driver"
-REFUSAL = ('ResourceClaim.resource.k8s.io "c" is invalid: status.allocation: Invalid value: null: field cannot be '
-           "modified once set")
+REFUSAL = 'ResourceClaim.resource.k8s.io "c" is invalid: status.allocation: Invalid value: null: field cannot be modified once set'
 
 
-def event(verb: str, code: int, body: dict[str, Any], user: str = DRIVER_USER, message: str = "",
-          time: str = "2026-12-01T17:00:00.000000Z") -> str:
+def event(
+    verb: str, code: int, body: dict[str, Any], user: str = DRIVER_USER, message: str = "", time: str = "2026-12-01T17:00:00.000000Z"
+) -> str:
     """One audit event line as kube-apiserver writes it (json format, ResponseComplete)."""
-    return json.dumps({
-        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request", "stage": "ResponseComplete",
-        "requestURI": "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c/status?fieldManager=vf.dralab.dev&force=true",
-        "verb": verb, "user": {"username": user},
-        "objectRef": {"resource": "resourceclaims", "namespace": "ns", "name": "c", "apiGroup": "resource.k8s.io",
-                      "apiVersion": "v1", "subresource": "status"},
-        "responseStatus": {"metadata": {}, "code": code, **({"status": "Failure", "message": message} if message else {})},
-        "requestObject": body, "stageTimestamp": time})
+    return json.dumps(
+        {
+            "kind": "Event",
+            "apiVersion": "audit.k8s.io/v1",
+            "level": "Request",
+            "stage": "ResponseComplete",
+            "requestURI": "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c/status?fieldManager=vf.dralab.dev&force=true",
+            "verb": verb,
+            "user": {"username": user},
+            "objectRef": {
+                "resource": "resourceclaims",
+                "namespace": "ns",
+                "name": "c",
+                "apiGroup": "resource.k8s.io",
+                "apiVersion": "v1",
+                "subresource": "status",
+            },
+            "responseStatus": {"metadata": {}, "code": code, **({"status": "Failure", "message": message} if message else {})},
+            "requestObject": body,
+            "stageTimestamp": time,
+        }
+    )
 
 
-APPLY = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ns"},
-         "status": {"devices": [{"driver": "vf.dralab.dev", "pool": "node-1", "device": "vf-0"}]}}
+APPLY = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "c", "namespace": "ns"},
+    "status": {"devices": [{"driver": "vf.dralab.dev", "pool": "node-1", "device": "vf-0"}]},
+}
 UPDATE = {**APPLY, "status": {"allocation": {"devices": {"results": []}}, **APPLY["status"]}}
 
 
 def lab_with(tmp_path: Path, *lines: str) -> Lab:
     log = tmp_path / audit.LOG_NAME
     log.write_text("".join(f"{line}\n" for line in lines) + '{"kind": "Event", "verb": "pa')  # a line being written
-    return Lab(provider="local", kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=tmp_path, nodes=[],
-               audit_log=log, taken=datetime(2026, 12, 1, 16, 0, tzinfo=timezone.utc))
+    return Lab(
+        provider="local",
+        kubeconfig=Path("/dev/null"),
+        kubectl=Path("/bin/true"),
+        log_dir=tmp_path,
+        nodes=[],
+        audit_log=log,
+        taken=datetime(2026, 12, 1, 16, 0, tzinfo=timezone.utc),
+    )
 
 
 def test_the_policy_logs_claim_status_writes_alone(tmp_path: Path) -> None:
@@ -70,7 +95,8 @@ def test_refusals_that_are_the_drivers_block_nothing(tmp_path: Path) -> None:
         event("patch", 422, {**APPLY, "status": {"allocation": None}}, message=REFUSAL),  # an apply naming it
         event("patch", 422, APPLY, message="status.devices[0]: Invalid value: not allocated"),  # its own entry
         event("patch", 422, APPLY, user="system:serviceaccount:other:driver", message=REFUSAL),  # not this driver
-        event("patch", 422, APPLY, message=REFUSAL, time=earlier))  # before this run took the lab
+        event("patch", 422, APPLY, message=REFUSAL, time=earlier),
+    )  # before this run took the lab
     assert len(audit.status_writes(lab.audit_log)) == 5
     assert checks.blocked_by_the_cluster(lab, NET) is None
 

@@ -46,7 +46,12 @@ def test_tree_paths_files_and_links(fs) -> None:
     assert link(f"{GPU}/iommu_group") == "../../../../../../kernel/iommu_groups/0"
     assert len(read(f"{GPU}/resource").splitlines()) == 13
     assert json.loads(read(f"{GPU}/dralab-gpu.json")) == {
-        "uuid": gpu_uuid(5, "node-1", "gpu0"), "index": 0, "model": "M", "memoryBytes": 16 * 2**30, "health": "healthy"}
+        "uuid": gpu_uuid(5, "node-1", "gpu0"),
+        "index": 0,
+        "model": "M",
+        "memoryBytes": 16 * 2**30,
+        "health": "healthy",
+    }
     config = (ROOT / f"{GPU}/config").read_bytes()
     assert len(config) == 256 and config[:4] == bytes.fromhex("de10b020")
     bridge = (ROOT / f"{RP}/config").read_bytes()
@@ -81,18 +86,30 @@ def test_pci_functions_have_the_attributes_the_kernel_writes(fs) -> None:
     build(fs)
     assert read(f"{GPU}/modalias") == "pci:v000010DEd000020B0sv000010DEsd00000000bc03sc02i00\n"
     assert read(f"{GPU}/uevent").splitlines() == [
-        "DRIVER=nvidia", "PCI_CLASS=30200", "PCI_ID=10DE:20B0", "PCI_SUBSYS_ID=10DE:0000", "PCI_SLOT_NAME=0000:03:00.0",
-        "MODALIAS=pci:v000010DEd000020B0sv000010DEsd00000000bc03sc02i00"]
-    assert (read(f"{GPU}/driver_override"), read(f"{GPU}/revision"), read(f"{GPU}/local_cpus")) == \
-        ("(null)\n", "0xa1\n", "ff\n")
+        "DRIVER=nvidia",
+        "PCI_CLASS=30200",
+        "PCI_ID=10DE:20B0",
+        "PCI_SUBSYS_ID=10DE:0000",
+        "PCI_SLOT_NAME=0000:03:00.0",
+        "MODALIAS=pci:v000010DEd000020B0sv000010DEsd00000000bc03sc02i00",
+    ]
+    assert (read(f"{GPU}/driver_override"), read(f"{GPU}/revision"), read(f"{GPU}/local_cpus")) == ("(null)\n", "0xa1\n", "ff\n")
     assert link(f"{GPU}/subsystem") == "../../../../../../bus/pci"
 
 
 def test_netdevs_have_their_attributes_and_lead_to_their_function(fs) -> None:
     build(fs)
     pf, vf = f"{NIC}/net/ens1f0", f"{VF1}/net/ens1f0v1"
-    for name, value in (("type", "1"), ("addr_assign_type", "0"), ("addr_len", "6"), ("operstate", "up"),
-                        ("carrier", "1"), ("mtu", "1500"), ("speed", "100000"), ("dev_port", "0")):
+    for name, value in (
+        ("type", "1"),
+        ("addr_assign_type", "0"),
+        ("addr_len", "6"),
+        ("operstate", "up"),
+        ("carrier", "1"),
+        ("mtu", "1500"),
+        ("speed", "100000"),
+        ("dev_port", "0"),
+    ):
         assert read(f"{pf}/{name}") == read(f"{vf}/{name}") == f"{value}\n", name
     assert link(f"{pf}/device") == "../../../0000:04:00.0" and link(f"{vf}/subsystem").endswith("/class/net")
     assert (ROOT / "class/net/ens1f0v1/device").resolve() == ROOT / VF1
@@ -136,21 +153,21 @@ def test_numa_nodes_have_distances_memory_cores_and_caches(fs) -> None:
     build_two_sockets(fs)
     node1 = "devices/system/node/node1"
     assert (read("devices/system/node/node0/distance"), read(f"{node1}/distance")) == ("10 21\n", "21 10\n")
-    assert (read(f"{node1}/cpulist"), read(f"{node1}/cpumap"), read("devices/system/node/online")) == \
-        ("4-7,12-15\n", "f0f0\n", "0-1\n")
+    assert (read(f"{node1}/cpulist"), read(f"{node1}/cpumap"), read("devices/system/node/online")) == ("4-7,12-15\n", "f0f0\n", "0-1\n")
     meminfo = read(f"{node1}/meminfo").splitlines()
     assert meminfo[0] == "Node 1 MemTotal:        4194304 kB" and meminfo[-1] == "Node 1 HugePages_Surp:      0"
     assert read(f"{node1}/hugepages/hugepages-2048kB/nr_hugepages") == "0\n"
     assert link(f"{node1}/cpu12") == "../../cpu/cpu12"
     cpu12 = "devices/system/cpu/cpu12"
-    assert (read(f"{cpu12}/topology/core_id"), read(f"{cpu12}/topology/physical_package_id"),
-            read(f"{cpu12}/topology/thread_siblings_list")) == ("0\n", "1\n", "4,12\n")
+    assert (
+        read(f"{cpu12}/topology/core_id"),
+        read(f"{cpu12}/topology/physical_package_id"),
+        read(f"{cpu12}/topology/thread_siblings_list"),
+    ) == ("0\n", "1\n", "4,12\n")
     assert [read(f"{cpu12}/cache/index{i}/level") for i in range(4)] == ["1\n", "1\n", "2\n", "3\n"]
-    assert (read(f"{cpu12}/cache/index0/shared_cpu_map"), read(f"{cpu12}/cache/index3/shared_cpu_map")) == \
-        ("1010\n", "f0f0\n")
+    assert (read(f"{cpu12}/cache/index0/shared_cpu_map"), read(f"{cpu12}/cache/index3/shared_cpu_map")) == ("1010\n", "f0f0\n")
     # the list form, which dra-driver-cpu reads (a CPU without it is dropped)
-    assert (read(f"{cpu12}/cache/index0/shared_cpu_list"), read(f"{cpu12}/cache/index3/shared_cpu_list")) == \
-        ("4,12\n", "4-7,12-15\n")
+    assert (read(f"{cpu12}/cache/index0/shared_cpu_list"), read(f"{cpu12}/cache/index3/shared_cpu_list")) == ("4,12\n", "4-7,12-15\n")
     assert (read("devices/system/cpu/smt/control"), read("devices/system/cpu/smt/active")) == ("on\n", "1\n")
     assert read("devices/system/memory/block_size_bytes") == "8000000\n"  # 128 MiB blocks below 64 GiB
     assert link(f"{node1}/memory32") == "../../memory/memory32" and not (ROOT / f"{node1}/memory31").exists()
@@ -183,14 +200,17 @@ def test_rdma_devices_have_their_verbs_and_mad_character_devices(fs) -> None:
     assert link("class/infiniband_verbs/uverbs0") == f"../../{SOCKET1_NIC}/infiniband_verbs/uverbs0"
     assert link("class/infiniband_mad/issm1") == f"../../{vf_dir}/infiniband_mad/issm1"
     assert sorted(p.name for p in (ROOT / "class/infiniband_verbs").iterdir()) == ["abi_version", "uverbs0", "uverbs1"]
-    assert sorted(p.name for p in (ROOT / "class/infiniband_mad").iterdir()) == \
-        ["abi_version", "issm0", "issm1", "umad0", "umad1"]  # nic0-vf1 (mlx5_2) is not enabled at boot
+    assert sorted(p.name for p in (ROOT / "class/infiniband_mad").iterdir()) == [
+        "abi_version",
+        "issm0",
+        "issm1",
+        "umad0",
+        "umad1",
+    ]  # nic0-vf1 (mlx5_2) is not enabled at boot
     assert (read("class/infiniband_verbs/abi_version"), read("class/infiniband_mad/abi_version")) == ("6\n", "5\n")
     uverbs0, umad1, issm1 = "class/infiniband_verbs/uverbs0", "class/infiniband_mad/umad1", "class/infiniband_mad/issm1"
-    assert (read(f"{uverbs0}/ibdev"), read(f"{uverbs0}/abi_version"), read(f"{uverbs0}/dev")) == \
-        ("mlx5_0\n", "1\n", "231:192\n")
-    assert read(f"{uverbs0}/uevent").splitlines() == ["MAJOR=231", "MINOR=192", "DEVNAME=infiniband/uverbs0",
-                                                      "DEVMODE=0666"]
+    assert (read(f"{uverbs0}/ibdev"), read(f"{uverbs0}/abi_version"), read(f"{uverbs0}/dev")) == ("mlx5_0\n", "1\n", "231:192\n")
+    assert read(f"{uverbs0}/uevent").splitlines() == ["MAJOR=231", "MINOR=192", "DEVNAME=infiniband/uverbs0", "DEVMODE=0666"]
     assert (read(f"{umad1}/ibdev"), read(f"{umad1}/port"), read(f"{umad1}/dev")) == ("mlx5_1\n", "1\n", "231:1\n")
     assert (read(f"{issm1}/ibdev"), read(f"{issm1}/port"), read(f"{issm1}/dev")) == ("mlx5_1\n", "1\n", "231:65\n")
     assert read(f"{issm1}/uevent").splitlines() == ["MAJOR=231", "MINOR=65", "DEVNAME=infiniband/issm1"]
@@ -201,8 +221,15 @@ def test_rdma_devices_have_their_verbs_and_mad_character_devices(fs) -> None:
     assert [p.name for p in (ROOT / f"{SOCKET1_NIC}/infiniband").iterdir()] == ["mlx5_0"]
 
     sysfs.unregister_devices(ROOT, plan, pf)  # its driver unbound: every class device goes, links first
-    for gone in ("class/infiniband/mlx5_0", uverbs0, "class/infiniband_mad/umad0", "class/infiniband_mad/issm0",
-                 f"{SOCKET1_NIC}/infiniband_verbs", f"{SOCKET1_NIC}/infiniband_mad", "class/net/ens1f0"):
+    for gone in (
+        "class/infiniband/mlx5_0",
+        uverbs0,
+        "class/infiniband_mad/umad0",
+        "class/infiniband_mad/issm0",
+        f"{SOCKET1_NIC}/infiniband_verbs",
+        f"{SOCKET1_NIC}/infiniband_mad",
+        "class/net/ens1f0",
+    ):
         assert not (ROOT / gone).exists() and not (ROOT / gone).is_symlink(), gone
     sysfs.register_devices(ROOT, plan, pf)
     assert read(f"{uverbs0}/ibdev") == "mlx5_0\n" and read("class/infiniband_mad/issm0/dev") == "231:64\n"
@@ -215,8 +242,10 @@ def test_rdma_devices_have_their_verbs_and_mad_character_devices(fs) -> None:
 
 def test_rdma_character_devices_past_the_fixed_minors_take_the_dynamic_majors() -> None:
     plan = plan_node(NodeProfile.model_validate(yaml.safe_load(TWO_SOCKETS)), "node-1", seed=5)
-    numbers = {n: {c.name: (c.major, c.minor) for c in sysfs.rdma_char_devices(
-        replace(plan.by_name("nic0"), rdma_device=f"mlx5_{n}"))} for n in (31, 32, 63, 64, 70)}
+    numbers = {
+        n: {c.name: (c.major, c.minor) for c in sysfs.rdma_char_devices(replace(plan.by_name("nic0"), rdma_device=f"mlx5_{n}"))}
+        for n in (31, 32, 63, 64, 70)
+    }
     assert numbers[31]["uverbs31"] == (231, 223) and numbers[32]["uverbs32"] == (239, 0)  # 32 fixed uverbs minors
     assert (numbers[63]["umad63"], numbers[63]["issm63"]) == ((231, 63), (231, 127))  # 64 fixed umad and issm minors
     # Past them umad and issm share one dynamic major, issm's minors after the kernel's 8192 - 64 umad ones.
@@ -226,10 +255,8 @@ def test_rdma_character_devices_past_the_fixed_minors_take_the_dynamic_majors() 
 
 
 def test_the_nodes_own_links_are_virtual_netdevs_kept_in_step(tmp_path: Path) -> None:
-    lo = sysfs.VirtualLink(ifindex=1, address="00:00:00:00:00:00", mtu=65536, operstate="unknown", arp_type=772,
-                           flags=0x10049)
-    eth0 = sysfs.VirtualLink(ifindex=2, address="02:42:0a:63:01:01", mtu=1500, operstate="up", arp_type=1,
-                             flags=0x11043)
+    lo = sysfs.VirtualLink(ifindex=1, address="00:00:00:00:00:00", mtu=65536, operstate="unknown", arp_type=772, flags=0x10049)
+    eth0 = sysfs.VirtualLink(ifindex=2, address="02:42:0a:63:01:01", mtu=1500, operstate="up", arp_type=1, flags=0x11043)
     (tmp_path / "class" / "net").mkdir(parents=True)
     sysfs.sync_virtual_links(tmp_path, {"lo": lo, "eth0": eth0})
     net = tmp_path / "class" / "net"

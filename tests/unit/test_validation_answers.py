@@ -18,6 +18,7 @@ def rejecting(*causes: dict[str, str]):
         e = ApiException(status=422)
         e.body = json.dumps({"message": "invalid", "details": {"causes": list(causes)}})
         raise e
+
     return write
 
 
@@ -26,17 +27,29 @@ def cause(field: str, reason: str, message: str) -> dict[str, str]:
 
 
 def test_the_expected_cause_passes() -> None:
-    expect_answer("9 conditions", rejecting(cause(CONDITIONS.field, CONDITIONS.reason, "Too many: 9: must have at most 8 items")),
-                  (CONDITIONS,), Evidence())
+    expect_answer(
+        "9 conditions",
+        rejecting(cause(CONDITIONS.field, CONDITIONS.reason, "Too many: 9: must have at most 8 items")),
+        (CONDITIONS,),
+        Evidence(),
+    )
 
 
-@pytest.mark.parametrize("write,why", [
-    (rejecting(cause("status.devices[0].data", "FieldValueTooLong", "Too long")), "nothing else"),
-    (rejecting(cause(CONDITIONS.field, CONDITIONS.reason, "Too many: 9: must have at most 8 items"),
-               cause("status.devices[1]", "FieldValueDuplicate", "Duplicate value")), "nothing else"),
-    (rejecting(cause(CONDITIONS.field, CONDITIONS.reason, "Too many: 9")), "saying 'at most 8'"),
-    (lambda: None, "accepted it"),
-])
+@pytest.mark.parametrize(
+    "write,why",
+    [
+        (rejecting(cause("status.devices[0].data", "FieldValueTooLong", "Too long")), "nothing else"),
+        (
+            rejecting(
+                cause(CONDITIONS.field, CONDITIONS.reason, "Too many: 9: must have at most 8 items"),
+                cause("status.devices[1]", "FieldValueDuplicate", "Duplicate value"),
+            ),
+            "nothing else",
+        ),
+        (rejecting(cause(CONDITIONS.field, CONDITIONS.reason, "Too many: 9")), "saying 'at most 8'"),
+        (lambda: None, "accepted it"),
+    ],
+)
 def test_another_cause_an_extra_one_or_acceptance_fails(write, why: str) -> None:
     with pytest.raises(AssertionError, match=why):
         expect_answer("9 conditions", write, (CONDITIONS,), Evidence())

@@ -8,7 +8,7 @@ import pytest
 
 from reports.report import read_junit
 
-INNER_TEST = '''
+INNER_TEST = """
 from pathlib import Path
 
 import pytest
@@ -38,7 +38,7 @@ def test_fails(lab):
 def test_passes(lab):
     with open(lab.log_dir / "etcd.log", "a") as log:
         log.write("etcd logged this during a passing test\\n")
-'''
+"""
 
 
 @pytest.fixture(autouse=True)
@@ -72,10 +72,15 @@ def test_failing_test_report_carries_component_log_lines_written_during_it(pytes
 
 def test_junit_carries_requirements_observations_evidence_and_logs_for_the_report(pytester) -> None:
     """RP-01: what the certification report reads comes through the JUnit XML."""
-    pytester.makepyfile(INNER_TEST.replace("def test_fails(lab):", '''@pytest.mark.requirement("MD-01")
+    pytester.makepyfile(
+        INNER_TEST.replace(
+            "def test_fails(lab):",
+            """@pytest.mark.requirement("MD-01")
 def test_fails(lab, evidence):
     evidence.observe("seen", "one file")
-    evidence.add("listing", "a.json")'''))
+    evidence.add("listing", "a.json")""",
+        )
+    )
     pytester.runpytest("-p", "dralab.pytest_plugin", "--junitxml=junit.xml")
     (failed,) = [t for t in read_junit(pytester.path / "junit.xml") if t.verdict == "FAIL"]
     assert failed.requirements == ["MD-01"] and failed.observed == ["seen: one file"]
@@ -85,13 +90,17 @@ def test_fails(lab, evidence):
 
 def test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail(pytester) -> None:
     """A component dying during a check says nothing about the driver."""
-    pytester.makepyfile(INNER_TEST.replace("    assert False", '''    from clusters.errors import LabBroken
+    pytester.makepyfile(
+        INNER_TEST.replace(
+            "    assert False",
+            """    from clusters.errors import LabBroken
 
-    raise LabBroken("lab component node-1-kubelet (pid 1) has died")'''))
+    raise LabBroken("lab component node-1-kubelet (pid 1) has died")""",
+        )
+    )
     result = pytester.runpytest_subprocess("-p", "dralab.pytest_plugin", "--junitxml=junit.xml", "--progress")
     progress = result.stdout.str() + result.stderr.str()  # the lines go where dralab's progress goes
-    assert re.search(r"\] ERROR\s+test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail.py::test_fails",
-                     progress), progress
+    assert re.search(r"\] ERROR\s+test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail.py::test_fails", progress), progress
     results = {t.name.split("::")[-1]: t for t in read_junit(pytester.path / "junit.xml")}
     assert {name: t.verdict for name, t in results.items()} == {"test_fails": "ERROR", "test_passes": "ERROR"}
     # A check on the lab after its fault does not run: it ends at once, naming the fault.
@@ -100,32 +109,40 @@ def test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail(pytester) -> None
 
 
 def test_a_wait_that_times_out_on_an_unhealthy_lab_is_an_error_with_the_diagnosis(pytester) -> None:
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 def test_waits(lab):
     from suites.framework.waits import wait_for
 
     PROBLEMS.append("lab component containerd-node-1 (pid 7) is down")
     wait_for("pod p to be Running", lambda: None, timeout=0.1)
-''')
+""",
+    )
     assert found["test_waits"].verdict == "ERROR"
     assert "containerd-node-1" in found["test_waits"].diagnosis
 
 
 def test_a_wait_that_times_out_on_a_healthy_lab_is_a_fail_naming_what_was_awaited(pytester) -> None:
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 def test_waits(lab):
     from suites.framework.waits import wait_for
 
     wait_for("pod p to be Running", lambda: [], timeout=0.1)
-''')
+""",
+    )
     assert found["test_waits"].verdict == "FAIL"
     assert "pod p to be Running" in found["test_waits"].message and "last seen: []" in found["test_waits"].message
 
 
 def test_a_driver_failing_inside_a_fixture_is_a_fail_not_a_bare_error(pytester) -> None:
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 @pytest.fixture
 def scenario(lab):
@@ -137,13 +154,16 @@ def scenario(lab):
 @pytest.mark.requirement("MD-01")
 def test_uses_scenario(scenario):
     pass
-''')
+""",
+    )
     assert found["test_uses_scenario"].verdict == "FAIL"
     assert "NodePrepareResources failed" in found["test_uses_scenario"].message
 
 
 def test_a_harness_bug_is_an_error_and_a_precondition_a_skip_with_the_remedy(pytester) -> None:
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 def test_bug(lab):
     {}["missing"]
@@ -153,14 +173,17 @@ def test_precondition(lab):
     from suites.framework.verdicts import require
 
     require(False, "the lab has 1 slice-only node, the check needs 2", "start the lab with --slice-only-nodes 2")
-''')
+""",
+    )
     assert found["test_bug"].verdict == "ERROR" and "harness" in found["test_bug"].diagnosis
     assert found["test_precondition"].verdict == "SKIP"
     assert "--slice-only-nodes 2" in found["test_precondition"].message
 
 
 def test_an_unmet_should_is_a_warning_never_a_fail(pytester) -> None:
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 @pytest.mark.requirement("ST-07")
 def test_should_level(lab):
@@ -170,7 +193,8 @@ def test_should_level(lab):
 @pytest.mark.requirement("MD-02")
 def test_should_part_of_a_must(lab, evidence):
     evidence.warn("the file holds v1alpha1 only; the cluster serves v1beta1")
-''')
+""",
+    )
     assert found["test_should_level"].verdict == "WARNING"
     assert "no Ready condition on gpu-0" in found["test_should_level"].message
     assert found["test_should_part_of_a_must"].verdict == "WARNING"
@@ -178,34 +202,40 @@ def test_should_part_of_a_must(lab, evidence):
 
 
 def test_a_blocked_test_names_what_blocked_it(pytester) -> None:
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 @pytest.mark.requirement("MD-01")
 def test_blocked(lab):
     from suites.framework.verdicts import Blocked
 
     raise Blocked("DEP-01", "driver profile gpu did not come up: CrashLoopBackOff")
-''')
+""",
+    )
     assert found["test_blocked"].verdict == "BLOCKED" and found["test_blocked"].blocked_by == "DEP-01"
     assert "CrashLoopBackOff" in found["test_blocked"].message
 
 
-@pytest.mark.parametrize("when,error,problems,levels,verdict", [
-    ("call", AssertionError("x"), [], ["MUST"], "FAIL"),
-    ("setup", AssertionError("x"), [], ["MUST"], "FAIL"),
-    ("teardown", AssertionError("x"), [], ["MUST"], "ERROR"),
-    ("call", AssertionError("x"), ["kubelet down"], ["MUST"], "ERROR"),
-    ("call", AssertionError("x"), [], ["SHOULD"], "WARNING"),
-    ("call", AssertionError("x"), [], ["SHOULD", "MUST"], "FAIL"),
-    ("call", KeyError("x"), [], ["MUST"], "ERROR"),
-])
+@pytest.mark.parametrize(
+    "when,error,problems,levels,verdict",
+    [
+        ("call", AssertionError("x"), [], ["MUST"], "FAIL"),
+        ("setup", AssertionError("x"), [], ["MUST"], "FAIL"),
+        ("teardown", AssertionError("x"), [], ["MUST"], "ERROR"),
+        ("call", AssertionError("x"), ["kubelet down"], ["MUST"], "ERROR"),
+        ("call", AssertionError("x"), [], ["SHOULD"], "WARNING"),
+        ("call", AssertionError("x"), [], ["SHOULD", "MUST"], "FAIL"),
+        ("call", KeyError("x"), [], ["MUST"], "ERROR"),
+    ],
+)
 def test_classify(when: str, error: BaseException, problems: list[str], levels: list[str], verdict: str) -> None:
     from dralab.verdicts import classify
 
     assert classify(when, error, problems, levels).verdict == verdict
 
 
-SCENARIO_FAILS = '''
+SCENARIO_FAILS = """
 
 @pytest.fixture(scope="module")
 def driver_under_test(lab):
@@ -241,7 +271,7 @@ def test_must(observed):
 @pytest.mark.requirement("ST-02")
 def test_other_must(observed):
     pass
-'''
+"""
 
 
 def test_a_scenario_the_driver_failed_is_one_fail_blocking_every_other_check_of_it(pytester) -> None:
@@ -258,18 +288,23 @@ def test_a_scenario_the_driver_failed_is_one_fail_blocking_every_other_check_of_
 def test_a_fail_in_setup_carries_the_driver_under_test_it_had_set_up(pytester) -> None:
     """The evidence of a FAIL in a fixture names the driver the failed fixture was built on, though
     the test itself got none of its arguments."""
-    found = _verdicts(pytester, SCENARIO_FAILS + '''
+    found = _verdicts(
+        pytester,
+        SCENARIO_FAILS
+        + """
 
 import dralab.pytest_plugin as plugin
 plugin.driver_evidence.of_driver = lambda lab, api, profile: [("driver's own log", "prepare: device busy")]
 Lab.api = lambda self: None
-''')
-    assert any("driver's own log" in e and "device busy" in e for e in found["test_must"].evidence), \
-        found["test_must"].evidence
+""",
+    )
+    assert any("driver's own log" in e and "device busy" in e for e in found["test_must"].evidence), found["test_must"].evidence
 
 
 def test_a_lab_failure_inside_a_wait_is_an_error_not_a_timeout_blamed_on_the_driver(pytester) -> None:
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 @pytest.mark.requirement("MD-20")
 def test_waits(lab):
@@ -280,7 +315,8 @@ def test_waits(lab):
         raise LabBroken("lab component node-1-containerd (pid 7) is down")
 
     wait_for("the metadata file of pod-3", read, timeout=1)
-''')
+""",
+    )
     assert found["test_waits"].verdict == "ERROR", found["test_waits"]
     assert "node-1-containerd" in found["test_waits"].message
 
@@ -288,7 +324,9 @@ def test_waits(lab):
 def test_a_failure_after_a_lab_fault_is_an_error_naming_the_fault_even_once_the_lab_is_back(pytester) -> None:
     """A component that died under one check (and was started again since) leaves the lab suspect:
     a later check failing on it is no FAIL of the driver."""
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 @pytest.mark.requirement("MD-01")
 def test_breaks(lab):
@@ -300,7 +338,8 @@ def test_breaks(lab):
 @pytest.mark.requirement("MD-13")
 def test_later(lab):
     assert False, "no CDI spec for the claim"
-''')
+""",
+    )
     assert [found[t].verdict for t in ("test_breaks", "test_later", "test_passes")] == ["ERROR", "ERROR", "PASS"]
     assert "fault earlier in the run" in found["test_later"].diagnosis
     assert "node-1-containerd" in found["test_later"].diagnosis and "test_breaks" in found["test_later"].diagnosis
@@ -309,7 +348,9 @@ def test_later(lab):
 def test_a_test_failing_in_its_call_and_its_teardown_is_one_result_with_its_recorded_verdict(pytester) -> None:
     """pytest writes such a test as two JUnit testcases, the plugin's properties on the second:
     the first once read as a bare FAIL (MD-18 FAILed with a LabBroken as its message)."""
-    _verdicts(pytester, '''
+    _verdicts(
+        pytester,
+        """
 
 @pytest.fixture
 def pods_gone(lab):
@@ -324,7 +365,8 @@ def test_lab_breaks_in_call_and_teardown(pods_gone):
     from clusters.errors import LabBroken
 
     raise LabBroken("stopped waiting for pod p to be Running: lab component node-1-containerd (pid 7) is down")
-''')
+""",
+    )
     (test,) = [t for t in read_junit(pytester.path / "junit.xml") if t.name.endswith("::test_lab_breaks_in_call_and_teardown")]
     assert test.verdict == "ERROR" and test.diagnosis, test
     assert "pod p to be Running" in test.message and "pods gone" in test.traceback
@@ -332,7 +374,9 @@ def test_lab_breaks_in_call_and_teardown(pods_gone):
 
 
 def test_a_driver_fail_stays_a_fail_when_its_teardown_errs_too(pytester) -> None:
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 @pytest.fixture
 def cleanup(lab):
@@ -343,7 +387,8 @@ def cleanup(lab):
 @pytest.mark.requirement("MD-14")
 def test_fails_then_teardown_errs(cleanup):
     assert False, "the claim's metadata dir is still on the node"
-''')
+""",
+    )
     assert found["test_fails_then_teardown_errs"].verdict == "FAIL"
     assert "still on the node" in found["test_fails_then_teardown_errs"].message
 
@@ -351,7 +396,9 @@ def test_fails_then_teardown_errs(cleanup):
 def test_the_last_teardown_of_a_run_on_a_broken_lab_is_an_error(pytester) -> None:
     """The run's last teardown tears the session lab down before the verdict: the lab the test
     used still decides it (removing the driver from a lab whose containerd died is no FAIL)."""
-    found = _verdicts(pytester, '''
+    found = _verdicts(
+        pytester,
+        """
 
 @pytest.fixture(scope="module")
 def deployed(lab):
@@ -374,6 +421,7 @@ def test_breaks(lab):
 @pytest.mark.requirement("MD-20")
 def test_last(deployed):
     pass
-''')
+""",
+    )
     assert found["test_last"].verdict == "ERROR", found["test_last"]
     assert "node-1-containerd" in found["test_last"].diagnosis
