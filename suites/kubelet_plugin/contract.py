@@ -6,8 +6,9 @@ the violations it found, so a check states every one at once, with what it saw."
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from clusters.plugin_calls import CDISpec, PluginCall
 from suites.framework import cdi_specs
@@ -341,3 +342,76 @@ def _still_there(
         if left
         else []
     )
+
+
+STANDARD = "resource.kubernetes.io/"
+PCI_BUS_ID, PCIE_ROOT, NUMA_NODE = (STANDARD + a for a in ("pciBusID", "pcieRoot", "numaNode"))
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    """A PCI function as its node's sysfs shows it."""
+
+    bdf: str
+    root: str  # pci<domain>:<bus>, the Root Complex above it
+    numa: int  # -1: no NUMA affinity
+    uuid: str | None = None  # a GPU's
+
+
+def _own_device(device: dict[str, Any], pci: dict[str, PciDevice]) -> PciDevice | None:
+    """The PCI function a published device stands for: by its UUID first (a wrong pciBusID must not
+    make it another device), then its pciBusID, then any of its string values that is an address."""
+    attrs = device.get("attributes") or {}
+    values = sorted(v["string"] for v in attrs.values() if isinstance(v.get("string"), str))
+    by_uuid = {p.uuid: p for p in pci.values() if p.uuid}
+    bus_id = (attrs.get(PCI_BUS_ID) or {}).get("string")
+    by_value = next((by_uuid[v] for v in values if v in by_uuid), None) or pci.get(bus_id or "")
+    return by_value or next((pci[v] for v in values if v in pci), None)
+
+
+def standard_attribute_problems(
+    slices: list[dict[str, Any]], pci: Callable[[str], dict[str, PciDevice]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """KP-12 over one driver's current slices: each node-local device publishing a standard
+    attribute, against the PCI function it stands for on its node (`pci(node)`, BDF -> device).
+    Returns what was judged (device, its values, the function it was matched to) and the violations."""
+    judged, problems = [], []
+    for pool, current in current_pools(slices).items():
+        for s in current:
+            for d in s["spec"].get("devices") or []:
+                attrs = d.get("attributes") or {}
+                std = {k: attrs[k] for k in (PCI_BUS_ID, PCIE_ROOT, NUMA_NODE) if k in attrs}
+                node = d.get("nodeName") or s["spec"].get("nodeName")
+                if not std or not node:
+                    continue  # a device reachable from several nodes has no one sysfs entry to hold it to
+                where = f"device {pool}/{d['name']} on {node}"
+                functions = pci(node)
+                own = _own_device(d, functions)
+                judged.append({"device": f"{pool}/{d['name']}", "node": node, "published": std, "pci function": own and own.bdf})
+                if own is None:
+                    bus_id = std.get(PCI_BUS_ID)
+                    problems.append(
+                        f"{where} publishes {PCI_BUS_ID} {bus_id}, which is no PCI function of the node "
+                        f"(it has {', '.join(sorted(functions))})"
+                        if bus_id
+                        else f"{where} publishes {sorted(std)} but names no PCI function of the node "
+                        "(no pciBusID, UUID or address among its values)"
+                    )
+                    continue
+                problems += [f"{where} (PCI function {own.bdf}): {p}" for p in _standard_value_problems(std, own)]
+    return judged, problems
+
+
+def _standard_value_problems(std: dict[str, dict[str, Any]], own: PciDevice) -> list[str]:
+    problems = []
+    if PCI_BUS_ID in std and std[PCI_BUS_ID] != {"string": own.bdf}:
+        problems.append(f"{PCI_BUS_ID} is {std[PCI_BUS_ID]}, expected {{'string': {own.bdf!r}}}")
+    if PCIE_ROOT in std and std[PCIE_ROOT] != {"string": own.root}:
+        problems.append(f"{PCIE_ROOT} is {std[PCIE_ROOT]}, expected {{'string': {own.root!r}}} (the Root Complex its sysfs entry is under)")
+    if NUMA_NODE in std:
+        value = std[NUMA_NODE]
+        if own.numa < 0:
+            problems.append(f"{NUMA_NODE} is {value}, but its numa_node is -1: a device with no NUMA affinity publishes none")
+        elif value != {"int": own.numa} and (value.get("ints") or [None])[0] != own.numa:
+            problems.append(f"{NUMA_NODE} is {value}, expected {{'int': {own.numa}}} or ints starting with {own.numa}, its numa_node")
+    return problems

@@ -5,10 +5,13 @@ faults it."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from clusters.providers import Lab
 from fake_hardware.lab import HardwareLab
+from suites.kubelet_plugin import contract
 
 # The emulated devices a DRA driver publishes one by one.
 KINDS = ("gpu", "nic", "vf")
@@ -28,3 +31,17 @@ def named(ids: dict[str, str], device: dict[str, Any]) -> str | None:
     """The emulated device among `ids` (identities()) that a published `device` names."""
     values = {a.get("string") for a in (device.get("attributes") or {}).values()} - {None}
     return next((ids[v] for v in sorted(values) if v in ids), None)
+
+
+def pci_devices(lab: Lab, node: str) -> dict[str, contract.PciDevice]:
+    """BDF -> each PCI function of `node` as its sysfs tree serves it (what drivers read): the
+    Root Complex its /sys/bus/pci/devices link resolves under, its numa_node, and for a GPU its UUID."""
+    hardware = HardwareLab(lab.started_config("reading the emulated devices' sysfs entries")).node(node)
+    uuids = {f.bdf: str(f.gpu["uuid"]) for f in hardware.plan.functions if f.gpu and f.gpu.get("uuid")}
+    out = {}
+    for link in sorted((hardware.sys_root / "bus" / "pci" / "devices").iterdir()):
+        parts = Path(os.readlink(link)).parts
+        root = parts[parts.index("devices") + 1]
+        numa = int((link / "numa_node").read_text().strip())
+        out[link.name] = contract.PciDevice(link.name, root, numa, uuids.get(link.name))
+    return out

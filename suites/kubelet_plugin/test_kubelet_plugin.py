@@ -79,6 +79,24 @@ def test_slices_of_every_pool_are_consistent(api, dra_driver: DriverUnderTest, e
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.requirement("KP-12")
+def test_standard_attributes_are_each_devices_own(host_access: Lab, api, dra_driver: DriverUnderTest, evidence: Evidence) -> None:
+    dra_driver.requires_hardware("the standard attributes are held to the emulated devices' sysfs entries")
+    slices = observe.settled_slices(api, dra_driver.name)
+    assert slices, f"{dra_driver.name} publishes no ResourceSlice: nothing of it can be allocated"
+    read: dict[str, dict[str, contract.PciDevice]] = {}
+    judged, problems = contract.standard_attribute_problems(
+        slices, lambda node: read.setdefault(node, emulated.pci_devices(host_access, node))
+    )
+    evidence.observe("the driver's devices with standard attributes, each with the PCI function it stands for", judged)
+    if not judged:
+        pytest.skip(
+            f"no node-local device of {dra_driver.name} publishes {contract.PCI_BUS_ID}, {contract.PCIE_ROOT} or "
+            f"{contract.NUMA_NODE}: KP-12 holds the values of those it publishes"
+        )
+    assert not problems, "\n".join(problems)
+
+
 # How long a device's removal from the node, and its return, may take to show in the slices.
 HOTPLUG_TIMEOUT = 60
 

@@ -207,6 +207,7 @@ VALID_VARIANTS = {
     ("gpu", "leave-socket"): "a socket left after uninstall (a SHOULD missed: a WARNING)",
     ("net", "no-ready-condition"): "no status conditions",
     ("net", "status-apply"): "status.devices by server-side apply",
+    ("net", "standard-topology"): "more standard attributes, by upstream's helpers",
     ("net", "one-vf-per-node"): "one device per node",
     ("net", "several-pools"): "several pools",
     ("net", "slow-prepare"): "slow but correct prepare",

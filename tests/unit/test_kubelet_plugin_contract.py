@@ -304,3 +304,71 @@ def test_a_second_prepare_that_differs_names_the_claim_and_the_difference(claims
 
     found = problems(_held("gpu-0"), "gpu.example", _second(claims))
     assert len(found) == 1 and "claim ns/c (u1)" in found[0] and said in found[0], found
+
+
+# KP-12: standard attributes against the PCI function each device stands for.
+GPU0 = contract.PciDevice("0000:03:00.0", "pci0000:00", 0, "GPU-aaa")
+GPU1 = contract.PciDevice("0000:83:00.0", "pci0000:80", 1, "GPU-bbb")
+VF = contract.PciDevice("0000:05:00.2", "pci0000:00", -1)
+NODE = {p.bdf: p for p in (GPU0, GPU1, VF)}
+
+
+def _std_slice(*devices: dict, node: str | None = "n1") -> list[dict]:
+    return [
+        {
+            "metadata": {"name": "s"},
+            "spec": {"pool": {"name": "p", "generation": 1, "resourceSliceCount": 1}, "nodeName": node, "devices": list(devices)},
+        }
+    ]
+
+
+def _device(name: str, **attrs: dict) -> dict:
+    return {"name": name, "attributes": {**attrs}}
+
+
+def _std(**values: dict) -> dict:
+    return {contract.STANDARD + k: v for k, v in values.items()}
+
+
+def test_standard_attributes_of_each_device_pass() -> None:
+    devices = [
+        _device("gpu-0", uuid={"string": "GPU-aaa"}, **_std(pciBusID={"string": GPU0.bdf}, pcieRoot={"string": "pci0000:00"})),
+        _device("gpu-1", **_std(pciBusID={"string": GPU1.bdf}, pcieRoot={"string": "pci0000:80"}, numaNode={"ints": [1, 0]})),
+        _device("vf", **_std(pciBusID={"string": VF.bdf})),
+    ]
+    judged, problems = contract.standard_attribute_problems(_std_slice(*devices), lambda node: NODE)
+    assert problems == [] and [j["pci function"] for j in judged] == [GPU0.bdf, GPU1.bdf, VF.bdf]
+
+
+def test_a_device_without_standard_attributes_or_node_is_not_judged() -> None:
+    judged, problems = contract.standard_attribute_problems(
+        _std_slice(_device("plain", uuid={"string": "GPU-aaa"})) + _std_slice(_device("shared", **_std(numaNode={"int": 0})), node=None),
+        lambda node: NODE,
+    )
+    assert judged == [] and problems == []
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        # another GPU's address, though its UUID says which it is
+        (
+            _device("gpu-0", uuid={"string": "GPU-aaa"}, **_std(pciBusID={"string": GPU1.bdf})),
+            "pciBusID is {'string': '0000:83:00.0'}, expected",
+        ),
+        # the root taken from the device's own bus number
+        (
+            _device("gpu-1", **_std(pciBusID={"string": GPU1.bdf}, pcieRoot={"string": "pci0000:83"})),
+            "pcieRoot is {'string': 'pci0000:83'}",
+        ),
+        (_device("gpu-1", **_std(pciBusID={"string": GPU1.bdf}, numaNode={"int": 0})), "numaNode is {'int': 0}, expected {'int': 1}"),
+        (_device("gpu-1", **_std(pciBusID={"string": GPU1.bdf}, numaNode={"ints": [0, 1]})), "numaNode is {'ints': [0, 1]}"),
+        (_device("vf", **_std(pciBusID={"string": VF.bdf}, numaNode={"int": 0})), "its numa_node is -1"),
+        (_device("ghost", **_std(pciBusID={"string": "0000:09:00.0"})), "'0000:09:00.0'}, which is no PCI function of the node"),
+        (_device("anon", **_std(pcieRoot={"string": "pci0000:00"})), "names no PCI function of the node"),
+    ],
+)
+def test_a_standard_attribute_not_the_devices_own_fails(device: dict, message: str) -> None:
+    judged, problems = contract.standard_attribute_problems(_std_slice(device), lambda node: NODE)
+    assert len(judged) == 1 and len(problems) == 1 and message in problems[0], problems
+    assert f"device p/{device['name']} on n1" in problems[0]

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,7 @@ var ownVariants = map[string]string{
 	variantHidesFaults:            "an unhealthy GPU stays in the ResourceSlice and the health stream reports every GPU healthy, so a fault never reaches the pods using it (breaks KP-10)",
 	variantOtherDrivers:           "a request's metadata also lists the devices other drivers were allocated for it, as this driver's (breaks MD-07)",
 	variantOtherRequests:          "the devices other drivers were allocated for the claim's other requests are answered too, as this driver's (breaks KP-03; in the fixed KP scenarios no claim has another driver's request)",
+	variantPCIeRootFromBDF:        "the standard pcieRoot attribute is made from the GPU's own bus number (pci<domain>:<bus>), not read from the sysfs path of the Root Complex it sits under (breaks KP-12)",
 }
 
 const (
@@ -58,6 +60,7 @@ const (
 	variantOtherDrivers           = "other-drivers-devices"
 	variantOtherRequests          = "other-requests-devices"
 	variantHidesFaults            = "hides-faults"
+	variantPCIeRootFromBDF        = "pcie-root-from-bdf"
 )
 
 // maxMetadataAttributes is how many attributes metadata.resource.k8s.io/v1beta1 allows a device
@@ -106,6 +109,9 @@ func (d *gpuDriver) attributes(g sysfs.GPU) map[resourceapi.QualifiedName]resour
 	// Upstream's helper reads the PCIe root from the device's sysfs path, as real drivers do.
 	if root, err := deviceattribute.GetPCIeRootAttributeByPCIBusID(g.BDF, deviceattribute.WithFSFromRoot(d.opts.SysfsRoot)); err == nil {
 		attrs[root.Name] = root.Value
+	}
+	if d.opts.Variant.Is(variantPCIeRootFromBDF) {
+		attrs[deviceattribute.StandardDeviceAttributePCIeRoot] = resourceapi.DeviceAttribute{StringValue: ptr.To("pci" + g.BDF[:strings.LastIndex(g.BDF, ":")])}
 	}
 	return d.opts.Attributes(attrs)
 }

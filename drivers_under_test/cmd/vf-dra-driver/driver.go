@@ -51,8 +51,10 @@ type vfDriver struct {
 	dradriver.Common
 	opts   *dradriver.Options
 	fields networkFields // what networkData reports
-	client kubernetes.Interface
-	helper *kubeletplugin.Helper // set after Start; NRI hooks run only after that
+	// topology: the standard pcieRoot and numaNode attributes too (KP-12 holds their values).
+	topology bool
+	client   kubernetes.Interface
+	helper   *kubeletplugin.Helper // set after Start; NRI hooks run only after that
 
 	mu    sync.Mutex
 	vfs   map[string]sysfs.VF // by device name, as last discovered
@@ -70,7 +72,7 @@ func deviceName(vf sysfs.VF) string {
 // attributes are a VF's attributes under the names the driver publishes, in the slice and in
 // the metadata file.
 func (d *vfDriver) attributes(vf sysfs.VF) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
-	return d.opts.Attributes(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		// numaNode, not numa as the GPU driver says: derived attributes (KEP-6080) bridge the two.
 		"numaNode": {IntValue: ptr.To(int64(vf.NUMA))},
 		"pciBusID": {StringValue: ptr.To(vf.BDF)},
@@ -78,7 +80,17 @@ func (d *vfDriver) attributes(vf sysfs.VF) map[resourceapi.QualifiedName]resourc
 		"pfName":     {StringValue: ptr.To(vf.PFName)},
 		"vfIndex":    {IntValue: ptr.To(int64(vf.Index))},
 		"macAddress": {StringValue: ptr.To(vf.MAC)},
-	})
+	}
+	if d.topology {
+		fs := deviceattribute.WithFSFromRoot(d.opts.SysfsRoot)
+		if root, err := deviceattribute.GetPCIeRootAttributeByPCIBusID(vf.BDF, fs); err == nil {
+			attrs[root.Name] = root.Value
+		}
+		if numa, err := deviceattribute.GetNUMANodeAttributeByPCIBusID(vf.BDF, deviceattribute.ScalarAttribute, fs); err == nil {
+			attrs[numa.Name] = numa.Value
+		}
+	}
+	return d.opts.Attributes(attrs)
 }
 
 func (d *vfDriver) Devices() ([]resourceapi.Device, error) {

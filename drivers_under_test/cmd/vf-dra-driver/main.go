@@ -29,12 +29,14 @@ type config struct {
 	poll      time.Duration
 	nriSocket string
 	fields    networkFields
+	topology  bool
 }
 
 func newConfig(fs *flag.FlagSet) *config {
 	c := &config{opts: dradriver.RegisterFlags(fs, "vf.dralab.dev", ownVariants)}
 	fs.DurationVar(&c.poll, "poll", 5*time.Second, "how often sysfs is checked for VFs that vanish or return (as the GPU driver looks for GPUs)")
 	fs.StringVar(&c.nriSocket, "nri-socket", api.DefaultSocketPath, "the container runtime's NRI socket")
+	fs.BoolVar(&c.topology, "standard-topology", false, "also publish the standard pcieRoot and numaNode attributes, as upstream's deviceattribute helpers read them from sysfs")
 	_ = c.fields.Set(strings.Join(allNetworkFields, ","))
 	fs.Var(&c.fields, "network-data-fields", "comma-separated networkData fields to report, each optional in the API: "+
 		strings.Join(allNetworkFields, ", "))
@@ -52,7 +54,7 @@ func main() {
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint: %w", err)
 		}
-		d = &vfDriver{opts: opts, fields: c.fields, client: client, state: state, netns: map[types.UID]*os.File{}}
+		d = &vfDriver{opts: opts, fields: c.fields, topology: c.topology, client: client, state: state, netns: map[types.UID]*os.File{}}
 		return d, nil
 	}
 	started := func(ctx context.Context, helper *kubeletplugin.Helper) {
