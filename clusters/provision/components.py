@@ -86,9 +86,9 @@ DRIVER_BINARIES = ("vf-dra-driver", "fake-gpu-plugin", "dp-probe", "dra-probe")
 DRIVERS_UNDER_TEST = GoRecipe(
     name="drivers-under-test",
     version="local",
-    local_module=REPO / "drivers_under_test",
+    local_root=REPO,
     binaries={
-        name: f"./cmd/{name}"
+        name: f"drivers_under_test/cmd/{name}"
         for name in ("incluster-whoami", "nri-probe", "socket-proxy", "sysfs-fuse", "modprobe", "plugin-recorder", *DRIVER_BINARIES)
     },
 )
@@ -102,11 +102,11 @@ NVIDIA_SMI_FILE = "nvidia-smi"
 DRIVERS_WITH_CGO = GoRecipe(
     name="drivers-under-test-cgo",
     version="local",
-    local_module=REPO / "drivers_under_test",
+    local_root=REPO,
     binaries={
-        NVML_LIBRARY_FILE: "./cmd/libnvidia-ml",
-        NVIDIA_SMI_FILE: "./cmd/nvidia-smi",
-        **{name: f"./cmd/{name}" for name in CGO_DRIVER_BINARIES},
+        NVML_LIBRARY_FILE: "drivers_under_test/cmd/libnvidia-ml",
+        NVIDIA_SMI_FILE: "drivers_under_test/cmd/nvidia-smi",
+        **{name: f"drivers_under_test/cmd/{name}" for name in CGO_DRIVER_BINARIES},
     },
     cgo=True,
 )
