@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from clusters.provision import gobuild
-from clusters.provision.components import DRIVERS_UNDER_TEST, DRIVERS_WITH_CGO, KUBERNETES
+from clusters.provision.components import DRIVERS_UNDER_TEST, DRIVERS_WITH_CGO, KUBERNETES, REPO
 from clusters.provision.gobuild import GoRecipe
 
 KUBERNETES_GOMOD = """module k8s.io/kubernetes
@@ -42,16 +42,17 @@ def test_cache_key_changes_with_version_and_recipe_source(tmp_path: Path, monkey
 
 
 def test_a_binary_named_as_a_shared_library_is_built_as_one_with_cgo(tmp_path: Path, monkeypatch) -> None:
-    builds: list[tuple[list[str], str]] = []
-    monkeypatch.setattr(gobuild, "run_logged", lambda cmd, log, env, **kw: builds.append((cmd, env["CGO_ENABLED"])))
+    builds: list[tuple[list[str], str, Path]] = []
+    monkeypatch.setattr(gobuild, "run_logged", lambda cmd, log, env, cwd, **kw: builds.append((cmd, env["CGO_ENABLED"], cwd)))
     gobuild.build(DRIVERS_WITH_CGO, tmp_path / "cgo", tmp_path / "work", tmp_path / "log")
     gobuild.build(DRIVERS_UNDER_TEST, tmp_path / "drivers", tmp_path / "work", tmp_path / "log")
-    (library, cgo), (smi, smi_cgo), (gpu_driver, gpu_cgo), *drivers = builds
-    assert "-buildmode=c-shared" in library and library[-1] == "./cmd/libnvidia-ml" and cgo == "1"
+    (library, cgo, hardware), (smi, smi_cgo, _), (gpu_driver, gpu_cgo, drivers_module), *drivers = builds
+    assert "-buildmode=c-shared" in library and library[-1] == "./cmd/libnvidia-ml" and cgo == "1" and hardware == REPO / "fake_hardware"
     assert "-extldflags=-Wl,-soname,libnvidia-ml.so.1" in library[library.index("-ldflags") + 1]
     assert "-buildmode=c-shared" not in smi and smi[-1] == "./cmd/nvidia-smi" and smi_cgo == "1"
     assert "-buildmode=c-shared" not in gpu_driver and gpu_driver[-1] == "./cmd/gpu-dra-driver" and gpu_cgo == "1"
-    assert all("-buildmode=c-shared" not in cmd and cgo == "0" for cmd, cgo in drivers)
+    assert drivers_module == REPO / "drivers_under_test"
+    assert all("-buildmode=c-shared" not in cmd and cgo == "0" for cmd, cgo, _ in drivers)
 
 
 def test_a_recipes_test_suite_is_part_of_its_key(tmp_path: Path, monkeypatch) -> None:
