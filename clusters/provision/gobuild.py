@@ -136,10 +136,10 @@ def is_local(replace: dict[str, Any]) -> bool:
 
 
 def module_sources(module: Path) -> list[Path]:
-    """The files of `module` that can go into its binaries: its go.mod and go.sum, and every .go
-    (tests excepted) and .c file in the directories Go finds its packages in. As Go does, skipped
-    are directories named . or _ anything or testdata, nested modules and those the go.mod ignores
-    with ./ paths (a bare-name ignore still counts here: a needless rebuild, never a stale one)."""
+    """The files of `module` that can go into its binaries: go.mod, go.sum, and each .go (tests
+    excepted) and .c file where Go looks for packages, skipping as it does directories named .* or
+    _* or testdata, nested modules and the go.mod's `ignore ./...` ones (a bare-name ignore still
+    counts here: a needless rebuild, never a stale one)."""
     ignored = {module / i["Path"] for i in module_edit_json(module).get("Ignore") or [] if i["Path"].startswith("./")}
     files = []
     for d, dirs, names in os.walk(module):
