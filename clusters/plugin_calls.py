@@ -1,5 +1,5 @@
 """Plugin calls: what a node's kubelet and its kubelet plugins said to each other, recorded by
-plugin-recorder (drivers_under_test/cmd/plugin-recorder), which stands between them on each node
+plugin-recorder (clusters/cmd/plugin-recorder), which stands between them on each node
 of a lab dralab runs (MUT-03's trace).
 
 Plugins put their registration sockets in the driver registry, a directory beside the kubelet's

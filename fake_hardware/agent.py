@@ -1,6 +1,6 @@
 """The hardware agent: one process per node with emulated hardware, playing the kernel's part (HW-08).
 
-It starts the node's FUSE server (drivers_under_test/cmd/sysfs-fuse) over the tree's state, which
+It starts the node's FUSE server (fake_hardware/cmd/sysfs-fuse) over the tree's state, which
 mounts the tree where the node and the host see it, and answers the server's questions: each
 write to an attribute the kernel acts on (sriov_numvfs, driver_override, a driver's bind/unbind/
 new_id/remove_id, the bus's drivers_probe) goes to fake_hardware.kernel while the writer waits, and

@@ -11,7 +11,7 @@ so a node gets a root of its own, at NODE_HOST_ROOT:
     sys                 the node's tree, served as at /sys (mounted over it)
     dev, proc           the node's /dev (its /dev/vfio and /dev/infiniband) and /proc (mounted)
     <driver root>       the node's NVIDIA driver root at its node path (mounted)
-    usr/sbin/modprobe   drivers_under_test/cmd/modprobe: a module the node has loaded succeeds,
+    usr/sbin/modprobe   fake_hardware/cmd/modprobe: a module the node has loaded succeeds,
                         any other fails as for a module not installed (sbin links to usr/sbin)
     lib/modules/<release>/modules.alias
                         the PCI IDs of the node's devices with their drivers' modules, and vfio_pci's

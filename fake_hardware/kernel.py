@@ -3,7 +3,7 @@
 Real drivers configure hardware through sysfs attributes: `sriov_numvfs` enables VFs,
 `driver_override` plus `bind`/`unbind`/`drivers_probe` move a function to another driver
 (typically vfio-pci, which gives it a /dev/vfio/<iommu group> node), `new_id` teaches a driver
-more IDs. The tree is served through FUSE (drivers_under_test/cmd/sysfs-fuse), which hands each
+more IDs. The tree is served through FUSE (fake_hardware/cmd/sysfs-fuse), which hands each
 write to one of those attributes to the hardware agent (fake_hardware/agent.py) before write(2)
 returns; the agent calls `NodeKernel.written`, which changes the tree's state, the netdevs and the
 node's /dev as the kernel would, or refuses the write with the errno the kernel gives, which is

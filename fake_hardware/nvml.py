@@ -1,6 +1,6 @@
 """What NVML tells a driver about a node's GPUs, for the lab's libnvidia-ml.so.1 (HW-10).
 
-The library (drivers_under_test/cmd/libnvidia-ml) finds which GPUs are present, their PCI IDs,
+The library (fake_hardware/cmd/libnvidia-ml) finds which GPUs are present, their PCI IDs,
 NUMA node, CPUs and health in the node's tree, as the kernel module would; what sysfs does not
 carry comes from a driver root this module renders from the same NodePlan, so both views agree:
 
@@ -252,7 +252,7 @@ def device_nodes(plan: NodePlan) -> dict[str, tuple[int, int]]:
 
 @dataclass(frozen=True)
 class Userspace:
-    """The driver's userspace as dralab builds it (drivers_under_test: cmd/libnvidia-ml, cmd/nvidia-smi)."""
+    """The driver's userspace as dralab builds it (fake_hardware/cmd/libnvidia-ml, cmd/nvidia-smi)."""
 
     library: Path
     nvidia_smi: Path

@@ -1,5 +1,5 @@
 """What dralab's wheel must carry besides Python modules: every other file under the packages
-pyproject.toml ships (driver and hardware profiles, manifests, the Go module's sources with its
+pyproject.toml ships (driver and hardware profiles, manifests, the Go modules' sources with their
 go.mod and go.sum, build recipes, the catalogue), because the code opens them from its own tree."""
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ def _build(recipe: GoRecipe, out: Path) -> None:
     log.unlink(missing_ok=True)
     with step(f"Building {recipe.name} {recipe.version} from Go modules (log: {log})"):
         gobuild.build(recipe, out, cache_root() / "work" / f"{recipe.name}-{recipe.key()}", log)
-    if recipe.local_module is not None:  # our own code changes often: keep only the newest build
+    if recipe.local_root is not None:  # our own code changes often: keep only the newest build
         _prune(out.parent.glob(f"{recipe.name}-{recipe.version}-*"), keep=out)
 
 

@@ -76,37 +76,47 @@ RUNC = GoRecipe(
     ldflags=f"-s -w -X main.version={versions.RUNC.lstrip('v')}",
 )
 
-# Our own Go module under drivers_under_test/: the reference drivers, the workload image's
-# helpers, the probes the lab's e2e tests attach to a node, the socket proxy `dralab qualify`'s
-# upstream suite runs on each node (the hostpathplugin image's proxy mode), the FUSE server
-# that gives the emulated sysfs the kernel's write semantics (fake_hardware/agent.py), the
-# modprobe of a node's host root (fake_hardware/host_root.py) and the recorder between each
-# node's kubelet and its plugins (clusters/plugin_calls.py).
+# This repository's own programs, each in the room its purpose names and built in place from that
+# room's Go module (docs/architecture.md, "Go code"), all into one cached component: the reference
+# drivers; the probes the suites run as pods of the drivers image (dp-probe, dra-probe) or on a
+# node (nri-probe), and the workload image's incluster-whoami; the FUSE server that gives the
+# emulated sysfs the kernel's write semantics (fake_hardware/agent.py) and the modprobe of a node's
+# host root (fake_hardware/host_root.py); the recorder between each node's kubelet and its plugins
+# (clusters/plugin_calls.py) and the socket proxy `dralab qualify`'s upstream suite runs on each
+# node (the hostpathplugin image's proxy mode).
 DRIVER_BINARIES = ("vf-dra-driver", "fake-gpu-plugin", "dp-probe", "dra-probe")
 DRIVERS_UNDER_TEST = GoRecipe(
     name="drivers-under-test",
     version="local",
-    local_module=REPO / "drivers_under_test",
+    local_root=REPO,
     binaries={
-        name: f"./cmd/{name}"
-        for name in ("incluster-whoami", "nri-probe", "socket-proxy", "sysfs-fuse", "modprobe", "plugin-recorder", *DRIVER_BINARIES)
+        "vf-dra-driver": "drivers_under_test/cmd/vf-dra-driver",
+        "fake-gpu-plugin": "drivers_under_test/cmd/fake-gpu-plugin",
+        "dp-probe": "suites/device_plugin/probes/dp-probe",
+        "dra-probe": "suites/kubelet_plugin/probes/dra-probe",
+        "nri-probe": "suites/lab/probes/nri-probe",
+        "incluster-whoami": "suites/probes/incluster-whoami",
+        "sysfs-fuse": "fake_hardware/cmd/sysfs-fuse",
+        "modprobe": "fake_hardware/cmd/modprobe",
+        "plugin-recorder": "clusters/cmd/plugin-recorder",
+        "socket-proxy": "clusters/cmd/socket-proxy",
     },
 )
 
-# From the same module, with cgo: the lab's NVML, libnvidia-ml.so.1 (HW-10), a C shared library,
-# and nvidia-smi over it, both for the driver roots of nodes with GPUs, and the GPU driver, which
-# loads an NVML through go-nvml (dlopen). The drivers image carries the C library they link against.
+# With cgo: the lab's NVML, libnvidia-ml.so.1 (HW-10), a C shared library, and nvidia-smi over it,
+# both for the driver roots of nodes with GPUs, and the GPU driver, which loads an NVML through
+# go-nvml (dlopen). The drivers image carries the C library they link against.
 CGO_DRIVER_BINARIES = ("gpu-dra-driver",)
 NVML_LIBRARY_FILE = "libnvidia-ml.so.1"
 NVIDIA_SMI_FILE = "nvidia-smi"
 DRIVERS_WITH_CGO = GoRecipe(
     name="drivers-under-test-cgo",
     version="local",
-    local_module=REPO / "drivers_under_test",
+    local_root=REPO,
     binaries={
-        NVML_LIBRARY_FILE: "./cmd/libnvidia-ml",
-        NVIDIA_SMI_FILE: "./cmd/nvidia-smi",
-        **{name: f"./cmd/{name}" for name in CGO_DRIVER_BINARIES},
+        NVML_LIBRARY_FILE: "fake_hardware/cmd/libnvidia-ml",
+        NVIDIA_SMI_FILE: "fake_hardware/cmd/nvidia-smi",
+        **{name: f"drivers_under_test/cmd/{name}" for name in CGO_DRIVER_BINARIES},
     },
     cgo=True,
 )

@@ -3,7 +3,8 @@
 `go install module/cmd@version` refuses modules whose go.mod has replace directives
 (k8s.io/kubernetes, etcd's server). A wrapper module of ours requires the pinned module, pins
 what needs pinning with replace directives, and builds either its own main.go (a recipe dir)
-or packages of the required modules listed as `tool` directives.
+or packages of the required modules listed as `tool` directives. This repository's own programs
+are built in place, each in the module of the room it lives in (docs/architecture.md, "Go code").
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clusters.errors import LabBroken
 from clusters.progress import run_logged
@@ -24,6 +26,7 @@ RECIPES = Path(__file__).parent / "recipes"
 # A binary named so is built as a C shared library, with its name as its soname: a program that
 # loads it by soname (dlopen("libnvidia-ml.so.1")) then finds it where it was preloaded by another name.
 SHARED_LIBRARY = re.compile(r"^lib[\w-]+\.so(\.\d+)*$")
+GO_SOURCES = {".go", ".mod", ".sum", ".c"}
 
 
 @dataclass(frozen=True)
@@ -44,36 +47,55 @@ class GoRecipe:
     # Extra names under which a multi-call binary is linked: alias -> binary.
     links: dict[str, str] = field(default_factory=dict)
     recipe_dir: Path | None = None
-    # A module of this repository (drivers_under_test) built in place instead of a wrapper.
-    local_module: Path | None = None
+    # This repository's tree, for its own programs: each binary's package is a directory under it
+    # (fake_hardware/cmd/sysfs-fuse), built in place in the room's module that holds it, no wrapper.
+    local_root: Path | None = None
     cgo: bool = False
     tags: tuple[str, ...] = ()
     ldflags: str = "-s -w"
 
     def source_files(self) -> list[Path]:
-        roots = [p for p in (self.recipe_dir, self.local_module) if p is not None]
         files: list[Path] = []
-        for root in roots:
-            files += sorted(
-                p
-                for p in root.rglob("*")
-                if p.is_file()
-                and p.suffix in {".go", ".mod", ".sum", ".c"}
-                # a local module's tests do not change its binaries; a recipe's tests are one
-                and not (root == self.local_module and p.name.endswith("_test.go"))
-            )
+        if self.recipe_dir is not None:  # a recipe's tests are one of its binaries
+            files += sorted(p for p in self.recipe_dir.rglob("*") if p.is_file() and p.suffix in GO_SOURCES)
+        for module in self.local_modules():
+            files += module_sources(module)
         return files
+
+    def local_modules(self) -> list[Path]:
+        """The modules of this repository the binaries are built from: each one's module, and what
+        those replace with a directory of the tree (suites' probes use drivers_under_test's packages)."""
+        if self.local_root is None:
+            return []
+        found: list[Path] = []
+        pending = [module_of(self.local_root / package, self.local_root) for package in self.binaries.values()]
+        while pending:
+            module = pending.pop()
+            if module not in found:
+                found.append(module)
+                replaces = module_edit_json(module).get("Replace") or []
+                pending += [Path(os.path.normpath(module / r["New"]["Path"])) for r in replaces if is_local(r)]
+        return sorted(found)
 
     def key(self) -> str:
         h = hashlib.sha256()
         # `tests` only when set: recipes without it keep the keys (and the cached builds) they had.
-        desc = {k: v for k, v in self.__dict__.items() if k not in ("recipe_dir", "local_module") and not (k == "tests" and not v)}
+        desc = {k: v for k, v in self.__dict__.items() if k not in ("recipe_dir", "local_root") and not (k == "tests" and not v)}
         h.update(json.dumps(desc, sort_keys=True, default=str).encode())
         h.update(go_version().encode())
         for f in self.source_files():
-            h.update(str(f.name).encode())
+            # a file of the tree by its path there: moved to another package, it builds something else
+            h.update((f.relative_to(self.local_root).as_posix() if self.local_root else f.name).encode())
             h.update(f.read_bytes())
         return h.hexdigest()[:12]
+
+    def located(self, package: str, work_dir: Path) -> tuple[Path, str]:
+        """Where `go build` runs for `package`, and the package as it names it there: a package of
+        the tree in its own module, any other in the wrapper module at `work_dir`."""
+        if self.local_root is None:
+            return work_dir, package
+        module = module_of(self.local_root / package, self.local_root)
+        return module, "./" + (self.local_root / package).relative_to(module).as_posix()
 
     def all_replaces(self) -> dict[str, str]:
         replaces = dict(self.replaces)
@@ -90,6 +112,45 @@ class GoRecipe:
         lines += [f"replace {m} => {m} {v}" for m, v in sorted(self.all_replaces().items())]
         lines += [f"tool {p}" for p in sorted(set(self.binaries.values())) if p != "."]
         return "\n".join(lines) + "\n"
+
+
+def module_of(package_dir: Path, root: Path) -> Path:
+    """The module holding `package_dir`: the nearest directory up to `root` with a go.mod."""
+    for d in (package_dir, *package_dir.parents):
+        if (d / "go.mod").exists():
+            return d
+        if d == root:
+            break
+    raise LabBroken(f"{package_dir} is in no Go module under {root}")
+
+
+def module_edit_json(module: Path) -> dict[str, Any]:
+    """`module`'s go.mod as `go mod edit -json` reads it (no network)."""
+    out = subprocess.run(["go", "mod", "edit", "-json"], cwd=module, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def is_local(replace: dict[str, Any]) -> bool:
+    """A replace directive naming a directory (a path, no version) rather than a module version."""
+    return replace["New"]["Path"].startswith(("./", "../"))
+
+
+def module_sources(module: Path) -> list[Path]:
+    """The files of `module` that can go into its binaries: go.mod, go.sum, and each .go (tests
+    excepted) and .c file where Go looks for packages, skipping as it does directories named .* or
+    _* or testdata, nested modules and the go.mod's `ignore ./...` ones (a bare-name ignore still
+    counts here: a needless rebuild, never a stale one)."""
+    ignored = {module / i["Path"] for i in module_edit_json(module).get("Ignore") or [] if i["Path"].startswith("./")}
+    files = []
+    for d, dirs, names in os.walk(module):
+        here = Path(d)
+        dirs[:] = [
+            s
+            for s in dirs
+            if not s.startswith((".", "_")) and s != "testdata" and not (here / s / "go.mod").exists() and (here / s) not in ignored
+        ]
+        files += [here / n for n in names if Path(n).suffix in GO_SOURCES and not n.endswith("_test.go")]
+    return sorted(files)
 
 
 _go_version: str | None = None
@@ -123,19 +184,18 @@ def module_gomod(module: str, version: str) -> str:
 
 def build(recipe: GoRecipe, out_dir: Path, work_dir: Path, log: Path) -> None:
     """Build every binary of `recipe` into `out_dir` (which must not exist yet)."""
-    env = dict(os.environ, CGO_ENABLED="1" if recipe.cgo else "0", GOFLAGS="-buildvcs=false")
-    if recipe.local_module is not None:
-        src = recipe.local_module
-    else:
-        src = work_dir
-        if src.exists():
-            shutil.rmtree(src)
-        src.mkdir(parents=True)
+    # GOWORK=off: a build reads its module's go.mod and go.sum alone, which the key covers; the
+    # checkout's go.work, which an installed wheel lacks, would select versions across all modules.
+    env = dict(os.environ, CGO_ENABLED="1" if recipe.cgo else "0", GOFLAGS="-buildvcs=false", GOWORK="off")
+    if recipe.local_root is None:
+        if work_dir.exists():
+            shutil.rmtree(work_dir)
+        work_dir.mkdir(parents=True)
         if recipe.recipe_dir is not None:
             for f in recipe.recipe_dir.glob("*.go"):  # _test.go too: a recipe's suite
-                shutil.copy(f, src / f.name)
-        (src / "go.mod").write_text(recipe.go_mod(go_version().removeprefix("go")))
-        run_logged(["go", "mod", "tidy"], log, cwd=src, env=env, what=f"resolving modules for {recipe.name}")
+                shutil.copy(f, work_dir / f.name)
+        (work_dir / "go.mod").write_text(recipe.go_mod(go_version().removeprefix("go")))
+        run_logged(["go", "mod", "tidy"], log, cwd=work_dir, env=env, what=f"resolving modules for {recipe.name}")
     staging = out_dir.with_name(out_dir.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)
@@ -147,12 +207,14 @@ def build(recipe: GoRecipe, out_dir: Path, work_dir: Path, log: Path) -> None:
             cmd.append("-buildmode=c-shared")
         if recipe.tags:
             cmd += ["-tags", ",".join(recipe.tags)]
-        run_logged(cmd + [package], log, cwd=src, env=env, what=f"building {binary} ({recipe.name} {recipe.version})")
+        cwd, package = recipe.located(package, work_dir)
+        run_logged(cmd + [package], log, cwd=cwd, env=env, what=f"building {binary} ({recipe.name} {recipe.version})")
     for binary, package in recipe.tests.items():
+        cwd, package = recipe.located(package, work_dir)
         run_logged(
             ["go", "test", "-c", "-trimpath", "-o", str(staging / binary), "-ldflags", recipe.ldflags, package],
             log,
-            cwd=src,
+            cwd=cwd,
             env=env,
             what=f"building {binary} ({recipe.name} {recipe.version})",
         )

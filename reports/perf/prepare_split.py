@@ -4,7 +4,7 @@ From the kubelet, for every driver: its whole PrepareResources operation and the
 driver within it. Its histograms start at 100 ms (DRADurationBuckets), so below that they give an
 exact mean but only an upper bound for quantiles. From the driver, when it serves them: the
 phases of each call in `dralab_driver_prepare_seconds{phase}` (the reference drivers do; see
-drivers_under_test/internal/dradriver/timing.go for the contract), scraped through the API server
+drivers_under_test/dradriver/timing.go for the contract), scraped through the API server
 from the pods of its namespace annotated `prometheus.io/scrape: "true"` (with `prometheus.io/port`
 and optionally `prometheus.io/path`), the usual Prometheus convention. Vendor figures are reported,
 not judged."""

@@ -1,4 +1,4 @@
-"""The device plugin probe (drivers_under_test/cmd/dp-probe) run as a pod on a node: as a plugin
+"""The device plugin probe (suites/device_plugin/probes/dp-probe) run as a pod on a node: as a plugin
 it registers with the node's kubelet under any API version and resource name and prints kubelet's
 answer; as a proxy it stands between the kubelet and a resource's plugin and prints every call."""
 

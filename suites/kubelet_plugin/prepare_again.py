@@ -1,5 +1,5 @@
 """KP-05's first half, a call the kubelet does not make for a claim it holds as prepared: dralab's
-probe (drivers_under_test/cmd/dra-probe), run as a pod on the node with the kubelet's root dir,
+probe (suites/kubelet_plugin/probes/dra-probe), run as a pod on the node with the kubelet's root dir,
 finds the driver's DRA service through plugins_registry as the kubelet does and calls
 NodePrepareResources again for claims the kubelet's checkpoint holds as prepared by the driver.
 Idempotent means the same answer: the same devices, for the same requests, with the same CDI

@@ -1,6 +1,6 @@
 """HW-07, HW-09: the libraries real drivers discover hardware with read every shipped profile's tree
 as they read a real node's. ghw (pci, topology, net), netlink and rdmamap (RDMA devices and their
-/dev/infiniband nodes) run in the Go tests of drivers_under_test/internal/hwreaders, compiled once,
+/dev/infiniband nodes) run in the Go tests of fake_hardware/internal/hwreaders, compiled once,
 against one hardware-only lab at a time."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from fake_hardware.topology import PciFunction
 
 pytestmark = pytest.mark.e2e
 LAB = "hwreaders"
-GO_MODULE = Path(__file__).resolve().parents[2] / "drivers_under_test"
+GO_MODULE = Path(__file__).resolve().parents[2] / "fake_hardware"
 
 
 def dralab(*args: str) -> None:

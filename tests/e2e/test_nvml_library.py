@@ -1,7 +1,7 @@
 """HW-10: go-nvml, as vendor GPU drivers use it, loads the lab's libnvidia-ml.so.1 and sees every GPU
 profile's GPUs as the tree and the profile give them, and hears of faults. No lab and no root: each
 profile's tree and driver root are rendered into a temporary directory (fake_hardware.nvml), and
-the Go tests of drivers_under_test/internal/gonvml build the library and read them."""
+the Go tests of fake_hardware/internal/gonvml build the library and read them."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from fake_hardware.profile import (
 )
 from fake_hardware.topology import NodePlan, plan_node
 
-GO_MODULE = Path(__file__).resolve().parents[2] / "drivers_under_test"
+GO_MODULE = Path(__file__).resolve().parents[2] / "fake_hardware"
 SEED = 7
 # hgx-h100 with MIG on for three GPUs: two 3g.40gb on the first, seven 1g.10gb on the second, and
 # on the third a 3g.40gb listed before the 4g.40gb that must take the first placement

@@ -91,7 +91,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
 def _moved(recipe: GoRecipe, root: Path) -> GoRecipe:
     """The recipe with its sources under `root` instead of the checkout."""
-    dirs = {f: root / getattr(recipe, f).relative_to(REPO) for f in ("recipe_dir", "local_module") if getattr(recipe, f)}
+    dirs = {f: root / getattr(recipe, f).relative_to(REPO) for f in ("recipe_dir", "local_root") if getattr(recipe, f)}
     return dataclasses.replace(recipe, **dirs)
 
 

@@ -2,7 +2,7 @@
 lab: each check PASSes on what the correct driver writes and FAILs on what the variant writes,
 with a message whose first line matches the violation the profile declares for it (what
 `dralab selfcheck` demands of the live run). The files are shaped as the upstream framework
-writes them (the Go tests in drivers_under_test/internal/dradriver check the variants there)."""
+writes them (the Go tests in drivers_under_test/dradriver check the variants there)."""
 
 from __future__ import annotations
 

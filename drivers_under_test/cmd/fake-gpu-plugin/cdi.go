@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 
-	"dralab.dev/drivers/internal/cdi"
-	"dralab.dev/drivers/internal/sysfs"
+	"dralab.dev/drivers_under_test/internal/cdi"
+	"dralab.dev/drivers_under_test/internal/sysfs"
 )
 
 const (

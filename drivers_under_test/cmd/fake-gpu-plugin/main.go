@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"dralab.dev/drivers/internal/variant"
+	"dralab.dev/drivers_under_test/internal/variant"
 )
 
 func main() {

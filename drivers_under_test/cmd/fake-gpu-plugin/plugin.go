@@ -20,9 +20,9 @@ import (
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"dralab.dev/drivers/internal/deviceplugin"
-	"dralab.dev/drivers/internal/sysfs"
-	"dralab.dev/drivers/internal/variant"
+	"dralab.dev/drivers_under_test/deviceplugin"
+	"dralab.dev/drivers_under_test/internal/sysfs"
+	"dralab.dev/drivers_under_test/internal/variant"
 )
 
 const (

@@ -23,10 +23,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"dralab.dev/drivers/internal/cdi"
-	"dralab.dev/drivers/internal/deviceplugin/fakekubelet"
-	"dralab.dev/drivers/internal/sysfs"
-	"dralab.dev/drivers/internal/variant"
+	"dralab.dev/drivers_under_test/deviceplugin/fakekubelet"
+	"dralab.dev/drivers_under_test/internal/cdi"
+	"dralab.dev/drivers_under_test/internal/sysfs"
+	"dralab.dev/drivers_under_test/internal/variant"
 )
 
 // timeout bounds every wait; a healthy run takes milliseconds.

@@ -19,9 +19,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"dralab.dev/drivers/internal/cdi"
-	"dralab.dev/drivers/internal/dradriver"
-	"dralab.dev/drivers/internal/sysfs"
+	"dralab.dev/drivers_under_test/dradriver"
+	"dralab.dev/drivers_under_test/internal/cdi"
+	"dralab.dev/drivers_under_test/internal/sysfs"
 )
 
 // driverVersion is published as the `driverVersion` attribute (a semantic version).

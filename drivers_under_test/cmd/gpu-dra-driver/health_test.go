@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 
-	"dralab.dev/drivers/internal/dradriver/frameworktest"
+	"dralab.dev/drivers_under_test/dradriver/frameworktest"
 )
 
 // The kubelet's health stream (KEP-4680) through the framework: the prepared GPU is reported

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"dralab.dev/drivers/internal/dradriver"
-	"dralab.dev/drivers/internal/sysfs"
+	"dralab.dev/drivers_under_test/dradriver"
+	"dralab.dev/drivers_under_test/internal/sysfs"
 )
 
 // config is the driver's command line.

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"testing"
 
-	"dralab.dev/drivers/internal/profiletest"
+	"dralab.dev/drivers_under_test/internal/profiletest"
 )
 
 func TestTheProfilesVariantsAreFlagsOfTheDriver(t *testing.T) {

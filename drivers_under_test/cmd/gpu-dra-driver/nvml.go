@@ -7,7 +7,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"dralab.dev/drivers/internal/sysfs"
+	"dralab.dev/drivers_under_test/internal/sysfs"
 )
 
 // nvmlDiscovery finds GPUs as NVIDIA's drivers do, through NVML (libnvidia-ml.so.1, loaded by

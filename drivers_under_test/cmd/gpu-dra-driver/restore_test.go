@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
-	"dralab.dev/drivers/internal/dradriver"
-	"dralab.dev/drivers/internal/sysfs"
+	"dralab.dev/drivers_under_test/dradriver"
+	"dralab.dev/drivers_under_test/internal/sysfs"
 )
 
 // newTestDriver is the GPU driver with two GPUs on node-1, its CDI dir and plugin data dir in a

@@ -13,9 +13,9 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"dralab.dev/drivers/internal/cdi"
-	"dralab.dev/drivers/internal/dradriver"
-	"dralab.dev/drivers/internal/dradriver/frameworktest"
+	"dralab.dev/drivers_under_test/dradriver"
+	"dralab.dev/drivers_under_test/dradriver/frameworktest"
+	"dralab.dev/drivers_under_test/internal/cdi"
 )
 
 // The GPU driver's metadata variants, through the upstream framework's writes: each is

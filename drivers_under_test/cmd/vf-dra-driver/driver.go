@@ -22,9 +22,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"dralab.dev/drivers/internal/dradriver"
-	"dralab.dev/drivers/internal/netdev"
-	"dralab.dev/drivers/internal/sysfs"
+	"dralab.dev/drivers_under_test/dradriver"
+	"dralab.dev/drivers_under_test/internal/netdev"
+	"dralab.dev/drivers_under_test/internal/sysfs"
 )
 
 // Variants only the VF driver has.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
-	"dralab.dev/drivers/internal/dradriver"
+	"dralab.dev/drivers_under_test/dradriver"
 )
 
 // config is the driver's command line.

@@ -8,7 +8,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
-	"dralab.dev/drivers/internal/netdev"
+	"dralab.dev/drivers_under_test/internal/netdev"
 )
 
 var full = resourceapi.NetworkDeviceData{InterfaceName: "net1", IPs: []string{"10.97.0.5/24"}, HardwareAddress: "02:aa:bb:cc:dd:01"}

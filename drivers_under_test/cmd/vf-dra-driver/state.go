@@ -3,9 +3,9 @@ package main
 import (
 	"k8s.io/apimachinery/pkg/types"
 
-	"dralab.dev/drivers/internal/dradriver"
-	"dralab.dev/drivers/internal/netdev"
-	"dralab.dev/drivers/internal/sysfs"
+	"dralab.dev/drivers_under_test/dradriver"
+	"dralab.dev/drivers_under_test/internal/netdev"
+	"dralab.dev/drivers_under_test/internal/sysfs"
 )
 
 // preparedClaim is what prepare learned about a claim and the NRI hooks need later: the
