@@ -25,7 +25,7 @@ from suites.framework.metadata_file import parse_stream
 from suites.framework.node_files import NodeFiles
 from suites.framework.spec_drift import Drift
 from suites.framework.verdicts import Blocked, DriverFailure, require
-from suites.framework.waits import WaitTimeout
+from suites.framework.waits import DriverTimedOut
 
 pytestmark = pytest.mark.e2e
 KEP = "KEP-5304"
@@ -284,8 +284,8 @@ def test_a_re_prepared_claim_has_its_metadata_again_after_a_restart_of(
     assert not unseen, f"before the {event} the running pod's claim has no {', '.join(unseen)}: nothing to compare"
     try:
         restarts.prepare_again(host_access, api, component, s.namespace, s.pod)
-    except WaitTimeout as e:
-        raise _why_not_started(s, event, dirs, evidence) or WaitTimeout(
+    except DriverTimedOut as e:
+        raise _why_not_started(s, event, dirs, evidence) or type(e)(
             f"{e}\nevents of {s.pod}:\n{pods.events(api, s.namespace, s.pod)}"
         ) from None
     after = _observed(s, dirs)

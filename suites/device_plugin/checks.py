@@ -15,7 +15,7 @@ from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
 from suites.framework.pods import PodBuilder
-from suites.framework.waits import WaitTimeout
+from suites.framework.waits import DriverTimedOut
 
 # Measured on the lab (v1.37.1): allocatable follows a health change 9.6 to 10.1 s later. The
 # plugin sees it within its 1 s sysfs poll; kubelet publishes allocatable with its next node
@@ -104,7 +104,7 @@ def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverU
     try:
         try:
             dropped: float | None = wait_allocatable(api, node, plugin.resource, total - 1, HEALTH_TIMEOUT)
-        except WaitTimeout:
+        except DriverTimedOut:
             dropped = None
         during = healthy_devices(files, node, plugin.resource)
         counts = capacity(api, node, plugin.resource), allocatable(api, node, plugin.resource)
