@@ -81,6 +81,12 @@ def test_one_request_served_by_two_drivers(
     drivers = (metadata_driver.name, second_driver.name)
     free, node = other_driver.free_on_one_node(lab, api, drivers, "MD-07")
     selectors = [slices.selector_for(f, [p for p in slices.published(api, f.driver) if p.node == node]) for f in free]
+    require(
+        all(selectors),
+        f"no attribute tells {' or '.join(f'{f.driver} device {f.name}' for f, s in zip(free, selectors) if s is None)} "
+        f"from the other devices of {node}, so no device class can match just the two",
+        "publish an attribute that differs between the devices of a node (a uuid, a PCI address)",
+    )
     # On that node the class matches just these two devices: a request for two is served by both drivers.
     claim = ClaimBuilder("two-drivers").request("dev", shared_class(selectors), count=2)
     if metadata_driver.profile.claim_config is not None:

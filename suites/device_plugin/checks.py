@@ -5,6 +5,7 @@ node runs it: its pod and log on a node (evidence), the GPUs the emulated hardwa
 
 from __future__ import annotations
 
+from clusters.errors import HarnessError
 from clusters.providers import Lab
 from fake_hardware.lab import HardwareLab
 from suites.device_plugin import allocation, checkpoint, observations
@@ -32,7 +33,8 @@ def gpus(lab: Lab, plugin: DriverUnderTest, node: str) -> list[str]:
 
 def plugin_pod(api, plugin: DriverUnderTest, node: str) -> str:
     items = plugin.pods_on(api, node)
-    assert items, f"no pod of {plugin.profile.name} on {node}"
+    if not items:
+        raise HarnessError(f"no pod of {plugin.profile.name} on {node} to read the log of (DEP-01 judges where it runs)")
     return items[0].metadata.name
 
 

@@ -379,7 +379,11 @@ def other_nodes_driver_refused(o: Observed, ev: Evidence) -> None:  # ST-04, the
         for p in core.list_namespaced_pod(o.driver.profile.namespace, label_selector=f"{PROFILE_LABEL}={o.driver.profile.name}").items
         if p.spec.node_name != o.node
     ]
-    assert others, f"no pod of {o.driver.profile.name} on a node other than {o.node}"
+    require(
+        others,
+        f"no pod of {o.driver.profile.name} on a node other than {o.node}, whose token could try the write",
+        "run the driver on at least two nodes",
+    )
     pod = others[0]
     as_driver = identities.acting_as(o.lab.kubeconfig, identities.token(o.api, pod.metadata.namespace, pod.spec.service_account_name, pod))
     ev.add("identity", identities.who_am_i(as_driver))
@@ -425,7 +429,11 @@ def broader_than_associated_node(api, driver: DriverUnderTest, ev: Evidence) -> 
     """What the driver's per-node components may do on resourceclaims/driver, as the API server
     answers SubjectAccessReviews; one message per component that holds arbitrary-node: verbs."""
     daemonsets = client.AppsV1Api(api).list_namespaced_daemon_set(driver.profile.namespace).items
-    assert daemonsets, f"driver profile {driver.profile.name} runs no DaemonSet: no per-node component to review"
+    require(
+        daemonsets,
+        f"driver profile {driver.profile.name} runs no DaemonSet: no per-node component to review",
+        "deploy the driver's kubelet plugin as a DaemonSet",
+    )
     found = {}
     for ds in daemonsets:
         sa, ns = ds.spec.template.spec.service_account_name or "default", ds.metadata.namespace
