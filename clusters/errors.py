@@ -23,6 +23,13 @@ class LabBroken(DralabError):
     exit_code = 3
 
 
+class HarnessError(DralabError):
+    """dralab could not do its own part: what it set up for a check is not there, or a state its
+    code relies on does not hold. No verdict on the driver (ERROR), never its FAIL."""
+
+    exit_code = 3
+
+
 def log_tail(path: "str | Path", lines: int = 25) -> str:
     """The last lines of a log file, for error messages that carry their evidence."""
     try:

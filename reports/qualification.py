@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters.config import labs_root
+from clusters.junit_properties import Verdict
 from suites.upstream_dra.run import FAILED, PASSED, SKIPPED, Outcome
 
 QUALIFIED, NOT_QUALIFIED, INCOMPLETE = "QUALIFIED", "NOT QUALIFIED", "INCOMPLETE"
@@ -72,7 +73,7 @@ def _message(spec: dict[str, Any]) -> str:
 def render_section(q: dict[str, Any]) -> str:
     """The qualification as a section of an HTML report: settings, each SKIP's reason, each spec."""
     rows = "".join(
-        f"<tr class='{'PASS' if s['state'] == PASSED else 'FAIL' if s['state'] == FAILED else 'SKIP'}'>"
+        f"<tr class='{Verdict.PASS if s['state'] == PASSED else Verdict.FAIL if s['state'] == FAILED else Verdict.SKIP}'>"
         f"<td>{_e(s['state'])}</td><td>{s['seconds']:.1f}s</td><td>{_e(s['name'])}<br><small>"
         f"{_e(s['location'])}</small>{_message(s)}"
         f"</td></tr>"
@@ -83,7 +84,7 @@ def render_section(q: dict[str, Any]) -> str:
     diagnosis = f"<h3>Lab diagnosis</h3><pre>{_e(chr(10).join(q['diagnosis']))}</pre>" if q["diagnosis"] else ""
     return (
         f"<h2>Cluster qualification: Kubernetes' DRA e2e suite</h2><p class='verdict "
-        f"{'PASS' if q['outcome'] == QUALIFIED else 'FAIL'}'>{_e(summary(q))}</p><table>{lab}</table>{diagnosis}"
+        f"{Verdict.PASS if q['outcome'] == QUALIFIED else Verdict.FAIL}'>{_e(summary(q))}</p><table>{lab}</table>{diagnosis}"
         f"<h3>Why specs skipped</h3><ul>{skips or '<li>none skipped</li>'}</ul>"
         f"<table><tr><th>outcome</th><th>duration</th><th>spec</th></tr>{rows}</table>"
     )

@@ -455,7 +455,7 @@ def render_html(report: dict[str, Any], out_dir: Path | None = None) -> str:
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab: {_e(title)}</title>
 <style>{STYLE}</style></head><body>
 <h1>dralab certification</h1>
-<p class="verdict {"PASS" if title == CERTIFIED else "FAIL"}">{_e(last_line(report))}</p>
+<p class="verdict {Verdict.PASS if title == CERTIFIED else Verdict.FAIL}">{_e(last_line(report))}</p>
 <p>tests: {_e(", ".join(f"{n} {v}" for v, n in summary["tests"].items() if n))}; {summary["wall_seconds"]}s</p>{paths}
 {"".join(sections)}
 <h2>Spec drift (shipped Kubernetes against the KEP text)</h2>

@@ -297,7 +297,7 @@ def render_html(data: dict[str, Any], out_dir: Path) -> str:
         return "<br>".join(e(f"{k}: {v}") for k, v in mapping.items() if v != Verdict.SKIP) or "-"
 
     rows = "".join(
-        f"<tr class='{'PASS' if v['match'] else 'FAIL'}'><td>{e(v['driver'])}</td><td>{e(v['variant'])}</td>"
+        f"<tr class='{Verdict.PASS if v['match'] else Verdict.FAIL}'><td>{e(v['driver'])}</td><td>{e(v['variant'])}</td>"
         f"<td>{e(v['kind'])}</td><td>{cell(v['expected'])}</td><td>{cell(v['observed'])}</td>"
         f"<td>{'match' if v['match'] else 'MISMATCH: ' + e(v['why'])}</td><td>{v['seconds']:.0f}s</td>"
         f"<td><a href='{e(Path(v['report']).relative_to(out_dir).as_posix())}'>report</a></td></tr>"

@@ -184,7 +184,7 @@ def growth(runs: list[Run]) -> list[str]:
 
 def table(runs: list[Run]) -> str:
     kinds = sorted({k for r in runs for k in r.peaks})
-    head = ["run", "seed", "outcome", "FAIL", "s", "residue", *MACHINE, *(f"{k} RSS KiB / fds" for k in kinds)]
+    head = ["run", "seed", "outcome", Verdict.FAIL, "s", "residue", *MACHINE, *(f"{k} RSS KiB / fds" for k in kinds)]
     rows = [
         [
             str(n),

@@ -11,7 +11,7 @@ from suites.derived_attributes.topology import DERIVED_NUMA, GPU, NIC, attribute
 from suites.framework import claims, pods
 from suites.framework.claims import ClaimBuilder
 from suites.framework.verdicts import require
-from suites.framework.waits import wait_for
+from suites.framework.waits import TooSlowToJudge, WaitTimeout, wait_for
 
 SCHEDULE_TIMEOUT = 30
 # The scheduler's answer to derived attributes while its DRADerivedAttributes gate is off.
@@ -30,14 +30,17 @@ GPU_1 = f"{attribute(GPU, 'index')} == 1"  # the selector of the one NUMA-1 GPU
 
 
 def schedule(api, namespace: str, claim: ClaimBuilder, node: str | None, ev: Evidence) -> dict[str, Any]:
-    """The claim as the scheduler allocated it for a pod on `node` (None: any node); AssertionError
-    with the pod's events if it did not within the timeout."""
+    """The claim as the scheduler allocated it for a pod on `node` (None: any node). Not allocated
+    within the timeout: an AssertionError where the scheduler said why (FailedScheduling: its
+    answer, the subject's FAIL), else the WaitTimeout (no answer, no verdict)."""
     try:
         allocated = pods.allocate_through(api, namespace, claim, node, pod=claim.name, timeout=SCHEDULE_TIMEOUT)
-    except AssertionError:
+    except WaitTimeout as e:
         events = pods.events(api, namespace, claim.name)
         ev.add("pod events", events)
         skip_if_scheduler_gate_off(events)
+        if "FailedScheduling" in events and not isinstance(e, TooSlowToJudge):
+            raise AssertionError(f"the scheduler did not allocate claim {claim.name}: {e}") from None
         raise
     ev.add("allocation", claims.allocated(allocated))
     ev.observe("allocated", ", ".join(f"{r['request']}={r['pool']}/{r['device']}" for r in claims.allocated(allocated)))
@@ -46,16 +49,18 @@ def schedule(api, namespace: str, claim: ClaimBuilder, node: str | None, ev: Evi
 
 def scheduling_failure(api, namespace: str, claim: ClaimBuilder, node: str | None, reason: str, ev: Evidence) -> str:
     """The pod's FailedScheduling event that contains `reason`, for a claim the scheduler must not
-    allocate (AssertionError if it allocates it, or no such event comes)."""
+    allocate (AssertionError if it allocates it; a WaitTimeout if neither comes)."""
     pods.create_with_claim(api, namespace, claim, claim.name, node)
 
     def failed() -> str | None:
         seen = pods.events(api, namespace, claim.name)
+        if allocated := claims.allocated(claims.read(api, namespace, claim.name)):
+            raise AssertionError(f"the scheduler allocated {allocated} to claim {claim.name}, which it must not ({seen})")
         return next((line for line in seen.splitlines() if "FailedScheduling" in line and reason in line), None)
 
     try:
         event = wait_for(f"a FailedScheduling event of pod {claim.name} saying {reason!r}", failed, SCHEDULE_TIMEOUT)
-    except AssertionError:
+    except WaitTimeout:
         if reason not in SCHEDULER_GATE_OFF:
             skip_if_scheduler_gate_off(pods.events(api, namespace, claim.name))
         raise

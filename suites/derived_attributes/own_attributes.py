@@ -49,9 +49,8 @@ def plan(free: list[Device]) -> Plan | None:
                 value = device.attributes[attribute]
                 if counts[repr(value)] < 2 or len(counts) < 2:
                     continue
-                try:
-                    selector = selector_for(device, devices)
-                except AssertionError:  # nothing tells this device from the others
+                selector = selector_for(device, devices)
+                if selector is None:  # nothing tells this device from the others
                     continue
                 return Plan(node, attribute, value, device, selector, _expression(device.driver, attribute))
     return None

@@ -10,6 +10,7 @@ from typing import Any, Iterator
 import pytest
 from kubernetes import client
 
+from clusters.errors import HarnessError
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy
@@ -75,7 +76,8 @@ EXPRESSIONS = [  # the GPU side; the VF side derives from numaNode
 def test_reference_drivers_pair_by_numa(api, net: DriverProfile, namespace: str, evidence: Evidence, gpu_expression: str) -> None:
     node = "node-1"
     free = {d.attributes["numaNode"]["int"] for d in slices.free(api, VF, node)}
-    assert free >= {0, 1}, f"{node} needs free VFs on both NUMA nodes for the pairing to mean anything: {free}"
+    if not free >= {0, 1}:  # the reference net driver's, on dralab's lab
+        raise HarnessError(f"{node} needs free VFs on both NUMA nodes for the pairing to mean anything: {free}")
     allocated = checks.schedule(api, namespace, aligned_pair("pair", net, gpu_expression, f"{GPU_NUMA} == 1"), node, evidence)
     got = numa_nodes(api, allocated)
     assert got["gpu"][1] == got["nic"][1] == 1, f"want the NUMA-1 GPU with a NUMA-1 VF; allocated (node, NUMA) {got}"

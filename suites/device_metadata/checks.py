@@ -12,7 +12,7 @@ from suites.device_metadata.scenario import Scenario
 from suites.framework import pods, slices
 from suites.framework.metadata_file import KNOWN_VERSIONS, V1BETA1, parse_stream, problems
 from suites.framework.verdicts import require
-from suites.framework.waits import wait_for
+from suites.framework.waits import WaitTimeout, driver_must
 from suites.resource_claim_status import network_data
 
 
@@ -231,11 +231,11 @@ def cleanup(s: Scenario, ev: Evidence) -> None:  # MD-14
         return {"claim dir": sorted(s.files.listing(s.node, claim_dir)), "CDI specs": s.cdi_specs(dirs, s.driver.name)}
 
     try:
-        wait_for(
+        driver_must(
             f"{claim_dir} and the claim's CDI specs ({', '.join(dirs)}) removed from {s.node} after unprepare",
             lambda: left() == {"claim dir": [], "CDI specs": []},
             20,
         )
-    except AssertionError:
+    except WaitTimeout:
         ev.add(f"left on {s.node} 20 s after the pod was gone", left())
         raise

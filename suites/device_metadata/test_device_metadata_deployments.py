@@ -25,7 +25,7 @@ from suites.framework.metadata_file import parse_stream
 from suites.framework.node_files import NodeFiles
 from suites.framework.spec_drift import Drift
 from suites.framework.verdicts import Blocked, DriverFailure, require
-from suites.framework.waits import WaitTimeout
+from suites.framework.waits import DriverTimedOut
 
 pytestmark = pytest.mark.e2e
 KEP = "KEP-5304"
@@ -81,6 +81,12 @@ def test_one_request_served_by_two_drivers(
     drivers = (metadata_driver.name, second_driver.name)
     free, node = other_driver.free_on_one_node(lab, api, drivers, "MD-07")
     selectors = [slices.selector_for(f, [p for p in slices.published(api, f.driver) if p.node == node]) for f in free]
+    require(
+        all(selectors),
+        f"no attribute tells {' or '.join(f'{f.driver} device {f.name}' for f, s in zip(free, selectors) if s is None)} "
+        f"from the other devices of {node}, so no device class can match just the two",
+        "publish an attribute that differs between the devices of a node (a uuid, a PCI address)",
+    )
     # On that node the class matches just these two devices: a request for two is served by both drivers.
     claim = ClaimBuilder("two-drivers").request("dev", shared_class(selectors), count=2)
     if metadata_driver.profile.claim_config is not None:
@@ -284,8 +290,8 @@ def test_a_re_prepared_claim_has_its_metadata_again_after_a_restart_of(
     assert not unseen, f"before the {event} the running pod's claim has no {', '.join(unseen)}: nothing to compare"
     try:
         restarts.prepare_again(host_access, api, component, s.namespace, s.pod)
-    except WaitTimeout as e:
-        raise _why_not_started(s, event, dirs, evidence) or WaitTimeout(
+    except DriverTimedOut as e:
+        raise _why_not_started(s, event, dirs, evidence) or type(e)(
             f"{e}\nevents of {s.pod}:\n{pods.events(api, s.namespace, s.pod)}"
         ) from None
     after = _observed(s, dirs)

@@ -5,6 +5,7 @@ node runs it: its pod and log on a node (evidence), the GPUs the emulated hardwa
 
 from __future__ import annotations
 
+from clusters.errors import HarnessError
 from clusters.providers import Lab
 from fake_hardware.lab import HardwareLab
 from suites.device_plugin import allocation, checkpoint, observations
@@ -15,7 +16,7 @@ from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
 from suites.framework.pods import PodBuilder
-from suites.framework.waits import WaitTimeout
+from suites.framework.waits import DriverTimedOut
 
 # Measured on the lab (v1.37.1): allocatable follows a health change 9.6 to 10.1 s later. The
 # plugin sees it within its 1 s sysfs poll; kubelet publishes allocatable with its next node
@@ -32,7 +33,8 @@ def gpus(lab: Lab, plugin: DriverUnderTest, node: str) -> list[str]:
 
 def plugin_pod(api, plugin: DriverUnderTest, node: str) -> str:
     items = plugin.pods_on(api, node)
-    assert items, f"no pod of {plugin.profile.name} on {node}"
+    if not items:
+        raise HarnessError(f"no pod of {plugin.profile.name} on {node} to read the log of (DEP-01 judges where it runs)")
     return items[0].metadata.name
 
 
@@ -104,7 +106,7 @@ def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverU
     try:
         try:
             dropped: float | None = wait_allocatable(api, node, plugin.resource, total - 1, HEALTH_TIMEOUT)
-        except WaitTimeout:
+        except DriverTimedOut:
             dropped = None
         during = healthy_devices(files, node, plugin.resource)
         counts = capacity(api, node, plugin.resource), allocatable(api, node, plugin.resource)

@@ -4,10 +4,11 @@ from the Node object, waited for with the time it took (the figures the checks d
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from kubernetes import client
 
-from suites.framework.waits import wait_for
+from suites.framework.waits import driver_must
 
 
 def capacity(api, node: str, resource: str) -> int | None:
@@ -21,8 +22,16 @@ def allocatable(api, node: str, resource: str) -> int | None:
     return None if value is None else int(value)
 
 
-def wait_allocatable(api, node: str, resource: str, want: int, timeout: float = 60) -> float:
-    """Seconds until the node's allocatable `resource` is `want`."""
+def wait_allocatable(
+    api,
+    node: str,
+    resource: str,
+    want: int,
+    timeout: float = 60,
+    wait: Callable[[str, Callable[[], bool], float, float], bool] = driver_must,
+) -> float:
+    """Seconds until the node's allocatable `resource` is `want`: the plugin under test's to
+    bring about, unless `wait` is wait_for (the count of dralab's own probe, say)."""
     start = time.monotonic()
-    wait_for(f"{node} allocatable {resource} = {want}", lambda: allocatable(api, node, resource) == want, timeout, interval=0.25)
+    wait(f"{node} allocatable {resource} = {want}", lambda: allocatable(api, node, resource) == want, timeout, 0.25)
     return time.monotonic() - start

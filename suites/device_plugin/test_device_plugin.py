@@ -23,7 +23,7 @@ from suites.framework import pods, spec_drift, verdicts
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.node_files import NodeFiles
 from suites.framework.spec_drift import Drift
-from suites.framework.waits import WaitTimeout, wait_for
+from suites.framework.waits import DriverTimedOut, driver_must, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +47,7 @@ def node(lab: Lab) -> str:
 def test_registration_advertises_every_device(host_access: Lab, api, plugin: DriverUnderTest, evidence: Evidence) -> None:
     for n in host_access.nodes:
         want = len(checks.gpus(host_access, plugin, n.name))
-        with contextlib.suppress(WaitTimeout):  # judged below, on the counts the node shows
+        with contextlib.suppress(DriverTimedOut):  # judged below, on the counts the node shows
             wait_allocatable(api, n.name, plugin.resource, want)
         got = (capacity(api, n.name, plugin.resource), allocatable(api, n.name, plugin.resource))
         evidence.observe(f"{n.name} capacity, allocatable", got)
@@ -74,13 +74,13 @@ def test_second_plugin_for_a_registered_resource_name(
 ) -> None:
     first = probe.register(host_access, api, namespace, "first", node, PROBE_RESOURCE, devices=2)
     assert first["registered"], f"the first probe for {PROBE_RESOURCE} was refused: {first}"
-    wait_allocatable(api, node, PROBE_RESOURCE, 2)
+    wait_allocatable(api, node, PROBE_RESOURCE, 2, wait=wait_for)
     second = probe.register(host_access, api, namespace, "second", node, PROBE_RESOURCE, devices=3)
     evidence.observe("kubelet's answers", {"first": first, "second": second})
     # Shipped kubelet takes the second registration and drops the first plugin's endpoint; the
     # node shows the second plugin's devices with its next status update (about 10 s, measured).
     assert second["registered"], f"kubelet refused the second plugin for {PROBE_RESOURCE}: {second}"
-    took = wait_allocatable(api, node, PROBE_RESOURCE, 3, timeout=30)
+    took = wait_allocatable(api, node, PROBE_RESOURCE, 3, timeout=30, wait=wait_for)
     evidence.observe("allocatable", f"{PROBE_RESOURCE} = 3 (the second plugin's devices) {took:.1f}s after it registered")
     spec_drift.record(
         request,
@@ -140,7 +140,7 @@ def test_kubelet_restart_keeps_running_pods_devices(
     host_access.node(node).restart_kubelet()
     # Measured (v1.37.1): the reference plugin registers again about 1.5 s after the restart began
     # (it watches for a new kubelet.sock every second).
-    wait_for(
+    driver_must(
         f"the plugin to register again and list its {total} devices to the restarted kubelet",
         lambda: checks.lists_again(node_files, node, plugin.resource, written, total),
         60,
@@ -188,13 +188,13 @@ def test_plugin_death_and_return(host_access: Lab, api, plugin: DriverUnderTest,
         ds, plugin.profile.namespace, {"spec": {"template": {"spec": {"nodeSelector": {"dralab.dev/device-plugin-stopped": "true"}}}}}
     )
     try:
-        dropped = wait_allocatable(api, node, plugin.resource, 0, timeout=60)
+        dropped = wait_allocatable(api, node, plugin.resource, 0, timeout=60, wait=wait_for)  # the kubelet's part
         after_death = (capacity(api, node, plugin.resource), allocatable(api, node, plugin.resource))
     finally:
         apps.patch_namespaced_daemon_set(ds, plugin.profile.namespace, {"spec": {"template": {"spec": {"nodeSelector": None}}}})
     try:
         restored = wait_allocatable(api, node, plugin.resource, total, timeout=RETURN_TIMEOUT)
-    except WaitTimeout:
+    except DriverTimedOut:
         raise AssertionError(
             f"the plugin's pod was let back onto {node}, yet {RETURN_TIMEOUT}s later its allocatable "
             f"{plugin.resource} is {allocatable(api, node, plugin.resource)}, not {total}: the "
@@ -243,13 +243,13 @@ def recording(lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, nam
             lambda: calls.listed(probe.recorded(api, namespace, PROXY)),
             30,
         )
-        wait_allocatable(api, node, plugin.resource, len(healthy))
+        wait_allocatable(api, node, plugin.resource, len(healthy), wait=wait_for)  # the proxy's
         yield PROXY
     finally:
         _delete_pod(api, namespace, PROXY)
         written = node_files.version(node, checkpoint.PATH)
         plugin.restart_on(api, node)
-        wait_for(
+        driver_must(
             f"the restarted plugin to register and list its {len(healthy)} devices",
             lambda: checks.lists_again(node_files, node, plugin.resource, written, len(healthy)),
             60,
@@ -273,8 +273,8 @@ def test_preferred_allocation_is_honoured_and_prestart_runs(
         return seen if calls.awaited(seen, allocated) else None
 
     try:
-        seen = wait_for(f"the calls for {allocated} in the proxy's record", complete, 15)
-    except WaitTimeout:  # judged on what did pass
+        seen = driver_must(f"the calls for {allocated} in the proxy's record", complete, 15)
+    except DriverTimedOut:  # judged on what did pass
         seen = probe.recorded(api, namespace, recording)
     evidence.observe("calls through the proxy", [c.as_evidence() for c in seen if c.method != "ListAndWatch"])
     verdict = calls.judge(seen, allocated)

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 import pytest
 from kubernetes import client
 
+from clusters.errors import HarnessError
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability, DriverProfile
 from suites.framework.claims import ClaimBuilder
-from suites.framework.waits import wait_for
+from suites.framework.waits import driver_must
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,12 @@ class DriverUnderTest:
         )
 
     def restart_on(self, api: client.ApiClient, node: str, timeout: float = 90) -> None:
-        """Delete the driver's pods on `node` and wait until their replacements are ready."""
+        """Delete the driver's pods on `node` and wait until their replacements are ready (the
+        driver's to do)."""
         core = client.CoreV1Api(api)
         old = {p.metadata.uid for p in self.pods_on(api, node)}
-        assert old, f"no pod of driver profile {self.profile.name} on {node}"
+        if not old:
+            raise HarnessError(f"no pod of driver profile {self.profile.name} on {node} to restart (DEP-01 judges where it runs)")
         for pod in self.pods_on(api, node):
             core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
 
@@ -91,4 +94,4 @@ class DriverUnderTest:
             ]
             return ready if len(ready) == len(old) and len(pods) == len(old) else []
 
-        wait_for(f"{len(old)} new ready pod(s) of {self.profile.name} on {node}", replaced, timeout)
+        driver_must(f"{len(old)} new ready pod(s) of {self.profile.name} on {node}", replaced, timeout)

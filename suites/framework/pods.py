@@ -13,7 +13,7 @@ from clusters.providers import Lab
 from suites.framework import claims, workload
 from suites.framework.claims import ClaimBuilder
 from suites.framework.verdicts import DriverFailure
-from suites.framework.waits import wait_for
+from suites.framework.waits import WaitTimeout, driver_must, wait_for
 
 POD_TIMEOUT = 90
 
@@ -144,11 +144,12 @@ def create(api: client.ApiClient, namespace: str, pod: PodBuilder | dict[str, An
 
 
 def delete(api: client.ApiClient, namespace: str, names: list[str], timeout: float = POD_TIMEOUT) -> None:
-    """Delete the pods, all at once, and wait until they are gone (their claims are then unreserved)."""
+    """Delete the pods, all at once, and wait until they are gone (their claims are then unreserved).
+    A pod leaves the API once its kubelet has had the driver unprepare its claims: the driver's to do."""
     core = client.CoreV1Api(api)
     for name in names:
         core.delete_namespaced_pod(name, namespace)
-    wait_for(
+    driver_must(
         f"pod(s) {', '.join(names)} in {namespace} to be gone",
         lambda: not {p.metadata.name for p in core.list_namespaced_pod(namespace).items} & set(names),
         timeout,
@@ -168,6 +169,11 @@ REFUSAL_GRACE = 30
 # The kubelet's words while a driver's new pod has yet to register (a rollout): not an answer of the
 # driver's; if it lasts, the wait's timeout judges it.
 NOT_YET_REGISTERED = "is not registered"
+
+
+class PrepareRefused(DriverFailure):
+    """The driver still refused to prepare a pod's claims REFUSAL_GRACE seconds after its first
+    refusal (wait_phase): what a check needing the pod is BLOCKED by, where KP-03 judges it."""
 
 
 def prepare_refusals(api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
@@ -197,6 +203,14 @@ def prepare_refusal(api: client.ApiClient, namespace: str, name: str) -> client.
     return refusals[-1] if refusals else None
 
 
+def uses_devices(pod: client.V1Pod) -> bool:
+    """Whether the pod runs only once a driver has done its part: it has resource claims, or a
+    container asks for an extended resource (a device plugin's: a name with a domain)."""
+    containers = [*pod.spec.containers, *(pod.spec.init_containers or [])]
+    limits = [name for c in containers for name in ((c.resources and c.resources.limits) or {})]
+    return bool(pod.spec.resource_claims) or any("/" in name for name in limits)
+
+
 def wait_phase(
     api: client.ApiClient,
     namespace: str,
@@ -208,9 +222,11 @@ def wait_phase(
     """The pod once in one of `phases`. A driver that still refuses to prepare its claims (with
     `cdi_refused`, also one whose answered CDI devices the runtime still cannot find: checks that
     judge the answer themselves wait it out) REFUSAL_GRACE seconds after the first refusal is a
-    DriverFailure (the kubelet's event is the evidence), without waiting out the timeout; a
-    timeout names the pod's events."""
+    PrepareRefused (the kubelet's event is the evidence), without waiting out the timeout; a
+    timeout names the pod's events. A pod that uses devices is the driver's to start (driver_must),
+    any other the lab's (wait_for)."""
     core = client.CoreV1Api(api)
+    wait = driver_must if uses_devices(core.read_namespaced_pod(name, namespace)) else wait_for
     first_refused: list[float] = []
 
     def reached() -> client.V1Pod | None:
@@ -224,12 +240,12 @@ def wait_phase(
             first_refused[:] = first_refused or [time.monotonic()]
             if time.monotonic() - first_refused[0] > REFUSAL_GRACE:
                 said = "; then ".join(f"kubelet ({e.source.component}, x{e.count}): {e.reason}: {e.message}" for e in refusals)
-                raise DriverFailure(f"pod {namespace}/{name} cannot start: {what} for {REFUSAL_GRACE}s; {said}")
+                raise PrepareRefused(f"pod {namespace}/{name} cannot start: {what} for {REFUSAL_GRACE}s; {said}")
         return None
 
     try:
-        return wait_for(f"pod {namespace}/{name} to be {'/'.join(phases)}", reached, timeout)
-    except AssertionError as e:  # a WaitTimeout or a DriverFailure: the same kind, with the pod's events
+        return wait(f"pod {namespace}/{name} to be {'/'.join(phases)}", reached, timeout)
+    except (WaitTimeout, DriverFailure) as e:  # the same kind, with the pod's events
         raise type(e)(f"{e}\nevents of {name}:\n{events(api, namespace, name)}") from None
 
 
@@ -314,8 +330,8 @@ def create_bound(api: client.ApiClient, namespace: str, pod: PodBuilder, node: s
 def allocate_through(
     api: client.ApiClient, namespace: str, claim: ClaimBuilder, node: str | None, pod: str, timeout: float = 60
 ) -> dict[str, Any]:
-    """The claim as read once the scheduler has allocated it for pod `pod` (create_with_claim).
-    If it is not allocated in time, an AssertionError carrying the pod's events."""
+    """The claim as read once the scheduler has allocated it for pod `pod` (create_with_claim), the
+    cluster's step. If it is not allocated in time, a WaitTimeout carrying the pod's events."""
     create_with_claim(api, namespace, claim, pod, node)
     try:
         return wait_for(
@@ -323,5 +339,5 @@ def allocate_through(
             lambda: claims.read_when(api, namespace, claim.name, lambda c: bool(claims.allocated(c))),
             timeout,
         )
-    except AssertionError as e:
-        raise AssertionError(f"{e}\nevents of pod {pod}:\n{events(api, namespace, pod)}") from None
+    except WaitTimeout as e:
+        raise type(e)(f"{e}\nevents of pod {pod}:\n{events(api, namespace, pod)}") from None

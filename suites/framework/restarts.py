@@ -12,7 +12,8 @@ from kubernetes import client
 from clusters.providers import Lab
 from suites.framework.node_files import NAMESPACE as NODE_FILES_NAMESPACE
 from suites.framework.pods import REFUSAL_GRACE, prepare_refusal
-from suites.framework.waits import WaitTimeout, wait_for
+from suites.framework.verdicts import DriverFailure
+from suites.framework.waits import DriverTimedOut, driver_must, wait_for
 
 # What each case restarts, as the messages name it.
 RESTARTS = {"kubelet": "kubelet restart", "containerd": "containerd restart", "node": "node reboot"}
@@ -55,7 +56,7 @@ def _restart_counts(api: client.ApiClient, namespace: str, node: str) -> dict[st
 
 
 def _ready_anew(api: client.ApiClient, namespace: str, node: str, before: dict[str, int]) -> None:
-    """Wait until each pod of `before` has started its containers anew and is ready."""
+    """Wait until each pod of `before` (the harness's own) has started its containers anew and is ready."""
     core = client.CoreV1Api(api)
 
     def ready(name: str) -> bool:
@@ -73,7 +74,8 @@ def prepare_again(
     host: Lab, api: client.ApiClient, component: str, namespace: str, pod: str, containers: Sequence[str] = ("main",)
 ) -> None:
     """Restart `component` (a key of RESTARTS) of the pod's node so that its claims are prepared
-    again, and wait until each of `containers` has started anew and is ready (a WaitTimeout if not).
+    again, and wait until each of `containers` has started anew and is ready: the driver's to do,
+    so a DriverTimedOut if not.
 
     A rebooted node's pods all die with it; the kubelet gives each a new sandbox, which prepares
     the claims again (the rebooted kubelet has prepared none yet), and the node-files observers
@@ -106,14 +108,14 @@ def prepare_again(
             if unresolved or refusal:
                 refused_at[:] = refused_at or [time.monotonic()]
                 if time.monotonic() - refused_at[0] > REFUSAL_GRACE:
-                    raise WaitTimeout(
+                    raise DriverTimedOut(
                         f"container {container} of pod {namespace}/{pod} still refused {REFUSAL_GRACE}s "
                         f"after its first refusal following the {RESTARTS[component]}: {unresolved or refusal}"
                     )
                 break
         return False
 
-    wait_for(
+    driver_must(
         f"container(s) {', '.join(containers)} of pod {namespace}/{pod} started anew and ready after the {RESTARTS[component]}",
         started_anew,
         REBOOT_TIMEOUT if component == "node" else SANDBOX_TIMEOUT,
@@ -122,15 +124,15 @@ def prepare_again(
         _ready_anew(api, NODE_FILES_NAMESPACE, node.name, observers)  # the node's files are read through them
 
 
-def why_not_started(api: client.ApiClient, namespace: str, pod: str, event: str) -> AssertionError | None:
+def why_not_started(api: client.ApiClient, namespace: str, pod: str, event: str) -> DriverFailure | None:
     """The driver's part in a container not starting again after `event`, from what the runtime
     and the kubelet said; None if they blame nothing of the driver's."""
     unresolved, refusal = refused_start(api, namespace, pod)
     if unresolved:
-        return AssertionError(
+        return DriverFailure(
             f"after the {event} the claim of pod {namespace}/{pod} was prepared again, but its CDI "
             f"devices resolve to no spec, so its containers cannot start: {unresolved}"
         )
     if refusal:
-        return AssertionError(f"after the {event} the driver refused to prepare the claim of pod {namespace}/{pod} again: {refusal}")
+        return DriverFailure(f"after the {event} the driver refused to prepare the claim of pod {namespace}/{pod} again: {refusal}")
     return None

@@ -142,17 +142,16 @@ def _cel_literal(value: dict[str, Any]) -> str | None:
     return {"int": str(v), "string": json.dumps(v), "bool": str(v).lower()}.get(kind)
 
 
-def selector_for(device: Device, others: list[Device]) -> str:
+def selector_for(device: Device, others: list[Device]) -> str | None:
     """A CEL selector that matches `device` and none of `others`, by an attribute only it has
-    (CEL sees a device's driver, attributes and capacity, not its name)."""
+    (CEL sees a device's driver, attributes and capacity, not its name); None when it has none,
+    which no requirement asks of a driver."""
     for name, value in sorted(device.attributes.items()):
         literal = _cel_literal(value)
         if literal is not None and all(o.attributes.get(name) != value for o in others if o != device):
             domain, _, attribute = name.rpartition("/")
             return f'device.driver == "{device.driver}" && device.attributes["{domain or device.driver}"].{attribute} == {literal}'
-    raise AssertionError(
-        f"{device.driver} device {device.name} has no attribute that tells it from the other devices of its node: {device.attributes}"
-    )
+    return None
 
 
 def resource_slice(driver: str, node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:

@@ -15,24 +15,24 @@ from clusters.providers import Lab
 from suites.framework import namespaces, other_driver, pods, restarts, slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.verdicts import DriverFailure
-from suites.framework.waits import WaitTimeout, wait_for
+from suites.framework.waits import DriverTimedOut, WaitTimeout, wait_for
 from suites.kubelet_plugin import generated
 
 
 def _restart_under(component: str, lab: Lab, api, driver: DriverUnderTest, namespace: str, pod: client.V1Pod) -> None:
     """Restart `component` (generated.RESTARTED) on the node of `pod` while it runs and wait until
     it is back: the driver's pods, or the pod started anew with its claims prepared again (a
-    DriverFailure where the driver's part is why it does not, a WaitTimeout else)."""
+    DriverFailure: what the kubelet and the runtime said of the driver's part, else the timeout)."""
     if component == "driver":
         driver.restart_on(api, pod.spec.node_name)
         return
     name = pod.metadata.name
     try:
         restarts.prepare_again(lab, api, component, namespace, name, tuple(c.name for c in pod.spec.containers))
-    except WaitTimeout as e:
-        if why := restarts.why_not_started(api, namespace, name, restarts.RESTARTS[component]):
-            raise DriverFailure(str(why)) from None
-        raise WaitTimeout(f"{e}\nevents of {name}:\n{pods.events(api, namespace, name)}") from None
+    except DriverTimedOut as e:
+        raise restarts.why_not_started(api, namespace, name, restarts.RESTARTS[component]) or type(e)(
+            f"{e}\nevents of {name}:\n{pods.events(api, namespace, name)}"
+        ) from None
 
 
 # How long the second driver of the generated claims may take to publish its devices once deployed.
@@ -96,7 +96,7 @@ def draw(lab: Lab, api: Any, dra_driver: DriverUnderTest, seed: int, budget: int
                     _restart_under(shape.restart, lab, api, dra_driver, namespace, started[0])
                     run.restarted.append(f"{name}: {event} on {node}")
                 return None
-            except (WaitTimeout, DriverFailure) as e:
+            except DriverFailure as e:  # the driver's, its timeouts too; the lab's own errors end the run
                 then = f" (then the {event} on the node of pod {name})" if requirement == "KP-07" else ""
                 return generated.Failure(f"{doing} (seed {seed}): {e}\nthe case, to apply{then}:\n{run.manifests[name]}", requirement)
             finally:

@@ -14,7 +14,7 @@ from suites.framework import cdi_specs, dra_checkpoint
 from suites.framework.dra_checkpoint import PreparedClaim
 from suites.framework.node_files import NodeFiles
 from suites.framework.pods import ObservationFailed
-from suites.framework.waits import wait_for
+from suites.framework.waits import driver_must
 from suites.kubelet_plugin import contract
 
 # Slices are read until two reads this far apart agree: a driver republishing (a new generation)
@@ -28,6 +28,8 @@ def driver_slices(api: client.ApiClient, driver: str) -> list[dict[str, Any]]:
 
 
 def settled_slices(api: client.ApiClient, driver: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """The driver's slices once two looks SETTLE apart see the same versions: the driver's to
+    publish, and to stop rewriting."""
     seen: list[list[tuple[str, str]]] = []
 
     def same_twice() -> list[dict[str, Any]] | None:
@@ -37,7 +39,7 @@ def settled_slices(api: client.ApiClient, driver: str, timeout: float = 60) -> l
         seen.append(versions)
         return slices if settled else None
 
-    return wait_for(f"the ResourceSlices of {driver} to settle", same_twice, timeout, interval=SETTLE)
+    return driver_must(f"the ResourceSlices of {driver} to settle", same_twice, timeout, interval=SETTLE)
 
 
 @dataclass(frozen=True)

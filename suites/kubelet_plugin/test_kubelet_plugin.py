@@ -27,9 +27,9 @@ from suites.framework import cdi_specs, claims, pods, restarts
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
-from suites.framework.pods import POD_TIMEOUT, ObservationFailed
+from suites.framework.pods import POD_TIMEOUT, ObservationFailed, PrepareRefused
 from suites.framework.verdicts import Blocked, DriverFailure
-from suites.framework.waits import WaitTimeout, wait_for
+from suites.framework.waits import DriverTimedOut, WaitTimeout, driver_must, wait_for
 from suites.kubelet_plugin import contract, emulated, generated, health, hotplug, isolation, observe, prepare_again
 
 pytestmark = pytest.mark.e2e
@@ -51,7 +51,7 @@ def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str,
     pods.create_with_claim(api, namespace, driver.claim(name), name, node)
     try:
         return pods.wait_phase(api, namespace, name)
-    except DriverFailure as e:
+    except PrepareRefused as e:
         raise Blocked("KP-03", f"the driver did not prepare the claim this check needs: {e}") from None
 
 
@@ -125,12 +125,12 @@ def test_slices_follow_a_device_removed_from_the_node_and_restored(
     hardware.remove_device(node, removed)
     try:
         try:
-            after = wait_for(
+            after = driver_must(
                 f"{removed} of {node} to leave {dra_driver.name}'s slices",
                 lambda: (lambda seen: seen if removed not in seen else None)(now()),
                 HOTPLUG_TIMEOUT,
             )
-        except WaitTimeout:
+        except DriverTimedOut:
             raise AssertionError(
                 f"{removed} of {node} removed from the node: {HOTPLUG_TIMEOUT}s later the driver's "
                 f"slices still publish it as device {pool}/{name}"
@@ -143,8 +143,8 @@ def test_slices_follow_a_device_removed_from_the_node_and_restored(
     finally:
         hardware.restore_device(node, removed)
     try:
-        wait_for(f"{removed} of {node} published again", lambda: removed in now(), HOTPLUG_TIMEOUT)
-    except WaitTimeout:
+        driver_must(f"{removed} of {node} published again", lambda: removed in now(), HOTPLUG_TIMEOUT)
+    except DriverTimedOut:
         raise AssertionError(
             f"{removed} of {node} plugged in again: {HOTPLUG_TIMEOUT}s later the driver's slices do not "
             f"publish it (they publish {sorted(now())})"
@@ -199,7 +199,7 @@ def test_an_unprepared_claims_own_cdi_specs_are_gone(
     evidence.add("the driver's answer for the claim", [asdict(d) for d in prepared.of(dra_driver.name) or ()])
     evidence.observe("its own CDI spec files (define its CDI devices and name its UID)", own)
     client.CoreV1Api(api).delete_namespaced_pod("cleanup", namespace)
-    wait_for(
+    driver_must(
         f"the kubelet to unprepare claim {namespace}/cleanup on {node} once its pod is gone",
         lambda: all(c.uid != uid for c in observe.prepared_claims(node_files, lab, node)),
         UNPREPARE_TIMEOUT,
@@ -215,8 +215,8 @@ def test_an_unprepared_claims_own_cdi_specs_are_gone(
         return sorted(set(own) & set(cdi_specs.on_node(node_files, node)))
 
     try:
-        wait_for(f"the CDI spec(s) of unprepared claim {uid} to be removed from {node}", lambda: not left(), UNPREPARE_TIMEOUT)
-    except WaitTimeout:
+        driver_must(f"the CDI spec(s) of unprepared claim {uid} to be removed from {node}", lambda: not left(), UNPREPARE_TIMEOUT)
+    except DriverTimedOut:
         raise AssertionError(
             f"{UNPREPARE_TIMEOUT}s after the kubelet unprepared claim {namespace}/cleanup ({uid}), "
             f"its CDI spec(s) are still on {node}: {left()}"
@@ -236,7 +236,7 @@ def test_the_driver_registers_again_after_a_kubelet_restart(
     evidence.observe("restarted", f"the kubelet of {node}, once a pod with a claim of {dra_driver.name} had run there")
     try:
         _running_with_claim(api, dra_driver, namespace, "after", node=node)
-    except WaitTimeout as e:
+    except DriverTimedOut as e:
         unregistered = [line for line in str(e).splitlines() if pods.NOT_YET_REGISTERED in line]
         if unregistered:
             raise AssertionError(
@@ -294,7 +294,7 @@ def _refused(api, namespace: str, name: str) -> list[str]:
             )
         return _driver_answers(api, namespace, name) or None
 
-    return wait_for(f"the kubelet's event of the driver's answer for pod {namespace}/{name}", answered, POD_TIMEOUT)
+    return driver_must(f"the kubelet's event of the driver's answer for pod {namespace}/{name}", answered, POD_TIMEOUT)
 
 
 @pytest.mark.requirement("KP-09")
@@ -324,7 +324,7 @@ def test_a_claim_the_driver_cannot_prepare_gets_its_own_error_and_other_claims_a
     pods.create_with_claim(api, namespace, dra_driver.claim("later"), "later", at.node)
     try:
         pods.wait_phase(api, namespace, "later")
-    except DriverFailure as e:
+    except PrepareRefused as e:
         raise AssertionError(f"once it had refused claim unpreparable, the driver refused a claim it can prepare: {e}") from None
 
 
@@ -380,12 +380,12 @@ def test_a_claim_whose_prepare_failed_is_unprepared(
     )
     client.CoreV1Api(api).delete_namespaced_pod("unprepared", namespace)
     try:
-        wait_for(
+        driver_must(
             f"the kubelet on {at.node} to unprepare claim {namespace}/unprepared once its pod is gone",
             lambda: all(c.uid != uid for c in observe.prepared_claims(node_files, lab, at.node)),
             UNPREPARE_TIMEOUT,
         )
-    except WaitTimeout:
+    except DriverTimedOut:
         # Let the namespace go: the pod waits for an unprepare that will not succeed.
         client.CoreV1Api(api).delete_namespaced_pod("unprepared", namespace, grace_period_seconds=0)
         raise AssertionError(
@@ -415,7 +415,7 @@ def _isolation_pod(api, driver: DriverUnderTest, namespace: str, node: str, devi
     pods.create(api, namespace, builder)
     try:
         pods.wait_phase(api, namespace, "isolation")
-    except DriverFailure as e:
+    except PrepareRefused as e:
         raise Blocked("KP-03", f"the driver did not prepare the claims this check needs: {e}") from None
     return uses
 
@@ -519,8 +519,8 @@ def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
     else:
         try:
             restarts.prepare_again(host, api, component, namespace, "restart")
-        except WaitTimeout as e:
-            raise restarts.why_not_started(api, namespace, "restart", event) or WaitTimeout(
+        except DriverTimedOut as e:
+            raise restarts.why_not_started(api, namespace, "restart", event) or type(e)(
                 f"{e}\nevents of restart:\n{pods.events(api, namespace, 'restart')}"
             ) from None
     problems = _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"after the {event}")
@@ -569,10 +569,10 @@ def test_a_rolling_update_loses_no_prepared_claim_and_fails_no_pod_start(
         )
     evidence.observe("rolled out", {ds.metadata.name: api.sanitize_for_serialization(ds.spec.update_strategy) for ds in sets})
     pods.create_with_claim(api, namespace, dra_driver.claim("during"), "during", node)
-    wait_for(f"the rolling update of {dra_driver.profile.name}'s DaemonSets", lambda: _rolled_out(api, dra_driver), ROLLOUT_TIMEOUT)
+    driver_must(f"the rolling update of {dra_driver.profile.name}'s DaemonSets", lambda: _rolled_out(api, dra_driver), ROLLOUT_TIMEOUT)
     try:
         pods.wait_phase(api, namespace, "during", timeout=ROLLOUT_TIMEOUT)
-    except (WaitTimeout, DriverFailure) as e:
+    except DriverFailure as e:  # refused or not started in time; a lab too slow to judge by is no warning
         evidence.warn(f"a pod created on {node} as the driver's rolling update began did not start: {e}")
     after = restarts.container_status(api, namespace, "before", "main")
     if not (after and after.ready and after.restart_count == restarts_before):
@@ -613,10 +613,10 @@ def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:
         try:
-            how = wait_for(
+            how = driver_must(
                 f"the fault of {gpu} to reach pod faulty or the slice of {pool}/{name}", lambda: now().unhealthy(), HEALTH_TIMEOUT
             )
-        except WaitTimeout:
+        except DriverTimedOut:
             raise AssertionError(
                 f"{gpu} of {node}, device {pool}/{name} of claim faulty, faulted in the emulated hardware: "
                 f"for {HEALTH_TIMEOUT}s the fault neither reached the status of pod faulty (its "
@@ -628,8 +628,8 @@ def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(
         hardware.set_gpu_health(node, gpu, healthy=True)
     stream = "allocatedResourcesStatus" in how
     try:
-        wait_for(f"{pool}/{name} shown healthy again", lambda: now().healthy(stream), HEALTH_TIMEOUT)
-    except WaitTimeout:
+        driver_must(f"{pool}/{name} shown healthy again", lambda: now().healthy(stream), HEALTH_TIMEOUT)
+    except DriverTimedOut:
         raise AssertionError(
             f"{HEALTH_TIMEOUT}s after the fault of {gpu} cleared, device {pool}/{name} is not shown healthy again: {asdict(now())}"
         ) from None
@@ -870,7 +870,7 @@ def test_an_uninstalled_driver_leaves_no_slices_and_no_sockets(
             "tell which are its own to see go"
         )
     with deploy_driver.uninstalled(dra_driver.profile):
-        wait_for(
+        driver_must(
             f"the pods of {dra_driver.profile.name} to be gone",
             lambda: not any(dra_driver.pods_on(api, n.name) for n in lab.nodes),
             UNPREPARE_TIMEOUT,
@@ -879,11 +879,11 @@ def test_an_uninstalled_driver_leaves_no_slices_and_no_sockets(
         if left:
             evidence.warn(f"once uninstalled, {dra_driver.name} left sockets in the kubelet's plugin dirs: {left}")
         try:
-            wait_for(
+            driver_must(
                 f"the ResourceSlices of {dra_driver.name} to go",
                 lambda: not observe.driver_slices(api, dra_driver.name),
                 SLICES_GONE_TIMEOUT,
             )
-        except WaitTimeout:
+        except DriverTimedOut:
             names = [s["metadata"]["name"] for s in observe.driver_slices(api, dra_driver.name)]
             evidence.warn(f"{SLICES_GONE_TIMEOUT}s after {dra_driver.name} was uninstalled its ResourceSlices are still published: {names}")

@@ -13,6 +13,7 @@ import pytest
 from kubernetes import client
 
 from clusters import versions
+from clusters.errors import HarnessError
 from clusters.local.configs import NRI_SOCKET
 from clusters.providers import Lab, NodeHandle
 from clusters.provision import provision
@@ -128,7 +129,8 @@ def nri_probe(host_access: Lab, tmp_path: Path) -> Iterator[NRIProbe]:
     probe = NRIProbe(host_access.nodes[-1], tmp_path / "nri-events.jsonl")
     # The plugin is registered once the runtime has sent it Synchronize.
     time.sleep(1)
-    assert probe.process.poll() is None, f"nri-probe exited: {probe.stop()}"
+    if probe.process.poll() is not None:
+        raise HarnessError(f"nri-probe exited: {probe.stop()}")
     yield probe
     probe.stop()
 

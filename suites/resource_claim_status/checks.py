@@ -20,7 +20,7 @@ from drivers_under_test.deploy import PROFILE_LABEL
 from suites.framework import claims, identities, pods, slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.verdicts import Blocked, require
-from suites.framework.waits import WaitTimeout, wait_for
+from suites.framework.waits import DriverTimedOut, WaitTimeout, driver_must, wait_for
 from suites.kubelet_plugin import contract
 from suites.resource_claim_status import network_data
 
@@ -69,8 +69,8 @@ def settled(o: Observed, ev: Evidence) -> tuple[dict[str, Any], list[dict[str, A
         return claim if entries and all(_ready(e) for e in entries) else None
 
     try:
-        claim = wait_for(f"Ready entries of {o.driver.name} in status.devices", all_ready, READY_TIMEOUT)
-    except WaitTimeout:
+        claim = driver_must(f"Ready entries of {o.driver.name} in status.devices", all_ready, READY_TIMEOUT)
+    except DriverTimedOut:  # judged on what it wrote by then
         claim = o.read()
     entries = claims.device_status(claim, o.driver.name)
     ev.add("status.devices", claims.device_status(claim))
@@ -359,8 +359,8 @@ def network_data_matches_the_pod(o: Observed, ev: Evidence) -> None:  # ST-02
         return entries if entries and all(network_data.reported(e.get("networkData")) for e in entries) else []
 
     try:
-        entries = wait_for(f"networkData in every entry of {o.driver.name}", with_network, READY_TIMEOUT)
-    except WaitTimeout:
+        entries = driver_must(f"networkData in every entry of {o.driver.name}", with_network, READY_TIMEOUT)
+    except DriverTimedOut:  # judged on what it wrote by then
         entries = claims.device_status(o.read(), o.driver.name)
     ev.add("status.devices", entries)
     assert entries, f"{o.driver.name} claims network-data but wrote no status.devices entry {READY_TIMEOUT} s after the pod started"
@@ -379,7 +379,11 @@ def other_nodes_driver_refused(o: Observed, ev: Evidence) -> None:  # ST-04, the
         for p in core.list_namespaced_pod(o.driver.profile.namespace, label_selector=f"{PROFILE_LABEL}={o.driver.profile.name}").items
         if p.spec.node_name != o.node
     ]
-    assert others, f"no pod of {o.driver.profile.name} on a node other than {o.node}"
+    require(
+        others,
+        f"no pod of {o.driver.profile.name} on a node other than {o.node}, whose token could try the write",
+        "run the driver on at least two nodes",
+    )
     pod = others[0]
     as_driver = identities.acting_as(o.lab.kubeconfig, identities.token(o.api, pod.metadata.namespace, pod.spec.service_account_name, pod))
     ev.add("identity", identities.who_am_i(as_driver))
@@ -425,7 +429,11 @@ def broader_than_associated_node(api, driver: DriverUnderTest, ev: Evidence) -> 
     """What the driver's per-node components may do on resourceclaims/driver, as the API server
     answers SubjectAccessReviews; one message per component that holds arbitrary-node: verbs."""
     daemonsets = client.AppsV1Api(api).list_namespaced_daemon_set(driver.profile.namespace).items
-    assert daemonsets, f"driver profile {driver.profile.name} runs no DaemonSet: no per-node component to review"
+    require(
+        daemonsets,
+        f"driver profile {driver.profile.name} runs no DaemonSet: no per-node component to review",
+        "deploy the driver's kubelet plugin as a DaemonSet",
+    )
     found = {}
     for ds in daemonsets:
         sa, ns = ds.spec.template.spec.service_account_name or "default", ds.metadata.namespace

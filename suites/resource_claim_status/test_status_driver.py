@@ -18,9 +18,9 @@ from drivers_under_test import evidence as driver_evidence
 from drivers_under_test.profile import Capability
 from suites.framework import claim_watch, claims, namespaces, other_driver, pods
 from suites.framework.claims import ClaimBuilder
-from suites.framework.pods import ObservationFailed
-from suites.framework.verdicts import Blocked, DriverFailure
-from suites.framework.waits import WaitTimeout, wait_for
+from suites.framework.pods import ObservationFailed, PrepareRefused
+from suites.framework.verdicts import Blocked
+from suites.framework.waits import WaitTimeout, driver_must, wait_for
 from suites.framework.drivers import DriverUnderTest
 from suites.resource_claim_status import checks
 
@@ -159,7 +159,7 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(
         try:
             try:
                 pods.wait_phase(api, namespace, "shared")
-            except DriverFailure as e:
+            except PrepareRefused as e:
                 checks.fail_if_refused(str(e), status_driver, "claim shared's", "and the driver failed the prepare")
                 raise Blocked("KP-03", f"the drivers did not prepare the claim this check needs: {e}") from None
             try:
@@ -180,7 +180,7 @@ def test_a_status_write_keeps_the_entries_of_other_drivers(
             versions = watched.stop()
             # Gone while both drivers run: each unprepares its part of the claim.
             client.CoreV1Api(api).delete_namespaced_pod("shared", namespace)
-            wait_for(
+            driver_must(
                 "pod shared gone, its claim unprepared by both drivers",
                 lambda: not client.CoreV1Api(api).list_namespaced_pod(namespace, field_selector="metadata.name=shared").items,
                 POD_GONE_TIMEOUT,

@@ -19,7 +19,7 @@ from suites.device_metadata.scenario import FULL, ONE_DEVICE, SEVERAL_DEVICES, T
 from suites.framework import slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.verdicts import Blocked
-from suites.framework.waits import WaitTimeout
+from suites.framework.waits import DriverTimedOut, WaitTimeout
 from suites.resource_claim_status import checks
 
 GPU = "gpu.dralab.dev"
@@ -281,12 +281,12 @@ def test_a_shared_reader_failed_without_words_still_blocks_naming_the_failure(
     built: Built, cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cluster["resourceslices"] = ONE_PER_NODE
-    monkeypatch.setattr(scenario, "metadata_reader", lambda *a: (_ for _ in ()).throw(WaitTimeout()))
+    monkeypatch.setattr(scenario, "metadata_reader", lambda *a: (_ for _ in ()).throw(DriverTimedOut()))
     r = readers()
-    with pytest.raises(WaitTimeout):
+    with pytest.raises(DriverTimedOut):
         with r.serving(ONE_DEVICE, "MD-01"):
             pass
-    with pytest.raises(Blocked, match="blocked by MD-01: .*WaitTimeout"):
+    with pytest.raises(Blocked, match="blocked by MD-01: .*DriverTimedOut"):
         with r.serving(ONE_DEVICE, "MD-02"):
             pass
 

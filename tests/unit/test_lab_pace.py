@@ -1,6 +1,7 @@
 """The lab's pace (clusters/pace.py) and what waits make of it: a slow but healthy lab stretches a
-wait's timeout; slower than judged, a wait that runs out is the lab's ERROR with the figures, not
-the driver's FAIL; at an idle lab's pace a timeout stays the driver's FAIL."""
+wait's timeout, the lab's as the driver's; slower than judged, a wait that runs out is the lab's
+ERROR with the figures, the driver's obligation too; at an idle lab's pace the driver's obligation
+running out is its FAIL, a lab or harness wait running out an ERROR."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from clusters.pace import Gauge, Pace, pod_start_seconds
 from clusters.junit_properties import Verdict
 from dralab.verdicts import classify
 from suites.framework import waits
-from suites.framework.waits import LabWatch, TooSlowToJudge, WaitTimeout, wait_for
+from suites.framework.verdicts import DriverFailure
+from suites.framework.waits import DriverTimedOut, LabWatch, TooSlowToJudge, WaitTimeout, driver_must, wait_for
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -61,32 +63,58 @@ def _watched(p: Pace):
     return waits.watching(LabWatch(pace=lambda fresh: p))
 
 
-def test_a_slow_but_healthy_lab_stretches_the_wait_so_the_driver_gets_its_time() -> None:
+SLOW_BUT_JUDGED = Pace(api_ms=pace.REFERENCE_API_MS * 3, pod_start_s=None, pods=0)
+TOO_SLOW = Pace(api_ms=1, pod_start_s=pace.REFERENCE_POD_START_S * 10, pods=5)
+IDLE = Pace(api_ms=2, pod_start_s=1.0, pods=9)
+
+
+@pytest.mark.parametrize("wait", [wait_for, driver_must])
+def test_a_slow_but_healthy_lab_stretches_the_wait_so_it_passes(wait) -> None:
     ready_at = time.monotonic() + 0.6
-    with _watched(Pace(api_ms=pace.REFERENCE_API_MS * 3, pod_start_s=None, pods=0)):
-        assert wait_for("the slice", lambda: time.monotonic() > ready_at, timeout=0.3, interval=0.02)
+    with _watched(SLOW_BUT_JUDGED):
+        assert wait("the slice", lambda: time.monotonic() > ready_at, 0.3, 0.02)
     with pytest.raises(WaitTimeout):  # the same wait at an idle lab's pace runs out
         ready_at = time.monotonic() + 0.6
-        wait_for("the slice", lambda: time.monotonic() > ready_at, timeout=0.3, interval=0.02)
+        wait("the slice", lambda: time.monotonic() > ready_at, 0.3, 0.02)
 
 
-def test_a_wait_that_runs_out_on_a_lab_slower_than_judged_is_the_labs_error_with_the_figures() -> None:
-    too_slow = Pace(api_ms=1, pod_start_s=pace.REFERENCE_POD_START_S * 10, pods=5)
+@pytest.mark.parametrize("wait", [wait_for, driver_must])
+def test_a_wait_that_runs_out_on_a_lab_slower_than_judged_is_the_labs_error_with_the_figures(wait) -> None:
+    """The driver's obligation too: on a lab that slow its timeout says nothing of the driver."""
     started = time.monotonic()
-    with _watched(too_slow), pytest.raises(TooSlowToJudge) as raised:
-        wait_for("the slice", lambda: False, timeout=0.1, interval=0.02)
+    with _watched(TOO_SLOW), pytest.raises(TooSlowToJudge) as raised:
+        wait("the slice", lambda: False, 0.1, 0.02)
     assert time.monotonic() - started >= 0.1 * pace.SLOWEST_JUDGED  # stretched as far as judged first
+    assert not isinstance(raised.value, DriverFailure)
     verdict = classify("call", raised.value, [], ["MUST"])
     assert verdict.verdict == Verdict.ERROR and "too slow to judge" in verdict.why and "pod start median 20.0s" in verdict.why
     # A check that waits for something not to happen still has its answer.
     assert isinstance(raised.value, WaitTimeout)
 
 
-def test_a_timeout_on_a_lab_at_its_idle_pace_is_the_drivers_fail() -> None:
-    with _watched(Pace(api_ms=2, pod_start_s=1.0, pods=9)), pytest.raises(WaitTimeout) as raised:
-        wait_for("the slice", lambda: False, timeout=0.1, interval=0.02)
-    assert not isinstance(raised.value, TooSlowToJudge)
-    assert classify("call", raised.value, [], ["MUST"]).verdict == Verdict.FAIL
+def test_the_labs_figures_stay_the_diagnosis_once_a_check_adds_its_evidence() -> None:
+    with _watched(TOO_SLOW), pytest.raises(TooSlowToJudge) as raised:
+        wait_for("the slice", lambda: False, 0.01, 0.01)
+    more = type(raised.value)(f"{raised.value}\nevents of pod p:\n(no events)")
+    assert "pod start median 20.0s" in classify("call", more, [], ["MUST"]).why
+
+
+def test_a_lab_or_harness_wait_that_runs_out_at_an_idle_pace_is_an_error_not_a_fail() -> None:
+    with _watched(IDLE), pytest.raises(WaitTimeout) as raised:
+        wait_for("namespace t-1 gone", lambda: False, 0.1, 0.02)
+    assert type(raised.value) is WaitTimeout and not isinstance(raised.value, AssertionError)
+    verdict = classify("call", raised.value, [], ["MUST"])
+    assert verdict.verdict == Verdict.ERROR and "namespace t-1 gone" in verdict.why
+
+
+def test_the_drivers_obligation_that_runs_out_at_an_idle_pace_is_its_fail() -> None:
+    with _watched(IDLE), pytest.raises(DriverTimedOut) as raised:
+        driver_must("the slices of gpu.dralab.dev on node-1", lambda: [], within=0.1, interval=0.02)
+    assert isinstance(raised.value, DriverFailure) and isinstance(raised.value, WaitTimeout)
+    assert "waiting for the slices of gpu.dralab.dev on node-1 (the driver's obligation); last seen: []" in str(raised.value)
+    for when in ("setup", "call", "teardown"):  # a cleanup the driver owes is its FAIL in teardown too
+        assert classify(when, raised.value, [], ["MUST"]).verdict == Verdict.FAIL
+    assert classify("call", raised.value, [], ["SHOULD"]).verdict == Verdict.WARNING
 
 
 def test_a_gauge_measures_again_only_when_its_measure_is_old_or_a_fresh_one_is_asked(monkeypatch) -> None:

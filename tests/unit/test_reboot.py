@@ -12,7 +12,7 @@ from kubernetes import client
 from clusters.local.node import volatile_mounts
 from suites.device_metadata import restart_comparison
 from suites.framework import restarts
-from suites.framework.waits import WaitTimeout
+from suites.framework.waits import DriverTimedOut
 
 # /proc/self/mountinfo inside a node: the host's root, the node's private dirs bound over the
 # host's, and what its processes mounted below them.
@@ -131,7 +131,7 @@ def test_a_restart_whose_container_stays_refused_ends_the_wait_with_the_refusal(
     host = type("Host", (), {"node": lambda self, name: node})()
     started = time.monotonic()
     with pytest.raises(
-        WaitTimeout,
+        DriverTimedOut,
         match=r"still refused 0.2s after its first refusal following the kubelet restart: "
         r".*unresolvable CDI devices",
     ):

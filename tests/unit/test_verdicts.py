@@ -124,7 +124,22 @@ def test_waits(lab):
     assert "containerd-node-1" in found["test_waits"].diagnosis
 
 
-def test_a_wait_that_times_out_on_a_healthy_lab_is_a_fail_naming_what_was_awaited(pytester) -> None:
+def test_the_drivers_obligation_timing_out_on_a_healthy_lab_is_a_fail_naming_what_was_awaited(pytester) -> None:
+    found = _verdicts(
+        pytester,
+        """
+
+def test_waits(lab):
+    from suites.framework.waits import driver_must
+
+    driver_must("pod p to be Running", lambda: [], within=0.1)
+""",
+    )
+    assert found["test_waits"].verdict == "FAIL"
+    assert "pod p to be Running (the driver's obligation)" in found["test_waits"].message and "last seen: []" in found["test_waits"].message
+
+
+def test_a_lab_or_harness_wait_timing_out_on_a_healthy_lab_is_an_error_naming_what_was_awaited(pytester) -> None:
     found = _verdicts(
         pytester,
         """
@@ -132,11 +147,32 @@ def test_a_wait_that_times_out_on_a_healthy_lab_is_a_fail_naming_what_was_awaite
 def test_waits(lab):
     from suites.framework.waits import wait_for
 
-    wait_for("pod p to be Running", lambda: [], timeout=0.1)
+    wait_for("ServiceAccount default in namespace t-1", lambda: None, timeout=0.1)
 """,
     )
-    assert found["test_waits"].verdict == "FAIL"
-    assert "pod p to be Running" in found["test_waits"].message and "last seen: []" in found["test_waits"].message
+    assert found["test_waits"].verdict == "ERROR"
+    assert "ServiceAccount default in namespace t-1" in found["test_waits"].diagnosis
+
+
+def test_a_harness_precondition_is_an_error_with_what_was_missing_not_a_fail(pytester) -> None:
+    found = _verdicts(
+        pytester,
+        """
+
+@pytest.fixture
+def probe(lab):
+    from clusters.errors import HarnessError
+
+    raise HarnessError("nri-probe exited: no socket")
+
+
+@pytest.mark.requirement("MD-01")
+def test_needs_the_probe(probe):
+    pass
+""",
+    )
+    assert found["test_needs_the_probe"].verdict == "ERROR"
+    assert "nri-probe exited" in found["test_needs_the_probe"].diagnosis
 
 
 def test_a_driver_failing_inside_a_fixture_is_a_fail_not_a_bare_error(pytester) -> None:
@@ -217,22 +253,64 @@ def test_blocked(lab):
     assert "CrashLoopBackOff" in found["test_blocked"].message
 
 
+def _errors() -> dict[str, BaseException]:
+    from clusters.errors import HarnessError, LabBroken
+    from drivers_under_test.deploy import DeployFailed
+    from suites.framework.pods import PrepareRefused
+    from suites.framework.verdicts import Blocked, DriverFailure
+    from suites.framework.waits import DriverTimedOut, TooSlowToJudge, WaitTimeout
+
+    return {
+        "blocked": Blocked("DEP-01", "the driver never came up"),
+        "lab broken": LabBroken("lab component node-1-kubelet (pid 7) has died"),
+        "too slow": TooSlowToJudge("the lab was too slow to judge the driver by: 9.0x slower\ntimed out after 240s waiting for x"),
+        "too slow, the driver's": TooSlowToJudge(
+            "the lab was too slow to judge the driver by: 9.0x slower\nwaiting for x (the driver's obligation)"
+        ),
+        "driver failure": DriverFailure("the driver refused the claim"),
+        "prepare refused": PrepareRefused("pod p cannot start: the DRA driver refused to prepare its claim"),
+        "driver timed out": DriverTimedOut("timed out after 60s waiting for its slices (the driver's obligation)"),
+        "deploy failed": DeployFailed("driver gpu: CrashLoopBackOff"),
+        "assert": AssertionError("no CDI spec for the claim"),
+        "harness": HarnessError("no pod of driver profile gpu on node-2 to restart"),
+        "wait": WaitTimeout("timed out after 30s waiting for namespace t-1 gone"),
+        "bug": KeyError("x"),
+    }
+
+
+# Every path of classify, in its order: (phase, error, the lab's problems, levels) -> verdict, and
+# words the report shows for it.
 @pytest.mark.parametrize(
-    "when,error,problems,levels,verdict",
+    "when,error,problems,levels,verdict,why",
     [
-        ("call", AssertionError("x"), [], ["MUST"], "FAIL"),
-        ("setup", AssertionError("x"), [], ["MUST"], "FAIL"),
-        ("teardown", AssertionError("x"), [], ["MUST"], "ERROR"),
-        ("call", AssertionError("x"), ["kubelet down"], ["MUST"], "ERROR"),
-        ("call", AssertionError("x"), [], ["SHOULD"], "WARNING"),
-        ("call", AssertionError("x"), [], ["SHOULD", "MUST"], "FAIL"),
-        ("call", KeyError("x"), [], ["MUST"], "ERROR"),
+        ("call", "blocked", ["kubelet down"], ["MUST"], "BLOCKED", "blocked by DEP-01"),
+        ("call", "driver timed out", ["kubelet down"], ["MUST"], "ERROR", "the lab is unhealthy"),
+        ("call", "assert", ["kubelet down"], ["MUST"], "ERROR", "kubelet down"),
+        ("call", "lab broken", [], ["MUST"], "ERROR", "the lab broke"),
+        ("call", "too slow", [], ["MUST"], "ERROR", "too slow to judge the driver by: 9.0x"),
+        ("setup", "too slow, the driver's", [], ["MUST"], "ERROR", "too slow to judge"),
+        ("call", "driver failure", [], ["MUST"], "FAIL", ""),
+        ("setup", "prepare refused", [], ["MUST"], "FAIL", ""),
+        ("teardown", "driver failure", [], ["MUST"], "FAIL", ""),
+        ("call", "driver timed out", [], ["MUST"], "FAIL", ""),
+        ("teardown", "driver timed out", [], ["MUST"], "FAIL", ""),
+        ("call", "driver timed out", [], ["SHOULD"], "WARNING", "SHOULD"),
+        ("setup", "deploy failed", [], ["MUST"], "FAIL", ""),
+        ("call", "assert", [], ["MUST"], "FAIL", ""),
+        ("setup", "assert", [], ["MUST"], "FAIL", ""),
+        ("call", "assert", [], ["SHOULD"], "WARNING", "SHOULD"),
+        ("call", "assert", [], ["SHOULD", "MUST"], "FAIL", ""),
+        ("teardown", "assert", [], ["MUST"], "ERROR", "AssertionError in teardown"),
+        ("setup", "harness", [], ["MUST"], "ERROR", "could not set up what the check needs (setup): no pod of driver profile gpu"),
+        ("call", "wait", [], ["MUST"], "ERROR", "a wait of the lab or the harness ran out (call), not one on the driver: timed out"),
+        ("call", "bug", [], ["MUST"], "ERROR", "KeyError in call"),
     ],
 )
-def test_classify(when: str, error: BaseException, problems: list[str], levels: list[str], verdict: str) -> None:
+def test_classify(when: str, error: str, problems: list[str], levels: list[str], verdict: str, why: str) -> None:
     from dralab.verdicts import classify
 
-    assert classify(when, error, problems, levels).verdict == verdict
+    judged = classify(when, _errors()[error], problems, levels)
+    assert (judged.verdict, why in judged.why) == (verdict, True), judged
 
 
 SCENARIO_FAILS = """
