@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from basics.progress import console
 from clusters.config import ClusterConfig
-from clusters.progress import console
 from fake_hardware.profile import hardware_assignment
 
 
@@ -59,8 +59,8 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
 
 
 def _lab(name: str):  # -> HardwareLab
+    from basics.errors import BadInput
     from clusters.config import saved_config
-    from clusters.errors import BadInput
     from fake_hardware.lab import HardwareLab
 
     cfg = saved_config(name)

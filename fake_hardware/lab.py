@@ -19,8 +19,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from basics.errors import BadInput
 from clusters.config import ClusterConfig
-from clusters.errors import BadInput
 from fake_hardware import netdevs, nvml, sysfs
 from fake_hardware.profile import cpu_ids, load_node_profile
 from fake_hardware.system_tree import cpu_list

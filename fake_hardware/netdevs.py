@@ -11,7 +11,7 @@ import signal
 import subprocess
 from typing import Sequence
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from clusters.local.network import links_named, sh
 from fake_hardware.sysfs import VirtualLink
 from fake_hardware.topology import PciFunction

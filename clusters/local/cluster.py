@@ -9,16 +9,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from basics.children import interrupts_kept
+from basics.errors import BadInput, LabBroken
+from basics.progress import console, step
 from clusters import audit
-from clusters.children import interrupts_kept
 from clusters.config import ClusterConfig, labs_root, saved_config, state_file
-from clusters.errors import BadInput, LabBroken
 from clusters.local import cgroups, configs, hardware, kwok, network, preflight, supervisor
 from clusters.local.node import LocalNode
 from clusters.local.readiness import wait_cluster_ready
 from clusters.local.waits import https_ok, wait_for
 from clusters.pki import PKI, CertKey, write_kubeconfig
-from clusters.progress import console, step
 from clusters.provision import Toolchain, provision
 from fake_hardware.nvml import Userspace
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability

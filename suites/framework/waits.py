@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, TypeVar
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from clusters.pace import SLOWEST_JUDGED, Pace
 
 T = TypeVar("T")

@@ -29,7 +29,7 @@ def test_a_published_device_is_found_by_its_uuid_or_pci_address() -> None:
 def test_on_a_cluster_dralab_did_not_start_the_check_does_not_apply_rather_than_erring() -> None:
     import pytest
 
-    from clusters.errors import NotSupported
+    from basics.errors import NotSupported
 
     theirs = Lab("kubeconfig", Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
     with pytest.raises(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusters.config import ClusterConfig
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from fake_hardware import lab as lab_module
 from fake_hardware.kernel import NodeKernel
 from fake_hardware.lab import NodeHardware

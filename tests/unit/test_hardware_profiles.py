@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from fake_hardware.profile import PROFILES_DIR, gpu_uuid, load_node_profile, mac_address
 
 VALID = """

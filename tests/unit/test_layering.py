@@ -1,4 +1,4 @@
-"""The rooms import downward only (fake_hardware < clusters < drivers_under_test < suites < reports
+"""The rooms import downward only (basics < fake_hardware < clusters < drivers_under_test < suites < reports
 < dralab, the composition on top) and no module imports itself back through others, lazily or not."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # Each room and the rooms above it, which it must not import.
-ROOMS = ["fake_hardware", "clusters", "drivers_under_test", "suites", "reports", "dralab"]
-# fake_hardware still borrows clusters' errors, profile loading, config and network helpers.
+ROOMS = ["basics", "fake_hardware", "clusters", "drivers_under_test", "suites", "reports", "dralab"]
+# fake_hardware still borrows clusters' config and network helpers.
 ALLOWED_UPWARD = {("fake_hardware", "clusters")}
 
 
