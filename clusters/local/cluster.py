@@ -106,7 +106,7 @@ class LocalCluster:
         if cfg.hardware:
             from fake_hardware.lab import HardwareLab
 
-            HardwareLab(cfg)  # profiles and node names are checked before anything starts
+            HardwareLab(cfg.hardware_site())  # profiles and node names are checked before anything starts
         for change in preflight.raise_inotify_limits():
             console.print(f"raised {change}, for kubelets and containerds of several labs")
         with preflight.slot_lock():
@@ -143,7 +143,6 @@ class LocalCluster:
             if cfg.hardware:  # before the kubelets, so drivers find their devices from the start
                 hardware.bring_up(
                     cfg,
-                    self.state_file(cfg.name),
                     self.log_dir,
                     Userspace(self.tools.nvml_library, self.tools.nvidia_smi),
                     self.tools.drivers_under_test,

@@ -27,7 +27,7 @@ def gpus(lab: Lab, plugin: DriverUnderTest, node: str) -> list[str]:
     """The node's emulated GPUs by profile name (gpu0, gpu1, ...): what the plugin must advertise."""
     plugin.requires_hardware("this check counts the GPUs dralab's emulated hardware gives each node")
     cfg = lab.started_config("counting the emulated GPUs")
-    return [f.name for f in HardwareLab(cfg).node(node).plan.functions if f.kind == "gpu"]
+    return [f.name for f in HardwareLab(cfg.hardware_site()).node(node).plan.functions if f.kind == "gpu"]
 
 
 def plugin_pod(api, plugin: DriverUnderTest, node: str) -> str:
@@ -99,7 +99,7 @@ def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverU
     # next node status update: start once every GPU is there, not from a passing 0.
     wait_allocatable(api, node, plugin.resource, total, HEALTH_TIMEOUT)
     before = healthy_devices(files, node, plugin.resource)
-    hardware = HardwareLab(lab.cfg)  # type: ignore[arg-type]
+    hardware = HardwareLab(lab.cfg.hardware_site())
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:
         try:

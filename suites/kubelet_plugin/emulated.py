@@ -18,7 +18,7 @@ def identities(lab: Lab, node: str, kinds: tuple[str, ...] = KINDS) -> dict[str,
     """UUID or PCI address -> name (gpu0, ...) of every emulated device of `node` of one of
     `kinds` (the hardware plan is read once, however many devices are then looked up)."""
     out = {}
-    for f in HardwareLab(lab.started_config("identifying the emulated devices")).node(node).plan.functions:
+    for f in HardwareLab(lab.started_config("identifying the emulated devices").hardware_site()).node(node).plan.functions:
         if f.kind in kinds:
             out |= {key: f.name for key in ((f.gpu or {}).get("uuid"), f.bdf) if key}
     return out
