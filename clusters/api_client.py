@@ -104,7 +104,7 @@ def as_python_client_sends() -> Iterator[None]:
 
 def require_reachable(kubeconfig: Path | str, timeout: float = 10) -> None:
     """BadInput, before anything starts, when the cluster of `kubeconfig` does not answer."""
-    from clusters.errors import BadInput
+    from basics.errors import BadInput
 
     try:
         api = client_for(kubeconfig)

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from clusters import versions
+from fake_hardware.site import HardwareSite
 
 Component = Literal["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"]
 COMPONENTS: tuple[Component, ...] = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy")
@@ -131,18 +132,22 @@ class ClusterConfig(BaseModel):
         """The links of this lab's slot among `names` (slot 1 must not match slot 10's dralab10)."""
         return [n for n in names if re.fullmatch(rf"dralab{self.slot}(?:[a-z].*)?", n)]
 
-    @property
-    def fabric_bridge(self) -> str:
-        return f"dralab{self.slot}fab"
-
-    def fabric_peer(self, node_index: int, k: int) -> str:
-        return f"dralab{self.slot}f{node_index}x{k}"
-
     def veth(self, index: int) -> str:
         return f"dralab{self.slot}n{index}"
 
     def netns(self, node: str) -> str:
         return f"dralab-{self.name}-{node}"
+
+    def hardware_site(self) -> HardwareSite:
+        """What the lab's emulated hardware needs of it; its links are named from the bridge's, as
+        the slot's links are (slot_links)."""
+        return HardwareSite(
+            lab_dir=self.lab_dir,
+            netns={n: self.netns(n) for n in self.node_names()},
+            link_prefix=self.bridge,
+            hardware=self.hardware,
+            seed=self.hardware_seed,
+        )
 
     @property
     def cgroup_parent(self) -> str:

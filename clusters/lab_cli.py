@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Callable
 import click
 from pydantic import ValidationError
 
+from basics.errors import BadInput
+from basics.progress import console
 from clusters import versions
 from clusters.config import ClusterConfig
-from clusters.errors import BadInput
-from clusters.progress import console
 
 if TYPE_CHECKING:
     from clusters.kind.cluster import KindCluster
@@ -186,7 +186,7 @@ def _local_status(cluster: "LocalCluster") -> bool:
 def _kind_status(cluster: "KindCluster") -> bool:
     """A kind lab: the engine, the node containers (with their logs' tail when not running), kwok
     and the hardware agents if it has them, the nodes."""
-    from clusters.errors import log_tail
+    from basics.errors import log_tail
     from clusters.kind import engine
 
     console.print(f"[bold]kind lab {cluster.cfg.name}[/bold]  cluster {cluster.name}  kubeconfig {cluster.kubeconfig}")
@@ -222,7 +222,7 @@ def _kind_status(cluster: "KindCluster") -> bool:
 
 def _components_status(lab_dir: Path) -> bool:
     """The supervised processes of a lab dir; True if any is dead."""
-    from clusters.errors import log_tail
+    from basics.errors import log_tail
     from clusters.local import supervisor
 
     broken = False

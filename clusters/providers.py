@@ -19,7 +19,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from clusters import audit, nri_log, plugin_calls, watch_log
 from clusters.config import ClusterConfig
-from clusters.errors import NotSupported
+from basics.errors import NotSupported
 from clusters.kind.cluster import KindCluster
 from clusters.local import supervisor
 from clusters.local.cluster import LocalCluster

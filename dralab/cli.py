@@ -7,10 +7,10 @@ import time
 
 import click
 
-from clusters.children import Terminated, interrupt_on_sigterm
-from clusters.errors import DralabError
+from basics.children import Terminated, interrupt_on_sigterm
+from basics.errors import DralabError
 from clusters.lab_cli import kubernetes_version_option
-from clusters.progress import console
+from basics.progress import console
 
 
 class Group(click.Group):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from clusters.progress import console
+from basics.progress import console
 
 
 def _lab(lab_name: str, kubeconfig: Path | None, kubelet_root_dir: str):  # -> clusters.providers.Lab

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from basics.progress import console
 from clusters.config import ClusterConfig
-from clusters.progress import console
 from fake_hardware.profile import hardware_assignment
 
 
@@ -38,7 +38,7 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
     assignment, seed = hardware_assignment(profile, cluster_profile, cfg.node_names())
     cfg = cfg.model_copy(update={"hardware": assignment, "hardware_seed": seed})
     require_no_live_lab(cfg)
-    HardwareLab(cfg)  # validates profiles and node names before anything is created
+    HardwareLab(cfg.hardware_site())  # validates profiles and node names before anything is created
     binaries = ensure_go(DRIVERS_UNDER_TEST, offline=False)  # sysfs-fuse and modprobe, for the nodes
     cfg = preflight.allocate_slot(cfg)
     start = time.monotonic()
@@ -49,7 +49,7 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
             network.sh("ip", "netns", "add", cfg.netns(node))
         # No NVML driver root: its paths hold in a node's mount namespace, which only a cluster's nodes
         # have (`python -m fake_hardware.nvml` renders one to try without a lab).
-        lab = hardware.bring_up(cfg, LocalCluster.state_file(name), cfg.lab_dir / "logs", nvidia=None, binaries=binaries, node_mount_ns={})
+        lab = hardware.bring_up(cfg, cfg.lab_dir / "logs", nvidia=None, binaries=binaries, node_mount_ns={})
     except BaseException:
         teardown(cfg)
         raise
@@ -58,17 +58,23 @@ def up(profile: str | None, cluster_profile: Path | None, name: str, nodes: int)
         console.print(f"  {hw_node.name}: {cfg.hardware[hw_node.name]}, tree {hw_node.sys_root}, netns {hw_node.netns}")
 
 
-def _lab(name: str):  # -> HardwareLab
+def _config(name: str) -> ClusterConfig:
+    """The configuration of the lab `name`, which has emulated hardware."""
+    from basics.errors import BadInput
     from clusters.config import saved_config
-    from clusters.errors import BadInput
-    from fake_hardware.lab import HardwareLab
 
     cfg = saved_config(name)
     if cfg is None:
         raise BadInput(f"no lab named {name!r}: start one with `dralab hw up` or `dralab up --hardware PROFILE`")
     if not cfg.hardware:
         raise BadInput(f"lab {name!r} has no emulated hardware: start it with `dralab up --hardware PROFILE`")
-    return HardwareLab(cfg)
+    return cfg
+
+
+def _lab(name: str):  # -> HardwareLab
+    from fake_hardware.lab import HardwareLab
+
+    return HardwareLab(_config(name).hardware_site())
 
 
 @hw.command()
@@ -114,6 +120,6 @@ def down(name: str) -> None:
 
     require_root("hw down")
     start = time.monotonic()
-    left = remove(_lab(name).cfg)
+    left = remove(_config(name))
     console.print(f"hardware lab {name!r} down in {time.monotonic() - start:.2f}s")
     exit_if_left_behind(left)

@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import click
 
-from clusters.errors import BadInput
-from clusters.progress import console
+from basics.errors import BadInput
+from basics.progress import console
 from clusters.provision import c_library_files, images
 
 EXAMPLE_TAG = "registry.acme.example/gpu-driver:1.0"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from clusters.junit_properties import REQUIREMENT, Verdict, final_verdict
+from basics.junit_properties import REQUIREMENT, Verdict, final_verdict
 
 PLUGIN_NAME = "dralab-progress"
 
@@ -28,7 +28,7 @@ class Progress:
         self.outcomes: dict[str, str] = {}
 
     def _print(self, line: str) -> None:
-        from clusters.progress import console
+        from basics.progress import console
 
         capture = self.config.pluginmanager.getplugin("capturemanager")
         with capture.global_and_fixture_disabled():

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
-from clusters.children import interrupt_on_sigterm
+from basics.children import interrupt_on_sigterm
 from clusters.config import ClusterConfig
-from clusters.errors import BadInput, LabBroken, NotSupported
+from basics.errors import BadInput, LabBroken, NotSupported
 from clusters.health import dead_components, diagnose
-from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING, Verdict
+from basics.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, VERDICT, WARNING, Verdict
 from clusters import pace, plugin_calls, versions
 from clusters.lab_configurations import PREFIX, SESSION_LAB, at_version, on_kind, renamed
 from clusters.providers import Capability, Lab, kind_lab, kubeconfig_lab, local_lab

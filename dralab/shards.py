@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 
 # The groups of the tests that take no driver, the checks of the cluster, start with this.
 CLUSTER = "cluster:"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusters.errors import HarnessError, LabBroken
-from clusters.junit_properties import Verdict
+from basics.errors import HarnessError, LabBroken
+from basics.junit_properties import Verdict
 from drivers_under_test.deploy import DeployFailed
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import TooSlowToJudge, WaitTimeout

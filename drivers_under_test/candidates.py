@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from clusters.errors import BadInput, LabBroken
+from basics.errors import BadInput, LabBroken
+from basics.yaml_profiles import load_yaml, validated
 from clusters.provision import gobuild
-from clusters.yaml_profiles import load_yaml, validated
 
 CANDIDATES = Path(__file__).parent / "candidates.yaml"
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 
-from clusters.errors import BadInput, DralabError
+from basics.errors import BadInput, DralabError
 from clusters.local.kwok import SLICE_ONLY_LABEL
-from clusters.progress import console, step
+from basics.progress import console, step
 from clusters.providers import Lab
 from drivers_under_test import evidence
 from drivers_under_test.helm_chart import render_chart

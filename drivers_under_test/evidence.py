@@ -10,7 +10,7 @@ from typing import Iterable
 import yaml
 from kubernetes import client
 
-from clusters.errors import NotSupported
+from basics.errors import NotSupported
 from clusters.providers import Lab
 from drivers_under_test.profile import DriverProfile
 

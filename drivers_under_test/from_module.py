@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clusters.errors import BadInput, LabBroken
-from clusters.progress import step
+from basics.errors import BadInput, LabBroken
+from basics.progress import step
 from clusters.provision import c_library_files, ensure_go, gobuild, images, static_tools, store_image
 
 GO_MODULE_PATH = re.compile(r"^[a-z0-9][-a-z0-9.]*\.[a-z]+(/[\w.~-]+)+$")

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
+from basics.errors import BadInput
 from clusters import versions
-from clusters.errors import BadInput
 from drivers_under_test.profile import DriverProfile, object_problems
 
 # Built-in kinds the API server keeps outside namespaces (Kubernetes v1.37). `helm template`

@@ -19,8 +19,8 @@ from typing import Annotated, Any, NamedTuple
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from clusters.errors import BadInput
-from clusters.yaml_profiles import load_yaml, profile_path, validated
+from basics.errors import BadInput
+from basics.yaml_profiles import load_yaml, profile_path, validated
 from drivers_under_test.from_module import BuiltImage, GoModule, module_dir
 from fake_hardware.profile import node_profile_path
 

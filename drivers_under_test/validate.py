@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from basics.errors import BadInput
+from basics.yaml_profiles import field_errors, load_yaml, profile_path
 from clusters import versions
-from clusters.errors import BadInput
-from clusters.yaml_profiles import field_errors, load_yaml, profile_path
 from drivers_under_test.deploy import target_problems
 from drivers_under_test.helm_chart import render_chart
 from drivers_under_test.profile import NO_HARDWARE, PROFILES_DIR, WHAT, DriverProfile

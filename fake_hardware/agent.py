@@ -10,7 +10,7 @@ the node's own links (lo, eth0, cni0, pods' veth ends) in class/net as virtual n
 change `ip monitor link` reports. When the
 agent dies, the server unmounts the tree and exits (its parent-death signal).
 
-    python -m fake_hardware.agent --lab-config LAB_DIR/cluster.json --node node-1 \\
+    python -m fake_hardware.agent --site LAB_DIR/hardware-site.json --node node-1 \\
         --sysfs-fuse BINARY [--node-mount-ns FILE]
 """
 
@@ -29,6 +29,7 @@ from pathlib import Path
 from fake_hardware import netdevs
 from fake_hardware.kernel import ACTED_ATTRIBUTES, NodeKernel
 from fake_hardware.lab import NODE_SYSFS_ROOT, HardwareLab, NodeHardware
+from fake_hardware.site import HardwareSite
 
 RENEW_SECONDS = 0.5
 
@@ -79,16 +80,14 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from clusters.config import ClusterConfig
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lab-config", type=Path, required=True, help="the lab's cluster.json")
+    parser.add_argument("--site", type=Path, required=True, help="the lab's hardware-site.json, which HardwareLab.build writes")
     parser.add_argument("--node", required=True)
     parser.add_argument("--sysfs-fuse", type=Path, required=True, help="the FUSE server's binary")
     parser.add_argument("--node-mount-ns", type=Path, help="the node's mount namespace file, to mount the tree there")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    hw = HardwareLab(ClusterConfig.model_validate_json(args.lab_config.read_text())).node(args.node)
+    hw = HardwareLab(HardwareSite.model_validate_json(args.site.read_text())).node(args.node)
     serve(NodeKernel(hw, hw.dev_dir), fuse_command(args.sysfs_fuse, hw, args.node_mount_ns), hw.agent_ready_file())
 
 

@@ -20,7 +20,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from fake_hardware import netdevs, sysfs
 from fake_hardware.lab import NodeHardware
 from fake_hardware.topology import PciFunction

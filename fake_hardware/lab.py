@@ -19,10 +19,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.config import ClusterConfig
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from fake_hardware import netdevs, nvml, sysfs
 from fake_hardware.profile import cpu_ids, load_node_profile
+from fake_hardware.site import HardwareSite
 from fake_hardware.system_tree import cpu_list
 from fake_hardware.topology import NodePlan, PciFunction, plan_node
 
@@ -51,7 +51,7 @@ def _make_char_device(path: Path, numbers: tuple[int, int], mode: int) -> None:
 
 @dataclass
 class NodeHardware:
-    cfg: ClusterConfig
+    site: HardwareSite
     index: int
     plan: NodePlan
 
@@ -61,7 +61,7 @@ class NodeHardware:
 
     @property
     def netns(self) -> str:
-        return self.cfg.netns(self.name)
+        return self.site.netns[self.name]
 
     @property
     def sys_root(self) -> Path:
@@ -72,7 +72,7 @@ class NodeHardware:
     @property
     def tree(self) -> Path:
         """The tree's state, plain files: what the lab and the kernel stand-in change."""
-        return self.cfg.lab_dir / "nodes" / self.name / "sysfs-state"
+        return self.site.lab_dir / "nodes" / self.name / "sysfs-state"
 
     @property
     def driver_root(self) -> Path:
@@ -83,18 +83,18 @@ class NodeHardware:
         return self._host_path(NODE_HOST_ROOT)
 
     def _host_path(self, node_var_lib_path: str) -> Path:
-        return self.cfg.lab_dir / "nodes" / self.name / "var-lib" / Path(node_var_lib_path).relative_to("/var/lib")
+        return self.site.lab_dir / "nodes" / self.name / "var-lib" / Path(node_var_lib_path).relative_to("/var/lib")
 
     @property
     def dev_dir(self) -> Path:
         """The node's own /dev entries (its /dev/vfio and /dev/infiniband), as a host path."""
-        return self.cfg.lab_dir / "nodes" / self.name / "dev"
+        return self.site.lab_dir / "nodes" / self.name / "dev"
 
     def agent_ready_file(self) -> Path:
-        return self.cfg.lab_dir / "nodes" / self.name / "hardware-agent.ready"
+        return self.site.lab_dir / "nodes" / self.name / "hardware-agent.ready"
 
     def peer(self, fn: PciFunction) -> str:
-        return self.cfg.fabric_peer(self.index, self.plan.netdevs().index(fn))
+        return self.site.fabric_peer(self.index, self.plan.netdevs().index(fn))
 
     def present_vfs(self, pf: PciFunction) -> list[PciFunction]:
         """The PF's VFs in the tree now: they come and go with sriov_numvfs and faults."""
@@ -116,7 +116,7 @@ class NodeHardware:
                 sysfs.set_driver(self.tree, fn, None)
                 sysfs.unregister_devices(self.tree, self.plan, fn)
         if bound:
-            netdevs.create([(f, self.peer(f)) for f in fns if f.netdev], self.netns, self.cfg.fabric_bridge)
+            netdevs.create([(f, self.peer(f)) for f in fns if f.netdev], self.netns, self.site.fabric_bridge)
 
     def unplug(self, fns: list[PciFunction]) -> None:
         for fn in reversed(fns):
@@ -154,7 +154,7 @@ class NodeHardware:
     def return_netdevs(self, fns: list[PciFunction]) -> None:
         """Back in the node's namespace, as the kernel returns a physical netdev whose namespace is
         destroyed (under the tree's name: the kernel would keep the name it had there)."""
-        netdevs.create([(f, self.peer(f)) for f in fns], self.netns, self.cfg.fabric_bridge)
+        netdevs.create([(f, self.peer(f)) for f in fns], self.netns, self.site.fabric_bridge)
 
     def register_devices(self, fn: PciFunction) -> None:
         """What the function's own driver registers when bound: its netdev (tree and veth), its RDMA
@@ -162,7 +162,7 @@ class NodeHardware:
         self._rdma_nodes(fn, present=True)
         sysfs.register_devices(self.tree, self.plan, fn)
         if fn.netdev:
-            netdevs.create([(fn, self.peer(fn))], self.netns, self.cfg.fabric_bridge)
+            netdevs.create([(fn, self.peer(fn))], self.netns, self.site.fabric_bridge)
 
     def unregister_devices(self, fn: PciFunction) -> None:
         sysfs.unregister_devices(self.tree, self.plan, fn)
@@ -172,31 +172,36 @@ class NodeHardware:
 
 
 class HardwareLab:
-    def __init__(self, cfg: ClusterConfig) -> None:
-        self.cfg = cfg
-        unknown = sorted(set(cfg.hardware) - set(cfg.node_names()))
+    def __init__(self, site: HardwareSite) -> None:
+        self.site = site
+        unknown = sorted(set(site.hardware) - set(site.node_names()))
         if unknown:
             raise BadInput(
-                f"hardware is assigned to {', '.join(unknown)}, which the lab does not have (its nodes: {', '.join(cfg.node_names())})"
+                f"hardware is assigned to {', '.join(unknown)}, which the lab does not have (its nodes: {', '.join(site.node_names())})"
             )
-        profiles = {name: load_node_profile(profile) for name, profile in cfg.hardware.items()}
+        profiles = {name: load_node_profile(profile) for name, profile in site.hardware.items()}
         online = set(cpu_ids(Path(HOST_CPUS_ONLINE).read_text().strip()))
         for name, profile in profiles.items():
             missing = profile.cpus_missing_on_host(online)
             if missing:
                 raise BadInput(
-                    f"hardware profile {cfg.hardware[name]} (node {name}) names CPUs {cpu_list(missing)}, "
+                    f"hardware profile {site.hardware[name]} (node {name}) names CPUs {cpu_list(missing)}, "
                     f"which this machine does not have (online: {cpu_list(sorted(online))}); its CPUs "
                     "are the host's own (cpus_on_host): list only those, or set cpus_on_host: false"
                 )
         self.nodes = {
-            name: NodeHardware(cfg, cfg.node_names().index(name) + 1, plan_node(profile, name, cfg.hardware_seed))
+            name: NodeHardware(site, site.node_names().index(name) + 1, plan_node(profile, name, site.seed))
             for name, profile in profiles.items()
         }
 
     @property
     def state_file(self) -> Path:
-        return self.cfg.lab_dir / "hardware-faults.json"
+        return self.site.lab_dir / "hardware-faults.json"
+
+    @property
+    def site_file(self) -> Path:
+        """The site as built, for the node's hardware agents (fake_hardware/agent.py)."""
+        return self.site.lab_dir / "hardware-site.json"
 
     def node(self, name: str) -> NodeHardware:
         if name not in self.nodes:
@@ -207,15 +212,16 @@ class HardwareLab:
 
     def build(self, nvidia: nvml.Userspace | None = None) -> None:
         """The trees, netdevs and fabric; with the lab's NVML and nvidia-smi, a driver root on every node with GPUs."""
-        netdevs.create_fabric(self.cfg.fabric_bridge)
+        netdevs.create_fabric(self.site.fabric_bridge)
         for hw in self.nodes.values():
             hw.make_device_nodes()
             sysfs.write_tree(hw.tree, hw.plan)
             hw.sys_root.mkdir(parents=True, exist_ok=True)  # where the agent mounts the tree
             if nvidia is not None and nvml.device_nodes(hw.plan):
                 nvml.install(hw.plan, hw.driver_root, NODE_SYSFS_ROOT, nvidia)
-            netdevs.create([(fn, hw.peer(fn)) for fn in hw.plan.at_boot() if fn.netdev], hw.netns, self.cfg.fabric_bridge)
+            netdevs.create([(fn, hw.peer(fn)) for fn in hw.plan.at_boot() if fn.netdev], hw.netns, self.site.fabric_bridge)
         self._save({})
+        sysfs.write_atomic(self.site_file, self.site.model_dump_json(indent=2))
 
     # Faults (HW-04) ----------------------------------------------------------------------
 

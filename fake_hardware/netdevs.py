@@ -11,8 +11,7 @@ import signal
 import subprocess
 from typing import Sequence
 
-from clusters.errors import LabBroken
-from clusters.local.network import links_named, sh
+from basics.errors import LabBroken
 from fake_hardware.sysfs import VirtualLink
 from fake_hardware.topology import PciFunction
 
@@ -71,8 +70,7 @@ def watch_links(netns: str) -> subprocess.Popen[bytes]:
 
 
 def create_fabric(bridge: str) -> None:
-    sh("ip", "link", "add", bridge, "type", "bridge")
-    sh("ip", "link", "set", bridge, "up")
+    _batch([f"link add {bridge} type bridge", f"link set {bridge} up"])
 
 
 def create(netdevs: Sequence[tuple[PciFunction, str]], netns: str, fabric: str) -> None:
@@ -86,5 +84,6 @@ def create(netdevs: Sequence[tuple[PciFunction, str]], netns: str, fabric: str) 
 
 def delete(peers: Sequence[str]) -> None:
     """Delete pairs by their fabric-side end: that works wherever the device end has been moved."""
-    present = set(links_named(""))
+    listed = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout
+    present = {link["ifname"] for link in json.loads(listed or "[]")}
     _batch([f"link del {p}" for p in peers if p in present])

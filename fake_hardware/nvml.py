@@ -43,7 +43,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from fake_hardware import sysfs
 from fake_hardware.profile import Gpu, load_node_profile, mig_layout, mig_memory_bytes, mig_slices
 from fake_hardware.topology import NodePlan, PciFunction, plan_node

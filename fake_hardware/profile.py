@@ -17,8 +17,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from clusters.errors import BadInput
-from clusters.yaml_profiles import load_yaml, profile_path, validated
+from basics.errors import BadInput
+from basics.yaml_profiles import load_yaml, profile_path, validated
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 HEX16 = Annotated[str, Field(pattern=r"^0x[0-9a-f]{4}$")]

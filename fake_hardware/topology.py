@@ -15,7 +15,7 @@ import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from fake_hardware.profile import Gpu, Nic, NodeProfile, PciEndpoint, gpu_uuid, mac_address
 
 CLASS_BRIDGE = 0x060400

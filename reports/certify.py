@@ -22,14 +22,14 @@ from pathlib import Path
 
 import click
 
+from basics.children import run_all_to_completion
+from basics.errors import BadInput, LabBroken
+from basics.junit_properties import Verdict
+from basics.progress import console, run_logged
 from clusters import residue, versions
 from clusters.api_client import require_reachable
-from clusters.children import run_all_to_completion
-from clusters.errors import BadInput, LabBroken
-from clusters.junit_properties import Verdict
 from clusters.lab_cli import kubernetes_version_option
 from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, at_version, on_kind, renamed, scale
-from clusters.progress import console, run_logged
 from drivers_under_test.deploy import image_archives
 from drivers_under_test.profile import NO_HARDWARE, Capability, DriverProfile
 from drivers_under_test.validate import validate_or_raise
@@ -539,8 +539,8 @@ def reserved_prefix(prefix: str, shards: int, reuse: bool) -> Iterator[str]:
     """A lab name prefix this run alone uses while it runs: `prefix`, or where another run holds it
     (or, unless `reuse`, labs named under it exist) the first free of prefix-b, prefix-c, ... Its lock
     is held for the run: two certifications on one machine never start labs of one name."""
+    from basics.file_locks import exclusive
     from clusters.config import labs_root
-    from clusters.file_locks import exclusive
     from clusters.local.preflight import locks_dir
 
     for candidate in [prefix, *(f"{prefix}{c}" for c in "bcdefghijk")]:

@@ -30,11 +30,11 @@ from typing import Any, Callable, NoReturn
 import click
 from click.core import ParameterSource
 
+from basics.children import run_to_completion
+from basics.errors import BadInput
+from basics.junit_properties import Verdict
+from basics.progress import console
 from clusters import versions
-from clusters.children import run_to_completion
-from clusters.errors import BadInput
-from clusters.junit_properties import Verdict
-from clusters.progress import console
 from drivers_under_test import candidates
 from drivers_under_test.profile import DriverProfile, load_profile, shipped_profiles
 from reports.certify import NoResults, SuiteRun, selection

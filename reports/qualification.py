@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters.config import labs_root
-from clusters.junit_properties import Verdict
+from basics.junit_properties import Verdict
 from suites.upstream_dra.run import FAILED, PASSED, SKIPPED, Outcome
 
 QUALIFIED, NOT_QUALIFIED, INCOMPLETE = "QUALIFIED", "NOT QUALIFIED", "INCOMPLETE"

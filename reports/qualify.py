@@ -15,12 +15,12 @@ from typing import Iterator
 
 import click
 
+from basics.errors import BadInput
+from basics.progress import console
 from clusters import residue, versions
 from clusters.config import ClusterConfig
-from clusters.errors import BadInput
 from clusters.lab_cli import exit_if_left_behind, kubernetes_version_option
 from clusters.lab_configurations import on_kind
-from clusters.progress import console
 from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
 from clusters.provision import Toolchain, provision
 from clusters.provision.e2e_suite import E2ESuite, ensure_e2e_suite

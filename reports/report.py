@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from basics.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, WARNING, WORST_FIRST, Verdict, final_verdict
 from clusters.config import labs_root
-from clusters.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, WARNING, WORST_FIRST, Verdict, final_verdict
 from suites import catalogue
 from suites.catalogue import Checks
 from suites.framework.spec_drift import PROPERTY as SPEC_DRIFT

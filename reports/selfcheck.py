@@ -21,10 +21,10 @@ from typing import Any
 
 import click
 
+from basics.errors import BadInput
+from basics.junit_properties import Verdict
+from basics.progress import console
 from clusters.config import DNS_LABEL, saved_config
-from clusters.errors import BadInput
-from clusters.junit_properties import Verdict
-from clusters.progress import console
 from drivers_under_test.profile import METADATA_DISABLED, load_profile, shipped_profiles
 from reports.certify import NoResults, SuiteRun, certifiable, lab_names, selection
 from reports.report import CERTIFIED, INCOMPLETE, first_message

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import click
 
+from basics.children import run_to_completion
+from basics.junit_properties import Verdict
+from basics.progress import console
 from clusters.api_client import client_for
-from clusters.children import run_to_completion
 from clusters.config import labs_root, saved_config
-from clusters.junit_properties import Verdict
 from clusters.pace import Gauge
-from clusters.progress import console
 
 # The lab's long-lived processes, by their program (a binary's name, or the module python runs).
 WATCHED = {"plugin-recorder": "plugin-recorder", "sysfs-fuse": "sysfs server", "fake_hardware.agent": "hardware agent"}

@@ -20,7 +20,7 @@ import yaml
 
 from clusters import versions
 from clusters.config import ClusterConfig, labs_root, state_file
-from clusters.errors import BadInput, LabBroken
+from basics.errors import BadInput, LabBroken
 from clusters.kind import engine, hardware, nodeimage, recorder
 from clusters.kind.config import cluster_name, host_has_cgroup_v1, kind_config, kind_dir
 from clusters.kind.node import KindNode
@@ -28,7 +28,7 @@ from clusters.local import kwok, supervisor
 from clusters.local.cluster import teardown
 from clusters.local.preflight import allocate_slot
 from clusters.local.configs import cni_conflist
-from clusters.progress import console, run_logged, step
+from basics.progress import console, run_logged, step
 from clusters.provision import Image, Toolchain
 
 CNI_CONFLIST = "/etc/cni/net.d/10-dralab.conflist"

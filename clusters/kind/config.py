@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
+from basics.errors import BadInput
 from clusters.config import ClusterConfig, Component, flag_map, labs_root
-from clusters.errors import BadInput
 from clusters.local.configs import NODE_STATUS_UPDATE_FREQUENCY, SYNC_FREQUENCY
 
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"

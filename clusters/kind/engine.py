@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+from basics.errors import BadInput, LabBroken, log_tail
+from basics.progress import run_logged, step
 from clusters.config import labs_root
-from clusters.errors import BadInput, LabBroken, log_tail
 from clusters.kind import capwrap
 from clusters.local import supervisor
-from clusters.progress import run_logged, step
 
 RUNTIME = "dralab-runc"
 START_TIMEOUT = 60.0

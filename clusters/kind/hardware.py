@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from clusters.config import ClusterConfig, state_file
+from clusters.config import ClusterConfig
 from clusters.local import hardware
 from clusters.local.network import sh
 from clusters.provision import Toolchain
@@ -24,7 +24,7 @@ DEV_DIRS = ("vfio", "infiniband")  # under /dev: the nodes the hardware lab and 
 def mounts(cfg: ClusterConfig) -> dict[str, dict[str, Path]]:
     """Per lab node with hardware: node path -> host path, created now (before the containers)."""
     found = {}
-    for name, hw in HardwareLab(cfg).nodes.items():  # profiles and node names are checked here
+    for name, hw in HardwareLab(cfg.hardware_site()).nodes.items():  # profiles and node names are checked here
         found[name] = {HARDWARE_DIR: hw.sys_root.parent, **{f"/dev/{d}": hw.dev_dir / d for d in DEV_DIRS}}
         for host in found[name].values():
             host.mkdir(parents=True, exist_ok=True)
@@ -42,6 +42,4 @@ def bring_up(cfg: ClusterConfig, tools: Toolchain, containers: dict[str, str], d
         ).stdout.strip()
         sh("ip", "netns", "attach", cfg.netns(node), pid)
         mount_ns[node] = Path(f"/proc/{pid}/ns/mnt")
-    hardware.bring_up(
-        cfg, state_file(cfg.name), log_dir, Userspace(tools.nvml_library, tools.nvidia_smi), tools.drivers_under_test, mount_ns
-    )
+    hardware.bring_up(cfg, log_dir, Userspace(tools.nvml_library, tools.nvidia_smi), tools.drivers_under_test, mount_ns)

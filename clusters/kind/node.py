@@ -17,11 +17,11 @@ from pathlib import Path
 
 import yaml
 
+from basics.errors import LabBroken, NotSupported
+from basics.progress import run_logged
 from clusters import plugin_calls
-from clusters.errors import LabBroken, NotSupported
 from clusters.local.node import injected, kill_pod_sandbox
 from clusters.local.waits import wait_for
-from clusters.progress import run_logged
 
 KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 KUBELET_HEALTHZ = "exec 3<>/dev/tcp/127.0.0.1/10248 && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3"

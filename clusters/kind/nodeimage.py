@@ -28,10 +28,10 @@ from pathlib import Path
 import yaml
 
 from clusters import versions
-from clusters.errors import BadInput, LabBroken
+from basics.errors import BadInput, LabBroken
 from clusters.kind import engine
 from clusters.kind.recipes import COREDNS, KIND, KUBEADM
-from clusters.progress import run_logged, step
+from basics.progress import run_logged, step
 from clusters.provision import Toolchain, c_library_files, ensure_go, _prune, cache_root, images
 
 SUITE = "bookworm"

@@ -8,10 +8,10 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from basics.progress import run_logged
 from clusters import plugin_calls
 from clusters.config import ClusterConfig
 from clusters.local.configs import CDI_DIRS
-from clusters.progress import run_logged
 
 NODE_LOG_DIR = "/var/log/dralab"
 NODE_BIN_DIR = "/opt/dralab/bin"

@@ -9,16 +9,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from basics.children import interrupts_kept
+from basics.errors import BadInput, LabBroken
+from basics.progress import console, step
 from clusters import audit
-from clusters.children import interrupts_kept
 from clusters.config import ClusterConfig, labs_root, saved_config, state_file
-from clusters.errors import BadInput, LabBroken
 from clusters.local import cgroups, configs, hardware, kwok, network, preflight, supervisor
 from clusters.local.node import LocalNode
 from clusters.local.readiness import wait_cluster_ready
 from clusters.local.waits import https_ok, wait_for
 from clusters.pki import PKI, CertKey, write_kubeconfig
-from clusters.progress import console, step
 from clusters.provision import Toolchain, provision
 from fake_hardware.nvml import Userspace
 
@@ -106,7 +106,7 @@ class LocalCluster:
         if cfg.hardware:
             from fake_hardware.lab import HardwareLab
 
-            HardwareLab(cfg)  # profiles and node names are checked before anything starts
+            HardwareLab(cfg.hardware_site())  # profiles and node names are checked before anything starts
         for change in preflight.raise_inotify_limits():
             console.print(f"raised {change}, for kubelets and containerds of several labs")
         with preflight.slot_lock():
@@ -143,7 +143,6 @@ class LocalCluster:
             if cfg.hardware:  # before the kubelets, so drivers find their devices from the start
                 hardware.bring_up(
                     cfg,
-                    self.state_file(cfg.name),
                     self.log_dir,
                     Userspace(self.tools.nvml_library, self.tools.nvidia_smi),
                     self.tools.drivers_under_test,

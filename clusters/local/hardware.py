@@ -18,12 +18,10 @@ from fake_hardware.nvml import Userspace
 AGENT_START_TIMEOUT = 30.0
 
 
-def bring_up(
-    cfg: ClusterConfig, state_file: Path, log_dir: Path, nvidia: Userspace | None, binaries: Path, node_mount_ns: dict[str, Path]
-) -> HardwareLab:
+def bring_up(cfg: ClusterConfig, log_dir: Path, nvidia: Userspace | None, binaries: Path, node_mount_ns: dict[str, Path]) -> HardwareLab:
     """`binaries`: drivers_under_test's build (sysfs-fuse, modprobe); `node_mount_ns`: each node's
     mount namespace, where its tree is mounted for its pods."""
-    lab = HardwareLab(cfg)
+    lab = HardwareLab(cfg.hardware_site())
     lab.build(nvidia)
     for hw in lab.nodes.values():
         host_root.build(hw, binaries / "modprobe")
@@ -34,8 +32,8 @@ def bring_up(
                 sys.executable,
                 "-m",
                 "fake_hardware.agent",
-                "--lab-config",
-                str(state_file),
+                "--site",
+                str(lab.site_file),
                 "--node",
                 hw.name,
                 "--sysfs-fuse",

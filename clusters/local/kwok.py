@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
+from basics.errors import LabBroken
 from clusters.config import ClusterConfig
-from clusters.errors import LabBroken
 from clusters.local.supervisor import Component
 from clusters.local.waits import wait_for
 from clusters.provision import Toolchain

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
+from basics.errors import LabBroken
 from clusters.config import ClusterConfig, labs_root
-from clusters.errors import LabBroken
 
 # Directories of the host that a node replaces with its own (host path -> name in the node dir).
 # /dev/vfio holds the node's vfio group nodes, made by its hardware agent (HW-08); /dev/infiniband

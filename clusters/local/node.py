@@ -14,14 +14,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+from basics.errors import LabBroken
+from basics.progress import run_logged
 from clusters import plugin_calls
 from clusters.config import ClusterConfig
-from clusters.errors import LabBroken
 from clusters.local import cgroups, configs, network, supervisor
 from clusters.local.network import NODE_PRIVATE_DIRS
 from clusters.local.waits import wait_for
 from clusters.pki import PKI, write_kubeconfig
-from clusters.progress import run_logged
 from clusters.provision import Toolchain
 from fake_hardware.lab import NODE_SYSFS_ROOT
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
+from basics.errors import BadInput, LabBroken
+from basics.file_locks import exclusive
 from clusters.config import MAX_SLOTS, ClusterConfig, labs_root
-from clusters.errors import BadInput, LabBroken
-from clusters.file_locks import exclusive
 from clusters.local import cgroups, configs, network, supervisor
 from clusters.provision import Toolchain
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from clusters.errors import LabBroken, log_tail
+from basics.errors import LabBroken, log_tail
 
 LAB_ENV = "DRALAB_LAB"  # every lab process carries it: how teardown and `residue` find them
 

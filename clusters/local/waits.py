@@ -8,7 +8,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Sequence
 
-from clusters.errors import LabBroken, log_tail
+from basics.errors import LabBroken, log_tail
 from clusters.local.supervisor import Component, check_alive
 
 POLL = 0.2

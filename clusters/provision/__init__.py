@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from clusters import versions
-from clusters.errors import BadInput, LabBroken
-from clusters.file_locks import held, waited_for
-from clusters.progress import run_logged, step
+from basics.errors import BadInput, LabBroken
+from basics.file_locks import held, waited_for
+from basics.progress import run_logged, step
 from clusters.provision import gobuild, images
 from clusters.provision.components import (
     CGO_DRIVER_BINARIES,

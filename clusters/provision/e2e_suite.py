@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from basics.errors import LabBroken
 from clusters import versions
-from clusters.errors import LabBroken
 from clusters.provision import Image, Toolchain, busybox_image, ensure_go, pause_binary, store_image
 from clusters.provision.components import e2e_dra_recipe
 from clusters.provision.images import ImageSpec

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusters.errors import LabBroken
-from clusters.progress import run_logged
+from basics.errors import LabBroken
+from basics.progress import run_logged
 
 RECIPES = Path(__file__).parent / "recipes"
 # A binary named so is built as a C shared library, with its name as its soname: a program that

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from basics.errors import LabBroken
+from basics.progress import run_logged
 from clusters import versions
-from clusters.errors import LabBroken
-from clusters.progress import run_logged
 from suites.framework.figures import quantile_interval
 
 BENCH_DIR = Path(__file__).resolve().parent / "allocbench"

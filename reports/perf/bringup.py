@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from clusters.children import run_to_completion
+from basics.children import run_to_completion
+from basics.errors import LabBroken
 from clusters.config import labs_root
-from clusters.errors import LabBroken
 from clusters.lab_configurations import PERF as LAB
 from clusters.local.cluster import LocalCluster
 

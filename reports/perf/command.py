@@ -17,11 +17,11 @@ from typing import Any, Callable
 import click
 
 from clusters import versions
-from clusters.children import run_to_completion
-from clusters.errors import BadInput
+from basics.children import run_to_completion
+from basics.errors import BadInput
 from clusters.config import ClusterConfig
 from clusters.lab_configurations import PERF, renamed, scale
-from clusters.progress import console
+from basics.progress import console
 from drivers_under_test.profile import NO_HARDWARE, DriverProfile, load_profile
 from reports.perf import allocator, bringup, history, kwok_scale, page, pod_startup
 from reports.perf.figures import entries, values

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from kubernetes import client
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from clusters.lab_configurations import renamed, scale
 from clusters.local import metrics
 from clusters.local.cluster import LocalCluster

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from kubernetes import client
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from clusters.providers import Lab
 from drivers_under_test.deploy import deploy, remove
 from drivers_under_test.profile import METADATA_DISABLED, DriverProfile

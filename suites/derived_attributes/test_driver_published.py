@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pytest
 from kubernetes import client
 
-from clusters.errors import HarnessError
+from basics.errors import HarnessError
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy

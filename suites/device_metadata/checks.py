@@ -7,9 +7,9 @@ import json
 
 from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
-from suites.device_metadata import in_containers, paths
+from suites.device_metadata import in_containers
 from suites.device_metadata.scenario import Scenario
-from suites.framework import pods, slices
+from suites.framework import metadata_paths, pods, slices
 from suites.framework.metadata_file import KNOWN_VERSIONS, V1BETA1, parse_stream, problems
 from suites.framework.verdicts import require
 from suites.framework.waits import WaitTimeout, driver_must
@@ -26,10 +26,10 @@ def generation_problem(s: Scenario, generation: int) -> str | None:
 
 def file_at_shipped_path(s: Scenario, ev: Evidence) -> None:  # MD-01
     first = s.requests[0]
-    path = paths.in_container(s.claim_name, first.name, s.driver.name)
+    path = metadata_paths.in_container(s.claim_name, first.name, s.driver.name)
     ev.add(
         f"files under the metadata roots in container {first.container}",
-        s.listed_in(first.container, paths.CONTAINER_ROOT, paths.KEP_CONTAINER_ROOT) or "(none)",
+        s.listed_in(first.container, metadata_paths.CONTAINER_ROOT, metadata_paths.KEP_CONTAINER_ROOT) or "(none)",
     )
     assert s.read_in(first.container, path) is not None, f"container {first.container} has no file at {path}"
 
@@ -76,21 +76,21 @@ def attributes_typed_and_agree(s: Scenario, ev: Evidence) -> None:  # MD-03
 
 def _files(s: Scenario) -> list[str]:
     """The container paths of every request's file, sorted."""
-    return sorted(paths.in_container(s.claim_name, r.name, s.driver.name) for r in s.requests)
+    return sorted(metadata_paths.in_container(s.claim_name, r.name, s.driver.name) for r in s.requests)
 
 
 def isolation(s: Scenario, ev: Evidence) -> None:  # MD-04, on a reader with two requests or more
     for r in s.requests:
-        listing = "\n".join(s.listed_in(r.container, paths.CONTAINER_ROOT))
+        listing = "\n".join(s.listed_in(r.container, metadata_paths.CONTAINER_ROOT))
         ev.add(f"files in {r.container}", listing)
         assert f"/{r.name}/" in listing, f"{r.container} does not see its own request {r.name}"
         for other in (o.name for o in s.requests if o != r):
             assert f"/{other}" not in listing, f"{r.container} uses only {r.name} but sees {other}'s metadata:\n{listing}"
-            assert s.read_in(r.container, paths.in_container(s.claim_name, other, s.driver.name)) is None
+            assert s.read_in(r.container, metadata_paths.in_container(s.claim_name, other, s.driver.name)) is None
 
 
 def separate_directories(s: Scenario, ev: Evidence) -> None:  # MD-05, on a reader with two requests or more
-    listing = s.listed_in("sidecar", paths.CONTAINER_ROOT, only_files=True)
+    listing = s.listed_in("sidecar", metadata_paths.CONTAINER_ROOT, only_files=True)
     ev.add("files in the sidecar (whole claim)", listing)
     want = _files(s)
     assert listing == want, (
@@ -112,18 +112,18 @@ def every_container_kind_sees_the_files(s: Scenario, ev: Evidence) -> None:  # M
     want = _files(s)
     seen = {
         "init": pods.logs(s.api, s.namespace, s.pod, container="init").split(),
-        "sidecar": s.listed_in("sidecar", paths.CONTAINER_ROOT, only_files=True),
+        "sidecar": s.listed_in("sidecar", metadata_paths.CONTAINER_ROOT, only_files=True),
     }
     ev.add("files seen per container", seen)
     for name, files in seen.items():
         assert files == want, f"{name} container sees {files}, want {want}"
     first = s.requests[0]
-    assert s.read_in(first.container, paths.in_container(s.claim_name, first.name, s.driver.name))
+    assert s.read_in(first.container, metadata_paths.in_container(s.claim_name, first.name, s.driver.name))
 
 
 def read_only_and_modes(s: Scenario, ev: Evidence) -> None:  # MD-11
     first = s.requests[0]
-    path = paths.in_container(s.claim_name, first.name, s.driver.name)
+    path = metadata_paths.in_container(s.claim_name, first.name, s.driver.name)
     # Opened for appending, nothing written: a writable file stays as it was for the checks after this one.
     attempt = s.observe(
         first.container, f"{pods.absent_unless(path)}if ( : >> {path} ) 2>/dev/null; then echo writable; else echo refused; fi"
@@ -131,7 +131,7 @@ def read_only_and_modes(s: Scenario, ev: Evidence) -> None:  # MD-11
     ev.add(f"opening the file for writing in {first.container}", attempt)
     assert attempt is not None, f"container {first.container} has no file at {path}"
     assert attempt.strip() == "refused", f"{path} opens for writing inside the container: the mount is writable"
-    claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
+    claim_dir = metadata_paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
     listing = s.files.listing(s.node, claim_dir)
     ev.add(f"{claim_dir} on {s.node}", {k: vars(v) for k, v in listing.items()})
     assert listing, f"{claim_dir} does not exist on {s.node}"
@@ -141,7 +141,7 @@ def read_only_and_modes(s: Scenario, ev: Evidence) -> None:  # MD-11
 
 
 def host_layout(s: Scenario, ev: Evidence) -> None:  # MD-12
-    claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
+    claim_dir = metadata_paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
     files = sorted(k for k, v in s.files.listing(s.node, claim_dir).items() if v.kind == "regular file")
     ev.add(f"files under {claim_dir} (kubelet root {s.kubelet_root})", files)
     assert files, f"no metadata files under {claim_dir} on {s.node}"
@@ -150,7 +150,7 @@ def host_layout(s: Scenario, ev: Evidence) -> None:  # MD-12
 
 def no_spec(s: Scenario, dirs: tuple[str, ...], request: str) -> str:
     return (
-        f"no CDI spec {paths.cdi_spec_name(s.driver.name, s.uid, request)} on {s.node} in any dir its containerd "
+        f"no CDI spec {metadata_paths.cdi_spec_name(s.driver.name, s.uid, request)} on {s.node} in any dir its containerd "
         f"reads CDI specs from ({', '.join(dirs)})"
     )
 
@@ -174,7 +174,7 @@ def cdi_spec(s: Scenario, ev: Evidence) -> str:  # MD-13; the cdiVersion seen
         assert len(mounts) == 1, f"{len(mounts)} mounts in the spec of {request}, want one"
         (mount,) = mounts
         assert mount["hostPath"] == s.host_file(request), f"mount hostPath {mount['hostPath']}, want {s.host_file(request)}"
-        want_path = paths.in_container(s.claim_name, request, s.driver.name)
+        want_path = metadata_paths.in_container(s.claim_name, request, s.driver.name)
         assert mount["containerPath"] == want_path, f"mount containerPath {mount['containerPath']}, want {want_path}"
         assert mount["options"] == ["ro", "bind"], f"mount options {mount['options']}"
     return versions.pop()
@@ -193,7 +193,7 @@ AT_START = "/tmp/metadata-at-start.json"
 
 def copy_at_start(s_driver_name: str, claim: str) -> list[str]:
     """A container command that keeps the file as it was when the container started."""
-    return pods.until_stopped(f"cat {paths.in_container(claim, 'dev', s_driver_name)} > {AT_START}")
+    return pods.until_stopped(f"cat {metadata_paths.in_container(claim, 'dev', s_driver_name)} > {AT_START}")
 
 
 def deferred_network_data(s: Scenario, ev: Evidence) -> None:  # MD-16
@@ -222,7 +222,7 @@ def update_generation(s: Scenario, ev: Evidence) -> None:  # MD-17
 
 
 def cleanup(s: Scenario, ev: Evidence) -> None:  # MD-14
-    claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
+    claim_dir = metadata_paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, s.claim_name)
     dirs = s.cdi_dirs(ev)
     assert s.cdi_spec(dirs, "dev") is not None, f"{no_spec(s, dirs, 'dev')} while the pod runs"
     pods.delete(s.api, s.namespace, [s.pod], 60)

@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from suites.device_metadata import paths
-from suites.framework import metadata_file, slices
+from suites.framework import metadata_file, metadata_paths, slices
 from suites.framework.metadata_file import MetadataError, parse_stream
 from suites.resource_claim_status import network_data
 
@@ -88,7 +87,7 @@ def expected(record: dict[str, Any], allocated: dict[str, dict[str, Any]], drive
                 continue
             devices = tuple(sorted((r["pool"], r["device"]) for r in results if _base(r["request"]) == request))
             name = ref["name"] if ref["template"] else ref["claim"]
-            files[paths.in_container(name, request, driver, ref["template"])] = Expected(
+            files[metadata_paths.in_container(name, request, driver, ref["template"])] = Expected(
                 ref["uid"], ref["claim"], request, ref["template"], devices
             )
     return files

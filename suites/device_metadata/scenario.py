@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from clusters.providers import Lab
-from suites.device_metadata import paths
-from suites.framework import claims, namespaces, pods, slices, workload
+from suites.framework import claims, metadata_paths, namespaces, pods, slices, workload
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
@@ -25,7 +24,7 @@ from suites.framework.node_files import NodeFiles
 from suites.framework.verdicts import Blocked, require
 
 SLEEP = pods.until_stopped()
-LIST_FILES = f"find {paths.CONTAINER_ROOT} -type f 2>/dev/null | sort"  # an init container's log
+LIST_FILES = f"find {metadata_paths.CONTAINER_ROOT} -type f 2>/dev/null | sort"  # an init container's log
 
 
 def container(name: str, command: list[str], claim: str, requests: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -102,7 +101,7 @@ class Scenario:
 
     def stream_in(self, container_name: str, request: str, template: bool = False) -> MetadataStream:
         claim_dir = self.pod_claim_name if template else self.claim_name
-        text = self.read_in(container_name, paths.in_container(claim_dir, request, self.driver.name, template))
+        text = self.read_in(container_name, metadata_paths.in_container(claim_dir, request, self.driver.name, template))
         assert text is not None, f"no metadata file for request {request} in container {container_name}"
         return parse_stream(text)
 
@@ -119,7 +118,7 @@ class Scenario:
         ]
 
     def host_file(self, request: str) -> str:
-        return paths.on_node(self.kubelet_root, self.driver.name, self.namespace, self.claim_name, request)
+        return metadata_paths.on_node(self.kubelet_root, self.driver.name, self.namespace, self.claim_name, request)
 
     def cdi_dirs(self, ev: Evidence) -> tuple[str, ...]:
         """The dirs the node's containerd reads CDI specs from, observed; SKIP when it has CDI off."""
@@ -134,11 +133,11 @@ class Scenario:
 
     def cdi_spec(self, dirs: tuple[str, ...], request: str) -> tuple[str, str] | None:
         """(path, content) of the claim's metadata CDI spec for `request` in whichever of `dirs` holds it."""
-        return self.files.find(self.node, dirs, paths.cdi_spec_name(self.driver.name, self.uid, request))
+        return self.files.find(self.node, dirs, metadata_paths.cdi_spec_name(self.driver.name, self.uid, request))
 
     def cdi_specs(self, dirs: tuple[str, ...], driver: str) -> list[str]:
         """Every metadata CDI spec of `driver` for this claim in `dirs`."""
-        return [f for d in dirs for f in self.files.glob(self.node, f"{d}/{paths.cdi_spec_name(driver, self.uid, '*')}")]
+        return [f for d in dirs for f in self.files.glob(self.node, f"{d}/{metadata_paths.cdi_spec_name(driver, self.uid, '*')}")]
 
     def slice_attributes(self) -> dict[tuple[str, str], dict[str, Any]]:
         return {(d.pool, d.name): d.attributes for d in slices.published(self.api, self.driver.name)}

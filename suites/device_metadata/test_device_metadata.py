@@ -12,9 +12,9 @@ import pytest
 
 from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
-from suites.device_metadata import checks, paths
+from suites.device_metadata import checks
 from suites.device_metadata.scenario import ONE_DEVICE, SEVERAL_DEVICES, TWO_REQUESTS, Readers, Scenario, Shape, single
-from suites.framework import spec_drift
+from suites.framework import metadata_paths, spec_drift
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.spec_drift import Drift
 
@@ -47,14 +47,14 @@ def several_devices(request, driver: DriverUnderTest, readers: Readers) -> Itera
 @pytest.mark.requirement("MD-01")
 def test_file_at_shipped_container_path(scenario: Scenario, evidence: Evidence, request) -> None:
     checks.file_at_shipped_path(scenario, evidence)
-    kep_path = paths.kep_in_container(scenario.claim_name, "req0", scenario.driver.name)
+    kep_path = metadata_paths.kep_in_container(scenario.claim_name, "req0", scenario.driver.name)
     spec_drift.record(
         request,
         Drift(
             KEP,
             "container path",
             f"the file is at {kep_path}",
-            f"at {paths.in_container(scenario.claim_name, 'req0', scenario.driver.name)}; "
+            f"at {metadata_paths.in_container(scenario.claim_name, 'req0', scenario.driver.name)}; "
             f"{kep_path} {'exists' if scenario.read_in('c0', kep_path) else 'does not exist'}",
         ),
     )

@@ -16,9 +16,9 @@ from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy, remove
 from drivers_under_test.profile import METADATA_DISABLED, Capability
-from suites.device_metadata import checks, paths, restart_comparison, scenario
+from suites.device_metadata import checks, restart_comparison, scenario
 from suites.device_metadata.scenario import Scenario, container
-from suites.framework import claims, namespaces, other_driver, pods, restarts, slices, spec_drift
+from suites.framework import claims, metadata_paths, namespaces, other_driver, pods, restarts, slices, spec_drift
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.metadata_file import parse_stream
@@ -102,13 +102,13 @@ def test_one_request_served_by_two_drivers(
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two-drivers"}, "spec": spec}
     )
     evidence.add("allocation", claims.allocated(s.claim))
-    listing = s.listed_in("main", paths.CONTAINER_ROOT, only_files=True)
+    listing = s.listed_in("main", metadata_paths.CONTAINER_ROOT, only_files=True)
     evidence.add("files in the container", listing)
-    assert listing == sorted(paths.in_container("two-drivers", "dev", d) for d in drivers), (
+    assert listing == sorted(metadata_paths.in_container("two-drivers", "dev", d) for d in drivers), (
         "want one file per driver under the request's directory"
     )
     for driver in drivers:
-        obj = parse_stream(s.read_in("main", paths.in_container("two-drivers", "dev", driver)) or "").first_known()
+        obj = parse_stream(s.read_in("main", metadata_paths.in_container("two-drivers", "dev", driver)) or "").first_known()
         evidence.add(f"{driver}'s file", obj)
         listed = sorted((d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"])
         own = sorted((r["driver"], r["pool"], r["device"]) for r in claims.allocated(s.claim, driver))
@@ -155,9 +155,9 @@ def test_metadata_disabled_means_no_files_no_specs_no_mount(
         with namespaces.fresh(api, prefix="md-off") as ns:
             s = scenario.single(lab, api, node_files, off, ns, "no-metadata")  # returns once the pod runs
             dirs = s.cdi_dirs(evidence)
-            claim_dir = paths.claim_dir_on_node(s.kubelet_root, off.name, ns, s.claim_name)
+            claim_dir = metadata_paths.claim_dir_on_node(s.kubelet_root, off.name, ns, s.claim_name)
             seen = {
-                "metadata files in the container": s.listed_in("main", paths.CONTAINER_ROOT, paths.KEP_CONTAINER_ROOT),
+                "metadata files in the container": s.listed_in("main", metadata_paths.CONTAINER_ROOT, metadata_paths.KEP_CONTAINER_ROOT),
                 f"{claim_dir} on {s.node}": sorted(s.files.listing(s.node, claim_dir)),
                 f"metadata CDI specs in {', '.join(dirs)}": s.cdi_specs(dirs, off.name),
             }
@@ -173,7 +173,7 @@ def test_metadata_disabled_means_no_files_no_specs_no_mount(
 def _observed(s: Scenario, cdi_dirs: tuple[str, ...]) -> dict[str, str | None]:
     spec = s.cdi_spec(cdi_dirs, "dev")
     return {
-        "in the container": s.read_in("main", paths.in_container(s.claim_name, "dev", s.driver.name)),
+        "in the container": s.read_in("main", metadata_paths.in_container(s.claim_name, "dev", s.driver.name)),
         "on the node": s.files.read(s.node, s.host_file("dev")),
         "CDI spec": spec and spec[1],
     }
@@ -185,11 +185,11 @@ def _plant_stale_files(lab: Lab, s: Scenario, cdi_dirs: tuple[str, ...]) -> list
     (local labs)."""
     node = lab.node(s.node)
     stale_uid, stale_claim = str(uuid.uuid4()), f"stale-{s.claim_name}"
-    stale_file = paths.on_node(s.kubelet_root, s.driver.name, s.namespace, stale_claim, "dev")
+    stale_file = metadata_paths.on_node(s.kubelet_root, s.driver.name, s.namespace, stale_claim, "dev")
     found = s.cdi_spec(cdi_dirs, "dev")
     assert found is not None, checks.no_spec(s, cdi_dirs, "dev")
     spec_path, spec = found
-    stale_spec = f"{spec_path.rpartition('/')[0]}/{paths.cdi_spec_name(s.driver.name, stale_uid, 'dev')}"
+    stale_spec = f"{spec_path.rpartition('/')[0]}/{metadata_paths.cdi_spec_name(s.driver.name, stale_uid, 'dev')}"
     planted = {
         stale_file: s.files.read(s.node, s.host_file("dev")) or "",
         stale_spec: spec.replace(s.uid, stale_uid).replace(s.host_file("dev"), stale_file),
@@ -198,7 +198,7 @@ def _plant_stale_files(lab: Lab, s: Scenario, cdi_dirs: tuple[str, ...]) -> list
         host = node.host_path(path)
         host.parent.mkdir(parents=True, exist_ok=True)
         host.write_text(text)
-    claim_dir = paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, stale_claim)
+    claim_dir = metadata_paths.claim_dir_on_node(s.kubelet_root, s.driver.name, s.namespace, stale_claim)
     return [node.host_path(claim_dir), node.host_path(stale_spec)]
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.profile import Capability
-from suites.device_metadata import checks, paths, scenario
+from suites.device_metadata import checks, scenario
 from suites.device_metadata.scenario import Scenario, container
-from suites.framework import claims, pods, slices, spec_drift
+from suites.framework import claims, metadata_paths, pods, slices, spec_drift
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.metadata_file import parse_stream
 from suites.framework.spec_drift import Drift
@@ -45,8 +45,8 @@ def test_template_claims_use_the_template_path_and_pod_claim_name(
     generated = running.status.resource_claim_statuses[0].resource_claim_name
     s = Scenario(lab, api, node_files, metadata_driver, namespace, "from-template", generated)
     s.node, s.claim = running.spec.node_name, claims.read(api, namespace, generated)
-    path = paths.in_container("gpu", "dev", metadata_driver.name, template=True)
-    evidence.add("files in the container", s.listed_in("main", paths.CONTAINER_ROOT))
+    path = metadata_paths.in_container("gpu", "dev", metadata_driver.name, template=True)
+    evidence.add("files in the container", s.listed_in("main", metadata_paths.CONTAINER_ROOT))
     text = s.read_in("main", path)
     assert text is not None, f"no file at {path}"
     obj = parse_stream(text).first_known()
@@ -145,7 +145,7 @@ def test_many_pods_at_once(lab: Lab, api, metadata_driver: DriverUnderTest, name
         pods.wait_phase(api, namespace, f"pod-{i}")
         s = Scenario(lab, api, None, metadata_driver, namespace, f"pod-{i}", f"claim-{i}")
         s.claim = claims.read(api, namespace, f"claim-{i}")
-        text = s.read_in("main", paths.in_container(f"claim-{i}", "dev", metadata_driver.name)) or ""
+        text = s.read_in("main", metadata_paths.in_container(f"claim-{i}", "dev", metadata_driver.name)) or ""
         try:
             obj = parse_stream(text).first_known()
             listed = [(d["driver"], d["pool"], d["name"]) for d in obj["requests"][0]["devices"]]

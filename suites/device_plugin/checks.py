@@ -5,7 +5,7 @@ node runs it: its pod and log on a node (evidence), the GPUs the emulated hardwa
 
 from __future__ import annotations
 
-from clusters.errors import HarnessError
+from basics.errors import HarnessError
 from clusters.providers import Lab
 from fake_hardware.lab import HardwareLab
 from suites.device_plugin import allocation, checkpoint, observations
@@ -28,7 +28,7 @@ def gpus(lab: Lab, plugin: DriverUnderTest, node: str) -> list[str]:
     """The node's emulated GPUs by profile name (gpu0, gpu1, ...): what the plugin must advertise."""
     plugin.requires_hardware("this check counts the GPUs dralab's emulated hardware gives each node")
     cfg = lab.started_config("counting the emulated GPUs")
-    return [f.name for f in HardwareLab(cfg).node(node).plan.functions if f.kind == "gpu"]
+    return [f.name for f in HardwareLab(cfg.hardware_site()).node(node).plan.functions if f.kind == "gpu"]
 
 
 def plugin_pod(api, plugin: DriverUnderTest, node: str) -> str:
@@ -101,7 +101,7 @@ def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverU
     # next node status update: start once every GPU is there, not from a passing 0.
     wait_allocatable(api, node, plugin.resource, total, HEALTH_TIMEOUT)
     before = healthy_devices(files, node, plugin.resource)
-    hardware = HardwareLab(lab.cfg)  # type: ignore[arg-type]
+    hardware = HardwareLab(lab.cfg.hardware_site())
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:
         try:

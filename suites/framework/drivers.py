@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 from kubernetes import client
 
-from clusters.errors import HarnessError
+from basics.errors import HarnessError
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability, DriverProfile
 from suites.framework.claims import ClaimBuilder

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, TypeVar
 
-from clusters.errors import DralabError, LabBroken
+from basics.errors import DralabError, LabBroken
 from clusters.pace import SLOWEST_JUDGED, Pace
 from suites.framework.verdicts import DriverFailure
 

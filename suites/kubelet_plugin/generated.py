@@ -23,8 +23,7 @@ import yaml
 from hypothesis import strategies as st
 from kubernetes import client
 
-from suites.device_metadata import paths
-from suites.framework import claims, netif, pods, restarts
+from suites.framework import claims, metadata_paths, netif, pods, restarts
 from suites.framework.metadata_file import dump_command, parse_dump
 from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
@@ -48,7 +47,7 @@ MAX_COPIES = 4
 # What each container of a generated pod runs: it prints its network interfaces and the device
 # metadata files it finds, which the checks over the trace judge (suites/device_metadata/
 # in_containers.py, suites/resource_claim_status/test_status_over_the_run.py), then waits.
-DUMP = f"{netif.dump_command()}; {dump_command(paths.CONTAINER_ROOT)}"
+DUMP = f"{netif.dump_command()}; {dump_command(metadata_paths.CONTAINER_ROOT)}"
 COMMAND = pods.until_stopped(DUMP)
 INIT_COMMAND = ["sh", "-c", DUMP]  # an init container prints them and ends
 # How long a started container may take to print its files.

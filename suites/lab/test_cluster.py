@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from clusters import versions
-from clusters.errors import HarnessError
+from basics.errors import HarnessError
 from clusters.local.configs import NRI_SOCKET
 from clusters.providers import Lab, NodeHandle
 from clusters.provision import provision

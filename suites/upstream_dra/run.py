@@ -10,8 +10,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.errors import LabBroken, log_tail
-from clusters.progress import step
+from basics.errors import LabBroken, log_tail
+from basics.progress import step
 from suites.upstream_dra.plan import Plan
 from suites.upstream_dra.specs import DRA_LABEL, spec_location, spec_name, specs_of
 

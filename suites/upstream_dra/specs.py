@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 
 # Every spec of the package carries it (framework.WithLabel("DRA")); selecting by it also lifts
 # the framework's default skip of [Feature:...] specs.

@@ -59,7 +59,7 @@ def run_on_every_node(
 def test_driver_pod_reads_the_tree_at_standard_paths_and_under_a_root_prefix(local_only: Lab, api, namespace: str) -> None:
     if not local_only.local.cfg.hardware:
         pytest.skip("the lab has no emulated hardware")
-    hardware = HardwareLab(local_only.local.cfg)
+    hardware = HardwareLab(local_only.local.cfg.hardware_site())
     volumes, mounts = standard_sysfs_mounts()
     root_volume, root_mount, flag = sysfs_root_mount()
     seen = run_on_every_node(
@@ -102,7 +102,7 @@ def test_a_chart_sees_the_node_root_where_it_expects_the_hosts(local_only: Lab, 
     """hostRoot (fake_hardware/host_root.py): what NVIDIA's passthrough support does at start, from a pod."""
     if not local_only.local.cfg.hardware:
         pytest.skip("the lab has no emulated hardware")
-    hardware = HardwareLab(local_only.local.cfg)
+    hardware = HardwareLab(local_only.local.cfg.hardware_site())
     volumes, mounts = host_root_mounts("/host-root")
     seen = run_on_every_node(
         local_only,

@@ -37,7 +37,7 @@ def links(netns: str) -> dict[str, str]:
 def hw() -> Iterator[HardwareLab]:
     dralab("hw", "up", "--name", LAB, "--profile", "dgx-like", "--nodes", "2")
     try:
-        yield HardwareLab(ClusterConfig.model_validate_json(LocalCluster.state_file(LAB).read_text()))
+        yield HardwareLab(ClusterConfig.model_validate_json(LocalCluster.state_file(LAB).read_text()).hardware_site())
     finally:
         dralab("hw", "down", "--name", LAB)
         found = residue.find(LAB)
@@ -143,7 +143,10 @@ def test_lspci_reads_the_tree_with_names_numa_nodes_and_topology(hw: HardwareLab
 
 def identities(cfg: ClusterConfig) -> dict[str, list[tuple[str, str | None, object]]]:
     """Per node: address, MAC and GPU UUID of every PCI function."""
-    return {n: [(f.bdf, f.mac, (f.gpu or {}).get("uuid")) for f in hw.plan.functions] for n, hw in HardwareLab(cfg).nodes.items()}
+    return {
+        n: [(f.bdf, f.mac, (f.gpu or {}).get("uuid")) for f in hw.plan.functions]
+        for n, hw in HardwareLab(cfg.hardware_site()).nodes.items()
+    }
 
 
 @pytest.mark.benchmark
@@ -217,7 +220,7 @@ def test_sriov_numvfs_writes_create_and_remove_vfs_within_the_write_and_bad_valu
     # The kernel refuses more than sriov_totalvfs (ERANGE), a change between two non-zero counts
     # (EBUSY) and no number (EINVAL): the writer gets the errno, the attribute keeps its value and
     # the agent's log says why. A shell's `echo 99 >` fails the same way.
-    agent_log = hw.cfg.lab_dir / "logs" / "node-2-hardware-agent.log"
+    agent_log = hw.site.lab_dir / "logs" / "node-2-hardware-agent.log"
     for value, errno_name in (("9", "ERANGE"), ("3", "EBUSY"), ("three", "EINVAL")):
         assert refused(numvfs, value) == errno_name and numvfs.read_text() == "8\n"
         assert errno_name in agent_log.read_text().splitlines()[-1]

@@ -48,7 +48,9 @@ def hw(request: pytest.FixtureRequest) -> Iterator[NodeHardware]:
     there is one lab at a time."""
     dralab("hw", "up", "--name", LAB, "--profile", request.param, "--nodes", "1")
     try:
-        yield next(iter(HardwareLab(ClusterConfig.model_validate_json(LocalCluster.state_file(LAB).read_text())).nodes.values()))
+        yield next(
+            iter(HardwareLab(ClusterConfig.model_validate_json(LocalCluster.state_file(LAB).read_text()).hardware_site()).nodes.values())
+        )
     finally:
         dralab("hw", "down", "--name", LAB)
         found = residue.find(LAB)

@@ -96,7 +96,7 @@ def test_kind_cluster_comes_up_with_cdi_nri_hardware_and_pod_network_and_goes_wi
         assert "enable_cdi = true" in dump, "containerd's CDI is off in the kind node"
         nri = dump[dump.index("[plugins.'io.containerd.nri.v1.nri']") :]
         assert "disable = false" in nri.split("[plugins.", 2)[1], "containerd's NRI is off in the kind node"
-        plan = HardwareLab(cluster.cfg).node("node-1").plan
+        plan = HardwareLab(cluster.cfg.hardware_site()).node("node-1").plan
         tree = subprocess.run(
             [engine.docker(), "exec", container, "ls", f"{NODE_SYSFS_ROOT}/bus/pci/devices"], capture_output=True, text=True, check=True
         ).stdout.split()

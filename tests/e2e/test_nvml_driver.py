@@ -79,7 +79,7 @@ def test_gpu_nvml_reports_unhealthy_leaves_the_slice_and_returns(both: Lab, api)
 
 @pytest.mark.requirement("HW-10")
 def test_every_node_with_gpus_has_a_driver_root(both: Lab) -> None:
-    for hw in HardwareLab(both.local.cfg).nodes.values():
+    for hw in HardwareLab(both.local.cfg.hardware_site()).nodes.values():
         assert (hw.driver_root / nvml.LIBRARY).is_file() and (hw.driver_root / nvml.CONFIG).is_file()
         assert os.path.exists(hw.driver_root / "dev" / "nvidiactl")
         assert (hw.driver_root / nvml.LIBRARY_FILE).is_file() and os.access(hw.driver_root / nvml.NVIDIA_SMI, os.X_OK)

@@ -46,7 +46,7 @@ def assert_unhealthy_gpu_leaves_the_slice_and_returns(lab: Lab, api, driver: str
     device = gpu.replace("gpu", "gpu-")
     names = lambda: [d["name"] for d in slices_by_node(api, driver)[node]]  # noqa: E731
     assert device in names(), f"{device} is not in {driver}'s slice on {node} to begin with"
-    hardware = HardwareLab(lab.local.cfg)
+    hardware = HardwareLab(lab.local.cfg.hardware_site())
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:
         wait_for(f"{device} withdrawn from {driver}'s slice on {node}", lambda: device not in names(), 20)
@@ -156,7 +156,7 @@ def test_vf_claim_gives_configured_interface_deferred_metadata_and_network_statu
     assert result["pool"] == node == entry["pool"] and result["device"] == entry["device"]
     # When the pod goes, the VF goes back to the node under its own name and MAC.
     netdev = result["device"].replace("-vf", "v")
-    hw = HardwareLab(reference_drivers.local.cfg).node(node)
+    hw = HardwareLab(reference_drivers.local.cfg.hardware_site()).node(node)
     mac = next(f.mac for f in hw.plan.functions if f.netdev == netdev)
     client.CoreV1Api(api).delete_namespaced_pod("vf", namespace)
     wait_for(
@@ -173,7 +173,7 @@ def test_unhealthy_gpu_leaves_the_slice_and_returns(reference_drivers: Lab, api)
 @pytest.mark.requirement("HW-08")
 def test_vfs_follow_sriov_numvfs_into_the_slice_and_vfio_pci_gets_its_node_in_the_nodes_dev(reference_drivers: Lab, api) -> None:
     node = reference_drivers.nodes[1].name
-    hw = HardwareLab(reference_drivers.local.cfg).node(node)
+    hw = HardwareLab(reference_drivers.local.cfg.hardware_site()).node(node)
     pf = hw.plan.by_name("nic3")  # 4 of its 8 VFs enabled at boot
     numvfs = hw.sys_root / "bus" / "pci" / "devices" / pf.bdf / "sriov_numvfs"
     vf_names = {f"{pf.netdev}-vf{i}" for i in range(pf.sriov_total)}

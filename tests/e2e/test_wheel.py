@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from clusters.provision import provision
 from clusters.provision.components import GO_RECIPES
 from clusters.provision.gobuild import GoRecipe

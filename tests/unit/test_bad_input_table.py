@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from clusters import file_locks
+from basics import file_locks
 from clusters.local import cluster, preflight
 from dralab.cli import main
 from reports import certify

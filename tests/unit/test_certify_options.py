@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from dralab.cli import main
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from reports.certify import selection
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from basics.errors import BadInput
 from clusters import versions
-from clusters.errors import BadInput
 from clusters.provision import helm
 from drivers_under_test.deploy import apply_groups, render
 from drivers_under_test.helm_chart import render_chart

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from clusters.children import Interrupted, interrupt_on_sigterm, interrupts_kept, run_to_completion
+from basics.children import Interrupted, interrupt_on_sigterm, interrupts_kept, run_to_completion
 
 # Interrupts its parent as a terminal's Ctrl-C would, then "tears down" for a moment and exits 5.
 CHILD = """

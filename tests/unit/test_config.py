@@ -13,6 +13,16 @@ def test_defaults_give_two_nodes_and_addresses_derived_from_the_slot() -> None:
     assert cfg.cgroup_parent == "/dralab/default"
 
 
+def test_the_hardware_site_names_its_links_as_the_slots_so_the_lab_removes_them() -> None:
+    cfg = ClusterConfig(slot=3, hardware={"node-2": "gpu-small"}, hardware_seed=7)
+    site = cfg.hardware_site()
+    assert (site.lab_dir, site.node_names(), site.netns["node-2"]) == (cfg.lab_dir, cfg.node_names(), cfg.netns("node-2"))
+    assert (site.hardware, site.seed) == ({"node-2": "gpu-small"}, 7)
+    fabric = [site.fabric_bridge, site.fabric_peer(2, 0)]
+    assert fabric == ["dralab3fab", "dralab3f2x0"] and cfg.slot_links(fabric) == fabric
+    assert ClusterConfig(slot=30).slot_links(fabric) == []
+
+
 def test_component_gates_override_cluster_gates_for_that_component_only() -> None:
     cfg = ClusterConfig(
         feature_gates={"DRADerivedAttributes": True}, component_feature_gates={"kube-scheduler": {"DRADerivedAttributes": False}}

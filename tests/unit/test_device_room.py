@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from drivers_under_test.profile import load_profile
 from suites.device_metadata import scenario
 from suites.device_metadata.scenario import FULL, ONE_DEVICE, SEVERAL_DEVICES, TWO_REQUESTS, Readers, Request, Shape

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from drivers_under_test.deploy import render
 from drivers_under_test.profile import load_profile
 from drivers_under_test.validate import validate

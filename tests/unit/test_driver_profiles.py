@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from dralab.cli import main
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from clusters.local.kwok import SLICE_ONLY_LABEL
 from drivers_under_test.deploy import render
 from drivers_under_test.profile import METADATA_DISABLED, Capability, load_profile, shipped_profiles

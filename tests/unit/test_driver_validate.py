@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from drivers_under_test.profile import LAB_PARAMETERS, shipped_profiles
 from drivers_under_test.validate import LAB_EXAMPLE, validate, validate_or_raise
 from tests.unit.test_driver_profiles import PROFILE as VENDOR_PROFILE

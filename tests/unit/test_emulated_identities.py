@@ -15,7 +15,7 @@ LAB = Lab("local", Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=CF
 
 
 def test_a_published_device_is_found_by_its_uuid_or_pci_address() -> None:
-    functions = {f.name: f for f in HardwareLab(CFG).node("node-1").plan.functions}
+    functions = {f.name: f for f in HardwareLab(CFG.hardware_site()).node("node-1").plan.functions}
     ids = emulated.identities(LAB, "node-1")
     gpu3, vf = functions["gpu3"], next(f for f in functions.values() if f.kind == "vf")
     assert emulated.named(ids, {"attributes": {"uuid": {"string": gpu3.gpu["uuid"]}}}) == "gpu3"
@@ -29,7 +29,7 @@ def test_a_published_device_is_found_by_its_uuid_or_pci_address() -> None:
 def test_on_a_cluster_dralab_did_not_start_the_check_does_not_apply_rather_than_erring() -> None:
     import pytest
 
-    from clusters.errors import NotSupported
+    from basics.errors import NotSupported
 
     theirs = Lab("kubeconfig", Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
     with pytest.raises(

@@ -8,7 +8,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from drivers_under_test.profile import load_profile
 from suites.framework.drivers import DriverUnderTest
 from suites.kubelet_plugin import generated

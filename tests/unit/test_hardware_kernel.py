@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusters.config import ClusterConfig
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from fake_hardware import lab as lab_module
 from fake_hardware.kernel import NodeKernel
 from fake_hardware.lab import NodeHardware
@@ -32,7 +32,7 @@ def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NodeKernel:
     )
     cfg = ClusterConfig(name="unit", nodes=1, slot=1)
     profile = NodeProfile.model_validate(yaml.safe_load(VALID.replace("sriov:", "rdma: true, sriov:")))
-    hw = NodeHardware(cfg, 1, plan_node(profile, "node-1", seed=1))
+    hw = NodeHardware(cfg.hardware_site(), 1, plan_node(profile, "node-1", seed=1))
     hw.make_device_nodes()  # as HardwareLab.build does
     lab_module.sysfs.write_tree(hw.tree, hw.plan)
     netdevs.update(f.netdev for f in hw.plan.at_boot() if f.netdev)

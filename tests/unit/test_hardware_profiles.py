@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from fake_hardware.profile import PROFILES_DIR, gpu_uuid, load_node_profile, mac_address
 
 VALID = """
@@ -154,12 +154,12 @@ def test_a_profile_of_the_hosts_own_cpus_needs_them_on_the_host(monkeypatch, tmp
     monkeypatch.setattr(lab, "HOST_CPUS_ONLINE", str(online))
     cfg = ClusterConfig(name="t", nodes=1, hardware={"node-1": "cpu-pair"})
     online.write_text("0-1\n")
-    assert set(lab.HardwareLab(cfg).nodes) == {"node-1"}
+    assert set(lab.HardwareLab(cfg.hardware_site()).nodes) == {"node-1"}
     online.write_text("0\n")  # a one-CPU machine: cgroups would refuse cpusets of CPU 1
     with pytest.raises(
         BadInput,
         match=r"cpu-pair \(node node-1\) names CPUs 1, which this machine does not have "
         r"\(online: 0\)",
     ):
-        lab.HardwareLab(cfg)
+        lab.HardwareLab(cfg.hardware_site())
     assert load_node_profile("dgx-like").cpus_missing_on_host({0}) == []  # its CPUs are not the host's

@@ -264,8 +264,8 @@ def test_the_prune_spares_a_stale_build_a_live_process_runs_or_a_build_holds_and
     import subprocess
     import time
 
+    from basics.file_locks import waited_for
     from clusters import provision
-    from clusters.file_locks import waited_for
 
     monkeypatch.setenv("DRALAB_CACHE", str(tmp_path))
     builds = {name: tmp_path / "components" / f"thing-v1-{name}" for name in ("new", "running", "building", "unused")}

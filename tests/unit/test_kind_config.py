@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from basics.errors import BadInput
 from clusters.config import ClusterConfig
-from clusters.errors import BadInput
 from clusters.kind import hardware, recorder
 from clusters.kind.config import CONTAINERD_PATCHES, RESTRICT_OOM_SCORE_ADJ, host_has_cgroup_v1, kind_config
 

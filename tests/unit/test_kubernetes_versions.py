@@ -88,7 +88,7 @@ def test_a_test_whose_requirement_needs_a_gate_the_version_lacks_skips_before_it
 
 
 def test_a_kind_lab_on_another_version_is_refused_before_anything_starts() -> None:
-    from clusters.errors import BadInput
+    from basics.errors import BadInput
     from clusters.kind.cluster import KindCluster
 
     with pytest.raises(BadInput, match=r"kind labs run Kubernetes v1\.37\.1 only .* not v1\.36\.3: use --cluster local"):

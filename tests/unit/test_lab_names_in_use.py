@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import BadInput
-from clusters import file_locks
+from basics.errors import BadInput
+from basics import file_locks
 from clusters.local import preflight
 from reports import certify
 

@@ -13,7 +13,7 @@ from kubernetes import client
 
 from clusters import pace
 from clusters.pace import Gauge, Pace, pod_start_seconds
-from clusters.junit_properties import Verdict
+from basics.junit_properties import Verdict
 from dralab.verdicts import classify
 from suites.framework import waits
 from suites.framework.verdicts import DriverFailure

@@ -10,7 +10,7 @@ import pytest
 from clusters.config import ClusterConfig, state_file
 from clusters.local import cluster as local_cluster
 from clusters.local.cluster import LocalCluster
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 
 WANTED = ClusterConfig(name="self", nodes=2, feature_gates={"DRADeviceMetadata": True}, hardware={"node-1": "dgx-like"})
 

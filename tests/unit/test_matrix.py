@@ -36,7 +36,7 @@ def proxy_answers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_matrix_lists_what_the_proxy_answered_for_each_driver_not_shipped(monkeypatch, tmp_path: Path) -> None:
-    from clusters.errors import LabBroken
+    from basics.errors import LabBroken
     from clusters.provision import gobuild
 
     def download(module: str, version: str) -> dict:

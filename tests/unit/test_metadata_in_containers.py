@@ -7,11 +7,12 @@ import json
 import subprocess
 from pathlib import Path
 
-from suites.device_metadata import in_containers, paths
+from suites.device_metadata import in_containers
+from suites.framework import metadata_paths
 from suites.framework.metadata_file import dump_command, parse_dump
 
 D = "gpu.dralab.dev"
-ROOT = paths.CONTAINER_ROOT
+ROOT = metadata_paths.CONTAINER_ROOT
 
 
 def _claim(uid: str, results: list[tuple[str, str, str]]) -> dict:

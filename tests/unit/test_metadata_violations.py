@@ -15,8 +15,9 @@ from typing import Any, Callable
 import pytest
 
 from drivers_under_test.profile import load_profile
-from suites.device_metadata import checks, paths
+from suites.device_metadata import checks
 from suites.device_metadata.scenario import Request, Scenario
+from suites.framework import metadata_paths
 from suites.framework.evidence import Evidence
 from suites.framework.metadata_file import V1ALPHA1, V1BETA1
 from suites.framework.node_files import Entry
@@ -98,7 +99,11 @@ def metadata(uid: str, claim_name: str, request: str, attributes: int) -> str:
 
 
 def cdi_spec(s: Scenario, request: str, version: str) -> str:
-    mount = {"hostPath": s.host_file(request), "containerPath": paths.in_container(s.claim_name, request, GPU), "options": ["ro", "bind"]}
+    mount = {
+        "hostPath": s.host_file(request),
+        "containerPath": metadata_paths.in_container(s.claim_name, request, GPU),
+        "options": ["ro", "bind"],
+    }
     return json.dumps(
         {
             "cdiVersion": version,
@@ -111,7 +116,7 @@ def cdi_spec(s: Scenario, request: str, version: str) -> str:
 
 def with_specs(s: Observed, version: Callable[[str], str]) -> Observed:
     s.files.files.update(
-        {f"/var/run/cdi/{paths.cdi_spec_name(GPU, s.uid, r.name)}": cdi_spec(s, r.name, version(s.uid)) for r in s.requests}
+        {f"/var/run/cdi/{metadata_paths.cdi_spec_name(GPU, s.uid, r.name)}": cdi_spec(s, r.name, version(s.uid)) for r in s.requests}
     )
     return s
 
@@ -127,7 +132,7 @@ def host_files(s: Observed, attributes: int = 3) -> dict[str, str]:
 def in_containers(s: Observed, merged: bool = False) -> dict[str, dict[str, str]]:
     """Each request's container sees its file, the sidecar every file (one-file-per-claim: only req0's)."""
     files = {
-        paths.in_container(s.claim_name, r.name, GPU): s.files.files[s.host_file(r.name)]
+        metadata_paths.in_container(s.claim_name, r.name, GPU): s.files.files[s.host_file(r.name)]
         for r in s.requests
         if not merged or r.name == "req0"
     }

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from drivers_under_test.deploy import _check_hardware, render
 from drivers_under_test.profile import SysfsExposure, load_profile
 from drivers_under_test.validate import validate

@@ -224,7 +224,7 @@ def test_only_selects_each_measurement_once() -> None:
 
 @pytest.mark.parametrize("only", ["PF-09", "PF-01,DA-11", " , "])
 def test_only_names_what_it_takes_when_given_something_else(only: str) -> None:
-    from clusters.errors import BadInput
+    from basics.errors import BadInput
 
     with pytest.raises(
         BadInput,

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
+from basics.errors import BadInput
 from clusters.config import ClusterConfig
-from clusters.errors import BadInput
 from clusters.local import cluster, network, preflight
 
 # One listener on 0.0.0.0:6443 (0x192B), one established connection on 2379 (not a listener).

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from clusters.yaml_profiles import load_yaml
+from basics.yaml_profiles import load_yaml
 from dralab.cli import main
 from drivers_under_test.profile import PROFILES_DIR
 from drivers_under_test.schema import SCHEMA_FILE, generate, shipped

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import NotSupported
+from basics.errors import NotSupported
 from clusters.providers import Capability, Lab
 
 

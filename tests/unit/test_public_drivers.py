@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import BadInput, LabBroken
+from basics.errors import BadInput, LabBroken
 from clusters.provision import gobuild
 from drivers_under_test import from_module
 from drivers_under_test.profile import load_profile

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from dralab.cli import main
-from clusters.errors import BadInput
+from basics.errors import BadInput
 from reports.selfcheck import BROKEN, VALID, Case, _lab_prefix, _suites_of, cases, chosen, judge, render_html
 from suites import catalogue
 from suites.catalogue import Checks, Level

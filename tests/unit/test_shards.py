@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from clusters.children import run_all_to_completion
-from clusters.errors import BadInput
+from basics.children import run_all_to_completion
+from basics.errors import BadInput
 from dralab.shards import CLUSTER, assign, group_of, parse
 from reports.certify import _merge_dirs, _merge_junit, lab_names
 from reports.report import read_junit

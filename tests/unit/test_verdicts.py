@@ -93,7 +93,7 @@ def test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail(pytester) -> None
     pytester.makepyfile(
         INNER_TEST.replace(
             "    assert False",
-            """    from clusters.errors import LabBroken
+            """    from basics.errors import LabBroken
 
     raise LabBroken("lab component node-1-kubelet (pid 1) has died")""",
         )
@@ -161,7 +161,7 @@ def test_a_harness_precondition_is_an_error_with_what_was_missing_not_a_fail(pyt
 
 @pytest.fixture
 def probe(lab):
-    from clusters.errors import HarnessError
+    from basics.errors import HarnessError
 
     raise HarnessError("nri-probe exited: no socket")
 
@@ -254,7 +254,7 @@ def test_blocked(lab):
 
 
 def _errors() -> dict[str, BaseException]:
-    from clusters.errors import HarnessError, LabBroken
+    from basics.errors import HarnessError, LabBroken
     from drivers_under_test.deploy import DeployFailed
     from suites.framework.pods import PrepareRefused
     from suites.framework.verdicts import Blocked, DriverFailure
@@ -386,7 +386,7 @@ def test_a_lab_failure_inside_a_wait_is_an_error_not_a_timeout_blamed_on_the_dri
 
 @pytest.mark.requirement("MD-20")
 def test_waits(lab):
-    from clusters.errors import LabBroken
+    from basics.errors import LabBroken
     from suites.framework.waits import wait_for
 
     def read():
@@ -408,7 +408,7 @@ def test_a_failure_after_a_lab_fault_is_an_error_naming_the_fault_even_once_the_
 
 @pytest.mark.requirement("MD-01")
 def test_breaks(lab):
-    from clusters.errors import LabBroken
+    from basics.errors import LabBroken
 
     raise LabBroken("lab component node-1-containerd (pid 7) is down")
 
@@ -432,7 +432,7 @@ def test_a_test_failing_in_its_call_and_its_teardown_is_one_result_with_its_reco
 
 @pytest.fixture
 def pods_gone(lab):
-    from clusters.errors import LabBroken
+    from basics.errors import LabBroken
 
     yield
     raise LabBroken("stopped waiting for pods gone: lab component node-1-containerd (pid 7) is down")
@@ -440,7 +440,7 @@ def pods_gone(lab):
 
 @pytest.mark.requirement("MD-18")
 def test_lab_breaks_in_call_and_teardown(pods_gone):
-    from clusters.errors import LabBroken
+    from basics.errors import LabBroken
 
     raise LabBroken("stopped waiting for pod p to be Running: lab component node-1-containerd (pid 7) is down")
 """,
@@ -491,7 +491,7 @@ def test_first(deployed):
 
 
 def test_breaks(lab):
-    from clusters.errors import LabBroken
+    from basics.errors import LabBroken
 
     raise LabBroken("lab component node-1-containerd (pid 7) is down")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.errors import LabBroken
+from basics.errors import LabBroken
 from clusters.local import supervisor
 from suites.framework import waits
 from suites.framework.waits import WaitTimeout, wait_for

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from clusters.errors import BadInput
-from clusters.progress import console
+from basics.errors import BadInput
+from basics.progress import console
 
 
 def _mine(lock: IO[str]) -> None:

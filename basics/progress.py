@@ -12,7 +12,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from clusters.errors import LabBroken, log_tail
+from basics.errors import LabBroken, log_tail
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 HEARTBEAT_SECONDS = 60

@@ -9,7 +9,7 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from clusters.errors import BadInput
+from basics.errors import BadInput
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from clusters.progress import console
+from basics.progress import console
 
 
 class Interrupted(KeyboardInterrupt):
