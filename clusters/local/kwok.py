@@ -54,7 +54,7 @@ def create_nodes(api, names: Sequence[str]) -> None:
 
     core = client.CoreV1Api(api)
     with ThreadPoolExecutor(CREATORS) as pool:
-        list(pool.map(lambda name: core.create_node(node(name)), names))  # type: ignore[arg-type]  # the client sends a dict body as it is
+        list(pool.map(lambda name: core.create_node(node(name)), names))  # type: ignore[arg-type]  # validate_call builds the V1Node of the dict
 
 
 def bring_up(api, names: Sequence[str], components: Sequence[Component]) -> float:
