@@ -4,6 +4,7 @@ for what it does not claim."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -80,10 +81,10 @@ class DriverUnderTest:
         old = {p.metadata.uid for p in self.pods_on(api, node)}
         assert old, f"no pod of driver profile {self.profile.name} on {node}"
         for pod in self.pods_on(api, node):
-            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
+            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)  # type: ignore[arg-type]  # Optional in the client, set
 
         def replaced() -> list[str]:
-            pods = self.pods_on(api, node)
+            pods: list[Any] = self.pods_on(api, node)  # metadata.name: Optional in the client, set on a listed pod
             ready = [
                 p.metadata.name
                 for p in pods
