@@ -65,8 +65,9 @@ class DriverUnderTest:
                 "profile the driver runs on in its profile to run this check"
             )
 
-    def pods_on(self, api: client.ApiClient, node: str) -> list[client.V1Pod]:
-        """The driver's pods (of its profile's deployment) on `node`."""
+    def pods_on(self, api: client.ApiClient, node: str) -> list[Any]:
+        """The driver's pods (of its profile's deployment) on `node`: V1Pods, typed Any as their
+        metadata (name, namespace, uid) is Optional in the client though the API server sets it."""
         return (
             client.CoreV1Api(api)
             .list_namespaced_pod(
@@ -81,10 +82,10 @@ class DriverUnderTest:
         old = {p.metadata.uid for p in self.pods_on(api, node)}
         assert old, f"no pod of driver profile {self.profile.name} on {node}"
         for pod in self.pods_on(api, node):
-            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)  # type: ignore[arg-type]  # Optional in the client, set
+            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
 
         def replaced() -> list[str]:
-            pods: list[Any] = self.pods_on(api, node)  # metadata.name: Optional in the client, set on a listed pod
+            pods = self.pods_on(api, node)
             ready = [
                 p.metadata.name
                 for p in pods
