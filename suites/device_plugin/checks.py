@@ -99,7 +99,7 @@ def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverU
     # next node status update: start once every GPU is there, not from a passing 0.
     wait_allocatable(api, node, plugin.resource, total, HEALTH_TIMEOUT)
     before = healthy_devices(files, node, plugin.resource)
-    hardware = HardwareLab(lab.cfg)  # type: ignore[arg-type]
+    hardware = HardwareLab(lab.cfg)  # type: ignore[arg-type]  # gpus() above: the lab has a started config
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:
         try:

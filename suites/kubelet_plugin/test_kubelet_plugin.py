@@ -103,7 +103,7 @@ def test_slices_follow_a_device_removed_from_the_node_and_restored(
     def now() -> dict[str, tuple[str, str]]:
         return hotplug.published(host_access, api, dra_driver.name, node)
 
-    hardware = HardwareLab(host_access.cfg)  # type: ignore[arg-type]
+    hardware = HardwareLab(host_access.cfg)  # type: ignore[arg-type]  # host_access: a lab dralab started, with its cfg
     hardware.remove_device(node, removed)
     try:
         try:
@@ -591,7 +591,7 @@ def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(
         return health.seen(api, dra_driver.name, namespace, "faulty", "c", pool, name)
 
     evidence.observe("before the fault", {"emulated GPU": gpu, **asdict(now())})
-    hardware = HardwareLab(host_access.cfg)  # type: ignore[arg-type]
+    hardware = HardwareLab(host_access.cfg)  # type: ignore[arg-type]  # host_access: a lab dralab started, with its cfg
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:
         try:
