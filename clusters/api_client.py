@@ -80,7 +80,7 @@ class _CanonicalBodies:
 
 def canonical(api: client.ApiClient) -> client.ApiClient:
     """`api`, sending its request bodies canonically from now on."""
-    rest = api.rest_client
+    rest: Any = api.rest_client  # its pool_manager is swapped for a look-alike, no PoolManager
     if not isinstance(rest.pool_manager, _CanonicalBodies):
         rest.pool_manager = _CanonicalBodies(rest.pool_manager)
     return api

@@ -3,6 +3,8 @@ is something of the lab down (ERROR)? Components alive, API server responsive, n
 
 from __future__ import annotations
 
+from typing import Any
+
 from clusters.providers import Lab
 
 API_TIMEOUT = 5  # seconds: an API server slower than this to answer /readyz is unresponsive
@@ -26,7 +28,7 @@ def diagnose(lab: Lab) -> list[str]:
         readyz.read()
         if readyz.status != 200:
             problems.append(f"kube-apiserver /readyz answered {readyz.status}: {readyz.data.decode()[:500]}")
-        nodes = client.CoreV1Api(api).list_node(_request_timeout=API_TIMEOUT).items
+        nodes: list[Any] = client.CoreV1Api(api).list_node(_request_timeout=API_TIMEOUT).items  # a listed node's name is set
         wanted = {n.name for n in lab.nodes}
         for node in nodes:
             if node.metadata.name not in wanted:

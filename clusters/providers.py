@@ -234,7 +234,7 @@ def kind_lab(cluster: KindCluster) -> Lab:
     node handles, its slice-only nodes, its configuration and image loading."""
     lab = kubeconfig_lab(cluster.kubeconfig, cluster.tools.kubectl, cluster.log_dir, cluster.cfg.kubelet_root_dir)
     return dataclasses.replace(
-        lab, provider="kind", nodes=cluster.nodes(), cfg=cluster.cfg, import_images=cluster.import_images, dead_parts=cluster.dead_parts
+        lab, provider="kind", nodes=[*cluster.nodes()], cfg=cluster.cfg, import_images=cluster.import_images, dead_parts=cluster.dead_parts
     )
 
 
@@ -244,7 +244,7 @@ def kubeconfig_lab(kubeconfig: Path, kubectl: Path, log_dir: Path, kubelet_root_
     from clusters.api_client import client_for
 
     api = client_for(kubeconfig)
-    nodes = client.CoreV1Api(api).list_node().items
+    nodes: list[Any] = client.CoreV1Api(api).list_node().items  # the client's Optional metadata.name: a listed node's is set
     kubelet_nodes = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL not in (n.metadata.labels or {})]
     slice_only = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL in (n.metadata.labels or {})]
     return Lab(

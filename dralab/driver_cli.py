@@ -35,7 +35,7 @@ _lab_options = [
 ]
 
 
-def lab_options(fn):  # type: ignore[no-untyped-def]
+def lab_options(fn):
     for option in reversed(_lab_options):
         fn = option(fn)
     return fn

@@ -4,6 +4,7 @@ instead of pytest's dots; and notes in between (a lab starting, a driver deploye
 from __future__ import annotations
 
 import time
+from typing import cast
 
 import pytest
 
@@ -56,8 +57,9 @@ class Progress:
                 else Verdict.ERROR,
             )
         if report.when == "teardown":  # its report carries every property the test recorded
-            verdict = final_verdict(self.outcomes.pop(report.nodeid, Verdict.PASS), report.user_properties)
-            ids = ",".join(v for k, v in report.user_properties if k == REQUIREMENT)
+            properties = cast(list[tuple[str, str]], report.user_properties)  # pytest's are objects; the plugin records strings
+            verdict = final_verdict(self.outcomes.pop(report.nodeid, Verdict.PASS), properties)
+            ids = ",".join(v for k, v in properties if k == REQUIREMENT)
             path, _, test = report.nodeid.partition("::")  # a test's parameters may hold paths too
             self._print(f"[{self._stamp()}] {verdict:7} {ids:8} {path.rsplit('/', 1)[-1]}::{test}")
 

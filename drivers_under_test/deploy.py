@@ -238,7 +238,7 @@ def render(
     """The profile's objects, labelled with the profile; with `all_variants`, every object any
     variant deploys, once (what removal must find whichever variant was deployed)."""
     chosen = profile.variant(variant)
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": profile.namespace}}
+    namespace: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": profile.namespace}}
     objects = [namespace]
     for r in profile.renderings(lab_params, [None, *profile.variants] if all_variants else [variant]):
         objects += [o for m in r.manifests for o in _or_refused(profile.read_manifest(m, r.params))]
@@ -434,7 +434,7 @@ def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
         ns, name = ds["metadata"].get("namespace", rendered.profile.namespace), ds["metadata"]["name"]
 
         def daemonset(ns: str = ns, name: str = name) -> list[str]:
-            ds = apps.read_namespaced_daemon_set(name, ns)
+            ds: Any = apps.read_namespaced_daemon_set(name, ns)  # the client types metadata.generation Optional: the server sets it
             s = ds.status
             if (s.observed_generation or 0) < ds.metadata.generation:  # the status still describes the old spec
                 return [f"DaemonSet {ns}/{name}: generation {ds.metadata.generation} not yet rolled out"]
@@ -456,9 +456,10 @@ def _wait_ready(lab: Lab, rendered: Rendered, timeout: float) -> None:
     for res in rendered.profile.extended_resources:
 
         def capacity(res: str = res) -> list[str]:
+            listed: list[Any] = core.list_node().items  # the client types metadata.name Optional: a listed node's is set
             return [
                 f"node {n.metadata.name} has no {res} in its capacity"
-                for n in core.list_node().items
+                for n in listed
                 if n.metadata.name in nodes and res not in (n.status.capacity or {})
             ]
 

@@ -5,7 +5,7 @@ pods as YAML, and where the lab allows, the kubelet's plugin registrations on ea
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Any, Iterable
 
 import yaml
 from kubernetes import client
@@ -47,11 +47,10 @@ def events(api: client.ApiClient, namespace: str) -> str:
 def _log(core: client.CoreV1Api, pod: client.V1Pod, container: str, previous: bool) -> str:
     """A container's log; a crash-looping container's is briefly unreadable while it is replaced."""
     failure = ""
+    meta: Any = pod.metadata  # the client types name and namespace Optional: a pod of the API has both
     for _ in range(LOG_ATTEMPTS):
         try:
-            return core.read_namespaced_pod_log(
-                pod.metadata.name, pod.metadata.namespace, container=container, previous=previous, tail_lines=LOG_LINES
-            )
+            return core.read_namespaced_pod_log(meta.name, meta.namespace, container=container, previous=previous, tail_lines=LOG_LINES)
         except client.ApiException as e:
             failure = f"(no log: {e.reason}: {e.body})"
             time.sleep(1)

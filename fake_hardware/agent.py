@@ -25,6 +25,7 @@ import select
 import subprocess
 import time
 from pathlib import Path
+from typing import IO, Any
 
 from fake_hardware import netdevs
 from fake_hardware.kernel import ACTED_ATTRIBUTES, NodeKernel
@@ -52,7 +53,7 @@ def serve(kernel: NodeKernel, command: list[str], ready_file: Path) -> None:
     # The node's own links follow its namespace's: synced at each link event, as the kernel adds a
     # netdev's class/net entry as it registers it (dranet reads class/net for every link it sees).
     monitor = netdevs.watch_links(kernel.hw.netns)  # referenced for as long as the agent serves
-    links = monitor.stdout
+    links: IO[Any] | None = monitor.stdout  # IO[Any]: watched beside the server's text stdout
     kernel.sync_node_links()
     checked = time.monotonic()
     while True:

@@ -148,7 +148,7 @@ class NodeHardware:
         return [
             fn
             for fn in self.plan.netdevs()
-            if self.peer(fn) not in host_links and (sysfs.device_dir(self.tree, fn) / "net" / fn.netdev).is_dir()
+            if self.peer(fn) not in host_links and (sysfs.device_dir(self.tree, fn) / "net" / fn.netdev).is_dir()  # type: ignore[operator]  # netdevs(): each has one
         ]
 
     def return_netdevs(self, fns: list[PciFunction]) -> None:
@@ -304,7 +304,7 @@ class HardwareLab:
                             "numa": fn.numa,
                             "netdev": fn.netdev,
                             "mac": fn.mac,
-                            "uuid": (fn.gpu or {}).get("uuid"),
+                            "uuid": fn.gpu["uuid"] if fn.gpu else None,
                             "state": state,
                         }
                     )

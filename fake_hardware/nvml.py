@@ -42,6 +42,7 @@ import stat
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from basics.errors import BadInput
 from fake_hardware import sysfs
@@ -89,10 +90,20 @@ def mig_profiles(gpu: Gpu) -> list[dict[str, object]]:
     ]
 
 
-def mig_devices(gpu: Gpu, gpu_uuid: str) -> list[dict[str, object]]:
+class MigDevice(TypedDict):
+    uuid: str
+    name: str
+    profile: str
+    gpuInstanceId: int
+    computeInstanceId: int
+    memoryBytes: int
+    placementStart: int
+
+
+def mig_devices(gpu: Gpu, gpu_uuid: str) -> list[MigDevice]:
     """The GPU's MIG devices: GPU instances numbered from 1 in the profile's order, one compute
     instance (0) each, at the placements mig_layout gives them."""
-    devices = []
+    devices: list[MigDevice] = []
     starts = mig_layout(gpu) or []
     for gi, (profile, start) in enumerate(zip(gpu.mig_devices, starts, strict=True), start=1):
         devices.append(

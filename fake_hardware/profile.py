@@ -13,7 +13,7 @@ import re
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Sequence
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -37,7 +37,7 @@ Quantity = Annotated[str, AfterValidator(_quantity)]
 
 
 def quantity_bytes(quantity: str) -> int:
-    number, unit = QUANTITY.match(quantity).groups()  # type: ignore[union-attr]
+    number, unit = QUANTITY.match(quantity).groups()
     return int(number) * 1024 ** ("KiMiGiTi".index(unit) // 2 + 1)
 
 
@@ -136,8 +136,9 @@ class Gpu(PciEndpoint):
     @model_validator(mode="before")
     @classmethod
     def _identity_of_model(cls, data: object) -> object:
-        known = GPU_MODELS.get(data.get("model")) if isinstance(data, dict) else None
-        return {**known, **data} if known else data
+        if isinstance(data, dict) and (known := GPU_MODELS.get(data.get("model", ""))):
+            return {**known, **data}
+        return data
 
     @model_validator(mode="after")
     def _mig_devices_fit(self) -> "Gpu":
@@ -178,7 +179,7 @@ class Gpu(PciEndpoint):
 
 
 def mig_slices(profile: str) -> int:
-    return int(MIG_PROFILE.match(profile).group(1))  # type: ignore[union-attr]
+    return int(MIG_PROFILE.match(profile).group(1))
 
 
 def mig_layout(gpu: Gpu) -> list[int] | None:
@@ -209,7 +210,7 @@ def mig_layout(gpu: Gpu) -> list[int] | None:
 def mig_memory_bytes(profile: str) -> int:
     """The memory the name gives, read as GB: the names round a slice's GiB, so as GB a MIG device
     never has more memory than its GPU (a "7g.141gb" of an H200 with 140.4 GiB)."""
-    return int(MIG_PROFILE.match(profile).group(2)) * 1000**3  # type: ignore[union-attr]
+    return int(MIG_PROFILE.match(profile).group(2)) * 1000**3
 
 
 # Real parts, by the name NVML gives them: architecture, CUDA compute capability and the MIG
@@ -303,7 +304,9 @@ class NodeProfile(Model):
         ifnames = [n.ifname for n in self.nics]
         if len(set(ifnames)) != len(ifnames):
             raise ValueError(f"duplicate NIC ifname in {ifnames}")
-        for kind, items in (("root_ports", self.root_ports), ("gpus", self.gpus), ("nics", self.nics)):
+        placed: list[tuple[str, Sequence[RootPort | PciEndpoint]]]
+        placed = [("root_ports", self.root_ports), ("gpus", self.gpus), ("nics", self.nics)]
+        for kind, items in placed:
             for i, item in enumerate(items):
                 if item.numa not in numa:
                     raise ValueError(f"{kind}[{i}] ({item.name}): NUMA node {item.numa} does not exist (numa_nodes: {sorted(numa)})")

@@ -109,7 +109,10 @@ def rdma_char_devices(fn: PciFunction) -> list[CharDevice]:
 
 def write_atomic(path: Path, content: str | bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    (tmp.write_bytes if isinstance(content, bytes) else tmp.write_text)(content)  # type: ignore[operator]
+    if isinstance(content, bytes):
+        tmp.write_bytes(content)
+    else:
+        tmp.write_text(content)
     os.replace(tmp, path)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from basics.errors import BadInput
 from fake_hardware.profile import Gpu, Nic, NodeProfile, PciEndpoint, gpu_uuid, mac_address
@@ -23,6 +24,15 @@ CLASS_3D = 0x030200
 CLASS_ETHERNET = 0x020000
 REVISION = 0xA1
 BUSES = 256
+
+
+class GpuIdentity(TypedDict):
+    """What a GPU function carries beyond PCI: its NVML identity (the lab's gpu-info file)."""
+
+    uuid: str
+    index: int
+    model: str
+    memoryBytes: int
 
 
 @dataclass
@@ -45,7 +55,7 @@ class PciFunction:
     bus_range: tuple[int, int, int] | None = None  # bridges: primary, secondary, subordinate
     netdev: str | None = None
     mac: str | None = None
-    gpu: dict[str, object] | None = None
+    gpu: GpuIdentity | None = None
     physfn: str | None = None  # VF: the PF's BDF
     virtfns: list[str] = field(default_factory=list)  # PF: the BDFs of all its possible VFs (sriov_totalvfs), in VF order
     sriov_total: int = 0
@@ -135,7 +145,7 @@ def plan_node(profile: NodeProfile, node: str, seed: int) -> NodePlan:
 
     def endpoint(dev: PciEndpoint, bus: int, parent: tuple[str, ...]) -> None:
         bdf = _bdf(bus, 0)
-        common = dict(
+        common: dict[str, Any] = dict(
             parent_path=parent,
             name=dev.name,
             vendor=int(dev.vendor, 16),

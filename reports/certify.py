@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -367,7 +368,7 @@ class SuiteRun:
             ],
         )
 
-    def report(self, rc: int, nodes_hardware: dict[str, str], more: dict[str, object]) -> dict[str, object]:
+    def report(self, rc: int, nodes_hardware: dict[str, str], more: dict[str, object]) -> dict[str, Any]:
         """report.json and report.html from the run's JUnit XML; NoResults when there is none."""
         if not self.junit.exists():
             raise NoResults(f"{INCOMPLETE}: the suites produced no results (pytest exit {rc}); logs under {self.out_dir / 'logs'}")
@@ -470,9 +471,9 @@ def certify(
     drivers = validate_or_raise(list(driver_names), set(catalogue.load()))
     _check_variant(variant, drivers)
     hardware = lab_hardware(hardware, drivers)
-    if cluster == "kubeconfig" and not (kubeconfig and Path(kubeconfig).is_file()):
-        raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
     if cluster == "kubeconfig":
+        if not (kubeconfig and Path(kubeconfig).is_file()):
+            raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
         require_reachable(kubeconfig)
     if drivers and not any(map(certifiable, drivers)):
         console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} have {NO_CAPABILITY}")

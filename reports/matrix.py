@@ -401,7 +401,7 @@ def merge(directories: list[Path], todo: list[Todo], out_dir: Path, unshipped: d
     for directory in directories:
         if (directory / "runs").is_dir() and (directory / "runs").resolve() != (out_dir / "runs").resolve():
             shutil.copytree(directory / "runs", out_dir / "runs", symlinks=True, dirs_exist_ok=True)
-    cells = [recorded.pop(key(p.name, v), None) or _unrecorded(p, v) for p, v in todo] + list(recorded.values())
+    cells = [recorded.pop(key(p.name, v), None) or _unrecorded(p, v) for p, v in todo] + list(recorded.values())  # type: ignore[arg-type]  # mypy takes pop's default from the `or` in a comprehension
     order = {c.key: n for n, c in enumerate(cells)}
     found = sorted((f for r in records for f in r.findings), key=lambda f: order[key(f.driver, f.version)])
     starts = [calendar.timegm(time.strptime(r.started, STAMP)) for r in records]

@@ -55,8 +55,9 @@ def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESu
         f"feature gates on: {', '.join(cfg.feature_gates) or 'none'}; API versions served beyond the "
         f"defaults: {', '.join(api for api, on in cfg.runtime_config.items() if on) or 'none'}"
     )
+    owned: LocalCluster | KindCluster
     if cluster == "kind":
-        owned: LocalCluster | KindCluster = KindCluster(cfg, tools, offline)
+        owned = KindCluster(cfg, tools, offline)
         try:
             owned.up(images=suite.images)
         except BaseException:
@@ -201,7 +202,7 @@ def qualify(
         cluster == "kubeconfig"
         and click.get_current_context().get_parameter_source("kubernetes_version") == click.core.ParameterSource.DEFAULT
     ):
-        kubernetes_version = suite_version_for(kubeconfig)  # type: ignore[arg-type]
+        kubernetes_version = suite_version_for(kubeconfig)  # type: ignore[arg-type]  # --cluster kubeconfig: a file, checked above
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -209,8 +210,8 @@ def qualify(
     suite = ensure_e2e_suite(tools, offline)
     specs = list_specs(suite.test_binary)
     if cluster == "kubeconfig":
-        plan = plan_foreign(specs, suite.gate_defaults, {g.strip() for g in gates_on.split(",") if g.strip()}, served_apis(kubeconfig))  # type: ignore[arg-type]
-        lab_cm = foreign_cluster(kubeconfig.resolve(), kubelet_root_dir, tools, suite, out_dir)  # type: ignore[union-attr]
+        plan = plan_foreign(specs, suite.gate_defaults, {g.strip() for g in gates_on.split(",") if g.strip()}, served_apis(kubeconfig))  # type: ignore[arg-type]  # checked a file above
+        lab_cm = foreign_cluster(kubeconfig.resolve(), kubelet_root_dir, tools, suite, out_dir)
     else:
         source = Path(download("k8s.io/kubernetes", kubernetes_version)["Dir"])
         plan = plan_owned(specs, suite.gate_defaults, upstream_runtime_config(source))

@@ -236,7 +236,8 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
                 variant=None if case.variant == REFERENCE else case.variant,
                 lab_prefix=lab_prefix,
                 reuse_labs=True,
-                **({"seed": 1, "seeds": seeds} if seeds else {"seeds": case.seeds}),
+                seed=1 if seeds else None,
+                seeds=seeds or case.seeds,
             )
             started = time.monotonic()
             try:

@@ -150,7 +150,12 @@ class LocalCluster:
                 )
             for node in self.nodes:
                 node.start_containerd()
-            _parallel(lambda n: (n.wait_containerd(), n.import_images([i.archive for i in self.tools.node_images])), self.nodes)
+
+            def containerd_up(n: LocalNode) -> None:
+                n.wait_containerd()
+                n.import_images([i.archive for i in self.tools.node_images])
+
+            _parallel(containerd_up, self.nodes)
             for node in self.nodes:
                 node.start_plugin_recorder()
                 node.start_kubelet()

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from clusters import versions
-from clusters.config import SERVICE_CIDR, ClusterConfig, flag_map
+from clusters.config import SERVICE_CIDR, ClusterConfig, Component, flag_map
 from clusters.pki import CertKey
 from clusters.provision import Toolchain
 
@@ -258,6 +258,6 @@ def _delegated_auth(kubeconfig: Path) -> list[str]:
     ]
 
 
-def _gate_flags(cfg: ClusterConfig, component: str) -> list[str]:
-    gates = cfg.gates_for(component)  # type: ignore[arg-type]
+def _gate_flags(cfg: ClusterConfig, component: Component) -> list[str]:
+    gates = cfg.gates_for(component)
     return [f"--feature-gates={flag_map(gates)}"] if gates else []

@@ -54,7 +54,7 @@ def create_nodes(api, names: Sequence[str]) -> None:
 
     core = client.CoreV1Api(api)
     with ThreadPoolExecutor(CREATORS) as pool:
-        list(pool.map(lambda name: core.create_node(node(name)), names))
+        list(pool.map(lambda name: core.create_node(node(name)), names))  # type: ignore[arg-type]  # validate_call builds the V1Node of the dict
 
 
 def bring_up(api, names: Sequence[str], components: Sequence[Component]) -> float:
@@ -114,7 +114,7 @@ def wait_ready(api, names: Sequence[str], timeout: float, components: Sequence[C
 
     def all_ready() -> bool:
         # Raw JSON: the client's models take seconds to build for thousands of nodes.
-        listed = json.loads(core.list_node(label_selector=SLICE_ONLY_LABEL, _preload_content=False).data)
+        listed = json.loads(core.list_node(label_selector=SLICE_ONLY_LABEL, _preload_content=False).data)  # type: ignore[attr-defined]  # unloaded: the urllib3 response
         missing.difference_update(n["metadata"]["name"] for n in listed["items"] if _ready(n))
         return not missing
 

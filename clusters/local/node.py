@@ -55,7 +55,7 @@ def injected(what: str) -> Callable[[Method], Method]:
                         + "\n"
                     )
 
-        return logged  # type: ignore[return-value]
+        return logged  # type: ignore[return-value]  # functools.wraps: logged takes and answers what method does
 
     return wrap
 

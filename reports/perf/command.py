@@ -239,7 +239,7 @@ def perf(
         ),
         "PF-02": (
             "pod_startup",
-            lambda: _on_lab(_startup_lab(profile), lambda lab: pod_startup.measure(lab, profile, startup_rounds, startup_pods, _progress)),
+            lambda: _on_lab(_startup_lab(profile), lambda lab: pod_startup.measure(lab, profile, startup_rounds, startup_pods, _progress)),  # type: ignore[arg-type]  # PF-02 selected: loaded
         ),
         "PF-04": (
             "da_scale",
@@ -271,7 +271,7 @@ def perf(
         notes.append(allocator.note(measured["allocator"]))
     if "kwok_scale" in measured:
         notes.append(kwok_scale.note(measured["kwok_scale"]))
-    run = {
+    run: dict[str, Any] = {
         "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "wall_seconds": time.monotonic() - start,
         "measured": selected,

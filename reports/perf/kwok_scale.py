@@ -34,7 +34,7 @@ DEFAULT_SIZE = "1000x8x2000"
 LAB_PREFIX = "perf-kwok"  # perf-kwok-scale: apart from PF-04's perf-scale
 # The anchor the issue names: scheduler_perf SchedulingWithResourceClaimTemplate at 5000 nodes,
 # match_empty, 109-117 pods/s on 6 CPUs (control plane in the same process, no kwok, no leases).
-UPSTREAM = {
+UPSTREAM: dict[str, Any] = {
     "benchmark": "scheduler_perf SchedulingWithResourceClaimTemplate, 5000 nodes, match_empty",
     "pods_per_s": [109.0, 117.0],
     "cpus": 6,
@@ -68,7 +68,7 @@ def workload(lab: Lab, mode: str, size: da_scale.Size, timeout: float) -> dict[s
 
         def create(i: int) -> None:
             created[f"p{i}"] = time.time()
-            core.create_namespaced_pod(namespace, PodBuilder(f"p{i}").with_claim("c", claim=f"p{i}").build())
+            core.create_namespaced_pod(namespace, PodBuilder(f"p{i}").with_claim("c", claim=f"p{i}").build())  # type: ignore[arg-type]  # validate_call builds the V1Pod
 
         start = time.time()
         _in_parallel(create, size.pods)
@@ -80,7 +80,8 @@ def workload(lab: Lab, mode: str, size: da_scale.Size, timeout: float) -> dict[s
                 f"{mode}: {len(scheduled)} of {size.pods} pods bound and {len(ran)} Running within "
                 f"{timeout:.0f}s; not Running: {', '.join(sorted(set(created) - set(ran))[:5])}"
             )
-        elsewhere = {p.spec.node_name for p in core.list_namespaced_pod(namespace).items} - set(lab.slice_only_nodes)
+        listed: list[Any] = core.list_namespaced_pod(namespace).items  # all Running: each has a node_name, the client types Optional
+        elsewhere = {p.spec.node_name for p in listed} - set(lab.slice_only_nodes)
         if elsewhere:
             raise LabBroken(f"{mode}: pods went to {sorted(elsewhere)}, not kwok nodes")
     wait_for(f"the {size.pods} claims of namespace {namespace} gone", lambda: not claims.listed(api, namespace), timeout)

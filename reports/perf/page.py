@@ -35,7 +35,7 @@ def _startup_plot(measured: dict[str, Any]) -> str | None:
     modes = [m for m in ("metadata on", "metadata off") if m in startup]
     if not modes:
         return None
-    split = {m: (startup[m].get("prepare_split") or {}).get("driver_phases") for m in modes}
+    split: dict[str, Any] = {m: (startup[m].get("prepare_split") or {}).get("driver_phases") for m in modes}
     split = {m: phases for m, phases in split.items() if phases}
     fig, axes = plt.subplots(1, 3 if split else 2, figsize=(16 if split else 11, 3.8))
     ecdf, prepare = axes[0], axes[1]

@@ -44,7 +44,7 @@ def _round(api: client.ApiClient, device_class: str, pods: int, at_once: bool = 
         created: dict[str, float] = {}
         for i in range(pods):
             created[f"p{i}"] = time.time()
-            core.create_namespaced_pod(namespace, PodBuilder(f"p{i}").with_claim("dev", claim=f"p{i}").build())
+            core.create_namespaced_pod(namespace, PodBuilder(f"p{i}").with_claim("dev", claim=f"p{i}").build())  # type: ignore[arg-type]  # validate_call builds the V1Pod
             if not at_once:
                 watcher.wait(i + 1, TIMEOUT, keep_watching=True)
         running = watcher.wait(pods, TIMEOUT)
@@ -70,7 +70,7 @@ def _published(api: client.ApiClient, driver: str) -> int:
         return count > 0 and time.monotonic() - seen["since"] >= SETTLE_S
 
     wait_for(f"{driver} devices published and free", settled, 60)
-    return seen["count"]
+    return int(seen["count"])  # stored as an int; seen's values infer as float, for its "since"
 
 
 def measure(lab: Lab, profile: DriverProfile, rounds: int, max_pods: int, progress: Callable[[str], None]) -> dict[str, Any]:

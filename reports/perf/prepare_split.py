@@ -43,7 +43,8 @@ def _kubelet(lab: Lab, driver: str) -> Snapshot:
 def _scraped_pods(api: client.ApiClient, namespace: str) -> list[tuple[str, str, str]]:
     """(pod, port, path) of the namespace's running pods that ask to be scraped."""
     out = []
-    for pod in client.CoreV1Api(api).list_namespaced_pod(namespace).items:
+    listed: list[Any] = client.CoreV1Api(api).list_namespaced_pod(namespace).items  # the client types metadata.name Optional
+    for pod in listed:
         notes = pod.metadata.annotations or {}
         live = pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None
         if live and notes.get("prometheus.io/scrape") == "true" and notes.get("prometheus.io/port"):

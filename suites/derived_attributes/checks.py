@@ -69,6 +69,7 @@ def scheduling_failure(api, namespace: str, claim: ClaimBuilder, node: str | Non
     ev.observe("scheduling failed", event)
     allocated = claims.allocated(claims.read(api, namespace, claim.name))
     assert not allocated, f"the scheduler failed the pod ({event}) yet allocated {allocated}"
+    assert event is not None  # wait_for returns the first truthy answer
     return event
 
 

@@ -130,7 +130,7 @@ def schedule_workload(lab: Lab, api, mode: str, size: Size, timeout: float) -> d
 
         def create(i: int) -> None:
             created[f"p{i}"] = time.time()
-            core.create_namespaced_pod(namespace, _pod(f"p{i}"))
+            core.create_namespaced_pod(namespace, _pod(f"p{i}"))  # type: ignore[arg-type]  # a dict: validate_call builds the model
 
         start = time.time()
         _in_parallel(create, size.pods)
@@ -176,7 +176,7 @@ def _scheduler_histograms(lab: Lab) -> dict[str, metrics.Histogram]:
 def _scheduled_after(pod: client.V1Pod) -> float:
     """PodScheduled's transition minus creation: whole seconds, as the API stores them."""
     condition = next(c for c in pod.status.conditions if c.type == "PodScheduled")
-    return (condition.last_transition_time - pod.metadata.creation_timestamp).total_seconds()
+    return (condition.last_transition_time - pod.metadata.creation_timestamp).total_seconds()  # type: ignore[operator]  # both set, Optional in the client
 
 
 LATENCIES = {
@@ -201,7 +201,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             **{f"{source}_{stat}_s": [r["latency_s"][source][stat] for r in mine] for source, stats in LATENCIES.items() for stat in stats},
         }
 
-    per_mode = {
+    per_mode: dict[str, dict[str, dict[str, Any]]] = {
         m: {k: {"median": statistics.median(v), "spread": spread(v)} for k, v in figures(m).items() if None not in v} for m in MODES
     }
     ratio = {

@@ -254,5 +254,8 @@ def test_api_server_validation(
     evidence.add("derived attributes", body["spec"]["devices"]["requests"][0]["exactly"].get("derivedAttributes"))
     # Dry run: the claim is validated, never stored.
     validation.expect_answer(
-        case, lambda: client.ResourceV1Api(api).create_namespaced_resource_claim(namespace, body, dry_run="All"), rejected_for, evidence
+        case,
+        lambda: client.ResourceV1Api(api).create_namespaced_resource_claim(namespace, body, dry_run="All"),  # type: ignore[arg-type]  # a dict: validate_call builds the model
+        rejected_for,
+        evidence,
     )

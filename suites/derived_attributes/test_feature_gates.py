@@ -50,7 +50,7 @@ def test_list_results_need_the_list_gate(scheduler_gate_off_lab: Lab, evidence: 
     )
     validation.expect_answer(
         "a list result with DRAListTypeAttributes off",
-        lambda: client.ResourceV1Api(api).create_namespaced_resource_claim("default", claim.build(), dry_run="All"),
+        lambda: client.ResourceV1Api(api).create_namespaced_resource_claim("default", claim.build(), dry_run="All"),  # type: ignore[arg-type]  # a dict: validate_call builds the model
         rejected_for,
         evidence,
     )

@@ -30,7 +30,7 @@ def _typed(value: Any) -> dict[str, Any]:
 
 
 def _devices(spec: dict[str, dict[str, Any]], memory: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    devices = [{"name": n, "attributes": {k: _typed(v) for k, v in attrs.items()}} for n, attrs in spec.items()]
+    devices: list[dict[str, Any]] = [{"name": n, "attributes": {k: _typed(v) for k, v in attrs.items()}} for n, attrs in spec.items()]
     for d in devices:
         if memory:
             d["capacity"] = {"memory": {"value": memory[d["name"]]}}

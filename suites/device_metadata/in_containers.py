@@ -75,7 +75,7 @@ def expected(record: dict[str, Any], allocated: dict[str, dict[str, Any]], drive
     for use in record["uses"]:
         ref = pod_claims.get(use["name"])
         claim = allocated.get((ref or {}).get("uid") or "")
-        if claim is None:
+        if claim is None or ref is None:  # no ref: no claim either
             return None
         results = [
             r

@@ -58,7 +58,7 @@ SHAPES: tuple[Shape, ...] = (FULL, TWO_REQUESTS, SEVERAL_DEVICES, ONE_DEVICE)
 class Scenario:
     lab: Lab
     api: Any
-    files: NodeFiles
+    files: NodeFiles | None  # None: a scenario that reads no node's files
     driver: DriverUnderTest
     namespace: str
     pod: str
@@ -73,7 +73,7 @@ class Scenario:
 
     def start(self, pod: dict[str, Any]) -> "Scenario":
         pods.create(self.api, self.namespace, pod)
-        self.node = pods.wait_phase(self.api, self.namespace, self.pod).spec.node_name
+        self.node = pods.wait_phase(self.api, self.namespace, self.pod).spec.node_name  # type: ignore[assignment]  # Running: set
         self.claim = claims.read(self.api, self.namespace, self.claim_name)
         return self
 

@@ -52,7 +52,7 @@ def shared_class(api) -> Iterator[Any]:
         name = f"md-shared-{uuid.uuid4().hex[:8]}"
         expression = " || ".join(f"({s})" for s in selectors)
         client.ResourceV1Api(api).create_device_class(
-            {
+            {  # type: ignore[arg-type]  # a dict: validate_call builds the model
                 "apiVersion": "resource.k8s.io/v1",
                 "kind": "DeviceClass",
                 "metadata": {"name": name},

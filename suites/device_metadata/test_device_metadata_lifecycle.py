@@ -3,6 +3,8 @@ cleanup and many pods at once (MD-08, MD-09, MD-14, MD-16, MD-17, MD-20)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kubernetes import client
 
@@ -33,7 +35,7 @@ def test_template_claims_use_the_template_path_and_pod_claim_name(
         "metadata": {"name": "tmpl"},
         "spec": {"spec": template["spec"]},
     }
-    client.ResourceV1Api(api).create_namespaced_resource_claim_template(namespace, template)
+    client.ResourceV1Api(api).create_namespaced_resource_claim_template(namespace, template)  # type: ignore[arg-type]  # a dict: validate_call builds the model
     spec = {
         "containers": [container("main", scenario.SLEEP, "gpu")],
         "terminationGracePeriodSeconds": 1,
@@ -41,7 +43,7 @@ def test_template_claims_use_the_template_path_and_pod_claim_name(
     }
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "from-template"}, "spec": spec}
     pods.create(api, namespace, pod)
-    running = pods.wait_phase(api, namespace, "from-template")
+    running: Any = pods.wait_phase(api, namespace, "from-template")  # claim statuses, node_name: Optional in the client, set
     generated = running.status.resource_claim_statuses[0].resource_claim_name
     s = Scenario(lab, api, node_files, metadata_driver, namespace, "from-template", generated)
     s.node, s.claim = running.spec.node_name, claims.read(api, namespace, generated)
@@ -68,7 +70,7 @@ def test_subrequests_use_the_base_request_directory(
             "firstAvailable": [{"name": "many", "deviceClassName": cls, "count": 100}, {"name": "one", "deviceClassName": cls, "count": 1}],
         }
     ]
-    client.ResourceV1Api(api).create_namespaced_resource_claim(namespace, claim)
+    client.ResourceV1Api(api).create_namespaced_resource_claim(namespace, claim)  # type: ignore[arg-type]  # a dict: validate_call builds the model
     spec = {
         "containers": [container("main", scenario.SLEEP, "c")],
         "terminationGracePeriodSeconds": 1,
@@ -140,7 +142,7 @@ def test_many_pods_at_once(lab: Lab, api, metadata_driver: DriverUnderTest, name
             "resourceClaims": [{"name": "c", "resourceClaimName": f"claim-{i}"}],
         }
         pods.create(api, namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pod-{i}"}, "spec": spec})
-    bad = {}
+    bad: dict[str, object] = {}
     for i in range(count):
         pods.wait_phase(api, namespace, f"pod-{i}")
         s = Scenario(lab, api, None, metadata_driver, namespace, f"pod-{i}", f"claim-{i}")

@@ -56,7 +56,7 @@ def holds_its_allocation(
     none of the resource's other devices, and that its container holds everything the answer
     gave (env, mounts, device nodes, CDI devices' edits)."""
     running = pods.wait_phase(api, namespace, pod)
-    node = running.spec.node_name
+    node: str = running.spec.node_name  # type: ignore[assignment]  # a Running pod's, Optional in the client
     held = observations.kubelet_checkpoint(files, node)
     entry = observations.entry_of(held, running, plugin.resource)
     ev.add(f"pod {pod}: the kubelet's record of its allocation (checkpoint)", entry.as_evidence())

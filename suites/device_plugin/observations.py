@@ -25,13 +25,13 @@ def kubelet_checkpoint(files: NodeFiles, node: str) -> Checkpoint:
 def allocation_of(files: NodeFiles, pod: client.V1Pod, resource: str) -> Entry:
     """The kubelet's record of what the pod's (first) container was granted of `resource` and
     what the plugin answered to Allocate for it."""
-    return entry_of(kubelet_checkpoint(files, pod.spec.node_name), pod, resource)
+    return entry_of(kubelet_checkpoint(files, pod.spec.node_name), pod, resource)  # type: ignore[arg-type]  # a Running pod's, set
 
 
 def entry_of(held: Checkpoint, pod: client.V1Pod, resource: str) -> Entry:
     """allocation_of in a checkpoint already read (the pod's node's)."""
     node, uid, container = pod.spec.node_name, pod.metadata.uid, pod.spec.containers[0].name
-    entry = held.entry(uid, container, resource)
+    entry = held.entry(uid, container, resource)  # type: ignore[arg-type]  # the pod's uid, Optional in the client, is set
     if entry is None:
         raise ObservationFailed(
             f"the kubelet's checkpoint on {node} has no entry for pod {pod.metadata.namespace}/{pod.metadata.name} "

@@ -45,6 +45,7 @@ def register(
             lambda: next((ln for ln in _log(api, namespace, pod).splitlines() if ln.startswith("{")), None),
             60,
         )
+    assert line is not None  # wait_for returns the first truthy answer
     return json.loads(line)
 
 
@@ -61,6 +62,7 @@ def proxy(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, hea
 
     with _probe_must_start(api, namespace, pod):
         seen = wait_for(f"proxy {pod} to register in the place of {resource}'s plugin on {node}", settled, 60)
+    assert seen is not None  # wait_for returns the first truthy answer
     failure = calls.setup_failure(seen)
     if failure:
         raise ObservationFailed(f"proxy {pod} on {node}: {failure}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 from kubernetes import client
@@ -123,7 +123,8 @@ def test_concurrent_pods_get_disjoint_devices(
 
 
 def _container(api, namespace: str, name: str) -> tuple[str, int]:
-    status = client.CoreV1Api(api).read_namespaced_pod(name, namespace).status.container_statuses[0]
+    pod: Any = client.CoreV1Api(api).read_namespaced_pod(name, namespace)  # Any: its container statuses, Optional in the client
+    status = pod.status.container_statuses[0]
     return status.container_id, status.restart_count
 
 
@@ -168,7 +169,7 @@ def _plugin_daemonset(api, plugin: DriverUnderTest) -> str:
         .list_namespaced_daemon_set(plugin.profile.namespace, label_selector=f"{PROFILE_LABEL}={plugin.profile.name}")
         .items
     )
-    return ds.metadata.name
+    return ds.metadata.name  # type: ignore[return-value]  # a listed object's name, Optional in the client
 
 
 RETURN_TIMEOUT = 90  # seconds for a restored plugin's devices to be back in allocatable
@@ -276,6 +277,7 @@ def test_preferred_allocation_is_honoured_and_prestart_runs(
         seen = driver_must(f"the calls for {allocated} in the proxy's record", complete, 15)
     except DriverTimedOut:  # judged on what did pass
         seen = probe.recorded(api, namespace, recording)
+    assert seen is not None  # wait_for returns the first truthy answer
     evidence.observe("calls through the proxy", [c.as_evidence() for c in seen if c.method != "ListAndWatch"])
     verdict = calls.judge(seen, allocated)
     evidence.observe("judged", verdict.seen)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -69,7 +69,7 @@ class ClaimBuilder:
 
 
 def create(api: client.ApiClient, namespace: str, claim: ClaimBuilder) -> str:
-    client.ResourceV1Api(api).create_namespaced_resource_claim(namespace, claim.build())
+    client.ResourceV1Api(api).create_namespaced_resource_claim(namespace, claim.build())  # type: ignore[arg-type]  # a dict: validate_call builds the model
     return claim.name
 
 
@@ -144,7 +144,7 @@ def allocate_by_hand(
     results: list[dict[str, Any]],
     node: str,
     pod: client.V1Pod,
-    devices: list[dict[str, Any]] = (),
+    devices: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """Write `results` as the claim's (as read) allocation on `node`, reserved for `pod`, as the
     scheduler writes one (its classes' and its own configs copied in), with status entries

@@ -4,6 +4,7 @@ for what it does not claim."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -65,8 +66,9 @@ class DriverUnderTest:
                 "profile the driver runs on in its profile to run this check"
             )
 
-    def pods_on(self, api: client.ApiClient, node: str) -> list[client.V1Pod]:
-        """The driver's pods (of its profile's deployment) on `node`."""
+    def pods_on(self, api: client.ApiClient, node: str) -> list[Any]:
+        """The driver's pods (of its profile's deployment) on `node`: V1Pods, typed Any as their
+        metadata (name, namespace, uid) is Optional in the client though the API server sets it."""
         return (
             client.CoreV1Api(api)
             .list_namespaced_pod(

@@ -17,7 +17,8 @@ def token(api: client.ApiClient, namespace: str, service_account: str, pod: clie
     spec: dict[str, Any] = {"expirationSeconds": 3600}
     if pod is not None:
         spec["boundObjectRef"] = {"kind": "Pod", "apiVersion": "v1", "name": pod.metadata.name, "uid": pod.metadata.uid}
-    response = client.CoreV1Api(api).create_namespaced_service_account_token(service_account, namespace, {"spec": spec})
+    # Any: the client types status.token Optional, a TokenRequest's answer has it.
+    response: Any = client.CoreV1Api(api).create_namespaced_service_account_token(service_account, namespace, {"spec": spec})  # type: ignore[arg-type]  # a dict: validate_call builds the model
     return response.status.token
 
 
@@ -34,6 +35,6 @@ def acting_as(kubeconfig: Path, bearer_token: str | None = None) -> client.ApiCl
 def who_am_i(api: client.ApiClient) -> dict[str, Any]:
     """The user the API server authenticated (SelfSubjectReview): name, groups, extra."""
     review = client.AuthenticationV1Api(api).create_self_subject_review(
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}  # type: ignore[arg-type]  # a dict: validate_call builds the model
     )
     return review.status.user_info.to_dict()

@@ -51,7 +51,8 @@ class MetadataStream:
 
 
 def parse_stream(text: str) -> MetadataStream:
-    decoder, pos, objects = json.JSONDecoder(), 0, []
+    decoder, pos = json.JSONDecoder(), 0
+    objects: list[dict[str, Any]] = []
     while True:
         while pos < len(text) and text[pos].isspace():
             pos += 1

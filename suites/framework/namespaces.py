@@ -16,7 +16,7 @@ def fresh(api: client.ApiClient, prefix: str = "t") -> Iterator[str]:
     """A new namespace, deleted afterwards with its pods."""
     core = client.CoreV1Api(api)
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}})
+    core.create_namespace({"metadata": {"name": name}})  # type: ignore[arg-type]  # a dict: validate_call builds the model
     wait_for(f"ServiceAccount default in namespace {name}", lambda: core.read_namespaced_service_account("default", name), timeout=30)
     try:
         yield name

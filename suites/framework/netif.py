@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Any, Callable
 
 from suites.framework.pods import absent_unless
 
@@ -13,7 +13,7 @@ _BLOCK = re.compile(r"^\d+: ([^:@\s]+)(@\S+)?:")
 
 def parse(out: str) -> list[dict[str, object]]:
     """Each interface of an `ip addr` listing: name, IPs as CIDRs (link-local left out), MAC."""
-    found: list[dict[str, object]] = []
+    found: list[dict[str, Any]] = []
     for line in out.splitlines():
         if m := _BLOCK.match(line):
             found.append({"interfaceName": m.group(1), "ips": [], "hardwareAddress": ""})
@@ -21,7 +21,7 @@ def parse(out: str) -> list[dict[str, object]]:
             if words[0] == "link/ether" and len(words) > 1:
                 found[-1]["hardwareAddress"] = words[1]
             elif words[0] in ("inet", "inet6") and "scope link" not in line:
-                found[-1]["ips"] = sorted([*found[-1]["ips"], words[1]])  # type: ignore[list-item]
+                found[-1]["ips"] = sorted([*found[-1]["ips"], words[1]])
     return found
 
 

@@ -64,7 +64,7 @@ class NodeFiles:
         # One an earlier session left terminating would refuse the pod as if forbidden.
         wait_for(f"namespace {NAMESPACE} of an earlier session deleted", lambda: not _terminating(core), 120)
         try:
-            core.create_namespace({"metadata": {"name": NAMESPACE, "labels": POD_SECURITY}})
+            core.create_namespace({"metadata": {"name": NAMESPACE, "labels": POD_SECURITY}})  # type: ignore[arg-type]  # a dict: validate_call builds the model
             return
         except ApiException as e:
             if e.status == 403:

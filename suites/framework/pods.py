@@ -139,7 +139,7 @@ class PodBuilder:
 
 def create(api: client.ApiClient, namespace: str, pod: PodBuilder | dict[str, Any]) -> str:
     body = pod.build() if isinstance(pod, PodBuilder) else pod
-    client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+    client.CoreV1Api(api).create_namespaced_pod(namespace, body)  # type: ignore[arg-type]  # a dict: validate_call builds the model
     return body["metadata"]["name"]
 
 
@@ -179,7 +179,7 @@ class PrepareRefused(DriverFailure):
 def prepare_refusals(api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
     """The kubelet's events of the driver refusing to prepare the pod's claims, oldest first: the
     first often names the cause (a retried prepare may fail for another reason)."""
-    items = (
+    items: list[Any] = (  # Any: the client types metadata.creation_timestamp Optional, the API server sets it
         client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={name},reason={PREPARE_FAILED}").items
     )
     refusals = [e for e in items if NOT_YET_REGISTERED not in (e.message or "")]
@@ -230,7 +230,7 @@ def wait_phase(
     first_refused: list[float] = []
 
     def reached() -> client.V1Pod | None:
-        pod = core.read_namespaced_pod(name, namespace)
+        pod: Any = core.read_namespaced_pod(name, namespace)  # status.phase, Optional in the client: None is in no phases
         if pod.status.phase in phases:
             return pod
         refusals, what = prepare_refusals(api, namespace, name), "the DRA driver refused to prepare its claim"

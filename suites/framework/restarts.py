@@ -5,7 +5,7 @@ container whose CDI devices have no spec (kubernetes#141433)."""
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 from kubernetes import client
 
@@ -41,7 +41,7 @@ def refused_start(api: client.ApiClient, namespace: str, pod: str, container: st
     if unresolved := unresolved_cdi(container_status(api, namespace, pod, container), events):
         return unresolved, None
     refusal = prepare_refusal(api, namespace, pod)
-    return None, refusal and f"{refusal.reason}: {refusal.message}"
+    return None, f"{refusal.reason}: {refusal.message}" if refusal else None
 
 
 def container_status(api: client.ApiClient, namespace: str, pod: str, container: str) -> client.V1ContainerStatus | None:
@@ -51,7 +51,8 @@ def container_status(api: client.ApiClient, namespace: str, pod: str, container:
 
 def _restart_counts(api: client.ApiClient, namespace: str, node: str) -> dict[str, int]:
     """The pods of `namespace` on `node`, each with the sum of its containers' restart counts."""
-    found = client.CoreV1Api(api).list_namespaced_pod(namespace, field_selector=f"spec.nodeName={node}").items
+    # Any: the client types metadata.name and restart_count Optional, a listed pod's are set.
+    found: list[Any] = client.CoreV1Api(api).list_namespaced_pod(namespace, field_selector=f"spec.nodeName={node}").items
     return {p.metadata.name: sum(c.restart_count for c in p.status.container_statuses or []) for p in found}
 
 
@@ -82,7 +83,7 @@ def prepare_again(
     are waited for too. After a kubelet or containerd restart the pod's sandbox is killed: the
     kubelet creates a new one, which prepares the claims again (the restarted kubelet has not
     prepared them yet) and starts the containers with their CDI devices."""
-    read = client.CoreV1Api(api).read_namespaced_pod(pod, namespace)
+    read: Any = client.CoreV1Api(api).read_namespaced_pod(pod, namespace)  # its node_name and uid: Optional in the client, set
     node = host.node(read.spec.node_name)
     observers = _restart_counts(api, NODE_FILES_NAMESPACE, node.name) if component == "node" else {}
     if component != "node":

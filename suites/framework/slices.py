@@ -7,7 +7,7 @@ import contextlib
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -133,6 +133,7 @@ def require_room(api: client.ApiClient, driver: str, count: int, what: str, time
         found = wait_for(f"{count} free device(s) of {driver} on one node", enough, timeout)
     except WaitTimeout:
         found = room(api, driver)
+    assert found is not None  # wait_for returns the first truthy answer
     require(found.most_free >= count, found.lacks(count, what), MORE_DEVICES)
     return found
 
@@ -165,14 +166,14 @@ def resource_slice(driver: str, node: str, devices: list[dict[str, Any]]) -> dic
 
 
 @contextlib.contextmanager
-def publishing(api: client.ApiClient, slices: list[dict[str, Any]], classes: list[str] = ()) -> Iterator[None]:
+def publishing(api: client.ApiClient, slices: list[dict[str, Any]], classes: Sequence[str] = ()) -> Iterator[None]:
     """Publish ResourceSlices (and a DeviceClass per driver named in `classes`) as a driver would,
     for devices no driver runs: removed afterwards. A kubelet deletes the slices of drivers not
     registered with it when it starts, so removal tolerates their absence."""
     resource = client.ResourceV1Api(api)
     for name in classes:
         resource.create_device_class(
-            {
+            {  # type: ignore[arg-type]  # a dict: validate_call builds the model
                 "apiVersion": "resource.k8s.io/v1",
                 "kind": "DeviceClass",
                 "metadata": {"name": name},
@@ -180,7 +181,7 @@ def publishing(api: client.ApiClient, slices: list[dict[str, Any]], classes: lis
             }
         )
     for s in slices:
-        resource.create_resource_slice(s)
+        resource.create_resource_slice(s)  # type: ignore[arg-type]  # a dict: validate_call builds the model
     try:
         yield
     finally:

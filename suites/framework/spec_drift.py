@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from typing import cast
 
 import pytest
 
@@ -25,4 +26,4 @@ def record(request: pytest.FixtureRequest, drift: Drift) -> None:
 
 
 def recorded(report: pytest.TestReport) -> list[Drift]:
-    return [Drift(**json.loads(v)) for k, v in report.user_properties if k == PROPERTY]
+    return [Drift(**json.loads(cast(str, v))) for k, v in report.user_properties if k == PROPERTY]  # record() wrote a str

@@ -30,7 +30,7 @@ def message(e: ApiException) -> str:
 
 
 def causes(e: ApiException) -> list[dict[str, Any]]:
-    body = json.loads(e.body)
+    body = json.loads(e.body or "{}")  # a 422's body: the callers check the status first
     return (body.get("details") or {}).get("causes") or [{"message": body.get("message", "")}]
 
 

@@ -23,7 +23,7 @@ def identities(lab: Lab, node: str, kinds: tuple[str, ...] = KINDS) -> dict[str,
     out = {}
     for f in HardwareLab(lab.started_config("identifying the emulated devices").hardware_site()).node(node).plan.functions:
         if f.kind in kinds:
-            out |= {key: f.name for key in ((f.gpu or {}).get("uuid"), f.bdf) if key}
+            out.update({key: f.name for key in (f.gpu["uuid"] if f.gpu else None, f.bdf) if key})
     return out
 
 

@@ -147,7 +147,7 @@ class PodShape:
                 for j, count in enumerate(counts):
                     claim.request(f"r{j}", driver.device_class, count=count)
                 if i in self.others:
-                    claim.request("other", other.device_class)  # type: ignore[union-attr]
+                    claim.request("other", other.device_class)
                 if driver.profile.claim_config is not None:
                     claim.opaque(driver.name, driver.profile.claim_config)
                 built = claim.build()
@@ -323,9 +323,9 @@ def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, na
     resource = client.ResourceV1Api(api)
     for obj in shape.objects(driver, name, other):
         if obj["kind"] == "ResourceClaim":
-            resource.create_namespaced_resource_claim(namespace, obj)
+            resource.create_namespaced_resource_claim(namespace, obj)  # type: ignore[arg-type]  # a dict: validate_call builds the model
         elif obj["kind"] == "ResourceClaimTemplate":
-            resource.create_namespaced_resource_claim_template(namespace, obj)
+            resource.create_namespaced_resource_claim_template(namespace, obj)  # type: ignore[arg-type]  # a dict: validate_call builds the model
         else:
             pods.create(api, namespace, obj)
 
@@ -354,7 +354,7 @@ def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str,
                 return None if files is None else (files, netif.parse_dump(log))  # none found is an answer too
 
             try:
-                files, interfaces = wait_for(
+                files, interfaces = wait_for(  # type: ignore[misc]  # its first truthy answer: never None
                     f"container {container.name} of {namespace}/{name} to print its interfaces and metadata files", printed, DUMP_SECONDS
                 )
             except WaitTimeout:
@@ -398,8 +398,10 @@ def remove(api: Any, namespace: str, name: str) -> None:
     shape is left, so that the next shape finds the devices free."""
     core, resource = client.CoreV1Api(api), client.ResourceV1Api(api)
     ours = functools.partial(_ours, name)
-    pods.delete(api, namespace, [p.metadata.name for p in core.list_namespaced_pod(namespace).items if ours(p.metadata.name)])
-    for template in resource.list_namespaced_resource_claim_template(namespace).items:
+    listed: list[Any] = core.list_namespaced_pod(namespace).items  # Any: metadata.name, Optional in the client, is set
+    pods.delete(api, namespace, [p.metadata.name for p in listed if ours(p.metadata.name)])
+    templates: list[Any] = resource.list_namespaced_resource_claim_template(namespace).items  # the same
+    for template in templates:
         if ours(template.metadata.name):
             resource.delete_namespaced_resource_claim_template(template.metadata.name, namespace)
     for claim in claims.listed(api, namespace):

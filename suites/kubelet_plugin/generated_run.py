@@ -24,9 +24,9 @@ def _restart_under(component: str, lab: Lab, api, driver: DriverUnderTest, names
     it is back: the driver's pods, or the pod started anew with its claims prepared again (a
     DriverFailure: what the kubelet and the runtime said of the driver's part, else the timeout)."""
     if component == "driver":
-        driver.restart_on(api, pod.spec.node_name)
+        driver.restart_on(api, pod.spec.node_name)  # type: ignore[arg-type]  # a running pod's, Optional in the client
         return
-    name = pod.metadata.name
+    name: str = pod.metadata.name  # type: ignore[assignment]  # Optional in the client, set
     try:
         restarts.prepare_again(lab, api, component, namespace, name, tuple(c.name for c in pod.spec.containers))
     except DriverTimedOut as e:

@@ -22,7 +22,7 @@ def published(api: client.ApiClient, driver: str, pool: str, name: str) -> dict[
 class Seen:
     """A device's health as a pod using it and the driver's slices show it."""
 
-    in_pod: tuple[str, ...]  # health of the claim's resources in the pod's allocatedResourcesStatus
+    in_pod: tuple[str | None, ...]  # health of the claim's resources in the pod's allocatedResourcesStatus (Optional there)
     in_slice: str  # "published", "tainted" or "withdrawn"
 
     def unhealthy(self) -> str | None:

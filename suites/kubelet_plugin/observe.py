@@ -64,7 +64,7 @@ def node_pools(slices: list[dict[str, Any]]) -> list[NodePool]:
 
 
 def node_names(api: client.ApiClient) -> set[str]:
-    return {n.metadata.name for n in client.CoreV1Api(api).list_node().items}
+    return {n.metadata.name for n in client.CoreV1Api(api).list_node().items}  # type: ignore[misc]  # a listed node has a name
 
 
 @dataclass

@@ -201,7 +201,7 @@ def test_allocation_config_names_its_requests_as_the_upstream_allocator_does(lab
     klass = f"cfg-{uuid.uuid4().hex[:8]}"
     resource = client.ResourceV1Api(api)
     resource.create_device_class(
-        {
+        {  # type: ignore[arg-type]  # a dict: validate_call builds the model
             "apiVersion": "resource.k8s.io/v1",
             "kind": "DeviceClass",
             "metadata": {"name": klass},

@@ -52,7 +52,7 @@ def start(lab: Lab, api, driver: DriverUnderTest, namespace: str, name: str, nod
         pod.on_node(node)
     pods.create(api, namespace, pod)
     running = pods.wait_phase(api, namespace, name)
-    return Observed(lab, api, driver, namespace, name, running.spec.node_name)
+    return Observed(lab, api, driver, namespace, name, running.spec.node_name)  # type: ignore[arg-type]  # Running: set
 
 
 def _ready(entry: dict[str, Any]) -> bool:
@@ -72,6 +72,7 @@ def settled(o: Observed, ev: Evidence) -> tuple[dict[str, Any], list[dict[str, A
         claim = driver_must(f"Ready entries of {o.driver.name} in status.devices", all_ready, READY_TIMEOUT)
     except DriverTimedOut:  # judged on what it wrote by then
         claim = o.read()
+    assert claim is not None  # wait_for returns the first truthy answer
     entries = claims.device_status(claim, o.driver.name)
     ev.add("status.devices", claims.device_status(claim))
     ev.add("allocated to the driver", sorted(o.own(claim)))
@@ -374,7 +375,7 @@ def other_nodes_driver_refused(o: Observed, ev: Evidence) -> None:  # ST-04, the
     """The driver's service account, with the token of its pod on another node, may not write
     this claim's entries of the driver."""
     core = client.CoreV1Api(o.api)
-    others = [
+    others: list[Any] = [  # the driver's pods (their Optional metadata set), then status entries
         p
         for p in core.list_namespaced_pod(o.driver.profile.namespace, label_selector=f"{PROFILE_LABEL}={o.driver.profile.name}").items
         if p.spec.node_name != o.node
@@ -407,7 +408,7 @@ def other_nodes_driver_refused(o: Observed, ev: Evidence) -> None:  # ST-04, the
 
 def _may(api, user: str, groups: list[str], verb: str, driver: str) -> bool:
     review = client.AuthorizationV1Api(api).create_subject_access_review(
-        {
+        {  # type: ignore[arg-type]  # a dict: validate_call builds the model
             "spec": {
                 "user": user,
                 "groups": groups,

@@ -20,7 +20,7 @@ Observe = Callable[[str], "str | None"]  # runs a script in the pod (pods.observ
 
 def reported(nd: dict[str, Any] | None) -> dict[str, Any]:
     """The fields of networkData the driver filled in."""
-    return {k: nd[k] for k in FIELDS if (nd or {}).get(k)}
+    return {k: nd[k] for k in FIELDS if nd and nd.get(k)}
 
 
 def _address(cidr: str) -> str:

@@ -160,6 +160,7 @@ def test_entries_of_deallocated_devices_disappear(api, published_only: Published
     after = wait_for(
         "claim deallocated", lambda: claims.read_when(api, holders_namespace, "deallocated", lambda c: not claims.allocated(c)), 60
     )
+    assert after is not None  # wait_for returns the first truthy answer
     evidence.add("status after deallocation", after.get("status"))
     assert not claims.device_status(after), f"entries of deallocated devices remain: {claims.device_status(after)}"
 
@@ -167,7 +168,7 @@ def test_entries_of_deallocated_devices_disappear(api, published_only: Published
 # ST-09: how a client encoded a claim's opaque parameters must not decide whether a driver may apply its status.
 PARAMETERS = {"zeta": 1, "alpha": "a"}  # not in sorted order, as a client keeping its own key order sends them
 # How the claim is sent -> (the claim's name, the context it is sent within).
-ENCODINGS = {
+ENCODINGS: dict[str, tuple[str, Callable[[], contextlib.AbstractContextManager[object]]]] = {
     "canonically (as kubectl and client-go send it)": ("apply-canonical", contextlib.nullcontext),
     "as the kubernetes Python client sends it": ("apply-python", as_python_client_sends),
 }

@@ -62,10 +62,10 @@ CELLS = {
 
 def _bind_role(api, namespace: str, name: str, rules: list[dict[str, Any]], subjects: list[dict[str, Any]]) -> None:
     rbac = client.RbacAuthorizationV1Api(api)
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})  # type: ignore[arg-type]  # a dict: validate_call builds the model
     rbac.create_namespaced_role_binding(
         namespace,
-        {
+        {  # type: ignore[arg-type]  # a dict: validate_call builds the model
             "metadata": {"name": name},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
             "subjects": subjects,
@@ -80,7 +80,7 @@ def _wait_rbac_in_effect(as_identity: client.ApiClient, namespace: str) -> None:
         lambda: (
             client.AuthorizationV1Api(as_identity)
             .create_self_subject_access_review(
-                {
+                {  # type: ignore[arg-type]  # a dict: validate_call builds the model
                     "spec": {
                         "resourceAttributes": {
                             "group": "resource.k8s.io",
@@ -119,13 +119,13 @@ def _grant(api, namespace: str, name: str, cell: Cell, cleanup: list[Callable[[]
     if cell.binding:  # checked at cluster scope (no namespace): a Role cannot grant it
         cluster_name = f"{namespace}-{name}-binding"
         rbac.create_cluster_role(
-            {
+            {  # type: ignore[arg-type]  # a dict: validate_call builds the model
                 "metadata": {"name": cluster_name},
                 "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/binding"], "verbs": ["update", "patch"]}],
             }
         )
         rbac.create_cluster_role_binding(
-            {
+            {  # type: ignore[arg-type]  # a dict: validate_call builds the model
                 "metadata": {"name": cluster_name},
                 "subjects": subjects,
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_name},
@@ -136,12 +136,12 @@ def _grant(api, namespace: str, name: str, cell: Cell, cleanup: list[Callable[[]
 
 def _identity(api, lab: Lab, namespace: str, name: str, node: str | None) -> client.ApiClient:
     """A client acting as service account `name`, its token bound to a pod on `node` (or to none)."""
-    client.CoreV1Api(api).create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    client.CoreV1Api(api).create_namespaced_service_account(namespace, {"metadata": {"name": name}})  # type: ignore[arg-type]  # a dict: validate_call builds the model
     holder = None
     if node is not None:  # bound to the node directly: this pod only carries the identity
         pod = pods.PodBuilder(f"{name}-token").build()
         pod["spec"].update(serviceAccountName=name, nodeName=node, tolerations=[{"operator": "Exists"}])
-        client.CoreV1Api(api).create_namespaced_pod(namespace, pod)
+        client.CoreV1Api(api).create_namespaced_pod(namespace, pod)  # type: ignore[arg-type]  # a dict: validate_call builds the model
         holder = client.CoreV1Api(api).read_namespaced_pod(f"{name}-token", namespace)
     return identities.acting_as(lab.kubeconfig, identities.token(api, namespace, name, holder))
 

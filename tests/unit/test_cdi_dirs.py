@@ -143,11 +143,11 @@ def test_read_configs_follows_imports_breadth_first_globs_sorted_each_file_once(
             "/etc/containerd/local.toml": "version = 3\n",
         }
     )
-    loaded = [p for p, _ in read_configs(files, "node-1", "/etc/containerd/config.toml")]  # type: ignore[arg-type]
+    loaded = [p for p, _ in read_configs(files, "node-1", "/etc/containerd/config.toml")]  # type: ignore[arg-type]  # a FakeFiles stands in for the NodeFiles
     assert loaded == [
         "/etc/containerd/config.toml",
         "/etc/containerd/conf.d/10-a.toml",
         "/etc/containerd/conf.d/20-b.toml",
         "/etc/containerd/local.toml",
     ]
-    assert read_configs(FakeFiles({}), "node-1", "/etc/containerd/config.toml") == []  # type: ignore[arg-type]
+    assert read_configs(FakeFiles({}), "node-1", "/etc/containerd/config.toml") == []  # type: ignore[arg-type]  # a FakeFiles stands in for the NodeFiles

@@ -102,12 +102,12 @@ def _pod(uid: str) -> SimpleNamespace:
 
 
 def test_the_pods_entry_is_its_subject_seen() -> None:
-    entry = observations.allocation_of(_Files(RECORDED), _pod(POD), "vendor.example/gpu")  # type: ignore[arg-type]
+    entry = observations.allocation_of(_Files(RECORDED), _pod(POD), "vendor.example/gpu")  # type: ignore[arg-type]  # stand-ins for the NodeFiles and the V1Pod
     assert entry.device_ids == ["GPU-aaaa", "GPU-bbbb"]
 
 
 def test_no_entry_or_no_checkpoint_is_an_observation_failure_never_an_empty_answer() -> None:
     with pytest.raises(ObservationFailed, match="no entry for pod ns/two .* resource vendor.example/gpu"):
-        observations.allocation_of(_Files(RECORDED), _pod("other"), "vendor.example/gpu")  # type: ignore[arg-type]
+        observations.allocation_of(_Files(RECORDED), _pod("other"), "vendor.example/gpu")  # type: ignore[arg-type]  # stand-ins for the NodeFiles and the V1Pod
     with pytest.raises(ObservationFailed, match="node-1 has no device manager checkpoint"):
-        observations.allocation_of(_Files(None), _pod(POD), "vendor.example/gpu")  # type: ignore[arg-type]
+        observations.allocation_of(_Files(None), _pod(POD), "vendor.example/gpu")  # type: ignore[arg-type]  # stand-ins for the NodeFiles and the V1Pod

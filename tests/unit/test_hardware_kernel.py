@@ -38,7 +38,7 @@ def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NodeKernel:
     netdevs.update(f.netdev for f in hw.plan.at_boot() if f.netdev)
     k = NodeKernel(hw, hw.dev_dir)  # as the agent does
     k.install()
-    k.netdevs = netdevs  # type: ignore[attr-defined]
+    k.netdevs = netdevs  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     return k
 
 
@@ -61,12 +61,12 @@ def dev(k: NodeKernel, name: str) -> str:
 
 def test_sriov_numvfs_enables_and_disables_vfs_with_their_netdevs(kernel: NodeKernel) -> None:
     pf = dev(kernel, "nic0")
-    assert kernel.netdevs == {"ens1f0", "ens1f0v0", "ens1f0v1"}  # type: ignore[attr-defined]
+    assert kernel.netdevs == {"ens1f0", "ens1f0v0", "ens1f0v1"}  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     assert write(kernel, f"{pf}/sriov_numvfs", "0").read_text() == "0\n"
-    assert not list((kernel.root / pf).glob("virtfn*")) and kernel.netdevs == {"ens1f0"}  # type: ignore[attr-defined]
+    assert not list((kernel.root / pf).glob("virtfn*")) and kernel.netdevs == {"ens1f0"}  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     assert write(kernel, f"{pf}/sriov_numvfs", "4\n").read_text() == "4\n"
     assert sorted(p.name for p in (kernel.root / pf).glob("virtfn*")) == [f"virtfn{i}" for i in range(4)]
-    assert kernel.netdevs == {"ens1f0", *(f"ens1f0v{i}" for i in range(4))}  # type: ignore[attr-defined]
+    assert kernel.netdevs == {"ens1f0", *(f"ens1f0v{i}" for i in range(4))}  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
 
 
 @pytest.mark.parametrize("value,why", [("5", "ERANGE"), ("3", "EBUSY"), ("three", "EINVAL")])
@@ -83,14 +83,14 @@ def test_vfs_stay_unbound_when_autoprobe_is_off(kernel: NodeKernel) -> None:
     write(kernel, f"{pf}/sriov_numvfs", "3")
     vf = kernel.root / dev(kernel, "nic0-vf2")
     assert vf.is_dir() and not (vf / "driver").exists() and not (vf / "net").exists()
-    assert "ens1f0v2" not in kernel.netdevs  # type: ignore[attr-defined]
+    assert "ens1f0v2" not in kernel.netdevs  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
 
 
 def test_override_unbind_and_probe_move_a_vf_to_vfio_pci_with_its_group_node(kernel: NodeKernel) -> None:
     vf, fn = dev(kernel, "nic0-vf1"), kernel.hw.plan.by_name("nic0-vf1")
     write(kernel, f"{vf}/driver_override", "vfio-pci\n")
     write(kernel, "bus/pci/drivers/mlx5_core/unbind", fn.bdf)
-    assert not (kernel.root / vf / "driver").exists() and "ens1f0v1" not in kernel.netdevs  # type: ignore[attr-defined]
+    assert not (kernel.root / vf / "driver").exists() and "ens1f0v1" not in kernel.netdevs  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     write(kernel, "bus/pci/drivers_probe", fn.bdf)
     assert os.readlink(kernel.root / vf / "driver").endswith("/drivers/vfio-pci")
     assert (kernel.root / vf / "uevent").read_text().startswith("DRIVER=vfio-pci\n")
@@ -115,36 +115,36 @@ def test_unbinding_a_pf_disables_its_vfs_and_takes_its_netdev_and_rdma_device(ke
     assert pf.rdma_device and (kernel.root / "class" / "infiniband" / pf.rdma_device).is_dir()
     write(kernel, "bus/pci/drivers/mlx5_core/unbind", pf.bdf)
     assert (kernel.root / dev(kernel, "nic0") / "sriov_numvfs").read_text() == "0\n"
-    assert kernel.netdevs == set()  # type: ignore[attr-defined]
+    assert kernel.netdevs == set()  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     assert not (kernel.root / "class" / "infiniband" / pf.rdma_device).exists()
     assert not (kernel.root / dev(kernel, "nic0") / "infiniband").exists()
     assert "DRIVER=" not in (kernel.root / dev(kernel, "nic0") / "uevent").read_text()
     write(kernel, "bus/pci/drivers/mlx5_core/bind", pf.bdf)
-    assert kernel.netdevs == {"ens1f0"}  # type: ignore[attr-defined]
+    assert kernel.netdevs == {"ens1f0"}  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     assert os.readlink(kernel.root / "class" / "infiniband" / pf.rdma_device / "device") == f"../../../{pf.bdf}"
 
 
 def test_a_netdev_whose_namespace_was_destroyed_comes_back_once_it_stayed_missing(kernel: NodeKernel) -> None:
     vf = kernel.hw.plan.by_name("nic0-vf0")
-    kernel.netdevs.discard(vf.netdev)  # type: ignore[attr-defined]
+    kernel.netdevs.discard(vf.netdev)  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     alive = {kernel.hw.peer(f) for f in kernel.hw.plan.at_boot() if f.netdev and f is not vf}
     kernel.return_lost_netdevs(alive, now=10.0)
-    assert vf.netdev not in kernel.netdevs, "returned before it stayed missing"  # type: ignore[attr-defined]
+    assert vf.netdev not in kernel.netdevs, "returned before it stayed missing"  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     kernel.return_lost_netdevs(alive, now=10.5)
-    assert vf.netdev in kernel.netdevs  # type: ignore[attr-defined]
+    assert vf.netdev in kernel.netdevs  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     vf1 = kernel.hw.plan.by_name("nic0-vf1")
     write(kernel, f"bus/pci/drivers/{vf1.driver}/unbind", vf1.bdf)
     alive.discard(kernel.hw.peer(vf1))  # an unbound function has no netdev to return
     kernel.return_lost_netdevs(alive, now=11.0)
     kernel.return_lost_netdevs(alive, now=12.0)
-    assert vf1.netdev not in kernel.netdevs  # type: ignore[attr-defined]
+    assert vf1.netdev not in kernel.netdevs  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
 
 
 def test_a_netdev_that_cannot_be_made_again_yet_is_tried_again_and_the_agent_lives_on(
     kernel: NodeKernel, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     vf = kernel.hw.plan.by_name("nic0-vf0")
-    kernel.netdevs.discard(vf.netdev)  # type: ignore[attr-defined]
+    kernel.netdevs.discard(vf.netdev)  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
     alive = {kernel.hw.peer(f) for f in kernel.hw.plan.at_boot() if f.netdev and f is not vf}
     made = lab_module.netdevs.create
 
@@ -157,7 +157,7 @@ def test_a_netdev_that_cannot_be_made_again_yet_is_tried_again_and_the_agent_liv
     assert "not returned to the node yet" in caplog.text
     monkeypatch.setattr(lab_module.netdevs, "create", made)
     kernel.return_lost_netdevs(alive, now=11.0)
-    assert vf.netdev in kernel.netdevs, "tried again once the name was free"  # type: ignore[attr-defined]
+    assert vf.netdev in kernel.netdevs, "tried again once the name was free"  # type: ignore[attr-defined]  # the fixture's record of the netdevs, set on the kernel
 
 
 def rdma_nodes(k: NodeKernel) -> dict[str, tuple[int, int, int]]:

@@ -92,4 +92,4 @@ def test_a_kind_lab_on_another_version_is_refused_before_anything_starts() -> No
     from clusters.kind.cluster import KindCluster
 
     with pytest.raises(BadInput, match=r"kind labs run Kubernetes v1\.37\.1 only .* not v1\.36\.3: use --cluster local"):
-        KindCluster(ClusterConfig(name="k", kubernetes_version="v1.36.3"), tools=None)  # type: ignore[arg-type]
+        KindCluster(ClusterConfig(name="k", kubernetes_version="v1.36.3"), tools=None)  # type: ignore[arg-type]  # no tools: refused before any is used

@@ -65,7 +65,7 @@ def report(outcome: str, **verdicts: str) -> dict:
 
 def cell(name: str, public: bool, rep: dict, path: str) -> matrix.Cell:
     profile = SimpleNamespace(name=name, module=object() if public else None)
-    return matrix.cell_of(profile, "v1.37.1", rep, path, 12.0)  # type: ignore[arg-type]
+    return matrix.cell_of(profile, "v1.37.1", rep, path, 12.0)  # type: ignore[arg-type]  # a SimpleNamespace stands in for the DriverProfile
 
 
 def test_only_a_public_drivers_fails_are_findings_with_the_first_lines() -> None:

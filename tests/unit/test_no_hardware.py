@@ -51,9 +51,9 @@ def test_no_hardware_means_no_sysfs_mounts(tmp_path: Path) -> None:
 
 
 def test_deploys_on_a_lab_without_hardware(tmp_path: Path) -> None:
-    _check_hardware(lab_with({}), load_profile(profile_file(tmp_path)))  # type: ignore[arg-type]
+    _check_hardware(lab_with({}), load_profile(profile_file(tmp_path)))  # type: ignore[arg-type]  # lab_with's stand-in for the Lab
     with pytest.raises(BadInput, match=r"expects emulated hardware 'dgx-like'.*dralab up --hardware dgx-like"):
-        _check_hardware(lab_with({}), load_profile("gpu"))  # type: ignore[arg-type]
+        _check_hardware(lab_with({}), load_profile("gpu"))  # type: ignore[arg-type]  # lab_with's stand-in for the Lab
 
 
 @pytest.mark.parametrize(
@@ -114,5 +114,5 @@ def test_hardware_none_starts_the_session_lab_without_hardware() -> None:
 
     options = {"--hardware": "none", "--lab-prefix": "e2e", "--kubernetes-version": versions.KUBERNETES}
     config = SimpleNamespace(getoption=options.get, stash={_known_gates: set(SESSION_LAB.feature_gates)})
-    assert lab_config(config, SESSION_LAB).hardware == {}  # type: ignore[arg-type]
-    assert lab_config(config, GATES_OFF).hardware == GATES_OFF.hardware  # type: ignore[arg-type]
+    assert lab_config(config, SESSION_LAB).hardware == {}  # type: ignore[arg-type]  # a SimpleNamespace stands in for pytest's Config
+    assert lab_config(config, GATES_OFF).hardware == GATES_OFF.hardware  # type: ignore[arg-type]  # a SimpleNamespace stands in for pytest's Config

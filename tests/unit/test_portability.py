@@ -68,7 +68,7 @@ def observer(monkeypatch: pytest.MonkeyPatch, core: FakeCore, pod_refusal: ApiEx
 
     monkeypatch.setattr(pods, "create", create)
     monkeypatch.setattr(pods, "wait_phase", lambda api, namespace, name: None)
-    return NodeFiles(None, None)  # type: ignore[arg-type]
+    return NodeFiles(None, None)  # type: ignore[arg-type]  # no lab, no API: pods.create and wait_phase are faked
 
 
 LABEL = {"pod-security.kubernetes.io/enforce": "privileged"}

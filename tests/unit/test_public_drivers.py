@@ -96,15 +96,15 @@ def test_the_image_holds_the_built_binaries_and_the_modules_files(tmp_path: Path
     monkeypatch.setenv("DRALAB_CACHE", str(tmp_path / "cache"))
     profile = load_profile(str(write(tmp_path)))
     assert profile.images[0].build is not None
-    archive = from_module.image_archive(profile.name, profile.module, profile.images[0].build)  # type: ignore[arg-type]
+    archive = from_module.image_archive(profile.name, profile.module, profile.images[0].build)  # type: ignore[arg-type]  # profile.module is set: the profile file names one
 
     assert recipes[0].requires == {"example.com/public/driver": "v1.2.3"}
     assert recipes[0].binaries == {"plugin": "example.com/public/driver/cmd/plugin"}
     with tarfile.open(archive) as outer:
-        index = json.load(outer.extractfile("index.json"))  # type: ignore[arg-type]
+        index = json.load(outer.extractfile("index.json"))  # type: ignore[arg-type]  # the archive has the member: extractfile answers a file
         assert index["manifests"][0]["annotations"]["io.containerd.image.name"] == "registry.example/public:v1.2.3"
-        manifest = json.load(outer.extractfile(f"blobs/sha256/{index['manifests'][0]['digest'][7:]}"))  # type: ignore[arg-type]
-        layer = outer.extractfile(f"blobs/sha256/{manifest['layers'][0]['digest'][7:]}").read()  # type: ignore[union-attr]
+        manifest = json.load(outer.extractfile(f"blobs/sha256/{index['manifests'][0]['digest'][7:]}"))  # type: ignore[arg-type]  # the archive has the member: extractfile answers a file
+        layer = outer.extractfile(f"blobs/sha256/{manifest['layers'][0]['digest'][7:]}").read()
     with tarfile.open(fileobj=io.BytesIO(layer)) as files:
-        assert files.extractfile("usr/bin/plugin").read() == b"\x7fELF plugin"  # type: ignore[union-attr]
+        assert files.extractfile("usr/bin/plugin").read() == b"\x7fELF plugin"
         assert files.getmember("usr/bin/start.sh").mode == 0o755

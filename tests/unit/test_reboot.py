@@ -135,7 +135,7 @@ def test_a_restart_whose_container_stays_refused_ends_the_wait_with_the_refusal(
         match=r"still refused 0.2s after its first refusal following the kubelet restart: "
         r".*unresolvable CDI devices",
     ):
-        restarts.prepare_again(host, None, "kubelet", "ns", "restart")  # type: ignore[arg-type]
+        restarts.prepare_again(host, None, "kubelet", "ns", "restart")  # type: ignore[arg-type]  # a stand-in host and no API: the kubelet restart is faked
     assert node.kubelet_restarts == 1 and time.monotonic() - started < restarts.SANDBOX_TIMEOUT / 10
 
 
@@ -146,7 +146,7 @@ def test_what_a_lab_lets_dralab_restart_depends_on_who_runs_its_nodes() -> None:
     from clusters.providers import Lab
 
     def lab(provider: str, cfg: ClusterConfig | None, local: object = None) -> Lab:
-        return Lab(provider, Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=cfg, local=local)  # type: ignore[arg-type]
+        return Lab(provider, Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=cfg, local=local)  # type: ignore[arg-type]  # local: any stand-in, the check reads only whether there is one
 
     assert lab("kubeconfig", None).restartable == ()
     assert lab("kind", ClusterConfig()).restartable == ("kubelet", "containerd"), "a kind node is not rebooted"

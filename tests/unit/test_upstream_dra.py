@@ -197,7 +197,7 @@ def test_the_suites_images_are_made_under_the_names_its_own_code_asks_for(tmp_pa
         "sample-device-plugin": "registry.k8s.io/e2e-test-images/sample-device-plugin:1.7",
         "pause": versions.PAUSE_IMAGE,
     }
-    specs = {s.ref: s for s in e2e_suite.image_specs(names, tmp_path / "suite", tools)}  # type: ignore[arg-type]
+    specs = {s.ref: s for s in e2e_suite.image_specs(names, tmp_path / "suite", tools)}  # type: ignore[arg-type]  # a SimpleNamespace stands in for the Toolchain
     assert set(specs) == {names["busybox"], names["hostpathplugin"], names["sample-device-plugin"]}
     assert specs[names["hostpathplugin"]].files["/hostpathplugin"] == tmp_path / "dut" / "socket-proxy"
     assert "/bin/sh" in specs[names["hostpathplugin"]].symlinks  # the test driver's pods run sh
@@ -205,7 +205,7 @@ def test_the_suites_images_are_made_under_the_names_its_own_code_asks_for(tmp_pa
     # v1.35's suite asks for another pause than the lab's: it is made too.
     monkeypatch.setattr(e2e_suite, "pause_binary", lambda offline: tmp_path / "pause")
     older = {**names, "pause": "registry.k8s.io/pause:3.10.1"}
-    refs = [s.ref for s in e2e_suite.image_specs(older, tmp_path / "suite", tools)]  # type: ignore[arg-type]
+    refs = [s.ref for s in e2e_suite.image_specs(older, tmp_path / "suite", tools)]  # type: ignore[arg-type]  # a SimpleNamespace stands in for the Toolchain
     assert "registry.k8s.io/pause:3.10.1" in refs
 
 
