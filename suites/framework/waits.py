@@ -49,7 +49,7 @@ class LabWatch:
 _watch = LabWatch()
 
 
-def wait_for(what: str, check: Callable[[], T], timeout: float = 60, interval: float = 0.5) -> T:
+def wait_for(what: str, check: Callable[[], T | None], timeout: float = 60, interval: float = 0.5) -> T:
     """Return the first truthy result of `check()`, else WaitTimeout: for the lab's and the
     harness's steps (an object the harness created, a namespace gone, a component ready) and for
     something that must not happen. Exceptions count as "not yet", except an AssertionError (a
@@ -58,14 +58,14 @@ def wait_for(what: str, check: Callable[[], T], timeout: float = 60, interval: f
     return _wait(what, check, timeout, interval, WaitTimeout, "")
 
 
-def driver_must(what: str, check: Callable[[], T], within: float = 60, interval: float = 0.5) -> T:
+def driver_must(what: str, check: Callable[[], T | None], within: float = 60, interval: float = 0.5) -> T:
     """As wait_for, for what the driver under test must bring about `within` seconds (stretched by
     the lab's pace): publish its devices, prepare a claim so that the pod runs, clean up. Running out
     is DriverTimedOut, the driver's FAIL, unless the lab was too slow to judge by (TooSlowToJudge)."""
     return _wait(what, check, within, interval, DriverTimedOut, " (the driver's obligation)")
 
 
-def _wait(what: str, check: Callable[[], T], timeout: float, interval: float, timed_out: type[WaitTimeout], whose: str) -> T:
+def _wait(what: str, check: Callable[[], T | None], timeout: float, interval: float, timed_out: type[WaitTimeout], whose: str) -> T:
     start = time.monotonic()
     pace = _watch.pace(False)
     stretch = min(pace.factor(), SLOWEST_JUDGED) if pace else 1.0

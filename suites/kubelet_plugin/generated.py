@@ -354,7 +354,7 @@ def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str,
                 return None if files is None else (files, netif.parse_dump(log))  # none found is an answer too
 
             try:
-                files, interfaces = wait_for(  # type: ignore[misc]  # its first truthy answer: never None
+                files, interfaces = wait_for(
                     f"container {container.name} of {namespace}/{name} to print its interfaces and metadata files", printed, DUMP_SECONDS
                 )
             except WaitTimeout:

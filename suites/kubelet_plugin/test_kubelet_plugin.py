@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 from kubernetes import client
@@ -45,14 +45,15 @@ def dra_driver(driver: DriverUnderTest) -> DriverUnderTest:
     return driver
 
 
-def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str, node: str | None = None) -> client.V1Pod:
-    """A pod with a claim of the driver, running. A driver that will not prepare the claim breaks
-    KP-03, which judges that: the check needing the pod is BLOCKED by it, not failed for it."""
+def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str, node: str | None = None) -> str:
+    """The node of a pod with a claim of the driver, once it runs. A driver that will not prepare the
+    claim breaks KP-03, which judges that: the check needing the pod is BLOCKED by it, not failed for it."""
     pods.create_with_claim(api, namespace, driver.claim(name), name, node)
     try:
-        return pods.wait_phase(api, namespace, name)
+        pod: Any = pods.wait_phase(api, namespace, name)  # running, so scheduled: its node_name is set
     except PrepareRefused as e:
         raise Blocked("KP-03", f"the driver did not prepare the claim this check needs: {e}") from None
+    return str(pod.spec.node_name)
 
 
 def _uid(api, namespace: str, name: str) -> str:
@@ -190,7 +191,7 @@ def test_every_prepared_claim_is_answered_with_its_devices_and_resolvable_cdi_de
 def test_an_unprepared_claims_own_cdi_specs_are_gone(
     lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
 ) -> None:
-    node = _running_with_claim(api, dra_driver, namespace, "cleanup").spec.node_name
+    node = _running_with_claim(api, dra_driver, namespace, "cleanup")
     uid = _uid(api, namespace, "cleanup")
     state = observe.node_state(node_files, lab, node)
     prepared = state.claim(uid)
@@ -229,7 +230,7 @@ def test_the_driver_registers_again_after_a_kubelet_restart(
 ) -> None:
     # Registered before: a pod with a claim ran on the node (then freed its device, for a driver
     # with one device per node).
-    node = _running_with_claim(api, dra_driver, namespace, "before").spec.node_name
+    node = _running_with_claim(api, dra_driver, namespace, "before")
     pods.delete(api, namespace, ["before"], UNPREPARE_TIMEOUT)
     claims.delete(api, namespace, "before")
     host_access.node(node).restart_kubelet()
@@ -279,7 +280,7 @@ def _unpreparable(api, driver: DriverUnderTest, namespace: str, name: str, at: o
 
 def _driver_answers(api, namespace: str, pod: str) -> list[str]:
     """The kubelet's events of the driver's answers to NodePrepareResources for the pod, oldest first."""
-    return [e.message for e in pods.prepare_refusals(api, namespace, pod) if "NodePrepareResources" in (e.message or "")]
+    return [e.message or "" for e in pods.prepare_refusals(api, namespace, pod) if "NodePrepareResources" in (e.message or "")]
 
 
 def _refused(api, namespace: str, name: str) -> list[str]:
@@ -331,7 +332,7 @@ def test_a_claim_the_driver_cannot_prepare_gets_its_own_error_and_other_claims_a
 def _in_use(api, node: str) -> set[str]:
     """The uids of the pods running on `node` and not being deleted: their claims stay prepared
     while a check calls prepare again (no unprepare races the call)."""
-    found = client.CoreV1Api(api).list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node},status.phase=Running")
+    found: Any = client.CoreV1Api(api).list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node},status.phase=Running")
     return {p.metadata.uid for p in found.items if p.metadata.deletion_timestamp is None}
 
 
@@ -503,7 +504,7 @@ def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
     # Restarting the node's kubelet or containerd needs a lab dralab runs (host_access SKIPs otherwise).
     host: Lab = lab if component == "driver" else request.getfixturevalue("host_access")
     event = generated.RESTART_EVENTS[component]
-    node = _running_with_claim(api, dra_driver, namespace, "restart").spec.node_name
+    node = _running_with_claim(api, dra_driver, namespace, "restart")
     uid = _uid(api, namespace, "restart")
     if problems := _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"before the {event}"):
         raise Blocked("KP-03", "\n".join(problems))
@@ -532,7 +533,7 @@ ROLLOUT_TIMEOUT = 180
 ROLLED_AT = "dralab.dev/rolled-at"  # the pod template annotation a rollout changes, as `kubectl rollout restart` does
 
 
-def _daemon_sets(api, driver: DriverUnderTest) -> list[client.V1DaemonSet]:
+def _daemon_sets(api, driver: DriverUnderTest) -> list[Any]:  # listed objects: their metadata names are set
     return (
         client.AppsV1Api(api)
         .list_namespaced_daemon_set(driver.profile.namespace, label_selector=f"{PROFILE_LABEL}={driver.profile.name}")
@@ -541,7 +542,7 @@ def _daemon_sets(api, driver: DriverUnderTest) -> list[client.V1DaemonSet]:
 
 
 def _rolled_out(api, driver: DriverUnderTest) -> bool:
-    def done(ds: client.V1DaemonSet) -> bool:
+    def done(ds: Any) -> bool:  # a listed DaemonSet: its metadata.generation and status are set
         st = ds.status
         return (
             (st.observed_generation or 0) >= ds.metadata.generation
@@ -559,7 +560,7 @@ def test_a_rolling_update_loses_no_prepared_claim_and_fails_no_pod_start(
     sets = _daemon_sets(api, dra_driver)
     if not sets:
         pytest.skip(f"driver profile {dra_driver.profile.name} deploys no DaemonSet for dralab to roll out")
-    node = _running_with_claim(api, dra_driver, namespace, "before").spec.node_name
+    node = _running_with_claim(api, dra_driver, namespace, "before")
     uid = _uid(api, namespace, "before")
     restarts_before = restarts.container_status(api, namespace, "before", "main").restart_count
     stamp = str(int(time.time()))
@@ -593,7 +594,7 @@ def test_a_device_fault_reaches_the_pod_or_the_slice_and_clears(
 ) -> None:
     dra_driver.requires(Capability.HEALTH)
     dra_driver.requires_hardware("this check faults an emulated GPU")
-    node = _running_with_claim(api, dra_driver, namespace, "faulty").spec.node_name
+    node = _running_with_claim(api, dra_driver, namespace, "faulty")
     (result,) = claims.allocated(claims.read(api, namespace, "faulty"), dra_driver.name)
     pool, name = result["pool"], result["device"]
     device = health.published(api, dra_driver.name, pool, name)
