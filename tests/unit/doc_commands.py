@@ -17,6 +17,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import click
 import yaml
@@ -545,8 +546,12 @@ OTHER = "other"  # another program: doc_command_runs.OTHER_PROGRAMS says why no 
 
 # dralab commands that start no lab, build nothing and need no root: the unit test runs them.
 CHEAP = {("driver", "list"), ("driver", "schema"), ("driver", "validate"), ("image", "build")}
-# Python modules run with -m whose main(argv) starts no lab.
-CHEAP_MODULES = {"fake_hardware.nvml"}
+# Python modules run with -m whose main(argv) starts no lab, and which of their forms the unit test
+# runs (the page's generator only when it checks: rewriting the page is not the test's to do).
+CHEAP_MODULES: dict[str, Callable[[list[str]], bool]] = {
+    "fake_hardware.nvml": lambda words: True,
+    "reports.perf.doc_tables": lambda words: words == ["--check"],
+}
 # What a placeholder is given when the unit test runs the command (an --out always gets a
 # temporary path); `{tmp}` is the test's temporary directory, where `{tmp}/program` exists.
 RUN_SAMPLES = {
@@ -728,8 +733,11 @@ def check(command: Command, makefile: Makefile | None = None) -> Checked:
         import importlib.util
 
         module = command.program.removeprefix("python -m ")
-        if module in CHEAP_MODULES:
-            problems = [] if importlib.util.find_spec(module) else [f"no module {module}"]
-            runs = [_run_words(w) for w in expansions(command.words)]
+        problems = [] if module in ("venv", "pip") or importlib.util.find_spec(module) else [f"no module {module}"]
+        if command.inline and not command.words:
+            return Checked(command, MENTION, problems, [], [])
+        runs = [_run_words(w) for w in expansions(command.words)]
+        if module in CHEAP_MODULES and all(CHEAP_MODULES[module](w) for w in runs):
             return Checked(command, RUN_HERE, problems, runs, [])
+        return Checked(command, OTHER, problems, [], [])
     return Checked(command, OTHER, [], [], [])

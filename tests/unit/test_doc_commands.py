@@ -134,7 +134,7 @@ def test_a_command_that_starts_no_lab_runs_here(argv: str, run_dir: Path) -> Non
             import importlib
 
             module = importlib.import_module(checked.command.program.removeprefix("python -m "))
-            module.main(words)
+            assert module.main(words) in (None, 0), f"{_where(RUN_HERE_COMMANDS[argv])}: `{argv}` failed"
 
 
 LAB_COMMANDS = {**_by_argv(LAB), **{a: c for a, c in _by_argv(MAKE).items() if a in RUNS}}
