@@ -6,9 +6,14 @@ written and its words, the program it runs (dralab, make, pytest, or another) wi
 environment assignments and virtualenv paths in front of it taken off.
 
 A line may be a synopsis rather than a command: `[--out DIR]` optional parts, `a|b` alternatives,
-`NAME`-like placeholders and `...`. `expansions` turns one into the commands it stands for (every
+placeholders (PLACEHOLDERS) and `...`. `expansions` turns one into the commands it stands for (every
 optional part in, each alternative once; none of the optional parts), placeholders left for the
-checker to fill from the option's type."""
+checker to fill from the option's type.
+
+`check` says whether a command exists as given (click's make_context on dralab's words, nothing
+invoked; the Makefile's targets and variables, a target's recipe expanded into the commands it runs;
+pytest's paths and options) and how it is to be run: here (it starts no lab), by a test elsewhere
+(a lab command), or not at all (a mention in prose, another program)."""
 
 from __future__ import annotations
 
@@ -217,7 +222,7 @@ def expansions(words: tuple[str, ...]) -> list[list[str]]:
             depth -= 1
             word = word[:-1]
         tokens += [word] + ["]"] * closing
-    # A tree: ("seq", [items]) with items words, ("opt", [alternatives]) or ("alt", [words]).
+    # Items are words, ("opt", [alternatives, each a list of items]) or ("alt", [words]).
     stack: list[list[list[object]]] = [[[]]]  # each level: its alternatives, each a list of items
     for token in tokens:
         if token == "[":
@@ -227,10 +232,8 @@ def expansions(words: tuple[str, ...]) -> list[list[str]]:
             stack[-1][-1].append(("opt", alternatives))
         elif token == "|" and len(stack) > 1:
             stack[-1].append([])
-        elif "|" in token and not token.startswith("-"):
+        elif "|" in token and not token.startswith("-"):  # remove|restore
             stack[-1][-1].append(("alt", token.split("|")))
-        elif "|" in token:  # --flag a|b is never written so; keep it a word
-            stack[-1][-1].append(token)
         else:
             stack[-1][-1].append(token)
     while len(stack) > 1:  # an unclosed [: close it
@@ -257,10 +260,8 @@ def expansions(words: tuple[str, ...]) -> list[list[str]]:
             if isinstance(item, str):
                 continue
             kind, content = item  # type: ignore[misc]
-            if kind == "alt":
-                found += [(id(item), i) for i in range(1, len(content))]
-            else:
-                found += [(id(item), i) for i in range(1, len(content))]
+            found += [(id(item), i) for i in range(1, len(content))]
+            if kind == "opt":
                 for alternative in content:
                     found += choices(alternative)
         return found
@@ -307,32 +308,25 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 class Makefile:
     def __init__(self, path: Path = MAKEFILE) -> None:
         self.variables: dict[str, str] = {}
-        self.rules: dict[str, Rule] = {}
-        current: list[tuple[int, str]] | None = None
+        parsed: list[tuple[list[str], list[str], list[tuple[int, str]]]] = []  # targets, prerequisites, recipe
         for number, line in _logical_lines(path.read_text()):
-            if line.startswith("\t") and current is not None:
-                current.append((number, line[1:]))
+            if line.startswith("\t") and parsed:
+                parsed[-1][2].append((number, line[1:]))
                 continue
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             variable = MAKE_VARIABLE.match(line)
+            rule = MAKE_RULE.match(line)
             if variable:
                 self.variables[variable.group(1)] = variable.group(3).strip()
-                current = None
-                continue
-            rule = MAKE_RULE.match(line)
-            if rule:
-                recipe: list[tuple[int, str]] = []
-                current = recipe
-                prerequisites = tuple(w for w in rule.group(2).split() if w != "|")
-                for target in rule.group(1).split():
-                    self.rules[target] = Rule(target, prerequisites, ())
-                    self._recipes = getattr(self, "_recipes", {})
-                    self._recipes[target] = recipe
+                parsed.append(([], [], []))  # a recipe line after it belongs to no rule
+            elif rule:
+                parsed.append((rule.group(1).split(), [w for w in rule.group(2).split() if w != "|"], []))
         # Targets named through variables ($(PYTHON):) under their expanded names.
-        self.rules = {
-            self.expand(t): Rule(self.expand(t), tuple(self.expand(p) for p in r.prerequisites), tuple(self._recipes[t]))
-            for t, r in self.rules.items()
+        self.rules: dict[str, Rule] = {
+            self.expand(t): Rule(self.expand(t), tuple(self.expand(p) for p in prerequisites), tuple(recipe))
+            for targets, prerequisites, recipe in parsed
+            for t in targets
         }
 
     def expand(self, text: str, overrides: dict[str, str] | None = None, target: str = "") -> str:
@@ -375,11 +369,6 @@ class Makefile:
             found += _commands("Makefile", number, expanded, inline=False)
         return found
 
-    def own_commands(self, target: str, overrides: dict[str, str] | None = None) -> list[Command]:
-        """The commands of TARGET's own recipe, without its prerequisites'."""
-        rule = self.rules[target]
-        return [c for n, t in rule.recipe for c in _commands("Makefile", n, self.expand(t, overrides, target).lstrip("@-"), inline=False)]
-
 
 # dralab's commands, as its click group has them.
 
@@ -406,9 +395,8 @@ def _options(command: click.Command) -> dict[str, click.Parameter]:
     return {o: p for p in command.params for o in (*p.opts, *p.secondary_opts) if o.startswith("-")}
 
 
-def _sample(param: click.Parameter, word: str, samples: dict[str, str]) -> str:
-    """A value for a placeholder the option or argument takes: the page's word's sample if there
-    is one (to run the command), else one of the right type (to parse it)."""
+def _sample(param: click.Parameter) -> str:
+    """A value of the type the option or argument takes, for a placeholder, to parse the words."""
     kind = param.type
     if isinstance(kind, click.Choice):
         return str(kind.choices[0])
@@ -416,17 +404,14 @@ def _sample(param: click.Parameter, word: str, samples: dict[str, str]) -> str:
         return str(kind.min + (1 if kind.min_open else 0))
     if isinstance(kind, (click.types.IntParamType, click.types.FloatParamType)):
         return "1"
-    if word in samples:
-        return samples[word]
     if isinstance(kind, click.Path):
         return str(REPO if not kind.file_okay else MAKEFILE)
     return "x"
 
 
-def fill(command: click.Command, words: list[str], samples: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+def fill(command: click.Command, words: list[str]) -> tuple[list[str], list[str]]:
     """The words with each placeholder given a value, and the words of what runs after a `--`
     (soak's certify arguments). `$NAME_ARGS` (the templates' extra options, empty) go."""
-    samples = samples or {}
     options = _options(command)
     arguments = [p for p in command.params if isinstance(p, click.Argument)]
     out: list[str] = []
@@ -437,7 +422,7 @@ def fill(command: click.Command, words: list[str], samples: dict[str, str] | Non
         if word == "--":
             return out, words[index + 1 :]
         if wanted is not None:
-            out.append(_sample(wanted, word, samples) if is_placeholder(word) else word)
+            out.append(_sample(wanted) if is_placeholder(word) else word)
             wanted = None
             continue
         name = word.split("=", 1)[0]
@@ -447,7 +432,7 @@ def fill(command: click.Command, words: list[str], samples: dict[str, str] | Non
                 wanted = param
             out.append(word)
         elif is_placeholder(word) and arguments:
-            out.append(_sample(arguments[0] if arguments[0].nargs == -1 else arguments.pop(0), word, samples))
+            out.append(_sample(arguments[0] if arguments[0].nargs == -1 else arguments.pop(0)))
         elif word == "...":
             continue
         else:
@@ -703,7 +688,8 @@ def _check_pytest(command: Command) -> Checked:
 
 
 def _takes_pytest_value(word: str) -> bool:
-    return word.startswith("--") and "=" not in word and word not in ("--durations",) and word != "-s"
+    """`--kubeconfig PATH`: an option written apart from its value (the plugin's take one each)."""
+    return word.startswith("--") and "=" not in word
 
 
 def _check_make(command: Command, makefile: Makefile) -> Checked:
