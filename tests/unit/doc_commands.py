@@ -246,11 +246,11 @@ def expansions(words: tuple[str, ...]) -> list[list[str]]:
         for item in items:
             if isinstance(item, str):
                 out.append(item)
-            elif item[0] == "alt":  # type: ignore[index]
-                options = item[1]  # type: ignore[index]
+            elif item[0] == "alt":
+                options = item[1]
                 out.append(options[choice.get(id(item), 0)])
             elif optional:
-                alternatives = item[1]  # type: ignore[index]
+                alternatives = item[1]
                 out += render(alternatives[choice.get(id(item), 0)], choice, optional)
         return out
 
@@ -259,7 +259,7 @@ def expansions(words: tuple[str, ...]) -> list[list[str]]:
         for item in items:
             if isinstance(item, str):
                 continue
-            kind, content = item  # type: ignore[misc]
+            kind, content = item
             found += [(id(item), i) for i in range(1, len(content))]
             if kind == "opt":
                 for alternative in content:
@@ -610,7 +610,7 @@ def _check_dralab(command: Command) -> Checked:
         name = " ".join(["dralab", *path])
         group = isinstance(click_command, click.Group)
         if group and rest and not rest[0].startswith("-"):
-            problems.append(f"`{name}` has no subcommand {rest[0]!r} ({', '.join(click_command.commands)})")  # type: ignore[attr-defined]
+            problems.append(f"`{name}` has no subcommand {rest[0]!r} ({', '.join(click_command.commands)})")
             continue
         if not rest and (command.inline or group):
             kinds.add(MENTION)  # the program or a command named in prose
