@@ -61,9 +61,9 @@ def test_requirements_say_from_which_version_and_under_which_gates_they_apply() 
 GATED = """
 import pytest
 
-import dralab.pytest_plugin as plugin
+from dralab.pytest_plugin import labs
 
-plugin.known_gates = lambda config: {"DRAListTypeAttributes"}  # what an older version's components list
+labs.known_gates = lambda config: {"DRAListTypeAttributes"}  # what an older version's components list
 
 
 @pytest.mark.e2e

@@ -78,7 +78,7 @@ def test_no_import_circles() -> None:
 
 
 def test_the_pytest_plugin_imports_no_suite() -> None:
-    """Suites contribute through the plugin's hooks (dralab/hookspecs.py); the plugin uses only the
+    """Suites contribute through the plugin's hooks (dralab/pytest_plugin/hookspecs.py); the plugin uses only the
     catalogue and the suites' shared framework."""
     plugin = [m for m in GRAPH if m.startswith("dralab.pytest_plugin") or m == "dralab.verdicts"]
     suites = sorted(

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import dralab.pytest_plugin as plugin
 from clusters.providers import Lab
+from dralab.pytest_plugin import lab_health
 
 PROBLEMS = []  # what the lab's diagnosis finds: empty, healthy
-plugin.diagnose = lambda lab: PROBLEMS
+lab_health.diagnose = lambda lab: PROBLEMS
 
 
 @pytest.fixture(scope="session")
@@ -46,10 +46,10 @@ def _undo_the_inner_runs_patches(monkeypatch: pytest.MonkeyPatch) -> None:
     """The inner runs share this process (runpytest) and patch the plugin and Lab as they import:
     put back what they patch, or later tests of the same process (make test's suites) would use a
     fake diagnosis and a Lab without an API client."""
-    import dralab.pytest_plugin as plugin
     from clusters.providers import Lab
+    from dralab.pytest_plugin import judging, lab_health
 
-    for target, name in ((plugin, "diagnose"), (plugin.driver_evidence, "of_driver"), (Lab, "api")):
+    for target, name in ((lab_health, "diagnose"), (judging.driver_evidence, "of_driver"), (Lab, "api")):
         monkeypatch.setattr(target, name, getattr(target, name))
 
 
@@ -293,8 +293,8 @@ def test_a_fail_in_setup_carries_the_driver_under_test_it_had_set_up(pytester) -
         SCENARIO_FAILS
         + """
 
-import dralab.pytest_plugin as plugin
-plugin.driver_evidence.of_driver = lambda lab, api, profile: [("driver's own log", "prepare: device busy")]
+from dralab.pytest_plugin import judging
+judging.driver_evidence.of_driver = lambda lab, api, profile: [("driver's own log", "prepare: device busy")]
 Lab.api = lambda self: None
 """,
     )
