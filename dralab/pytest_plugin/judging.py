@@ -129,7 +129,7 @@ def _skipped(item: pytest.Item, report: pytest.TestReport, why: BaseException) -
 
 def _blocked(item: pytest.Item, report: pytest.TestReport, blocked: Blocked) -> None:
     _skipped(item, report, blocked)
-    item.user_properties += [(VERDICT, Verdict.BLOCKED), (BLOCKED_BY, blocked.by)]
+    item.user_properties += [(VERDICT, Verdict.BLOCKED.value), (BLOCKED_BY, blocked.by)]
 
 
 def _drivers_evidence(item: pytest.Item, lab: Lab) -> list[tuple[str, str]]:
@@ -179,7 +179,7 @@ def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         item.user_properties.extend((OBSERVED, f"{label}: {text}") for label, text in evidence.observed)
         item.user_properties.extend((WARNING, w) for w in evidence.warnings)
         if report.passed and evidence.warnings:
-            item.user_properties.append((VERDICT, Verdict.WARNING))
+            item.user_properties.append((VERDICT, Verdict.WARNING.value))
     if not report.failed or error is None:
         return
     used = _labs_of(item)
@@ -193,7 +193,7 @@ def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         if blocked is not None:
             _blocked(item, report, blocked)
             return
-    item.user_properties.append((VERDICT, verdict.verdict))
+    item.user_properties.append((VERDICT, verdict.verdict.value))  # a str: pytest-xdist cannot send an enum
     attached = [(f"evidence: {label}", text) for label, text in evidence.items]
     if verdict.verdict == Verdict.ERROR:
         item.user_properties.append((DIAGNOSIS, verdict.why))
