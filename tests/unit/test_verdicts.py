@@ -55,13 +55,13 @@ def _undo_the_inner_runs_patches(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _verdicts(pytester, body: str, *args: str) -> dict[str, object]:
     pytester.makepyfile(INNER_TEST + body)
-    pytester.runpytest("-p", "dralab.pytest_plugin", "--junitxml=junit.xml", *args)
+    pytester.runpytest("--junitxml=junit.xml", *args)
     return {t.name.split("::")[-1]: t for t in read_junit(pytester.path / "junit.xml")}
 
 
 def test_failing_test_report_carries_component_log_lines_written_during_it(pytester) -> None:
     pytester.makepyfile(INNER_TEST)
-    result = pytester.runpytest("-p", "dralab.pytest_plugin")
+    result = pytester.runpytest()
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert re.search(r"component log node-1/node-1-kubelet.log \(lab \S+\) during the test", out)
@@ -81,7 +81,7 @@ def test_fails(lab, evidence):
     evidence.add("listing", "a.json")""",
         )
     )
-    pytester.runpytest("-p", "dralab.pytest_plugin", "--junitxml=junit.xml")
+    pytester.runpytest("--junitxml=junit.xml")
     (failed,) = [t for t in read_junit(pytester.path / "junit.xml") if t.verdict == "FAIL"]
     assert failed.requirements == ["MD-01"] and failed.observed == ["seen: one file"]
     assert failed.evidence[:2] == ["evidence: seen\none file", "evidence: listing\na.json"]
@@ -98,7 +98,7 @@ def test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail(pytester) -> None
     raise LabBroken("lab component node-1-kubelet (pid 1) has died")""",
         )
     )
-    result = pytester.runpytest_subprocess("-p", "dralab.pytest_plugin", "--junitxml=junit.xml", "--progress")
+    result = pytester.runpytest_subprocess("--junitxml=junit.xml", "--progress")
     progress = result.stdout.str() + result.stderr.str()  # the lines go where dralab's progress goes
     assert re.search(r"\] ERROR\s+test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail.py::test_fails", progress), progress
     results = {t.name.split("::")[-1]: t for t in read_junit(pytester.path / "junit.xml")}
