@@ -74,9 +74,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test on a lab that has had a fault ends at once, an ERROR: whatever it found there could
-    not be laid on the driver, and waiting on the broken lab would only make the run longer. (Not
-    tryfirst: a test that does not apply SKIPs first; still before pytest's own, which sets up the
-    test's fixtures, as every plugin's hooks run before the builtin ones.)"""
+    not be laid on the driver, and waiting on the broken lab would only make the run longer. Not
+    tryfirst, so that a test that does not apply SKIPs first; still ahead of pytest's runner, which
+    sets up the test's fixtures: hooks run latest registered first, and pytest's own are registered first."""
     faults = item.config.stash.get(_lab_faults, {})
     for lab in labs.set_up_for(item):
         if lab.log_dir in faults:

@@ -31,11 +31,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.allure_label(req, label_type="story"))
     wanted = config.getoption("--requirement-ids")
     if wanted:
-        _keep(config, items, lambda i: wanted_by(wanted, i))
-    items.sort(key=run_order)
+        _keep(config, items, lambda i: _wanted_by(wanted, i))
+    items.sort(key=_run_order)
     shard, shards = parse_shard(config.getoption("--shard"))
     if shards > 1:
-        groups = {i.nodeid: shard_group(i) for i in items}
+        groups = {i.nodeid: _shard_group(i) for i in items}
         placed = shards_of_run.assign(groups.values(), shards)
         _keep(config, items, lambda i: placed[groups[i.nodeid]] == shard)
 
@@ -45,18 +45,18 @@ def _keep(config: pytest.Config, items: list[pytest.Item], keep: Callable[[pytes
     items[:] = [i for i in items if keep(i)]
 
 
-def wanted_by(option: str, item: pytest.Item) -> bool:
+def _wanted_by(option: str, item: pytest.Item) -> bool:
     """Whether --requirement-ids `option` (IDs or ID prefixes) selects the test; DEP's always run."""
     ids = {i.strip().upper() for i in option.split(",")} | {"DEP"}
     return bool(ids & {part for req in requirement_ids(item) for part in (req, req.split("-")[0])})
 
 
-def run_order(item: pytest.Item) -> tuple[bool, bool]:
+def _run_order(item: pytest.Item) -> tuple[bool, bool]:
     """DEP tests first, those over the whole run last, the rest as collected (the sort is stable)."""
     return (not any(req.startswith("DEP-") for req in requirement_ids(item)), item.get_closest_marker("over_the_run") is not None)
 
 
-def shard_group(item: pytest.Item) -> str:
+def _shard_group(item: pytest.Item) -> str:
     """What a test's shard goes by: its driver, else its suite (dralab.shards)."""
     callspec = getattr(item, "callspec", None)  # a parametrized test's
     return shards_of_run.group_of(callspec.params if callspec is not None else {}, item.nodeid.split("::")[0].rsplit("/", 1)[0])
