@@ -11,7 +11,8 @@ $(PYTHON):
 	python3 -m venv $(VENV)
 
 # Python packages into the virtualenv, again only when pyproject.toml changes (the install is
-# editable: dralab's own sources need none); pip's resolve took 10-16 s of every warm run.
+# editable: dralab's own sources need none, but its entry points, the pytest plugin's among them,
+# are read from the install); pip's resolve took 10-16 s of every warm run.
 INSTALLED = $(VENV)/.dralab-installed
 packages: $(INSTALLED)
 $(INSTALLED): pyproject.toml | $(PYTHON)

@@ -91,11 +91,12 @@ def selection(only: str | None) -> tuple[list[str], list[str]]:
 
 def pytest_command(paths: list[str]) -> list[str]:
     """pytest on `paths` (relative to the package root) with dralab's plugin, from a checkout or an
-    installed wheel. An installed dralab has neither the checkout's conftest.py nor its
-    pyproject.toml: the plugin is named, and an empty ini file keeps pytest from taking the
-    configuration of a directory above the installation (a vendor's repository holding the venv)."""
+    installed wheel. The plugin is named by its entry point, so that it loads where plugins are
+    not (PYTEST_DISABLE_PLUGIN_AUTOLOAD), and once where they are. An installed dralab has no
+    pyproject.toml: an empty ini file keeps pytest from taking the configuration of a directory
+    above the installation (a vendor's repository holding the venv)."""
     config = [] if (REPO / "pyproject.toml").is_file() else ["-c", os.devnull, f"--rootdir={REPO}"]
-    return [sys.executable, "-m", "pytest", "-p", "dralab.pytest_plugin", *config, *(str(REPO / p) for p in paths)]
+    return [sys.executable, "-m", "pytest", "-p", "dralab", *config, *(str(REPO / p) for p in paths)]
 
 
 def lab_hardware(option: str | None, drivers: list[DriverProfile]) -> str | None:

@@ -61,9 +61,9 @@ def test_requirements_say_from_which_version_and_under_which_gates_they_apply() 
 GATED = """
 import pytest
 
-import dralab.pytest_plugin as plugin
+from dralab.pytest_plugin import labs
 
-plugin.known_gates = lambda config: {"DRAListTypeAttributes"}  # what an older version's components list
+labs.known_gates = lambda config: {"DRAListTypeAttributes"}  # what an older version's components list
 
 
 @pytest.mark.e2e
@@ -82,7 +82,7 @@ def test_needs_no_gate():
 def test_a_test_whose_requirement_needs_a_gate_the_version_lacks_skips_before_its_lab(pytester) -> None:
     pytester.makepyfile(GATED)
     # its patch stays in its process
-    result = pytester.runpytest_subprocess("-p", "dralab.pytest_plugin", "--kubernetes-version", "v1.36.3", "-rs")
+    result = pytester.runpytest_subprocess("--kubernetes-version", "v1.36.3", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*DA-04 applies from Kubernetes v1.37 (feature gate DRADerivedAttributes); this lab runs v1.36.3*"])
 

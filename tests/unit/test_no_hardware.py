@@ -110,7 +110,7 @@ def test_the_lab_gets_the_hardware_the_driver_profiles_name(tmp_path: Path) -> N
 def test_hardware_none_starts_the_session_lab_without_hardware() -> None:
     from clusters import versions
     from clusters.lab_configurations import GATES_OFF, SESSION_LAB
-    from dralab.pytest_plugin import _known_gates, lab_config
+    from dralab.pytest_plugin.labs import _known_gates, lab_config
 
     options = {"--hardware": "none", "--lab-prefix": "e2e", "--kubernetes-version": versions.KUBERNETES}
     config = SimpleNamespace(getoption=options.get, stash={_known_gates: set(SESSION_LAB.feature_gates)})

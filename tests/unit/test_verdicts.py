@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import dralab.pytest_plugin as plugin
 from clusters.providers import Lab
+from dralab.pytest_plugin import lab_health
 
 PROBLEMS = []  # what the lab's diagnosis finds: empty, healthy
-plugin.diagnose = lambda lab: PROBLEMS
+lab_health.diagnose = lambda lab: PROBLEMS
 
 
 @pytest.fixture(scope="session")
@@ -46,22 +46,22 @@ def _undo_the_inner_runs_patches(monkeypatch: pytest.MonkeyPatch) -> None:
     """The inner runs share this process (runpytest) and patch the plugin and Lab as they import:
     put back what they patch, or later tests of the same process (make test's suites) would use a
     fake diagnosis and a Lab without an API client."""
-    import dralab.pytest_plugin as plugin
     from clusters.providers import Lab
+    from dralab.pytest_plugin import judging, lab_health
 
-    for target, name in ((plugin, "diagnose"), (plugin.driver_evidence, "of_driver"), (Lab, "api")):
+    for target, name in ((lab_health, "diagnose"), (judging.driver_evidence, "of_driver"), (Lab, "api")):
         monkeypatch.setattr(target, name, getattr(target, name))
 
 
 def _verdicts(pytester, body: str, *args: str) -> dict[str, object]:
     pytester.makepyfile(INNER_TEST + body)
-    pytester.runpytest("-p", "dralab.pytest_plugin", "--junitxml=junit.xml", *args)
+    pytester.runpytest("--junitxml=junit.xml", *args)
     return {t.name.split("::")[-1]: t for t in read_junit(pytester.path / "junit.xml")}
 
 
 def test_failing_test_report_carries_component_log_lines_written_during_it(pytester) -> None:
     pytester.makepyfile(INNER_TEST)
-    result = pytester.runpytest("-p", "dralab.pytest_plugin")
+    result = pytester.runpytest()
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert re.search(r"component log node-1/node-1-kubelet.log \(lab \S+\) during the test", out)
@@ -81,7 +81,7 @@ def test_fails(lab, evidence):
     evidence.add("listing", "a.json")""",
         )
     )
-    pytester.runpytest("-p", "dralab.pytest_plugin", "--junitxml=junit.xml")
+    pytester.runpytest("--junitxml=junit.xml")
     (failed,) = [t for t in read_junit(pytester.path / "junit.xml") if t.verdict == "FAIL"]
     assert failed.requirements == ["MD-01"] and failed.observed == ["seen: one file"]
     assert failed.evidence[:2] == ["evidence: seen\none file", "evidence: listing\na.json"]
@@ -98,7 +98,7 @@ def test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail(pytester) -> None
     raise LabBroken("lab component node-1-kubelet (pid 1) has died")""",
         )
     )
-    result = pytester.runpytest_subprocess("-p", "dralab.pytest_plugin", "--junitxml=junit.xml", "--progress")
+    result = pytester.runpytest_subprocess("--junitxml=junit.xml", "--progress")
     progress = result.stdout.str() + result.stderr.str()  # the lines go where dralab's progress goes
     assert re.search(r"\] ERROR\s+test_a_lab_that_breaks_under_a_test_is_an_error_not_a_fail.py::test_fails", progress), progress
     results = {t.name.split("::")[-1]: t for t in read_junit(pytester.path / "junit.xml")}
@@ -371,8 +371,8 @@ def test_a_fail_in_setup_carries_the_driver_under_test_it_had_set_up(pytester) -
         SCENARIO_FAILS
         + """
 
-import dralab.pytest_plugin as plugin
-plugin.driver_evidence.of_driver = lambda lab, api, profile: [("driver's own log", "prepare: device busy")]
+from dralab.pytest_plugin import judging
+judging.driver_evidence.of_driver = lambda lab, api, profile: [("driver's own log", "prepare: device busy")]
 Lab.api = lambda self: None
 """,
     )
