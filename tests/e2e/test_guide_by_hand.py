@@ -2,10 +2,7 @@
 run with the pages' very words: a lab named `try` with the dgx-like hardware, the vendor's driver
 (tests/e2e/acme_vendor.py, laid out as deploy/dralab/ of the guide's directory) deployed and
 removed, the reference GPU driver deployed in a variant and removed, the lab taken down, nothing
-left. tests/unit/test_doc_commands.py lists these commands in doc_command_runs.UNRUN until this
-test has run: move them to RUNS once it passes.
-
-NOT YET RUN: written without a lab to run it on. Needs root and a provisioned cache."""
+left (tests/unit/doc_command_runs.py names it for these commands). Needs root and a provisioned cache."""
 
 from __future__ import annotations
 

@@ -31,11 +31,20 @@ TEMPLATES = "tests/e2e/test_ci_templates.py"
 HW = "tests/e2e/test_hardware_lab.py"
 PUBLIC = "tests/e2e/test_public_drivers.py::test_a_public_driver_fails_only_what_its_findings_explain"
 NARROWED = "the device plugin suite only (the test's CERTIFY_ARGS: --only DP), on the vendor profile of tests/e2e/acme_vendor.py"
-# The guide's step 5 (`dralab up`, `driver deploy`, `driver remove`, `down` by hand): written, not yet run.
 SOAK = "make soak and make bench-load (15 minutes to hours): no test runs dralab soak (tests/unit/test_soak.py: its parts)"
-BY_HAND = "tests/e2e/test_guide_by_hand.py runs these words; it was written without a lab to run it on: once it passes, move them to RUNS"
+# The guide's step 5 (`dralab up`, `driver deploy`, `driver remove`, `down` by hand).
+BY_HAND = "tests/e2e/test_guide_by_hand.py::test_the_guides_driver_and_a_reference_driver_deployed_and_removed_by_hand"
 
 RUNS: dict[str, Run] = {
+    # The guide's step 5 and the driver commands by hand, in the pages' words.
+    "dralab up --name try --hardware dgx-like": run(BY_HAND),
+    "dralab driver deploy --profile deploy/dralab/profile.yaml --lab try": run(BY_HAND),
+    "dralab driver remove --profile deploy/dralab/profile.yaml --lab try": run(BY_HAND),
+    "dralab down --name try": run(BY_HAND),
+    "dralab driver deploy --profile gpu [--variant leave-files] [--lab NAME | --kubeconfig FILE]": run(
+        BY_HAND, how="with --variant leave-files --lab try"
+    ),
+    "dralab driver remove --profile gpu [--lab NAME | --kubeconfig FILE]": run(BY_HAND, how="with --lab try"),
     # The lab by hand.
     "dralab provision": run(f"{LIFECYCLE}::test_second_provision_builds_nothing"),
     "dralab up [--name NAME] [--nodes 2] [--slice-only-nodes N] [--feature-gates DRADerivedAttributes=true] "
@@ -144,13 +153,6 @@ RUNS: dict[str, Run] = {
 }
 
 UNRUN: dict[str, str] = {
-    # The guide's step 5 and the driver commands by hand.
-    "dralab up --name try --hardware dgx-like": BY_HAND,
-    "dralab driver deploy --profile deploy/dralab/profile.yaml --lab try": BY_HAND,
-    "dralab driver remove --profile deploy/dralab/profile.yaml --lab try": BY_HAND,
-    "dralab down --name try": BY_HAND,
-    "dralab driver deploy --profile gpu [--variant leave-files] [--lab NAME | --kubeconfig FILE]": BY_HAND,
-    "dralab driver remove --profile gpu [--lab NAME | --kubeconfig FILE]": BY_HAND,
     # Lab options no test gives the command (the Python API's lab fixtures give them).
     "dralab up --hardware dgx-like": "no test starts a lab with emulated hardware through `dralab up` (the plugin's lab fixture does)",
     "dralab up --hardware-profile FILE": "no test gives `dralab up` a cluster hardware profile",
