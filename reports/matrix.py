@@ -121,12 +121,13 @@ def reportless_cell(driver: DriverProfile, version: str, outcome: str, reason: s
 
 def findings(cell: Cell, report: dict[str, Any], causes: dict[str, str] | None = None) -> list[Finding]:
     """A public driver's FAILs, each with the first lines of its message and, where its profile's
-    `findings` (`causes`) names one, the cause read in the driver's code."""
+    `findings` (`causes`) names one, the cause read in the driver's code. The cluster's FAILs (its
+    section of the report) are not the driver's to fix."""
     if not cell.public:
         return []
     out = []
     for requirement in report["requirements"]:
-        if requirement["verdict"] != Verdict.FAIL:
+        if requirement["verdict"] != Verdict.FAIL or requirement.get("section", "driver") != "driver":
             continue
         failing = next(t for t in requirement["tests"] if t["verdict"] == Verdict.FAIL)
         lines = (failing["message"] or first_message(requirement)).splitlines()[:FINDING_LINES]

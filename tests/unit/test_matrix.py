@@ -76,6 +76,12 @@ def test_only_a_public_drivers_fails_are_findings_with_the_first_lines() -> None
     assert matrix.findings(cell("gpu", False, failing, "runs/a/g.html"), failing) == []
 
 
+def test_the_clusters_fails_are_no_public_drivers_findings() -> None:
+    failing = report("CERTIFIED", DEP_01="PASS", ST_09="FAIL")
+    failing["requirements"][1]["section"] = "cluster"  # the API server's own refusal, on every driver's cell
+    assert matrix.findings(cell("dranet", True, failing, "runs/a/report.html"), failing) == []
+
+
 def test_a_finding_carries_the_cause_its_profile_read_in_the_drivers_code(tmp_path) -> None:
     failing = report("NOT CERTIFIED", DEP_01="PASS", KP_07="FAIL")
     public = cell("dra-example-driver", True, failing, "runs/a/report.html")
