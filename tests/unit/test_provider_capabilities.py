@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from basics.errors import NotSupported
+from clusters.provider_registry import provider
 from clusters.providers import Capability, Lab
 
 
-def _lab(provider: str) -> Lab:
-    return Lab(provider, Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
+def _lab(name: str) -> Lab:
+    return Lab(provider(name), Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
 
 
 def test_each_provider_gives_what_its_labs_can_do_and_restarts_follow() -> None:
