@@ -1,4 +1,4 @@
-"""What each provider's labs can do (clusters/providers.py CAPABILITIES): a check asks for what it
+"""What each provider's labs can do (its Provider.capabilities): a check asks for what it
 needs, and on a lab without it SKIPs naming what it needed; what dralab restarts under a pod follows."""
 
 from __future__ import annotations
