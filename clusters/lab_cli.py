@@ -14,6 +14,8 @@ from basics.errors import BadInput
 from basics.progress import console
 from clusters import versions
 from clusters.config import ClusterConfig
+from clusters.provider_registry import DEFAULT, PROVIDERS, provider as provider_named
+from clusters.providers import Capability
 
 if TYPE_CHECKING:
     from clusters.kind.cluster import KindCluster
@@ -29,6 +31,28 @@ def kubernetes_version_option(help_text: str) -> Callable[[Callable[..., Any]], 
         show_default=True,
         help=help_text,
     )
+
+
+class ProviderChoice(click.Choice):
+    """The registered providers (those with `needs`), read from the registry when --cluster is
+    parsed or its help shown: a provider registered after the command was defined is offered too."""
+
+    def __init__(self, needs: Capability | None = None) -> None:
+        self.needs = needs
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(name for name, p in PROVIDERS.items() if self.needs is None or self.needs in p.capabilities)
+
+    @choices.setter
+    def choices(self, _: object) -> None:
+        """click.Choice sets its tuple at construction: the registry's stays the one."""
+
+
+def cluster_option(*decls: str, help_text: str, needs: Capability | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--cluster, a registered provider's name (of those with `needs`)."""
+    return click.option("--cluster", *decls, type=ProviderChoice(needs), default=DEFAULT, show_default=True, help=help_text)
 
 
 def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
@@ -56,13 +80,8 @@ def _gates(values: tuple[str, ...], flag: str) -> dict[str, bool]:
     "--hardware-profile", type=click.Path(dir_okay=False, path_type=Path), default=None, help="YAML: seed and a hardware profile per node."
 )
 @click.option("--offline", is_flag=True, help="Do not build: fail if a component is not cached.")
-@click.option(
-    "--cluster",
-    "provider",
-    type=click.Choice(["local", "kind"]),
-    default="local",
-    show_default=True,
-    help="kind: the lab's nodes as a kind cluster (docs/lab.md: the kind provider).",
+@cluster_option(
+    "provider", help_text="kind: the lab's nodes as a kind cluster (docs/lab.md: the kind provider).", needs=Capability.LAB_STARTS
 )
 @kubernetes_version_option("Kubernetes version of the lab's components (built once per version).")
 def up(
@@ -81,7 +100,7 @@ def up(
     kubernetes_version: str,
 ) -> None:
     """Start a lab cluster (LAB-02, LAB-03; LAB-06 with --cluster kind)."""
-    from clusters.local.cluster import LocalCluster
+    from clusters.local.preflight import require_root
 
     try:
         cfg = ClusterConfig(
@@ -106,19 +125,14 @@ def up(
 
         assignment, seed = hardware_assignment(hardware, hardware_profile, cfg.node_names())
         cfg = cfg.model_copy(update={"hardware": assignment, "hardware_seed": seed})
+    require_root("up")
     start = time.monotonic()
-    if provider == "kind":
-        from clusters.kind.cluster import up_kind
-
-        kind = up_kind(cfg, offline)
-        console.print(f"kind lab {cfg.name!r} up in {time.monotonic() - start:.1f}s ({kind.timings})")
-        console.print(f"  kubectl:    {kind.tools.kubectl} --kubeconfig {kind.kubeconfig} get nodes")
-        return
-    cluster = LocalCluster.up(cfg, offline=offline)
-    console.print(f"lab {cfg.name!r} up in {time.monotonic() - start:.1f}s")
-    console.print(f"  kubeconfig: {cluster.kubeconfig}")
-    console.print(f"  kubectl:    {cluster.tools.kubectl} --kubeconfig {cluster.kubeconfig} get nodes")
-    console.print(f"  logs:       {cluster.log_dir}")
+    chosen = provider_named(provider)
+    lab = chosen.up(cfg, offline=offline)
+    console.print(f"{chosen.lab_noun} {cfg.name!r} up in {time.monotonic() - start:.1f}s")
+    console.print(f"  kubeconfig: {lab.kubeconfig}")
+    console.print(f"  kubectl:    {lab.kubectl} --kubeconfig {lab.kubeconfig} get nodes")
+    console.print(f"  logs:       {lab.log_dir}")
 
 
 @click.command()

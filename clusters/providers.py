@@ -1,15 +1,15 @@
-"""Cluster providers as the suites see them: a `Lab` with API access, nodes and logs.
+"""Cluster providers as the suites see them: a `Lab` with API access, nodes and logs, and the
+`Provider` that makes it, with what its labs can do (`Capability`).
 
-`local` starts the embedded lab and `kind` a kind cluster (clusters/kind): dralab owns their
-nodes, their configuration (`Lab.cfg`) and their emulated hardware. `kubeconfig` uses an existing
-cluster (for example one with real hardware), where what only an owned lab can do (restarting a
-node's kubelet, reading its files) is reported as unsupported and the tests that need it skip;
-what only a local lab can do (reaching its NRI socket, its kubelets' credentials) too on kind.
+Each provider is a folder of its own (clusters/local, clusters/kind, clusters/kubeconfig) and a
+line of clusters/provider_registry.py. `local` and `kind` start labs: dralab owns their nodes,
+their configuration and their emulated hardware. `kubeconfig` uses an existing cluster (for
+example one with real hardware), where what only an owned lab can do (restarting a node's
+kubelet, reading its files) is unsupported and the tests that need it SKIP, naming it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,11 +20,10 @@ from typing import Any, Callable, Protocol, Sequence
 from clusters import audit, nri_log, plugin_calls, watch_log
 from clusters.config import ClusterConfig
 from basics.errors import NotSupported
-from clusters.kind.cluster import KindCluster
-from clusters.local import supervisor
 from clusters.local.cluster import LocalCluster
 from clusters.local.node import LocalNode
-from clusters.local.kwok import SLICE_ONLY_LABEL
+from clusters.provision import Image
+from fake_hardware.site import HardwareSite
 
 
 class Capability(StrEnum):
@@ -35,18 +34,50 @@ class Capability(StrEnum):
     EMULATED_HARDWARE = "emulated hardware"
     IMAGE_LOADING = "image archives loaded into the nodes"
     COMPONENT_RESTARTS = "kubelet and containerd restarts under running pods"
+    LAB_STARTS = "labs dralab starts, of the configuration the run asks for"
+    OTHER_LABS = "labs of other cluster configurations started beside the run's"
     HOST_PROCESSES = "the nodes' processes on this host"
     NODE_REBOOTS = "node reboots"
-    OTHER_LABS = "labs of other cluster configurations started beside the run's"
+    AUDIT_LOG = "the API server's audit log of claim status writes"
+    REUSED_LABS = "labs kept up for the next run (--reuse-labs)"
+    SHARDED_RUNS = "runs in shards side by side, each on labs of its own"
 
 
-# What each provider's labs can do. kind: no node reboot (its container would come back without
-# the emulated NICs and routes), no host processes (they run in the node containers).
-CAPABILITIES = {
-    "local": frozenset(Capability),
-    "kind": frozenset(Capability) - {Capability.HOST_PROCESSES, Capability.NODE_REBOOTS},
-    "kubeconfig": frozenset(),
-}
+class Provider(Protocol):
+    """Where a run's labs come from: a folder of clusters/ and a line of clusters/provider_registry.py."""
+
+    @property
+    def name(self) -> str:
+        """What --cluster calls it."""
+
+    @property
+    def description(self) -> str:
+        """One line, for --cluster's help."""
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What its labs can do beyond the Kubernetes API."""
+
+    @property
+    def lab_noun(self) -> str:
+        """What its labs are called in progress lines ("lab", "kind lab")."""
+
+    def require_version(self, kubernetes_version: str) -> None:
+        """BadInput unless its labs can run this Kubernetes version: checked before anything starts."""
+
+    def for_run(self, cfg: ClusterConfig) -> ClusterConfig:
+        """`cfg` as a run's lab on this provider (kind's named apart from the run's local labs)."""
+
+    def up(self, cfg: ClusterConfig, *, offline: bool = False, images: Sequence[Image] = ()) -> Lab:
+        """A lab of `cfg` started for the caller, `images` in its nodes (Capability.LAB_STARTS);
+        `Lab.down` takes it down."""
+
+    def running(self, cfg: ClusterConfig) -> Lab | None:
+        """The live lab started earlier with exactly `cfg`, if there is one (Capability.REUSED_LABS)."""
+
+    def attach(self, kubeconfig: Path, kubectl: Path, log_dir: Path, kubelet_root_dir: str) -> Lab:
+        """The existing cluster of `kubeconfig`, whose nodes' kubelets use `kubelet_root_dir`
+        (providers without Capability.LAB_STARTS)."""
 
 
 class NodeHandle(Protocol):
@@ -69,49 +100,26 @@ class NodeHandle(Protocol):
 
 
 @dataclass
-class RemoteNode:
-    """A node of a cluster dralab does not own: known by name and its kubelet root dir only."""
-
-    name: str
-    kubelet_root_dir: str = "/var/lib/kubelet"
-
-    def host_path(self, node_path: str) -> Path:
-        raise NotSupported(f"node {self.name} is not a local lab node: its files are not on this host")
-
-    def _unsupported(self, *_: object) -> None:
-        raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab cannot restart it or its components")
-
-    restart_kubelet = restart_containerd = stop_kubelet = start_kubelet = wait_kubelet = kill_pod_sandbox = reboot = _unsupported
-
-    @property
-    def kubelet_kubeconfig(self) -> Path:
-        raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: dralab has no kubelet credentials of it")
-
-    @property
-    def plugin_calls_file(self) -> Path:
-        raise NotSupported(f"node {self.name} belongs to a kubeconfig cluster: it runs no plugin recorder of dralab's")
-
-
-@dataclass
 class Lab:
-    provider: str
+    provider: Provider
     kubeconfig: Path
     kubectl: Path
     log_dir: Path
     nodes: list[NodeHandle]
     slice_only_nodes: list[str] = field(default_factory=list)
+    # The fields a capability guards, each read through the accessor that asks for it: the embedded
+    # lab (local_cluster), the configuration of a lab dralab started (started_config), how image
+    # archives get into its nodes (import_images).
     local: LocalCluster | None = None
-    # A lab dralab started (local or kind): its configuration, hardware included, and how image
-    # archives get into its nodes.
     cfg: ClusterConfig | None = None
-    import_images: Callable[[Sequence[Path]], None] | None = None
+    image_loader: Callable[[Sequence[Path]], None] | None = None
     # The lab's parts that died, each with its evidence: none known of a cluster dralab did not start.
     dead_parts: Callable[[], list[str]] = list
     # When this run took the lab on: what its nodes recorded before is an earlier run's (a lab reused
     # across runs, as selfcheck's variants share one), not this run's to judge.
     taken: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
-    # The API server's audit log of claim status writes (clusters/audit.py): a local lab's only.
-    audit_log: Path | None = None
+    # Takes down a lab dralab started, its logs kept (Provider.up); nothing of a cluster it did not.
+    down: Callable[[], object] = lambda: None
 
     def api(self):  # -> kubernetes.client.ApiClient
         from clusters.api_client import client_for
@@ -123,13 +131,13 @@ class Lab:
 
     @property
     def capabilities(self) -> frozenset[Capability]:
-        return CAPABILITIES.get(self.provider, frozenset())
+        return self.provider.capabilities
 
     def require(self, capability: Capability, needed_for: str) -> None:
         """NotSupported (the check does not apply here: a SKIP naming what it needed, not a harness
         error) unless this lab has `capability`."""
         if capability not in self.capabilities:
-            raise NotSupported(f"{needed_for} needs {capability.value}, which the {self.provider} provider does not give")
+            raise NotSupported(f"{needed_for} needs {capability.value}, which the {self.provider.name} provider does not give")
 
     def local_node(self, name: str) -> LocalNode:
         return self.local_cluster(f"reaching node {name}'s processes").node(name)
@@ -142,9 +150,25 @@ class Lab:
 
     def started_config(self, needed_for: str) -> ClusterConfig:
         """The configuration, emulated hardware included, of a lab dralab started."""
-        self.require(Capability.EMULATED_HARDWARE, needed_for)
+        self.require(Capability.LAB_STARTS, needed_for)
         assert self.cfg is not None  # every lab dralab started has it
         return self.cfg
+
+    def hardware_site(self, needed_for: str) -> HardwareSite:
+        """What the emulated hardware of this lab's nodes is made of (fake_hardware/site.py)."""
+        self.require(Capability.EMULATED_HARDWARE, needed_for)
+        return self.started_config(needed_for).hardware_site()
+
+    def import_images(self, archives: Sequence[Path]) -> None:
+        """The image archives into every node's container runtime."""
+        self.require(Capability.IMAGE_LOADING, f"importing {len(archives)} image archive(s)")
+        assert self.image_loader is not None  # the providers that load images give it
+        self.image_loader(archives)
+
+    def audit_log(self, needed_for: str) -> Path:
+        """The API server's audit log of claim status writes (clusters/audit.py)."""
+        self.require(Capability.AUDIT_LOG, needed_for)
+        return self.log_dir / audit.LOG_NAME
 
     @property
     def restartable(self) -> tuple[str, ...]:
@@ -158,9 +182,9 @@ class Lab:
         """The kubelet's plugins_registry and the driver registry the plugins' sockets go to
         instead, in a lab whose nodes run the plugin recorder (clusters/plugin_calls.py): every lab
         dralab started, local or kind."""
-        if self.cfg is None:
+        if Capability.LAB_STARTS not in self.capabilities:
             return None
-        root = self.cfg.kubelet_root_dir
+        root = self.started_config("the plugin recorder's registries").kubelet_root_dir
         return plugin_calls.kubelet_registry(root), plugin_calls.driver_registry(root)
 
     def registration_dir(self, node: NodeHandle) -> str:
@@ -172,7 +196,7 @@ class Lab:
         """Every call between the kubelets and their plugins recorded since this run took the lab,
         node by node."""
         if self.plugin_registries is None:
-            raise NotSupported(f"the {self.provider} provider's nodes run no plugin recorder: no kubelet-plugin calls are recorded")
+            raise NotSupported(f"the {self.provider.name} provider's nodes run no plugin recorder: no kubelet-plugin calls are recorded")
         return [call for node in self.nodes for call in plugin_calls.read(node.plugin_calls_file) if call.start >= self.taken]
 
     def record_container_files(self, records: list[dict[str, Any]]) -> None:
@@ -209,49 +233,5 @@ class Lab:
         return nri_log.errors(self.log_dir, self.taken)
 
     def check_components(self) -> None:
-        if self.local is not None:
-            self.local.check_components()
-
-
-def local_lab(cluster: LocalCluster) -> Lab:
-    return Lab(
-        provider="local",
-        kubeconfig=cluster.kubeconfig,
-        kubectl=cluster.tools.kubectl,
-        log_dir=cluster.log_dir,
-        nodes=list(cluster.nodes),
-        slice_only_nodes=cluster.cfg.slice_only_node_names(),
-        local=cluster,
-        cfg=cluster.cfg,
-        import_images=cluster.import_images,
-        dead_parts=lambda: supervisor.describe_down(cluster.lab_dir),
-        audit_log=cluster.log_dir / audit.LOG_NAME,
-    )
-
-
-def kind_lab(cluster: KindCluster) -> Lab:
-    """A kind lab: its workers (named as the local lab's nodes; the control plane runs no pods) as
-    node handles, its slice-only nodes, its configuration and image loading."""
-    lab = kubeconfig_lab(cluster.kubeconfig, cluster.tools.kubectl, cluster.log_dir, cluster.cfg.kubelet_root_dir)
-    return dataclasses.replace(
-        lab, provider="kind", nodes=[*cluster.nodes()], cfg=cluster.cfg, import_images=cluster.import_images, dead_parts=cluster.dead_parts
-    )
-
-
-def kubeconfig_lab(kubeconfig: Path, kubectl: Path, log_dir: Path, kubelet_root_dir: str) -> Lab:
-    from kubernetes import client
-
-    from clusters.api_client import client_for
-
-    api = client_for(kubeconfig)
-    nodes: list[Any] = client.CoreV1Api(api).list_node().items  # the client's Optional metadata.name: a listed node's is set
-    kubelet_nodes = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL not in (n.metadata.labels or {})]
-    slice_only = [n.metadata.name for n in nodes if SLICE_ONLY_LABEL in (n.metadata.labels or {})]
-    return Lab(
-        provider="kubeconfig",
-        kubeconfig=kubeconfig,
-        kubectl=kubectl,
-        log_dir=log_dir,
-        nodes=[RemoteNode(n, kubelet_root_dir) for n in kubelet_nodes],
-        slice_only_nodes=slice_only,
-    )
+        if Capability.HOST_PROCESSES in self.capabilities:
+            self.local_cluster("checking the lab's components").check_components()

@@ -11,12 +11,14 @@ from basics.progress import console
 
 
 def _lab(lab_name: str, kubeconfig: Path | None, kubelet_root_dir: str):  # -> clusters.providers.Lab
+    from clusters.kubeconfig.provider import KUBECONFIG
     from clusters.local.cluster import LocalCluster
-    from clusters.providers import kubeconfig_lab, local_lab
+    from clusters.local.provider import local_lab
     from clusters.provision import provision
 
+    # --lab names a local lab (`dralab up --name`), --kubeconfig any cluster.
     if kubeconfig is not None:
-        return kubeconfig_lab(kubeconfig, provision(offline=True).kubectl, Path("out") / "logs", kubelet_root_dir)
+        return KUBECONFIG.attach(kubeconfig, provision(offline=True).kubectl, Path("out") / "logs", kubelet_root_dir)
     return local_lab(LocalCluster.load(lab_name))
 
 

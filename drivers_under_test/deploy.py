@@ -23,7 +23,7 @@ import yaml
 from basics.errors import BadInput, DralabError
 from clusters.local.kwok import SLICE_ONLY_LABEL
 from basics.progress import console, step
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from drivers_under_test import evidence
 from drivers_under_test.helm_chart import render_chart
 from drivers_under_test.evidence import PROFILE_LABEL
@@ -59,14 +59,20 @@ def _tools(lab: Lab) -> Toolchain:
     """The lab's toolchain, or the cache's for a lab without one of its own (kind, kubeconfig)."""
     from clusters.provision import provision
 
-    return lab.local.tools if lab.local is not None else provision(offline=True)
+    if Capability.HOST_PROCESSES in lab.capabilities:
+        return lab.local_cluster("using the lab's toolchain").tools
+    return provision(offline=True)
 
 
 def lab_parameters(lab: Lab) -> dict[str, str]:
     from kubernetes import client
 
     tools = _tools(lab)
-    version = lab.cfg.kubernetes_version if lab.cfg is not None else client.VersionApi(lab.api()).get_code().git_version
+    version = (
+        lab.started_config("its Kubernetes version").kubernetes_version
+        if Capability.LAB_STARTS in lab.capabilities
+        else client.VersionApi(lab.api()).get_code().git_version
+    )
     return {
         "KUBELET_ROOT_DIR": lab.nodes[0].kubelet_root_dir,
         "DRIVERS_IMAGE": tools.drivers_image.ref,
@@ -292,7 +298,7 @@ def drivers_image(lab: Lab) -> str:
     node of the lab: a vendor's profile brings only its own images, so it is imported once per lab
     where the provider can import."""
     key = (lab.kubeconfig, lab.kubeconfig.stat().st_mtime_ns)
-    if lab.import_images is not None and key not in _with_drivers_image:
+    if Capability.IMAGE_LOADING in lab.capabilities and key not in _with_drivers_image:
         with step(f"Importing dralab's own image into {len(lab.nodes)} node(s)"):
             lab.import_images([_tools(lab).drivers_image.archive])
         _with_drivers_image.add(key)
@@ -308,9 +314,9 @@ def image_archives(profile: DriverProfile, drivers_archive: Path) -> list[Path]:
 
 
 def _import_images(lab: Lab, profile: DriverProfile) -> None:
-    if lab.import_images is None:
+    if Capability.IMAGE_LOADING not in lab.capabilities:
         console.print(
-            f"[yellow]note:[/yellow] the {lab.provider} provider cannot import images: the cluster's "
+            f"[yellow]note:[/yellow] the {lab.provider.name} provider cannot import images: the cluster's "
             f"nodes must already have the images of driver profile {profile.name}"
         )
         return
@@ -320,13 +326,14 @@ def _import_images(lab: Lab, profile: DriverProfile) -> None:
 
 
 def _check_hardware(lab: Lab, profile: DriverProfile) -> None:
-    if lab.cfg is None or not profile.needs_hardware:
+    if Capability.LAB_STARTS not in lab.capabilities or not profile.needs_hardware:
         return
-    hardware = lab.cfg.hardware
+    cfg = lab.started_config("checking its hardware")
+    hardware = cfg.hardware
     if not hardware:
         raise BadInput(
             f"driver profile {profile.name} expects emulated hardware {profile.hardware!r}, and lab "
-            f"{lab.cfg.name} has none; start it with `dralab up --hardware {profile.hardware}`"
+            f"{cfg.name} has none; start it with `dralab up --hardware {profile.hardware}`"
         )
     other = sorted({p for p in hardware.values() if p != profile.hardware})
     if other:

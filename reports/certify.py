@@ -29,7 +29,9 @@ from basics.junit_properties import Verdict
 from basics.progress import console, run_logged
 from clusters import residue, versions
 from clusters.api_client import require_reachable
-from clusters.lab_cli import kubernetes_version_option
+from clusters.lab_cli import cluster_option, kubernetes_version_option
+from clusters.provider_registry import DEFAULT, provider
+from clusters import providers
 from clusters.lab_configurations import GATES_OFF, PLACEMENT, SCHEDULER_GATE_OFF, SESSION_LAB, at_version, on_kind, renamed, scale
 from drivers_under_test.deploy import image_archives
 from drivers_under_test.profile import NO_HARDWARE, Capability, DriverProfile
@@ -209,7 +211,7 @@ def environment(
             "in several containers were judged on none"
         )
     env["cluster qualification"] = qualification.recorded(cluster, kubernetes_version, kubeconfig)
-    if cluster in ("local", "kind"):
+    if providers.Capability.LAB_STARTS in provider(cluster).capabilities:
         gates = at_version(SESSION_LAB, kubernetes_version, known_feature_gates(tools))[0].feature_gates
         env.update({"feature gates": gates, "hardware": hardware})
     return env
@@ -282,7 +284,7 @@ class SuiteRun:
     out_dir: Path
     paths: list[str]
     ids: list[str]
-    cluster: str = "local"
+    cluster: str = DEFAULT
     kubeconfig: str | None = None
     drivers: list[DriverProfile] = field(default_factory=list)
     variant: str | None = None
@@ -386,13 +388,7 @@ class SuiteRun:
 
 @click.command()
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--cluster",
-    type=click.Choice(["local", "kind", "kubeconfig"]),
-    default="local",
-    show_default=True,
-    help="local: the embedded lab; kind: the same lab as a kind cluster (LAB-06); kubeconfig: your cluster.",
-)
+@cluster_option(help_text="local: the embedded lab; kind: the same lab as a kind cluster (LAB-06); kubeconfig: your cluster.")
 @click.option("--kubeconfig", default=None, help="With --cluster kubeconfig: the cluster's kubeconfig.")
 @click.option(
     "--driver",
@@ -472,9 +468,10 @@ def certify(
     drivers = validate_or_raise(list(driver_names), set(catalogue.load()))
     _check_variant(variant, drivers)
     hardware = lab_hardware(hardware, drivers)
-    if cluster == "kubeconfig":
+    capabilities = provider(cluster).capabilities
+    if providers.Capability.LAB_STARTS not in capabilities:
         if not (kubeconfig and Path(kubeconfig).is_file()):
-            raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
+            raise BadInput(f"--cluster {cluster} needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
         require_reachable(kubeconfig)
     if drivers and not any(map(certifiable, drivers)):
         console.print(f"{NOTHING}: driver profile(s) {', '.join(str(d.source) for d in drivers)} have {NO_CAPABILITY}")
@@ -495,7 +492,7 @@ def certify(
         seed=seed,
         budget=budget,
         seeds=seeds,
-        shards=shards if cluster == "local" else 1,
+        shards=shards if providers.Capability.SHARDED_RUNS in capabilities else 1,
     )
     rc = run.pytest()
     left = [str(r) for lab in lab_names(run.lab_prefix, run.shards) for r in residue.find(lab)]  # LAB-05, after every run

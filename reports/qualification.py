@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from clusters.config import labs_root
+from clusters.provider_registry import provider
+from clusters.providers import Capability
 from basics.junit_properties import Verdict
 from suites.upstream_dra.run import FAILED, PASSED, SKIPPED, Outcome
 
@@ -109,8 +111,10 @@ def write(q: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
 
 
 def _record_path(cluster: str, kubernetes_version: str, host: str) -> Path:
-    # Labs dralab starts are new clusters each time: what is qualified is their kind and version.
-    key = f"{cluster}-{kubernetes_version}" if cluster != "kubeconfig" else "kubeconfig-" + "".join(c if c.isalnum() else "_" for c in host)
+    # Labs dralab starts are new clusters each time: what is qualified is their provider and version;
+    # another cluster is qualified by its API server.
+    owned = Capability.LAB_STARTS in provider(cluster).capabilities
+    key = f"{cluster}-{kubernetes_version}" if owned else f"{cluster}-" + "".join(c if c.isalnum() else "_" for c in host)
     return labs_root() / "qualifications" / f"{key}.json"
 
 

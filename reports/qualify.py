@@ -19,9 +19,9 @@ from basics.errors import BadInput
 from basics.progress import console
 from clusters import residue, versions
 from clusters.config import ClusterConfig
-from clusters.lab_cli import exit_if_left_behind, kubernetes_version_option
-from clusters.lab_configurations import on_kind
-from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
+from clusters.lab_cli import cluster_option, exit_if_left_behind, kubernetes_version_option
+from clusters.provider_registry import provider
+from clusters.providers import Capability, Lab, Provider
 from clusters.provision import Toolchain, provision
 from clusters.provision.e2e_suite import E2ESuite, ensure_e2e_suite
 from clusters.provision.gobuild import download
@@ -35,56 +35,42 @@ from suites.upstream_dra.specs import list_specs
 LAB = ClusterConfig(name="qualify", nodes=2)
 
 
-def lab_config(plan: Plan, kubernetes_version: str, cluster: str) -> ClusterConfig:
+def lab_config(plan: Plan, kubernetes_version: str, chosen: Provider) -> ClusterConfig:
     cfg = ClusterConfig.model_validate(
         LAB.model_dump()
         | {"kubernetes_version": kubernetes_version, "feature_gates": plan.feature_gates, "runtime_config": plan.runtime_config}
     )
-    return on_kind(cfg) if cluster == "kind" else cfg
+    return chosen.for_run(cfg)
 
 
 @contextlib.contextmanager
-def started_lab(cluster: str, cfg: ClusterConfig, tools: Toolchain, suite: E2ESuite, out_dir: Path, offline: bool) -> Iterator[Lab]:
+def started_lab(chosen: Provider, cfg: ClusterConfig, suite: E2ESuite, out_dir: Path, offline: bool) -> Iterator[Lab]:
     """A lab up for the run with the suite's images in its nodes; down afterwards whatever happens,
     its component logs kept under out_dir/logs."""
-    from clusters.kind.cluster import KindCluster
-    from clusters.local.cluster import LocalCluster
-
     console.print(
-        f"starting {cluster} lab {cfg.name}: {cfg.nodes} nodes, Kubernetes {cfg.kubernetes_version}, "
+        f"starting {chosen.name} lab {cfg.name}: {cfg.nodes} nodes, Kubernetes {cfg.kubernetes_version}, "
         f"feature gates on: {', '.join(cfg.feature_gates) or 'none'}; API versions served beyond the "
         f"defaults: {', '.join(api for api, on in cfg.runtime_config.items() if on) or 'none'}"
     )
-    owned: LocalCluster | KindCluster
-    if cluster == "kind":
-        owned = KindCluster(cfg, tools, offline)
-        try:
-            owned.up(images=suite.images)
-        except BaseException:
-            owned.down()
-            raise
-        lab = kind_lab(owned)
-    else:
-        owned = LocalCluster.up(cfg, offline=offline)
-        lab = local_lab(owned)
+    lab = chosen.up(cfg, offline=offline, images=suite.images)
     try:
-        if cluster == "local":
-            owned.import_images([image.archive for image in suite.images])
         yield lab
     finally:
         try:
-            shutil.copytree(owned.log_dir, out_dir / "logs" / cfg.name, dirs_exist_ok=True)
+            shutil.copytree(lab.log_dir, out_dir / "logs" / cfg.name, dirs_exist_ok=True)
         finally:
-            owned.down()
+            lab.down()
 
 
 @contextlib.contextmanager
-def foreign_cluster(kubeconfig: Path, kubelet_root_dir: str, tools: Toolchain, suite: E2ESuite, out_dir: Path) -> Iterator[Lab]:
+def foreign_cluster(
+    chosen: Provider, kubeconfig: Path, kubelet_root_dir: str, tools: Toolchain, suite: E2ESuite, out_dir: Path
+) -> Iterator[Lab]:
     console.print(
         f"using the cluster of {kubeconfig}: dralab cannot load images into its nodes; they must be able "
         f"to pull {', '.join(image.ref for image in suite.images)}"
     )
-    yield kubeconfig_lab(kubeconfig, tools.kubectl, out_dir / "logs", kubelet_root_dir)
+    yield chosen.attach(kubeconfig, tools.kubectl, out_dir / "logs", kubelet_root_dir)
 
 
 def suite_version_for(kubeconfig: Path) -> str:
@@ -126,13 +112,7 @@ def _server(lab: Lab) -> str:
 
 @click.command()
 @click.option("--out", "out_dir", default="qualify-out", show_default=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--cluster",
-    type=click.Choice(["local", "kind", "kubeconfig"]),
-    default="local",
-    show_default=True,
-    help="local: the embedded lab; kind: a kind cluster; kubeconfig: your cluster (--kubeconfig).",
-)
+@cluster_option(help_text="local: the embedded lab; kind: a kind cluster; kubeconfig: your cluster (--kubeconfig).")
 @click.option(
     "--kubeconfig",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -177,31 +157,27 @@ def qualify(
 ) -> None:
     """Run Kubernetes' own DRA e2e suite on a cluster: is it DRA-ready? (exit 0 QUALIFIED, 1 NOT
     QUALIFIED, 2 bad input, 3 INCOMPLETE: the lab dralab started broke under the run)."""
-    if cluster == "kubeconfig" and not (kubeconfig and kubeconfig.is_file()):
-        raise BadInput(f"--cluster kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig})")
-    if kubeconfig and cluster != "kubeconfig":
+    chosen = provider(cluster)
+    owned = Capability.LAB_STARTS in chosen.capabilities
+    if not owned and not (kubeconfig and kubeconfig.is_file()):
+        raise BadInput(f"--cluster {cluster} needs --kubeconfig PATH of an existing file (got {kubeconfig})")
+    if kubeconfig and owned:
         raise BadInput("--kubeconfig is for --cluster kubeconfig; drop it or add --cluster kubeconfig")
-    if gates_on and cluster != "kubeconfig":
+    if gates_on and owned:
         raise BadInput("--gates-on describes a kubeconfig cluster; dralab's own labs get every gate the suite needs")
-    if kubelet_root_dir != "/var/lib/kubelet" and cluster != "kubeconfig":
+    if kubelet_root_dir != "/var/lib/kubelet" and owned:
         raise BadInput("--kubelet-root-dir describes a kubeconfig cluster's nodes; dralab's labs use /var/lib/kubelet")
     if focus is not None:
         try:
             re.compile(focus)
         except re.error as e:
             raise BadInput(f"--focus {focus!r} is not a regular expression: {e}") from None
-    if cluster == "kind":
-        from clusters.kind.cluster import require_kind_version
-
-        require_kind_version(kubernetes_version)
-    if cluster != "kubeconfig":
+    chosen.require_version(kubernetes_version)
+    if owned:
         from clusters.local.preflight import require_root
 
         require_root("qualify")
-    if (
-        cluster == "kubeconfig"
-        and click.get_current_context().get_parameter_source("kubernetes_version") == click.core.ParameterSource.DEFAULT
-    ):
+    if not owned and click.get_current_context().get_parameter_source("kubernetes_version") == click.core.ParameterSource.DEFAULT:
         kubernetes_version = suite_version_for(kubeconfig)  # type: ignore[arg-type]  # --cluster kubeconfig: a file, checked above
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -209,14 +185,14 @@ def qualify(
     tools = provision(offline=offline, kubernetes_version=kubernetes_version)
     suite = ensure_e2e_suite(tools, offline)
     specs = list_specs(suite.test_binary)
-    if cluster == "kubeconfig":
+    if not owned:
         plan = plan_foreign(specs, suite.gate_defaults, {g.strip() for g in gates_on.split(",") if g.strip()}, served_apis(kubeconfig))  # type: ignore[arg-type]  # checked a file above
-        lab_cm = foreign_cluster(kubeconfig.resolve(), kubelet_root_dir, tools, suite, out_dir)
+        lab_cm = foreign_cluster(chosen, kubeconfig.resolve(), kubelet_root_dir, tools, suite, out_dir)
     else:
         source = Path(download("k8s.io/kubernetes", kubernetes_version)["Dir"])
         plan = plan_owned(specs, suite.gate_defaults, upstream_runtime_config(source))
-        cfg = lab_config(plan, kubernetes_version, cluster)
-        lab_cm = started_lab(cluster, cfg, tools, suite, out_dir, offline)
+        cfg = lab_config(plan, kubernetes_version, chosen)
+        lab_cm = started_lab(chosen, cfg, suite, out_dir, offline)
     console.print(
         f"qualify: {len(specs)} upstream DRA specs (Kubernetes {kubernetes_version})"
         + (f", {len(plan.skips)} of them SKIP on this cluster" if plan.skips else "")
@@ -243,9 +219,7 @@ def qualify(
         "junit": str(out_dir / "junit.xml"),
         "component logs": str(out_dir / "logs"),
     }
-    q = qualification.build(
-        outcomes, cluster, kubernetes_version, server, time.monotonic() - start, settings, diagnosis, owned=cluster != "kubeconfig"
-    )
+    q = qualification.build(outcomes, cluster, kubernetes_version, server, time.monotonic() - start, settings, diagnosis, owned=owned)
     _, as_html = qualification.write(q, out_dir)
     if not focus:  # a subset does not qualify a cluster
         qualification.record(q, out_dir)
@@ -254,7 +228,7 @@ def qualify(
             console.print(f"  FAIL {o.name}: {o.message.splitlines()[0][:200] if o.message else ''}", markup=False)
     for reason, n in qualification.skip_reasons(q):
         console.print(f"  SKIP ×{n}: {reason[:200]}", markup=False)
-    if cluster != "kubeconfig":
+    if owned:
         exit_if_left_behind([str(r) for r in residue.find(cfg.name)])
     console.print(f"{qualification.summary(q)}; {as_html}", markup=False)
     sys.exit(qualification.EXIT_CODES[q["outcome"]])

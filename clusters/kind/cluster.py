@@ -331,18 +331,6 @@ def require_kind_version(kubernetes_version: str) -> None:
         )
 
 
-def up_kind(cfg: ClusterConfig, offline: bool) -> KindCluster:
-    """`dralab up --cluster kind`: the lab as a kind cluster, with the reference drivers' image."""
-    from clusters.local.preflight import require_root
-    from clusters.provision import provision
-
-    require_root("up")
-    tools = provision(offline=offline)
-    cluster = KindCluster(cfg, tools, offline)
-    cluster.up(images=(tools.drivers_image,))
-    return cluster
-
-
 def kind_labs() -> list[str]:
     """The kind labs up (or not taken down): each keeps its state dir until `down`."""
     root = kind_dir()

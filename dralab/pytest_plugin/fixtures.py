@@ -72,7 +72,7 @@ def deploy_driver(lab: Lab, request: pytest.FixtureRequest) -> Iterator[DeployDr
     finally:
         # A lab dralab started goes down right after, unless kept up: removing the drivers from it
         # first (about 15 s a driver, waiting for its pods and slices to go) would be thrown away.
-        if lab.cfg is None or labs.kept_up(request.config):
+        if Capability.LAB_STARTS not in lab.capabilities or labs.kept_up(request.config):
             for profile, _ in deployed.values():
                 remove(lab, profile)
 

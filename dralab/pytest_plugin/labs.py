@@ -16,15 +16,12 @@ import pytest
 from clusters import plugin_calls
 from basics.children import interrupt_on_sigterm
 from clusters.config import ClusterConfig
-from clusters.kind.cluster import KindCluster
-from clusters.lab_configurations import SESSION_LAB, at_version, on_kind, renamed
-from clusters.local.cluster import LocalCluster
-from clusters.providers import Lab, kind_lab, kubeconfig_lab, local_lab
+from clusters.lab_configurations import SESSION_LAB, at_version, renamed
+from clusters.provider_registry import provider
+from clusters.providers import Capability, Lab, Provider
 from dralab.progress_lines import progress_note
 from dralab.pytest_plugin import fixture_values
 from drivers_under_test.profile import NO_HARDWARE
-
-Cluster = LocalCluster | KindCluster
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,6 +57,11 @@ def kubeconfig_server_version(config: pytest.Config) -> str:
     return config.stash[_server_version]
 
 
+def run_provider(config: pytest.Config) -> Provider:
+    """--cluster's provider."""
+    return provider(config.getoption("--cluster"))
+
+
 def lab_config(config: pytest.Config, cfg: ClusterConfig) -> ClusterConfig:
     """A lab configuration as this run starts it: named under --lab-prefix, on --kubernetes-version
     (without the gates it lacks), and for the session lab with the --hardware profile on every node
@@ -86,8 +88,8 @@ def logs_dir(config: pytest.Config) -> Path:
 
 
 def kept_up(config: pytest.Config) -> bool:
-    """Whether the labs dralab starts outlive the run: with --reuse-labs, but for kind's."""
-    return bool(config.getoption("--reuse-labs")) and config.getoption("--cluster") != "kind"
+    """Whether the labs dralab starts outlive the run: with --reuse-labs, on a provider that keeps them."""
+    return bool(config.getoption("--reuse-labs")) and Capability.REUSED_LABS in run_provider(config).capabilities
 
 
 def set_up_for(item: pytest.Item) -> list[Lab]:
@@ -95,113 +97,93 @@ def set_up_for(item: pytest.Item) -> list[Lab]:
     return list({id(v): v for v in fixture_values.of(item).values() if isinstance(v, Lab)}.values())
 
 
-# The local labs this run has up. A Ctrl-C during fixture teardown makes pytest skip the
+# The labs this run started and has up. A Ctrl-C during fixture teardown makes pytest skip the
 # finalizers after the interrupted one, so whatever is still up here goes at unconfigure (LAB-05).
-_labs_up = pytest.StashKey[list[Cluster]]()
-# Each owned lab's watch logs (clusters/watch_log.py) and when the run took the lab, by lab name.
+_labs_up = pytest.StashKey[list[Lab]]()
+# Each started lab's watch logs (clusters/watch_log.py) and when the run took the lab, by lab name.
 _watch_logs = pytest.StashKey[dict[str, tuple[list, datetime]]]()
 
 
-def _owned_cluster(config: pytest.Config, cfg: ClusterConfig) -> Cluster:
-    """A lab dralab starts for the run, on --cluster's provider (local or kind)."""
-    cfg = lab_config(config, cfg)
-    if config.getoption("--cluster") == "kind":
-        return _kind_cluster(config, on_kind(cfg))
-    cluster = LocalCluster.running(cfg) if config.getoption("--reuse-labs") else None
-    if cluster is not None:
-        progress_note(config, f"using lab {cfg.name}, up from an earlier run (--reuse-labs)")
+def _name(lab: Lab) -> str:
+    return lab.started_config("naming its logs").name
+
+
+def _started_lab(config: pytest.Config, cfg: ClusterConfig) -> Lab:
+    """A lab dralab starts for the run on --cluster's provider (with --reuse-labs, one up from an
+    earlier run, where the provider keeps them), its watch logs started."""
+    chosen = run_provider(config)
+    cfg = chosen.for_run(lab_config(config, cfg))
+    lab = chosen.running(cfg) if kept_up(config) else None
+    if lab is not None:
+        progress_note(config, f"using {chosen.lab_noun} {cfg.name}, up from an earlier run (--reuse-labs)")
     else:
-        progress_note(config, f"starting lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
-        cluster = LocalCluster.up(cfg)
-    config.stash.setdefault(_labs_up, []).append(cluster)
-    _start_watch_logs(config, cluster)
-    return cluster
-
-
-def _kind_cluster(config: pytest.Config, cfg: ClusterConfig) -> KindCluster:
-    """The lab's nodes, gates, runtime-config, slice-only nodes and hardware as a kind cluster
-    (clusters/kind), with the reference drivers' image loaded."""
-    from clusters.provision import provision
-
-    tools = provision()
-    cluster = KindCluster(cfg, tools)
-    progress_note(config, f"starting kind lab {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
-    cluster.up(images=(tools.drivers_image,))
-    config.stash.setdefault(_labs_up, []).append(cluster)
-    _start_watch_logs(config, cluster)
-    return cluster
-
-
-def _start_watch_logs(config: pytest.Config, cluster: Cluster) -> None:
+        progress_note(config, f"starting {chosen.lab_noun} {cfg.name}: {cfg.nodes} nodes, {cfg.slice_only_nodes} slice-only")
+        lab = chosen.up(cfg)
+    config.stash.setdefault(_labs_up, []).append(lab)
     from clusters import watch_log
-    from clusters.api_client import client_for
 
-    api = client_for(cluster.kubeconfig)
-    config.stash.setdefault(_watch_logs, {})[cluster.cfg.name] = (watch_log.start_all(api, cluster.log_dir), datetime.now(timezone.utc))
-
-
-def _owned_lab(cluster: Cluster) -> Lab:
-    return local_lab(cluster) if isinstance(cluster, LocalCluster) else kind_lab(cluster)
+    config.stash.setdefault(_watch_logs, {})[cfg.name] = (watch_log.start_all(lab.api(), lab.log_dir), datetime.now(timezone.utc))
+    return lab
 
 
-def _down(config: pytest.Config, cluster: Cluster) -> None:
+def _down(config: pytest.Config, lab: Lab) -> None:
     """Tear a lab down (with --reuse-labs, leave it to the next run), its component logs first
     copied under the results dir: every log path a report names must outlive the lab (LAB-07)."""
-    config.stash[_labs_up].remove(cluster)
-    watch_logs, taken = config.stash.get(_watch_logs, {}).pop(cluster.cfg.name, ([], None))
+    config.stash[_labs_up].remove(lab)
+    name = _name(lab)
+    watch_logs, taken = config.stash.get(_watch_logs, {}).pop(name, ([], None))
     for log in watch_logs:
         log.stop()
     try:
-        shutil.copytree(cluster.log_dir, logs_dir(config) / cluster.cfg.name, dirs_exist_ok=True)
+        shutil.copytree(lab.log_dir, logs_dir(config) / name, dirs_exist_ok=True)
         # Every call between the lab's kubelets and plugins and every claim, slice and pod seen, beside the report (MUT-03).
-        plugin_calls.append_to_run_trace(
-            cluster.log_dir, cluster.cfg.name, Path(config.getoption("--results-dir")) / "trace.jsonl", since=taken
-        )
+        plugin_calls.append_to_run_trace(lab.log_dir, name, Path(config.getoption("--results-dir")) / "trace.jsonl", since=taken)
     finally:
         if not kept_up(config):
-            cluster.down()
+            lab.down()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    up: list[Cluster] = config.stash.get(_labs_up, [])
-    for cluster in list(up):
+    up: list[Lab] = config.stash.get(_labs_up, [])
+    for lab in list(up):
         if not config.getoption("--reuse-labs"):
-            print(f"tearing down lab {cluster.cfg.name}, left up by an interrupted teardown")
-        _down(config, cluster)
+            print(f"tearing down lab {_name(lab)}, left up by an interrupted teardown")
+        _down(config, lab)
 
 
 @pytest.fixture(scope="session")
 def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     option = request.config.getoption
-    if option("--cluster") == "kubeconfig":
+    chosen = run_provider(request.config)
+    if Capability.LAB_STARTS not in chosen.capabilities:
         kubeconfig = option("--kubeconfig")
         if not kubeconfig or not Path(kubeconfig).exists():
-            raise pytest.UsageError(f"--cluster=kubeconfig needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
+            raise pytest.UsageError(f"--cluster={chosen.name} needs --kubeconfig PATH of an existing file (got {kubeconfig!r})")
         from clusters.provision import provision
 
         logs = Path(tempfile.mkdtemp(prefix="dralab-logs-"))
         try:
-            yield kubeconfig_lab(Path(kubeconfig), provision(offline=True).kubectl, logs, option("--kubelet-root-dir"))
+            yield chosen.attach(Path(kubeconfig), provision(offline=True).kubectl, logs, option("--kubelet-root-dir"))
         finally:
             with contextlib.suppress(OSError):  # kept when something was written there
                 logs.rmdir()
         return
-    cluster = _owned_cluster(request.config, SESSION_LAB)
+    session = _started_lab(request.config, SESSION_LAB)
     try:
-        yield _owned_lab(cluster)
+        yield session
     finally:
-        _down(request.config, cluster)
+        _down(request.config, session)
 
 
-# The extra labs up, by the configuration's name: (LocalCluster or KindCluster, the run's Lab of it).
-_extra_labs = pytest.StashKey[dict[str, tuple[Cluster, Lab]]]()
+# The extra labs up, by the configuration's name.
+_extra_labs = pytest.StashKey[dict[str, Lab]]()
 # The fixtures that have given each extra lab (by id of its Lab) to a test.
 _lab_fixtures = pytest.StashKey[dict[int, set[str]]]()
 
 
 @pytest.fixture(scope="session")
 def extra_lab(request: pytest.FixtureRequest) -> Iterator[Callable[[ClusterConfig], Lab]]:
-    """Start further labs (other feature gates, other paths) on the run's provider, local or kind.
+    """Start further labs (other feature gates, other paths) on the run's provider.
     Each is torn down after the last test that needs it (_down_labs_done_with), the rest at the
     end: a lab left up idle (a hundred kwok nodes renewing their leases) takes the CPU the
     tests after it need."""
@@ -209,15 +191,14 @@ def extra_lab(request: pytest.FixtureRequest) -> Iterator[Callable[[ClusterConfi
 
     def start(cfg: ClusterConfig) -> Lab:
         if cfg.name not in started:
-            cluster = _owned_cluster(request.config, cfg)
-            started[cfg.name] = (cluster, _owned_lab(cluster))
-        return started[cfg.name][1]
+            started[cfg.name] = _started_lab(request.config, cfg)
+        return started[cfg.name]
 
     try:
         yield start
     finally:
-        for cluster, _ in started.values():
-            _down(request.config, cluster)
+        for extra in started.values():
+            _down(request.config, extra)
         started.clear()
 
 
@@ -240,7 +221,7 @@ def _down_labs_done_with(item: pytest.Item) -> None:
             given.setdefault(id(value), set()).add(name)
     items = item.session.items
     later = items[items.index(item) + 1 :] if item in items else []
-    for key, (cluster, lab) in list(started.items()):
+    for key, lab in list(started.items()):
         if not any(name in getattr(i, "fixturenames", ()) for i in later for name in given.get(id(lab), ())):
             del started[key]
-            _down(item.config, cluster)
+            _down(item.config, lab)

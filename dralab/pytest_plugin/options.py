@@ -10,6 +10,7 @@ import pytest
 from clusters import versions
 from basics.errors import BadInput
 from clusters.lab_configurations import PREFIX, SESSION_LAB
+from clusters.provider_registry import DEFAULT, PROVIDERS
 from dralab.progress_lines import PLUGIN_NAME, Progress
 from dralab.shards import parse as parse_shard
 from drivers_under_test.profile import NO_HARDWARE
@@ -19,11 +20,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dralab")
     group.addoption(
         "--cluster",
-        choices=("local", "kubeconfig", "kind"),
-        default="local",
-        help="local: start the embedded lab (default); kubeconfig: use an existing cluster; "
-        "kind: start a kind cluster (clusters/kind: a running Docker engine or Debian's dockerd, kind and its "
-        "node image built offline; emulated hardware, slice-only nodes by kwok)",
+        # The registry's live view: a provider registered after this is offered too.
+        choices=PROVIDERS.keys(),
+        default=DEFAULT,
+        help="; ".join(f"{p.name}: {p.description}{' (default)' if p.name == DEFAULT else ''}" for p in PROVIDERS.values()),
     )
     group.addoption("--kubeconfig", default=None, help="kubeconfig of the cluster for --cluster=kubeconfig")
     group.addoption("--kubelet-root-dir", default="/var/lib/kubelet", help="the kubelet root dir of a --cluster=kubeconfig cluster's nodes")

@@ -9,6 +9,7 @@ from typing import Callable
 import pytest
 
 from basics.junit_properties import REQUIREMENT
+from clusters.providers import Capability
 from dralab import shards as shards_of_run
 from dralab.pytest_plugin import labs
 from dralab.shards import parse as parse_shard
@@ -71,13 +72,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def _skip_where_not_applicable(item: pytest.Item) -> None:
     """A requirement that shipped after the labs' Kubernetes version, or whose gates that version
-    lacks, does not apply: SKIP before any lab starts for it. On a kubeconfig cluster only its
+    lacks, does not apply: SKIP before any lab starts for it. On a cluster dralab did not start only its
     version decides (whether its gates are on is the cluster's own: its tests find out)."""
     config = item.config
     if item.get_closest_marker("e2e") is None:
         return
     ids = requirement_ids(item)
-    if config.getoption("--cluster") == "kubeconfig":
+    if Capability.LAB_STARTS not in labs.run_provider(config).capabilities:
         kubeconfig = config.getoption("--kubeconfig")
         if not (kubeconfig and Path(kubeconfig).exists()) or not any(r.since for i in ids if (r := catalogue.get(i))):
             return  # (a missing kubeconfig is the lab fixture's usage error)

@@ -49,14 +49,13 @@ def _progress(line: str) -> None:
 
 def _on_lab(cfg, work: Callable[[Any], Any]) -> Any:
     """`work(lab)` on a lab of `cfg` started for it and torn down afterwards, whatever happens."""
-    from clusters.local.cluster import LocalCluster
-    from clusters.providers import local_lab
+    from clusters.local.provider import LOCAL
 
-    cluster = LocalCluster.up(cfg, offline=True)
+    lab = LOCAL.up(cfg, offline=True)
     try:
-        return work(local_lab(cluster))
+        return work(lab)
     finally:
-        cluster.down()
+        lab.down()
 
 
 def _startup_lab(profile: DriverProfile | None) -> ClusterConfig:

@@ -23,7 +23,8 @@ from basics.errors import LabBroken
 from clusters.lab_configurations import renamed, scale
 from clusters.local import metrics
 from clusters.local.cluster import LocalCluster
-from clusters.providers import Lab, local_lab
+from clusters.local.provider import local_lab
+from clusters.providers import Lab
 from suites.derived_attributes import scale as da_scale
 from suites.framework import claims, namespaces, pod_watch
 from suites.framework.figures import percentiles

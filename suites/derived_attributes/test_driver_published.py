@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 from basics.errors import HarnessError
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy
 from drivers_under_test.profile import DriverProfile, load_profile
@@ -54,7 +54,7 @@ def net(lab: Lab, deploy_driver, request: pytest.FixtureRequest) -> DriverProfil
         pytest.skip(
             "these checks pair dralab's reference GPU and VF drivers; the drivers --driver names are checked by test_driver_under_test.py"
         )
-    if lab.cfg is None or not lab.cfg.hardware:
+    if Capability.EMULATED_HARDWARE not in lab.capabilities or not lab.started_config("the reference drivers").hardware:
         pytest.skip("the reference drivers run on the emulated hardware of a lab dralab started")
     deploy_driver("gpu")
     return deploy_driver("net")

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 import pytest
 from kubernetes import client
 
+from clusters import providers
 from clusters.providers import Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import deploy, remove
@@ -218,7 +219,7 @@ def test_running_pods_keep_their_files_across_a_driver_restart(
     dirs = s.cdi_dirs(evidence)
     before = _observed(s, dirs)
     evidence.add("before the driver restart", before)
-    stale = _plant_stale_files(lab, s, dirs) if lab.cfg is not None else []
+    stale = _plant_stale_files(lab, s, dirs) if providers.Capability.HOST_ACCESS in lab.capabilities else []
     try:
         metadata_driver.restart_on(api, s.node)
         after = _observed(s, dirs)

@@ -27,8 +27,7 @@ HEALTH_TIMEOUT = 30
 def gpus(lab: Lab, plugin: DriverUnderTest, node: str) -> list[str]:
     """The node's emulated GPUs by profile name (gpu0, gpu1, ...): what the plugin must advertise."""
     plugin.requires_hardware("this check counts the GPUs dralab's emulated hardware gives each node")
-    cfg = lab.started_config("counting the emulated GPUs")
-    return [f.name for f in HardwareLab(cfg.hardware_site()).node(node).plan.functions if f.kind == "gpu"]
+    return [f.name for f in HardwareLab(lab.hardware_site("counting the emulated GPUs")).node(node).plan.functions if f.kind == "gpu"]
 
 
 def plugin_pod(api, plugin: DriverUnderTest, node: str) -> str:

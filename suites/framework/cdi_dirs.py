@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Protocol
 
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 
 # containerd's own defaults (internal/cri/config/config_unix.go; the --config flag's default).
 DEFAULT_CONFIG = "/etc/containerd/config.toml"
@@ -129,7 +129,7 @@ def of_node(files: NodeReader, node: str) -> CdiDirs:
             True,
             f"the CDI defaults: the node's runtime is {runtime}, not containerd, and dralab reads only containerd's configuration",
         )
-    if files.lab.local is not None:
+    if Capability.HOST_PROCESSES in files.lab.capabilities:
         pid = files.lab.local_node(node).component("containerd").pid
         main = local_config_path(f"/proc/{pid}/cmdline")
     else:

@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 from kubernetes import client
 
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from drivers_under_test.deploy import deploy, remove
 from drivers_under_test.profile import load_profile
 from suites.framework import slices
@@ -20,10 +20,10 @@ from suites.framework.verdicts import skip
 
 def unavailable(lab: Lab) -> str | None:
     """Why the second driver cannot run on `lab`, None if it can."""
-    if lab.cfg is None or not lab.cfg.hardware:
+    if Capability.EMULATED_HARDWARE not in lab.capabilities or not lab.started_config("the second driver").hardware:
         return (
             "the second driver is dralab's reference GPU driver, which needs a lab with emulated GPUs, and "
-            f"this {lab.provider} lab has none (a lab gets the hardware its driver profile names)"
+            f"this {lab.provider.name} lab has none (a lab gets the hardware its driver profile names)"
         )
     return None
 

@@ -21,7 +21,7 @@ def identities(lab: Lab, node: str, kinds: tuple[str, ...] = KINDS) -> dict[str,
     """UUID or PCI address -> name (gpu0, ...) of every emulated device of `node` of one of
     `kinds` (the hardware plan is read once, however many devices are then looked up)."""
     out = {}
-    for f in HardwareLab(lab.started_config("identifying the emulated devices").hardware_site()).node(node).plan.functions:
+    for f in HardwareLab(lab.hardware_site("identifying the emulated devices")).node(node).plan.functions:
         if f.kind in kinds:
             out.update({key: f.name for key in (f.gpu["uuid"] if f.gpu else None, f.bdf) if key})
     return out
@@ -36,7 +36,7 @@ def named(ids: dict[str, str], device: dict[str, Any]) -> str | None:
 def pci_devices(lab: Lab, node: str) -> dict[str, contract.PciDevice]:
     """BDF -> each PCI function of `node` as its sysfs tree serves it (what drivers read): the
     Root Complex its /sys/bus/pci/devices link resolves under, its numa_node, and for a GPU its UUID."""
-    hardware = HardwareLab(lab.started_config("reading the emulated devices' sysfs entries").hardware_site()).node(node)
+    hardware = HardwareLab(lab.hardware_site("reading the emulated devices' sysfs entries")).node(node)
     uuids = {f.bdf: str(f.gpu["uuid"]) for f in hardware.plan.functions if f.gpu and f.gpu.get("uuid")}
     out = {}
     for link in sorted((hardware.sys_root / "bus" / "pci" / "devices").iterdir()):

@@ -687,7 +687,7 @@ def _recorded_calls(lab: Lab, driver: DriverUnderTest, run: generated.Run, evide
     the prepares of every claim of the generated pods that started among them (the subject,
     before its properties)."""
     if lab.plugin_registries is None:
-        pytest.skip(f"the {lab.provider} provider's nodes run no plugin recorder: no kubelet-plugin call is recorded")
+        pytest.skip(f"the {lab.provider.name} provider's nodes run no plugin recorder: no kubelet-plugin call is recorded")
     if run.skipped:
         pytest.skip(run.skipped)
     if not run.started:

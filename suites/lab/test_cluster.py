@@ -15,7 +15,7 @@ from kubernetes import client
 from clusters import versions
 from basics.errors import HarnessError
 from clusters.local.configs import NRI_SOCKET
-from clusters.providers import Lab, NodeHandle
+from clusters.providers import Capability, Lab, NodeHandle
 from clusters.provision import provision
 from suites.framework import pods, slices, spec_drift
 from suites.framework.claims import ClaimBuilder
@@ -33,8 +33,8 @@ def test_every_kubelet_node_is_ready_at_the_pinned_version(lab: Lab, api) -> Non
         node = nodes[handle.name]
         ready = {c.type: c.status for c in node.status.conditions}["Ready"]
         assert ready == "True", f"{handle.name} Ready={ready}: {node.status.conditions}"
-        if lab.provider == "local":
-            assert node.status.node_info.kubelet_version == lab.cfg.kubernetes_version
+        if Capability.HOST_PROCESSES in lab.capabilities:  # the components dralab built and runs
+            assert node.status.node_info.kubelet_version == lab.local_cluster("its versions").cfg.kubernetes_version
             assert node.status.node_info.container_runtime_version == f"containerd://{versions.CONTAINERD.lstrip('v')}"
     assert len(lab.nodes) >= 2, f"LAB-03 needs at least 2 kubelet nodes, the cluster has {[n.name for n in lab.nodes]}"
 

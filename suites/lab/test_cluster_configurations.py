@@ -7,7 +7,7 @@ import uuid
 import pytest
 from kubernetes import client
 
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from suites.derived_attributes.checks import numa_pair
 from suites.framework import claims, pods
 from suites.framework.pods import PodBuilder
@@ -22,7 +22,8 @@ def served_resource_versions(api) -> set[str]:
 
 @pytest.mark.requirement("LAB-02")
 def test_cluster_with_derived_attributes_gate_on_serves_the_field(lab: Lab, api, namespace: str) -> None:
-    if lab.cfg is None or not lab.cfg.feature_gates.get("DRADerivedAttributes"):
+    gates = lab.started_config("its feature gates").feature_gates if Capability.LAB_STARTS in lab.capabilities else {}
+    if not gates.get("DRADerivedAttributes"):
         pytest.skip("needs the session lab started with DRADerivedAttributes=true")
     sent = numa_pair()
     stored = claims.read(api, namespace, claims.create(api, namespace, sent))
@@ -35,9 +36,10 @@ def test_runtime_config_is_applied_per_cluster(lab: Lab, gates_off_lab: Lab) -> 
     assert served_resource_versions(lab.api()) == {"v1"}, "the session lab serves only the default version"
 
 
-# On a kubeadm node (kind), kubeadm's own files (the kubelet's config, its flags, the instance config
-# of kubeadm >= 1.34) and the kubelet's certificates (--cert-dir's default, which kubeadm's
-# kubelet.conf names) stay under the default root whatever --root-dir says.
+# On a node whose kubelet kubeadm configures (kind's, not one dralab runs itself), kubeadm's own
+# files (the kubelet's config, its flags, the instance config of kubeadm >= 1.34) and the
+# kubelet's certificates (--cert-dir's default, which kubeadm's kubelet.conf names) stay under the
+# default root whatever --root-dir says.
 KUBEADM_FILES = {"config.yaml", "kubeadm-flags.env", "instance-config.yaml", "pki"}
 
 
@@ -63,5 +65,5 @@ def test_non_default_kubelet_root_dir_holds_pod_volumes(gates_off_lab: Lab) -> N
     # k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1 (KubeletSocket), whatever --root-dir says.
     default = node.host_path("/var/lib/kubelet")
     written = {p.name for p in default.iterdir()} if default.exists() else set()
-    allowed = {"device-plugins"} | (KUBEADM_FILES if gates_off_lab.provider == "kind" else set())
+    allowed = {"device-plugins"} | (set() if Capability.HOST_PROCESSES in gates_off_lab.capabilities else KUBEADM_FILES)
     assert written <= allowed, f"kubelet wrote {sorted(written - allowed)} under the default root dir {default}"

@@ -14,7 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from clusters import audit
 from clusters.plugin_calls import PluginCall
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import PROFILE_LABEL
 from suites.framework import claims, identities, pods, slices
@@ -191,11 +191,12 @@ def refused_by_the_cluster(lab: Lab, driver: DriverUnderTest) -> list[audit.Stat
     """The driver's status writes of this run that the API server refused for a status field the
     write did not send (the audit log of a local lab; none known elsewhere): ST-09's finding, the
     cluster's fault, not the driver's."""
-    if lab.audit_log is None:
+    if Capability.AUDIT_LOG not in lab.capabilities:
         return []
     account = f"system:serviceaccount:{driver.profile.namespace}:"
     since = lab.taken.strftime("%Y-%m-%dT%H:%M:%S")
-    return [w for w in audit.status_writes(lab.audit_log) if w.user.startswith(account) and w.time >= since and w.refused_for_unsent()]
+    writes = audit.status_writes(lab.audit_log("ST-09's finding"))
+    return [w for w in writes if w.user.startswith(account) and w.time >= since and w.refused_for_unsent()]
 
 
 def blocked_by_the_cluster(lab: Lab, driver: DriverUnderTest) -> Blocked | None:
@@ -206,13 +207,14 @@ def blocked_by_the_cluster(lab: Lab, driver: DriverUnderTest) -> Blocked | None:
         return None
     claims_named = sorted({f"{w.namespace}/{w.claim}" for w in refused})
     first = refused[0]
+    log = lab.audit_log("naming the audit log")
     return Blocked(
         "ST-09",
         f"the API server refused {len(refused)} status write(s) of {driver.name} ({first.user}) to "
         f"{len(claims_named)} claim(s) ({', '.join(claims_named[:3])}) for "
         f"status.{' and status.'.join(first.refused_for_unsent())}, which the write did not send: "
         f"{first.message!r} ({first.time}, {first.verb} of {first.namespace}/{first.claim}; "
-        f"the API server's audit log {lab.audit_log}). The cluster's fault (ST-09), so no verdict "
+        f"the API server's audit log {log}). The cluster's fault (ST-09), so no verdict "
         "on the driver's status",
     )
 

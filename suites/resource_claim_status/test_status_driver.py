@@ -57,7 +57,7 @@ def test_no_entry_of_the_run_appeared_before_its_claim_was_asked_to_be_prepared(
     """ST-01 over the whole trace: every claim the run created (the generated workloads' among
     them when the KP suite ran first), not only this check's own."""
     if lab.plugin_registries is None:
-        pytest.skip(f"the {lab.provider} provider's nodes run no plugin recorder: when prepare was asked is not known")
+        pytest.skip(f"the {lab.provider.name} provider's nodes run no plugin recorder: when prepare was asked is not known")
     checks.settled(observed, evidence)  # the subject: the observed claim's entries, in the claim log too
     uid = observed.read()["metadata"]["uid"]
 

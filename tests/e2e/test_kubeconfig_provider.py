@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.requirement("LAB-06")
 def test_suites_run_against_an_existing_cluster_through_its_kubeconfig(lab: Lab) -> None:
-    if lab.local is None:
+    if Capability.HOST_PROCESSES not in lab.capabilities:
         pytest.skip("already running with --cluster=kubeconfig")
     result = subprocess.run(
         [

@@ -15,7 +15,8 @@ from clusters.config import ClusterConfig
 from clusters.lab_configurations import PREFIX, renamed
 from clusters.local import kwok
 from clusters.local.cluster import LocalCluster, remove
-from clusters.providers import Lab, local_lab
+from clusters.local.provider import local_lab
+from clusters.providers import Lab
 from suites.framework import claims, namespaces, pods, slices
 from suites.framework.claims import ClaimBuilder
 from suites.framework.pods import PodBuilder

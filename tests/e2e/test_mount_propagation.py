@@ -15,7 +15,8 @@ from clusters.config import ClusterConfig, labs_root
 from clusters.lab_configurations import PREFIX, renamed
 from clusters.local.cluster import LocalCluster, remove
 from clusters.local.node import LocalNode
-from clusters.providers import Lab, local_lab
+from clusters.local.provider import local_lab
+from clusters.providers import Lab
 from suites.framework import namespaces, pods
 from suites.framework.pods import PodBuilder
 from suites.framework.waits import wait_for

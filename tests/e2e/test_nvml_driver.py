@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from fake_hardware import nvml
 from fake_hardware.lab import HardwareLab
 from suites.framework import claims, pods
@@ -27,7 +27,7 @@ SYSFS_DRIVER, NVML_DRIVER = "gpu.dralab.dev", "gpu-nvml.dralab.dev"
 
 @pytest.fixture(scope="module")
 def both(lab: Lab, deploy_driver) -> Lab:
-    if lab.local is None or not lab.local.cfg.hardware:
+    if Capability.HOST_PROCESSES not in lab.capabilities or not lab.local_cluster("its hardware").cfg.hardware:
         pytest.skip("needs the local lab with emulated hardware")
     deploy_driver("gpu")
     deploy_driver("gpu-nvml")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from clusters.providers import Lab
+from clusters.providers import Capability, Lab
 from drivers_under_test.profile import load_profile, shipped_profiles
 from fake_hardware.lab import HardwareLab
 from suites.framework import claims, pods
@@ -29,7 +29,7 @@ METADATA_DIR = "/var/run/kubernetes.io/dra-device-attributes/resourceclaims"
 
 @pytest.fixture(scope="module")
 def reference_drivers(lab: Lab, deploy_driver) -> Lab:
-    if lab.local is None or not lab.local.cfg.hardware:
+    if Capability.HOST_PROCESSES not in lab.capabilities or not lab.local_cluster("its hardware").cfg.hardware:
         pytest.skip("needs the local lab with emulated hardware")
     for name in ("gpu", "net", "fake-gpu-plugin"):
         deploy_driver(name)
@@ -46,7 +46,7 @@ def assert_unhealthy_gpu_leaves_the_slice_and_returns(lab: Lab, api, driver: str
     device = gpu.replace("gpu", "gpu-")
     names = lambda: [d["name"] for d in slices_by_node(api, driver)[node]]  # noqa: E731
     assert device in names(), f"{device} is not in {driver}'s slice on {node} to begin with"
-    hardware = HardwareLab(lab.local.cfg.hardware_site())
+    hardware = HardwareLab(lab.local_cluster("its hardware").cfg.hardware_site())
     hardware.set_gpu_health(node, gpu, healthy=False)
     try:
         wait_for(f"{device} withdrawn from {driver}'s slice on {node}", lambda: device not in names(), 20)
@@ -241,10 +241,10 @@ def test_driver_follows_a_non_default_kubelet_root_dir(lab: Lab, extra_lab) -> N
     from drivers_under_test.deploy import deploy, remove
     from clusters.lab_configurations import GATES_OFF
 
-    if lab.local is None:
+    if Capability.HOST_PROCESSES not in lab.capabilities:
         pytest.skip("needs local labs")
     other = extra_lab(GATES_OFF)
-    api, node = other.api(), other.local.nodes[0]
+    api, node = other.api(), other.local_cluster("its nodes").nodes[0]
     profile = load_profile("gpu")
     deploy(other, profile)
     try:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from clusters.config import ClusterConfig
+from clusters.provider_registry import provider
 from clusters.providers import Lab
 from fake_hardware.lab import HardwareLab
 from suites.kubelet_plugin import emulated
 
 CFG = ClusterConfig(name="ids", nodes=1, hardware={"node-1": "dgx-like"})
-LAB = Lab("local", Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=CFG)
+LAB = Lab(provider("local"), Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=CFG)
 
 
 def test_a_published_device_is_found_by_its_uuid_or_pci_address() -> None:
@@ -31,7 +32,7 @@ def test_on_a_cluster_dralab_did_not_start_the_check_does_not_apply_rather_than_
 
     from basics.errors import NotSupported
 
-    theirs = Lab("kubeconfig", Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
+    theirs = Lab(provider("kubeconfig"), Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
     with pytest.raises(
         NotSupported, match="identifying the emulated devices needs emulated hardware, which the kubeconfig provider does not give"
     ):

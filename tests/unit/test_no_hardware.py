@@ -10,6 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from basics.errors import BadInput
+from clusters.config import ClusterConfig
+from clusters.provider_registry import provider
+from clusters.providers import Lab
 from drivers_under_test.deploy import _check_hardware, render
 from drivers_under_test.profile import SysfsExposure, load_profile
 from drivers_under_test.validate import validate
@@ -35,8 +38,8 @@ def profile_file(tmp_path: Path, text: str = PROFILE) -> str:
     return str(tmp_path / "cpu-only.yaml")
 
 
-def lab_with(hardware: dict[str, str]) -> SimpleNamespace:
-    return SimpleNamespace(cfg=SimpleNamespace(name="plain", hardware=hardware))
+def lab_with(hardware: dict[str, str]) -> Lab:
+    return Lab(provider("local"), Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=ClusterConfig(name="plain", hardware=hardware))
 
 
 def test_no_hardware_means_no_sysfs_mounts(tmp_path: Path) -> None:
@@ -51,9 +54,9 @@ def test_no_hardware_means_no_sysfs_mounts(tmp_path: Path) -> None:
 
 
 def test_deploys_on_a_lab_without_hardware(tmp_path: Path) -> None:
-    _check_hardware(lab_with({}), load_profile(profile_file(tmp_path)))  # type: ignore[arg-type]  # lab_with's stand-in for the Lab
+    _check_hardware(lab_with({}), load_profile(profile_file(tmp_path)))
     with pytest.raises(BadInput, match=r"expects emulated hardware 'dgx-like'.*dralab up --hardware dgx-like"):
-        _check_hardware(lab_with({}), load_profile("gpu"))  # type: ignore[arg-type]  # lab_with's stand-in for the Lab
+        _check_hardware(lab_with({}), load_profile("gpu"))
 
 
 @pytest.mark.parametrize(

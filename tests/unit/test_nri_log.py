@@ -4,6 +4,7 @@ plugins since the run took the lab, node by node, and the closing of a plugin na
 from datetime import datetime, timezone
 from pathlib import Path
 
+from clusters.provider_registry import provider
 from clusters.providers import Lab
 from suites.framework import nri
 from suites.framework.evidence import Evidence
@@ -20,7 +21,9 @@ def _lab(tmp_path: Path, *lines: str) -> Lab:
     (tmp_path / "node-2").mkdir()
     (tmp_path / "node-2" / "node-2-containerd.log").write_text("\n".join(lines) + "\n")
     (tmp_path / "node-2" / "node-2-kubelet.log").write_text(CLOSED + "\n")  # not containerd's
-    return Lab(provider="fake", kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=tmp_path, nodes=[], taken=TAKEN)
+    return Lab(
+        provider=provider("kubeconfig"), kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=tmp_path, nodes=[], taken=TAKEN
+    )
 
 
 def test_the_run_s_lines_against_nri_plugins_are_quoted_with_their_node(tmp_path: Path) -> None:

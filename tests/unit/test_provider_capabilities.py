@@ -1,4 +1,4 @@
-"""What each provider's labs can do (clusters/providers.py CAPABILITIES): a check asks for what it
+"""What each provider's labs can do (its Provider.capabilities): a check asks for what it
 needs, and on a lab without it SKIPs naming what it needed; what dralab restarts under a pod follows."""
 
 from __future__ import annotations
@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from basics.errors import NotSupported
+from clusters.provider_registry import provider
 from clusters.providers import Capability, Lab
 
 
-def _lab(provider: str) -> Lab:
-    return Lab(provider, Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
+def _lab(name: str) -> Lab:
+    return Lab(provider(name), Path("kubeconfig"), Path("kubectl"), Path("logs"), [])
 
 
 def test_each_provider_gives_what_its_labs_can_do_and_restarts_follow() -> None:

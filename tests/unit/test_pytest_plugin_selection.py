@@ -124,12 +124,14 @@ from pathlib import Path
 import pytest
 
 from basics.errors import LabBroken
+from clusters.provider_registry import provider
 from clusters.providers import Lab
 
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
-    return Lab(provider="fake", kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=tmp_path_factory.mktemp("logs"), nodes=[])
+    logs = tmp_path_factory.mktemp("logs")
+    return Lab(provider=provider("kubeconfig"), kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=logs, nodes=[])
 
 
 def test_breaks(lab):

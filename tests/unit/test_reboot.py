@@ -143,10 +143,11 @@ def test_what_a_lab_lets_dralab_restart_depends_on_who_runs_its_nodes() -> None:
     from pathlib import Path
 
     from clusters.config import ClusterConfig
+    from clusters.provider_registry import provider
     from clusters.providers import Lab
 
-    def lab(provider: str, cfg: ClusterConfig | None, local: object = None) -> Lab:
-        return Lab(provider, Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=cfg, local=local)  # type: ignore[arg-type]  # local: any stand-in, the check reads only whether there is one
+    def lab(name: str, cfg: ClusterConfig | None, local: object = None) -> Lab:
+        return Lab(provider(name), Path("kubeconfig"), Path("kubectl"), Path("logs"), [], cfg=cfg, local=local)  # type: ignore[arg-type]  # local: any stand-in, the check reads only whether there is one
 
     assert lab("kubeconfig", None).restartable == ()
     assert lab("kind", ClusterConfig()).restartable == ("kubelet", "containerd"), "a kind node is not rebooted"

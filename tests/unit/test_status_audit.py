@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters import audit
+from clusters.provider_registry import provider
 from clusters.providers import Lab
 from drivers_under_test.profile import load_profile
 from suites.framework.drivers import DriverUnderTest
@@ -61,12 +62,11 @@ def lab_with(tmp_path: Path, *lines: str) -> Lab:
     log = tmp_path / audit.LOG_NAME
     log.write_text("".join(f"{line}\n" for line in lines) + '{"kind": "Event", "verb": "pa')  # a line being written
     return Lab(
-        provider="local",
+        provider=provider("local"),
         kubeconfig=Path("/dev/null"),
         kubectl=Path("/bin/true"),
         log_dir=tmp_path,
         nodes=[],
-        audit_log=log,
         taken=datetime(2026, 12, 1, 16, 0, tzinfo=timezone.utc),
     )
 
@@ -79,12 +79,12 @@ def test_the_policy_logs_claim_status_writes_alone(tmp_path: Path) -> None:
 
 def test_an_apply_refused_for_the_allocation_it_did_not_send_blocks_the_drivers_status_checks(tmp_path: Path) -> None:
     lab = lab_with(tmp_path, event("patch", 200, APPLY), event("patch", 422, APPLY, message=REFUSAL))
-    (write,) = audit.status_writes(lab.audit_log)[1:]
+    (write,) = audit.status_writes(lab.audit_log("reading it"))[1:]
     assert write.refused and write.refused_for_unsent() == ["allocation"]
     blocked = checks.blocked_by_the_cluster(lab, NET)
     assert blocked is not None and blocked.by == "ST-09"
     assert "refused 1 status write(s) of vf.dralab.dev" in str(blocked) and "ns/c" in str(blocked)
-    assert "field cannot be modified once set" in str(blocked) and str(lab.audit_log) in str(blocked)
+    assert "field cannot be modified once set" in str(blocked) and str(lab.audit_log("naming it")) in str(blocked)
 
 
 def test_refusals_that_are_the_drivers_block_nothing(tmp_path: Path) -> None:
@@ -97,11 +97,11 @@ def test_refusals_that_are_the_drivers_block_nothing(tmp_path: Path) -> None:
         event("patch", 422, APPLY, user="system:serviceaccount:other:driver", message=REFUSAL),  # not this driver
         event("patch", 422, APPLY, message=REFUSAL, time=earlier),
     )  # before this run took the lab
-    assert len(audit.status_writes(lab.audit_log)) == 5
+    assert len(audit.status_writes(lab.audit_log("reading it"))) == 5
     assert checks.blocked_by_the_cluster(lab, NET) is None
 
 
 def test_a_cluster_without_an_audit_log_blocks_nothing(tmp_path: Path) -> None:
-    lab = Lab(provider="kubeconfig", kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=tmp_path, nodes=[])
+    lab = Lab(provider=provider("kubeconfig"), kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=tmp_path, nodes=[])
     assert checks.blocked_by_the_cluster(lab, NET) is None
     assert audit.status_writes(tmp_path / "absent.log") == []

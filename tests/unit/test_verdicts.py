@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from clusters.provider_registry import provider
 from clusters.providers import Lab
 from dralab.pytest_plugin import lab_health
 
@@ -26,7 +27,7 @@ def lab(tmp_path_factory):
     (logs / "node-1").mkdir()
     (logs / "node-1" / "node-1-kubelet.log").write_text("logged before the test\\n")
     (logs / "etcd.log").write_text("etcd was quiet\\n")
-    return Lab(provider="fake", kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=logs, nodes=[])
+    return Lab(provider=provider("kubeconfig"), kubeconfig=Path("/dev/null"), kubectl=Path("/bin/true"), log_dir=logs, nodes=[])
 
 
 def test_fails(lab):

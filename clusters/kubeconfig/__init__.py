@@ -1,0 +1,1 @@
+"""The kubeconfig provider: an existing cluster, reached through its kubeconfig."""
