@@ -9,6 +9,7 @@ over the claims these tests create."""
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -85,10 +86,8 @@ def test_standard_attributes_are_each_devices_own(host_access: Lab, api, dra_dri
     dra_driver.requires_hardware("the standard attributes are held to the emulated devices' sysfs entries")
     slices = observe.settled_slices(api, dra_driver.name)
     assert slices, f"{dra_driver.name} publishes no ResourceSlice: nothing of it can be allocated"
-    read: dict[str, dict[str, contract.PciDevice]] = {}
-    judged, problems = contract.standard_attribute_problems(
-        slices, lambda node: read.setdefault(node, emulated.pci_devices(host_access, node))
-    )
+    # Each node's tree read once, however many of its devices are judged.
+    judged, problems = contract.standard_attribute_problems(slices, functools.cache(lambda node: emulated.pci_devices(host_access, node)))
     evidence.observe("the driver's devices with standard attributes, each with the PCI function it stands for", judged)
     if not judged:
         pytest.skip(
