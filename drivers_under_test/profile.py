@@ -62,6 +62,7 @@ class Capability(str, Enum):
     NETWORK_DATA = "network-data"  # KEP-4817 networkData
     DEVICE_PLUGIN = "device-plugin"  # the classic device plugin API
     HEALTH = "health"  # device faults reach the pods (KEP-4680 health stream) or the slices (KP-10)
+    EXCLUSIVE_CPUS = "exclusive-cpus"  # its devices are CPUs a claim's containers get alone (KP-13; cpuDevices says which)
 
 
 class SysfsExposure(str, Enum):
@@ -274,6 +275,35 @@ class KubernetesVersions(Model):
         return f">= {self.min}" if self.min else f"<= {self.max}"
 
 
+class CpuScope(str, Enum):
+    """What a CPU device's attribute value names: one CPU, or the CPUs of a NUMA node or a socket
+    as the node's topology lists them."""
+
+    CPU = "cpu"
+    NUMA_NODE = "numaNode"
+    SOCKET = "socket"
+
+
+class CpuDevices(Model):
+    """How a CPU driver's devices stand for the node's CPUs, which KP-13 holds each container using
+    them to."""
+
+    attributes: dict[Annotated[str, Field(min_length=1)], CpuScope] = Field(
+        min_length=1,
+        description=(
+            "attribute name -> what its value names (cpu, numaNode, socket): the first of them, in this order, that a device "
+            "publishes tells which CPUs it stands for (dra.cpu/cpuID: cpu, dra.cpu/numaNodeID: numaNode)"
+        ),
+    )
+    capacity: str | None = Field(
+        default=None,
+        description=(
+            "the device capacity whose consumption (the allocation's consumedCapacity) counts the CPUs a claim "
+            "gets; without it, or where an allocation consumed none, a claim gets all of the device's CPUs"
+        ),
+    )
+
+
 class Rendering(NamedTuple):
     """One rendering of a profile's objects: the template parameters, the manifests, the variant
     whose chartValues the chart takes (None: the profile's values alone) and the variants (None:
@@ -357,6 +387,11 @@ class DriverProfile(Model):
             "suites' pods no two containers use one claim, and no two pods"
         ),
     )
+    cpu_devices: CpuDevices | None = Field(
+        default=None,
+        alias="cpuDevices",
+        description="for a driver of exclusive CPUs: which CPUs each device stands for (KP-13 judges the containers' cpusets)",
+    )
     findings: dict[str, str] = Field(
         default_factory=dict,
         description=(
@@ -416,6 +451,11 @@ class DriverProfile(Model):
         valued = [n for n, v in self.variants.items() if v.chart_values]
         if valued and self.chart is None:
             raise ValueError(f"variants {', '.join(valued)} set chartValues, and the profile has no chart")
+        if self.has(Capability.EXCLUSIVE_CPUS) != (self.cpu_devices is not None):
+            raise ValueError(
+                "capability exclusive-cpus and cpuDevices go together: cpuDevices says which CPUs each device stands "
+                "for, which is what KP-13 holds the containers of a driver of exclusive CPUs to"
+            )
         if not self.drivers and not self.extended_resources:
             raise ValueError("name at least one DRA driver (drivers) or device plugin resource (extendedResources)")
         if Capability.DEVICE_PLUGIN in self.capabilities and not self.extended_resources:

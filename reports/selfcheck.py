@@ -110,7 +110,8 @@ REFERENCE = "reference"
 
 
 def references() -> list[Case]:
-    """The reference drivers themselves, as valid cases: those with valid variants."""
+    """The drivers with valid variants themselves (the reference drivers, a public one with a mode of its
+    own), as valid cases."""
     return [Case(REFERENCE, driver, VALID) for driver in sorted({c.driver for c in cases() if c.kind == VALID})]
 
 

@@ -10,10 +10,11 @@ agree with those its ResourceSlice publishes (MD-03), every object valid v1beta1
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from suites.framework import metadata_file, metadata_paths, slices
+from suites.framework import claims, metadata_file, metadata_paths, slices
 from suites.framework.metadata_file import MetadataError, parse_stream
 from suites.resource_claim_status import network_data
 
@@ -62,34 +63,25 @@ class Expected:
     devices: tuple[tuple[str, str], ...]
 
 
-def _base(request: str) -> str:
-    return request.split("/", 1)[0]
-
-
 def expected(record: dict[str, Any], allocated: dict[str, dict[str, Any]], driver: str) -> dict[str, Expected] | None:
     """Path: the file the container of `record` must have of `driver`, for each request of the
     driver in the claims it uses (`allocated`: the claim log's last version of each allocated
     claim, by UID); None if the allocation of a claim it uses is not known."""
-    pod_claims = {c["name"]: c for c in record["pod_claims"]}
+    used = claims.results_used(record, allocated, driver)
+    if used is None:
+        return None
+    devices: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)  # (pod claim name, request) -> devices
+    refs = {}
+    for ref, r in used:
+        devices[(ref["name"], claims.base_request(r["request"]))].add((r["pool"], r["device"]))
+        refs[ref["name"]] = ref
     files: dict[str, Expected] = {}
-    for use in record["uses"]:
-        ref = pod_claims.get(use["name"])
-        claim = allocated.get((ref or {}).get("uid") or "")
-        if claim is None or ref is None:  # no ref: no claim either
-            return None
-        results = [
-            r
-            for r in ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
-            if r.get("driver") == driver
-        ]
-        for request in sorted({_base(r["request"]) for r in results}):
-            if use.get("request") not in (None, request):
-                continue
-            devices = tuple(sorted((r["pool"], r["device"]) for r in results if _base(r["request"]) == request))
-            name = ref["name"] if ref["template"] else ref["claim"]
-            files[metadata_paths.in_container(name, request, driver, ref["template"])] = Expected(
-                ref["uid"], ref["claim"], request, ref["template"], devices
-            )
+    for (ref_name, request), found in devices.items():
+        ref = refs[ref_name]
+        name = ref["name"] if ref["template"] else ref["claim"]
+        files[metadata_paths.in_container(name, request, driver, ref["template"])] = Expected(
+            ref["uid"], ref["claim"], request, ref["template"], tuple(sorted(found))
+        )
     return files
 
 
@@ -151,7 +143,7 @@ def _content_problem(text: str, e: Expected, driver: str) -> str | None:
     if (obj.get("metadata") or {}).get("uid") != e.uid:
         return f"metadata of claim UID {(obj.get('metadata') or {}).get('uid')}, want {e.uid} (claim {e.claim})"
     requests = obj.get("requests") or []
-    if [_base(r.get("name", "")) for r in requests] != [e.request]:
+    if [claims.base_request(r.get("name", "")) for r in requests] != [e.request]:
         return f"requests {[r.get('name') for r in requests]}, want exactly [{e.request!r}]"
     listed = tuple(sorted((d.get("pool"), d.get("name")) for d in requests[0].get("devices") or [] if d.get("driver") == driver))
     others = [d for d in requests[0].get("devices") or [] if d.get("driver") != driver]

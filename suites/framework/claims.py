@@ -124,6 +124,29 @@ def allocated(claim: dict[str, Any], driver: str | None = None) -> list[dict[str
     return [r for r in results if driver is None or r["driver"] == driver]
 
 
+def results_used(
+    record: dict[str, Any], by_uid: dict[str, dict[str, Any]], driver: str
+) -> list[tuple[dict[str, Any], dict[str, Any]]] | None:
+    """(the pod's claim reference, allocation result) of each device of `driver` that the container
+    of `record` (Lab.container_files) uses: of the claims it names, the requests it names (all
+    without one). `by_uid`: each allocated claim by UID, as the claim log last saw it; None if
+    the allocation of a claim it uses is not known."""
+    pod_claims = {c["name"]: c for c in record["pod_claims"]}
+    used = []
+    for use in record["uses"]:
+        ref = pod_claims.get(use["name"])
+        claim = by_uid.get((ref or {}).get("uid") or "")
+        if claim is None or ref is None:  # no ref: no claim either
+            return None
+        used += [(ref, r) for r in allocated(claim, driver) if use.get("request") in (None, base_request(r["request"]))]
+    return used
+
+
+def base_request(request: str) -> str:
+    """A result's request without its subrequest (`gpu/big` is of request `gpu`)."""
+    return request.split("/", 1)[0]
+
+
 def device_status(claim: dict[str, Any], driver: str | None = None) -> list[dict[str, Any]]:
     return [d for d in (claim.get("status") or {}).get("devices", []) if driver is None or d["driver"] == driver]
 

@@ -1,7 +1,7 @@
 """Which emulated device a published device stands for: the one whose UUID or PCI address the
 slice device carries among its attribute values, as drivers publish them (uuid,
 resource.kubernetes.io/pciBusID, a pciAddress of their own). KP-02 removes and restores it, KP-10
-faults it."""
+faults it; KP-12 and KP-13 read the node's tree as drivers do."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 
 from clusters.providers import Lab
 from fake_hardware.lab import HardwareLab
-from suites.kubelet_plugin import contract
+from fake_hardware.profile import cpu_ids
+from suites.kubelet_plugin import contract, cpus
 
 # The emulated devices a DRA driver publishes one by one.
 KINDS = ("gpu", "nic", "vf")
@@ -45,3 +46,12 @@ def pci_devices(lab: Lab, node: str) -> dict[str, contract.PciDevice]:
         numa = int((link / "numa_node").read_text().strip())
         out[link.name] = contract.PciDevice(link.name, root, numa, uuids.get(link.name))
     return out
+
+
+def cpu_topology(lab: Lab, node: str) -> cpus.Topology:
+    """Each CPU of `node` as its tree serves it (what CPU drivers read): its NUMA node
+    (node/node<N>/cpulist) and its socket (cpu<K>/topology/physical_package_id)."""
+    system = HardwareLab(lab.hardware_site("reading the emulated CPUs' topology")).node(node).sys_root / "devices" / "system"
+    numa = {cpu: int(d.name[4:]) for d in (system / "node").glob("node[0-9]*") for cpu in cpu_ids((d / "cpulist").read_text().strip())}
+    sockets = {int(d.name[3:]): int((d / "topology" / "physical_package_id").read_text()) for d in (system / "cpu").glob("cpu[0-9]*")}
+    return cpus.Topology(numa, sockets)

@@ -29,6 +29,7 @@ from suites.framework.claims import ClaimBuilder
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.pods import PodBuilder
 from suites.framework.waits import WaitTimeout, wait_for
+from suites.kubelet_plugin import cpus
 
 
 # How long hypothesis may shrink a failing case: each try starts a pod and may wait out its
@@ -44,10 +45,10 @@ RESTARTED = ("driver", *restarts.RESTARTS)
 RESTART_EVENTS = {"driver": "driver restart", **restarts.RESTARTS}
 # Pods of one shape started at once, at most (a burst of prepares, where the node has the devices).
 MAX_COPIES = 4
-# What each container of a generated pod runs: it prints its network interfaces and the device
-# metadata files it finds, which the checks over the trace judge (suites/device_metadata/
-# in_containers.py, suites/resource_claim_status/test_status_over_the_run.py), then waits.
-DUMP = f"{netif.dump_command()}; {dump_command(metadata_paths.CONTAINER_ROOT)}"
+# What each container of a generated pod runs: it prints its CPUs, its network interfaces and the
+# device metadata files it finds, which the checks over the trace judge (cpus.py, suites/
+# device_metadata/in_containers.py, suites/resource_claim_status/test_status_over_the_run.py), then waits.
+DUMP = f"{cpus.dump_command()}; {netif.dump_command()}; {dump_command(metadata_paths.CONTAINER_ROOT)}"
 COMMAND = pods.until_stopped(DUMP)
 INIT_COMMAND = ["sh", "-c", DUMP]  # an init container prints them and ends
 # How long a started container may take to print its files.
@@ -330,13 +331,14 @@ def start(api: Any, namespace: str, driver: DriverUnderTest, shape: PodShape, na
             pods.create(api, namespace, obj)
 
 
-def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str, Any]]:
+def files_seen(api: Any, namespace: str, pod_names: list[str], batch: str) -> list[dict[str, Any]]:
     """What each container of the started pods (init containers, ended by then, among them)
-    printed of the metadata files it found at its start and of its interfaces, with its node, the
-    claims it uses and the pod's claims (name, claim, UID, whether made from a template): records for
-    Lab.record_container_files. A container whose print did not end within DUMP_SECONDS is left
-    out (nothing seen, nothing judged)."""
+    printed of the metadata files it found at its start, of its interfaces and of its CPUs, with its
+    node, the claims it uses and the pod's claims (name, claim, UID, whether made from a template),
+    and `batch` (the pods ran side by side): records for Lab.record_container_files. A container
+    whose print did not end within DUMP_SECONDS is left out (nothing seen, nothing judged)."""
     core, records = client.CoreV1Api(api), []
+    batch = f"{namespace}/{batch} at {datetime.now(timezone.utc).isoformat()}"  # unique in the run
     for name in pod_names:
         pod = core.read_namespaced_pod(name, namespace)
         made = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses or []}
@@ -348,13 +350,14 @@ def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str,
         init = {c.name for c in pod.spec.init_containers or []}
         for container in [*(pod.spec.init_containers or []), *pod.spec.containers]:
 
-            def printed(c: str = container.name) -> tuple[dict[str, str], list[dict[str, object]] | None] | None:
+            def printed(c: str = container.name) -> tuple[dict[str, str], list[dict[str, object]] | None, list[int] | None] | None:
                 log = pods.logs(api, namespace, name, container=c)
-                files = parse_dump(log)  # printed after the interfaces
-                return None if files is None else (files, netif.parse_dump(log))  # none found is an answer too
+                files = parse_dump(log)  # printed last
+                # None found is an answer too.
+                return None if files is None else (files, netif.parse_dump(log), cpus.parse_dump(log))
 
             try:
-                files, interfaces = wait_for(
+                files, interfaces, cpus_allowed = wait_for(
                     f"container {container.name} of {namespace}/{name} to print its interfaces and metadata files", printed, DUMP_SECONDS
                 )
             except WaitTimeout:
@@ -372,6 +375,8 @@ def files_seen(api: Any, namespace: str, pod_names: list[str]) -> list[dict[str,
                     "pod_claims": pod_claims,
                     "files": files,
                     "interfaces": interfaces,
+                    "cpus": cpus_allowed,
+                    "batch": batch,
                 }
             )
     return records

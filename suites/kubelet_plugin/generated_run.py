@@ -88,7 +88,7 @@ def draw(lab: Lab, api: Any, dra_driver: DriverUnderTest, seed: int, budget: int
             try:
                 started = [pods.wait_phase(api, namespace, pod, cdi_refused=True) for pod in shape.pods(name)]
                 run.started.update(generated.claims_of(api, namespace, name))
-                lab.record_container_files(generated.files_seen(api, namespace, shape.pods(name)))
+                lab.record_container_files(generated.files_seen(api, namespace, shape.pods(name), batch=name))
                 if shape.restart:
                     node = started[0].spec.node_name
                     event = generated.RESTART_EVENTS[shape.restart]

@@ -18,20 +18,21 @@ from typing import Any, Callable
 import pytest
 from kubernetes import client
 
+from basics.errors import HarnessError
 from clusters.watch_log import CLAIM_LOG
 from clusters.plugin_calls import PluginCall
 from clusters.providers import Lab
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability
 from fake_hardware.lab import HardwareLab
-from suites.framework import cdi_specs, claims, pods, restarts
+from suites.framework import cdi_specs, claims, pods, restarts, slices
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
 from suites.framework.pods import POD_TIMEOUT, ObservationFailed, PrepareRefused
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import DriverTimedOut, WaitTimeout, driver_must, wait_for
-from suites.kubelet_plugin import contract, emulated, generated, health, hotplug, isolation, observe, prepare_again
+from suites.kubelet_plugin import contract, cpus, emulated, generated, health, hotplug, isolation, observe, prepare_again
 
 pytestmark = pytest.mark.e2e
 
@@ -95,6 +96,47 @@ def test_standard_attributes_are_each_devices_own(host_access: Lab, api, dra_dri
             f"{contract.NUMA_NODE}: KP-12 holds the values of those it publishes"
         )
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.requirement("KP-13")
+@pytest.mark.over_the_run
+def test_every_container_of_a_cpu_claim_runs_on_its_devices_cpus_alone(
+    generated_run: generated.Run, host_access: Lab, api, dra_driver: DriverUnderTest, evidence: Evidence
+) -> None:
+    """KP-13 over every container the run saw use the driver's CPU devices (the generated
+    workloads' print their Cpus_allowed_list at their start), each against the CPUs of its own
+    devices as the node's tree lists them and the count its allocation consumed."""
+    dra_driver.requires(Capability.EXCLUSIVE_CPUS)
+    dra_driver.requires_hardware("the CPUs a device stands for are read in the node's emulated tree")
+    declared = dra_driver.profile.cpu_devices
+    if declared is None:  # the profile's validator lets exclusive-cpus come with cpuDevices only
+        raise HarnessError(f"driver profile {dra_driver.profile.name} claims exclusive-cpus without cpuDevices")
+    if generated_run.skipped:
+        pytest.skip(generated_run.skipped)
+    records = host_access.container_files()
+    published = cpus.published_attributes(slices.published(api, dra_driver.name))
+    judged, problems = cpus.judged(
+        records,
+        host_access.claims_allocated(),
+        published,
+        declared,
+        functools.cache(lambda node: emulated.cpu_topology(host_access, node)),
+        dra_driver.name,
+    )
+    evidence.observe(
+        "containers seen",
+        f"{len(judged)} container(s) using CPU devices of {dra_driver.name} printed their CPUs, of {len(records)} recorded",
+    )
+    if not judged and not problems:
+        if generated_run.started:
+            raise ObservationFailed(
+                f"{len(generated_run.started)} claim(s) of generated pods ran, and no container record using "
+                f"{dra_driver.name}'s devices has its CPUs; see {host_access.log_dir}"
+            )
+        raise Blocked("KP-03", f"no generated pod with a claim of {dra_driver.name} started: {generated_run.failure}")
+    problems += cpus.problems(judged)
+    evidence.add("each container: its CPUs and its devices'", [j.shown() for j in judged][:40])
+    assert not problems, "containers run on CPUs other than their claims' devices give them alone:\n" + "\n".join(problems)
 
 
 # How long a device's removal from the node, and its return, may take to show in the slices.

@@ -34,6 +34,7 @@ EXPECTED = [
     "KP-10",
     "KP-11",
     "KP-12",
+    "KP-13",
     *_ids("HW", 10),
     *_ids("MD", 20),
     "ST-01",
@@ -51,7 +52,18 @@ EXPECTED = [
     *_ids("MUT", 2),
     *_ids("PF", 8),
 ]
-APPLIES = {"metadata", "metadata-deferred", "device-status", "network-data", "device-plugin", "health", "dra", "any", None}
+APPLIES = {
+    "metadata",
+    "metadata-deferred",
+    "device-status",
+    "network-data",
+    "device-plugin",
+    "health",
+    "exclusive-cpus",
+    "dra",
+    "any",
+    None,
+}
 # requirement("ID") as a marker, a pytest.param mark or a plain call; the ID need not be well formed.
 REQUIREMENT_CALL = re.compile(r"""\brequirement\(\s*["']([^"']+)["']""")
 
