@@ -94,11 +94,12 @@ def judged(
     declared: CpuDevices,
     topology: Callable[[str], Topology],
     driver: str,
-) -> tuple[list[Judged], list[str]]:
+) -> tuple[list[Judged], list[str], list[str]]:
     """The containers the run saw using devices of `driver` that printed their CPUs, each with what
-    its allocation gives it; and the problems of the devices they use (one publishing none of the
-    declared attributes)."""
-    out, problems = [], []
+    its allocation gives it; the problems of the devices they use (one publishing none of the
+    declared attributes); and the containers left unjudged because a device of theirs is no longer
+    published (what it stood for is not known)."""
+    out, problems, unknown = [], [], []
     for r in records:
         used = claims.results_used(r, allocated, driver)
         if not used or r.get("cpus") is None:
@@ -107,7 +108,8 @@ def judged(
         for ref, result in used:
             attributes = published.get((result["pool"], result["device"]))
             if attributes is None:
-                break  # no longer published (removed in the run): what it stood for is not known
+                unknown.append(f"{r['namespace']}/{r['pod']}/{r['container']} (device {result['pool']}/{result['device']})")
+                break
             named = device_cpus(attributes, declared, topology(r["node"]), driver)
             if named is None:
                 problems.append(
@@ -121,7 +123,7 @@ def judged(
             count += len(cpus) if consumed is None else consumed
         else:
             out.append(Judged(r, set(r["cpus"]), allowed, count, frozenset(ref["uid"] for ref, _ in used)))
-    return out, sorted(set(problems))
+    return out, sorted(set(problems)), unknown
 
 
 def problems(containers: list[Judged]) -> list[str]:

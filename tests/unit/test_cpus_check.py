@@ -57,8 +57,8 @@ def record(pod: str, uid: str, seen: list[int] | None, batch: str = "b1", init: 
 
 
 def judge(records: list[dict[str, Any]], allocated: dict[str, dict[str, Any]]) -> tuple[list[cpus.Judged], list[str]]:
-    judged, problems = cpus.judged(records, allocated, PUBLISHED, DECLARED, lambda node: TOPOLOGY, D)
-    return judged, problems + cpus.problems(judged)
+    judged, problems, unknown = cpus.judged(records, allocated, PUBLISHED, DECLARED, lambda node: TOPOLOGY, D)
+    return judged, problems + [f"unknown {u}" for u in unknown] + cpus.problems(judged)
 
 
 def test_containers_on_their_devices_cpus_as_many_as_consumed_pass() -> None:
@@ -123,3 +123,7 @@ def test_the_dump_is_parsed_from_a_containers_log() -> None:
     assert cpus.parse_dump("x\nCpus_allowed_list:\t0-2,5\n--> ip addr\n") == [0, 1, 2, 5]
     assert cpus.parse_dump("--> ip addr\n") is None
     assert cpus.dump_command() == "grep '^Cpus_allowed_list:' /proc/self/status"
+
+
+def test_a_container_whose_device_is_no_longer_published_is_left_unjudged_and_named() -> None:
+    assert judge([record("p1", "a", [0])], {"a": claim("a", result("gone", "1"))}) == ([], ["unknown ns/p1/main (device node-1/gone)"])
