@@ -57,6 +57,8 @@ def drop_image() -> None:
 
 def judged(mutant: Mutant, programs: list[str], out_dir: Path, seed: int, known: dict[str, str], lab_prefix: str) -> Outcome:
     started = time.monotonic()
+    if not programs:  # in no program: nothing to build or certify (and no image of its own to drop)
+        return classified(mutant, {}, known)
     try:
         builds = built(mutant, DRIVERS_MODULE, programs, out_dir / "work")
     except LabBroken as e:
@@ -69,7 +71,8 @@ def judged(mutant: Mutant, programs: list[str], out_dir: Path, seed: int, known:
             for program in programs:
                 profile = load_profile(PROGRAMS[program])
                 reports[profile.name] = report = certified(profile, run_dir / profile.name, seed, lab_prefix)
-                paths[profile.name] = (run_dir / profile.name / "report.html").relative_to(out_dir).as_posix()
+                if report is not None:
+                    paths[profile.name] = (run_dir / profile.name / "report.html").relative_to(out_dir).as_posix()
                 if report is None or report["summary"]["outcome"] == INCOMPLETE:
                     remove_labs(lab_prefix)  # a lab that broke under this mutant is not one to reuse
         finally:

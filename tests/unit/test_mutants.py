@@ -20,6 +20,7 @@ from reports import mutants as command
 from reports.mutant_build import affected, applied, recipes
 from reports.mutant_listing import DRIVERS_MODULE, GO_MUTESTING, MUTATED, Mutant, _mutants, listed, sampled
 from reports.mutant_report import BUILD_FAILED, EQUIVALENT, INCOMPLETE, KILLED, SURVIVED, classified, equivalents, write
+from reports.certify import NoResults
 from reports.report import CERTIFIED, NOT_CERTIFIED
 
 ORIGINAL = """package tiny
@@ -192,8 +193,8 @@ def test_the_other_builds_hold_while_within_and_the_environment_is_restored_afte
 @pytest.fixture
 def played(monkeypatch, tmp_path: Path) -> dict:
     """Builds, certification, the image's removal and the labs' played: a mutant of a file in
-    `failing` FAILs KP-01, one whose file is `unbuildable` does not build."""
-    state: dict = {"runs": [], "removed": [], "dropped": 0, "failing": set(), "unbuildable": set()}
+    `failing` FAILs KP-01, one whose file is `unbuildable` does not build, one in `no_results` has none."""
+    state: dict = {"runs": [], "removed": [], "dropped": 0, "failing": set(), "unbuildable": set(), "no_results": set()}
 
     def built(mutant: Mutant, module: Path, programs: list[str], work: Path) -> list[Path]:
         if mutant.file in state["unbuildable"]:
@@ -212,6 +213,8 @@ def played(monkeypatch, tmp_path: Path) -> dict:
             return 0
 
         def report(self, *args: object) -> dict:
+            if self.mutant.file in state["no_results"]:
+                raise NoResults("the suites produced no results")
             return _report(NOT_CERTIFIED, KP_01="FAIL") if self.mutant.file in state["failing"] else _report(CERTIFIED, KP_01="PASS")
 
     monkeypatch.setattr(command, "built", built)
@@ -226,9 +229,10 @@ def played(monkeypatch, tmp_path: Path) -> dict:
 
 def test_each_mutant_is_certified_on_each_profile_of_its_programs_with_its_build_in_the_image(played, tmp_path: Path) -> None:
     killed, survived, unbuilt = _mutant("dradriver/cdi.go"), _mutant("cmd/vf-dra-driver/driver.go"), _mutant("dradriver/status.go")
-    played.update(mutants=[killed, survived, unbuilt], failing={"dradriver/cdi.go"}, unbuildable={"dradriver/status.go"})
+    nowhere = _mutant("internal/sysfs/sysfs.go")  # in no program of the played ones
+    played.update(mutants=[killed, survived, unbuilt, nowhere], failing={"dradriver/cdi.go"}, unbuildable={"dradriver/status.go"})
     outcomes = command.run(played["mutants"], tmp_path, 1, {}, lab_prefix="t")
-    assert [o.status for o in outcomes] == [KILLED, SURVIVED, BUILD_FAILED]
+    assert [o.status for o in outcomes] == [KILLED, SURVIVED, BUILD_FAILED, INCOMPLETE]
     assert [(r[0], r[1]) for r in played["runs"]] == [(killed.id, "gpu"), (killed.id, "net"), (survived.id, "net")]
     assert all(r[2] == str(tmp_path / f"mutant-build-{r[0][-4:]}") and r[3] for r in played["runs"])
     assert "ST-09" not in played["runs"][0][4] and played["runs"][0][4][:2] == ["DEP", "KP-01"], (
@@ -251,3 +255,11 @@ def test_the_command_lists_the_drawn_mutants_and_runs_and_reports_the_others(pla
     assert result.exit_code == 1, result.output  # one survived
     data = json.loads((tmp_path / "out/mutants.json").read_text())
     assert data["summary"] | {"generated": 2, "run": 2, KILLED: 1, SURVIVED: 1} == data["summary"]
+
+
+def test_a_mutant_with_no_results_is_incomplete_and_its_labs_go_before_the_next(played, tmp_path: Path) -> None:
+    broke, next_one = _mutant("cmd/vf-dra-driver/driver.go"), _mutant("dradriver/cdi.go")
+    played.update(mutants=[broke, next_one], no_results={"cmd/vf-dra-driver/driver.go"})
+    outcomes = command.run(played["mutants"], tmp_path, 1, {}, lab_prefix="t")
+    assert [o.status for o in outcomes] == [INCOMPLETE, SURVIVED] and "no results for net" in outcomes[0].reason
+    assert outcomes[0].reports == {} and played["removed"] == ["t", "t"], "after the run without results, then at the end"
