@@ -5,7 +5,7 @@ PYTHON = $(VENV)/bin/python
 OUT ?= out
 DRALAB = $(PYTHON) -m dralab.cli
 
-.PHONY: packages setup certify certify-nvml selfcheck seeds matrix qualify test test-unit test-e2e test-long test-faults test-kind test-ci-templates perf-check perf-allocator soak bench-load lint
+.PHONY: packages setup certify certify-nvml selfcheck seeds matrix mutants mutants-list qualify test test-unit test-e2e test-long test-faults test-kind test-ci-templates perf-check perf-allocator soak bench-load lint
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -52,6 +52,22 @@ seeds: setup
 MATRIX ?= matrix
 matrix: setup
 	$(DRALAB) matrix --qualify --out $(MATRIX)
+
+# Mutation testing of the reference drivers (issue 52), not part of test: go-mutesting's mutants of the
+# drivers' code that the suites observe (reports/mutant_listing.py lists the files and why), $(BUDGET) of
+# them drawn with $(SEED), each built into the drivers image and certified on its drivers' requirements on
+# shared labs; mutants.json, .html and history.json in $(MUTANTS). One certification or two a mutant (the
+# profiles of the programs holding the mutated file): minutes each. Exit 1 when one survived that
+# reports/mutant_equivalents.yaml does not write up as equivalent. `make mutants-list` builds go-mutesting
+# (from the Go module proxy, cached) and lists every mutant, building and running nothing else (1-2 minutes).
+BUDGET ?= 10
+SEED ?= 1
+MUTANTS ?= mutants
+mutants: setup
+	$(DRALAB) mutants --budget $(BUDGET) --seed $(SEED) --out $(MUTANTS)
+
+mutants-list: packages
+	$(DRALAB) mutants --list
 
 # Is the cluster DRA-ready? Kubernetes' own DRA e2e suite (test/e2e/dra, built from the k8s.io/kubernetes
 # module) on a local lab and on a kind lab, each judged in full; qualification.html and .json, junit.xml and

@@ -68,12 +68,13 @@ def _register_commands() -> None:
     from dralab.image_cli import image
     from reports.certify import certify
     from reports.matrix import matrix
+    from reports.mutants import mutants
     from reports.perf.command import perf
     from reports.qualify import qualify
     from reports.selfcheck import selfcheck
     from reports.soak import soak
 
-    for command in [*lab_cli.COMMANDS, hw, driver, image, certify, matrix, perf, qualify, selfcheck, soak]:
+    for command in [*lab_cli.COMMANDS, hw, driver, image, certify, matrix, mutants, perf, qualify, selfcheck, soak]:
         main.add_command(command)
 
 

@@ -253,9 +253,9 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
             )
             if any(r["verdict"] == Verdict.ERROR for r in report["requirements"]) or not report["requirements"]:
                 # A lab that broke under this variant is not one to reuse: the next starts afresh.
-                _remove_labs(lab_prefix)
+                remove_labs(lab_prefix)
     finally:
-        _remove_labs(lab_prefix)
+        remove_labs(lab_prefix)
     return results
 
 
@@ -263,7 +263,8 @@ def _short(observed: dict[str, str]) -> str:
     return ", ".join(f"{k} {v}" for k, v in observed.items() if v != Verdict.SKIP)
 
 
-def _remove_labs(lab_prefix: str) -> None:
+def remove_labs(lab_prefix: str) -> None:
+    """The local labs named under `lab_prefix` (reused runs', dralab mutants' too), each removed."""
     from clusters.local.cluster import remove
 
     for name in lab_names(lab_prefix):

@@ -6,6 +6,7 @@ run, a CI run on the same machine and every `dralab up` reuse it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -14,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator, Sequence
 
 from clusters import versions
 from basics.errors import BadInput, LabBroken
@@ -286,16 +287,47 @@ def busybox_image(ref: str, files: dict[str, Path] | None = None, entrypoint: li
     )
 
 
-def image_specs(pause: Path, built: Path, built_cgo: Path) -> list[images.ImageSpec]:
-    """The pause image, the workload image and the reference drivers' image (busybox for a shell)."""
-    cgo_binaries = {f"/usr/local/bin/{name}": built_cgo / name for name in CGO_DRIVER_BINARIES}
+# Builds of some of the reference drivers' programs (`dralab mutants`: a mutant's), separated by
+# os.pathsep, whose programs the drivers image carries in place of the tree's. An environment
+# variable, so that every process of a run (certify's pytest runs, their labs' deploys, the report's
+# record of the images) builds and names the same image.
+DRIVERS_BUILDS = "DRALAB_DRIVERS_BUILDS"
+
+
+def other_drivers_builds() -> tuple[Path, ...]:
+    return tuple(Path(p) for p in os.environ.get(DRIVERS_BUILDS, "").split(os.pathsep) if p)
+
+
+@contextlib.contextmanager
+def drivers_built_in(builds: Sequence[Path]) -> Iterator[None]:
+    """Within: the drivers image has the programs of `builds` in place of the tree's (DRIVERS_BUILDS)."""
+    before = os.environ.get(DRIVERS_BUILDS)
+    os.environ[DRIVERS_BUILDS] = os.pathsep.join(map(str, builds))
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[DRIVERS_BUILDS]
+        else:
+            os.environ[DRIVERS_BUILDS] = before
+
+
+def image_specs(pause: Path, built: Path, built_cgo: Path, instead: Sequence[Path] = ()) -> list[images.ImageSpec]:
+    """The pause image, the workload image and the reference drivers' image (busybox for a shell),
+    with the programs the builds `instead` have taken from them, tagged apart from the tree's image."""
+
+    def program(name: str, build: Path) -> Path:
+        return next((d / name for d in instead if (d / name).exists()), build / name)
+
+    tag = hashlib.sha256(" ".join(d.name for d in instead).encode()).hexdigest()[:12] if instead else built.name.rsplit("-", 1)[1]
+    cgo_binaries = {f"/usr/local/bin/{name}": program(name, built_cgo) for name in CGO_DRIVER_BINARIES}
     return [
         images.ImageSpec(ref=versions.PAUSE_IMAGE, files={"/pause": pause}, entrypoint=["/pause"]),
         busybox_image(versions.WORKLOAD_IMAGE, {"/usr/local/bin/incluster-whoami": built / "incluster-whoami"}),
         busybox_image(
-            f"{versions.DRIVERS_IMAGE_REPO}:{built.name.rsplit('-', 1)[1]}",
+            f"{versions.DRIVERS_IMAGE_REPO}:{tag}",
             {
-                **{f"/usr/local/bin/{name}": built / name for name in DRIVER_BINARIES},
+                **{f"/usr/local/bin/{name}": program(name, built) for name in DRIVER_BINARIES},
                 **cgo_binaries,
                 **c_library_files(cgo_binaries.values()),
             },
@@ -322,7 +354,7 @@ def store_image(spec: images.ImageSpec) -> Image:
 
 
 def _ensure_images(pause: Path, built: Path, built_cgo: Path) -> tuple[Image, ...]:
-    return tuple(store_image(spec) for spec in image_specs(pause, built, built_cgo))
+    return tuple(store_image(spec) for spec in image_specs(pause, built, built_cgo, other_drivers_builds()))
 
 
 def provision(offline: bool = False, kubernetes_version: str = versions.KUBERNETES) -> Toolchain:

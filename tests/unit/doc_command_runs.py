@@ -41,6 +41,10 @@ RUNS: dict[str, Run] = {
     "dralab driver deploy --profile deploy/dralab/profile.yaml --lab try": run(BY_HAND),
     "dralab driver remove --profile deploy/dralab/profile.yaml --lab try": run(BY_HAND),
     "dralab down --name try": run(BY_HAND),
+    "dralab mutants --list": run(
+        "tests/unit/test_mutants.py::test_the_command_lists_the_drawn_mutants_and_runs_and_reports_the_others",
+        how="with --budget and --seed, go-mutesting's listing played (test_go_mutesting_lists_the_mutants_of_a_tiny_module runs it)",
+    ),
     "dralab driver deploy --profile gpu [--variant leave-files] [--lab NAME | --kubeconfig FILE]": run(
         BY_HAND, how="with --variant leave-files --lab try"
     ),
@@ -173,6 +177,9 @@ UNRUN: dict[str, str] = {
     "dralab certify --shards 1": "no test certifies with --shards 1 (docs/suites.md: how the DA scale benchmark gets the machine)",
     "dralab selfcheck --out selfcheck": "make selfcheck, every variant (40 minutes to hours): test_selfcheck.py runs three",
     "dralab selfcheck --seeds 10 --out seeds": "make seeds, hours: no test runs a seed sweep",
+    "dralab mutants --budget 10 --seed 1 --out mutants": (
+        "make mutants, a certification or two a mutant: no test runs one (tests/unit/test_mutants.py: its parts, certification played)"
+    ),
     "dralab selfcheck --seeds 10 [--variant ...]": "a seed sweep (hours): no test runs one",
     "dralab selfcheck --seeds N": "a seed sweep (hours): no test runs one",
     "dralab selfcheck --lab-prefix sweep2 ...": "no test runs two selfchecks side by side",

@@ -225,7 +225,7 @@ def test_a_lab_that_broke_under_a_variant_is_removed_before_the_next(monkeypatch
 
     removed: list[str] = []
     monkeypatch.setattr(selfcheck, "SuiteRun", FakeRun)
-    monkeypatch.setattr(selfcheck, "_remove_labs", removed.append)
+    monkeypatch.setattr(selfcheck, "remove_labs", removed.append)
     results = selfcheck.run([LEAVE, LEAVE, LEAVE], tmp_path, None, lab_prefix="t")
     assert [r.match for r in results] == [False, True, True]
     assert removed == ["t", "t"], "after the variant the lab broke under, then at the end; not after the others"
