@@ -110,8 +110,7 @@ REFERENCE = "reference"
 
 
 def references() -> list[Case]:
-    """The drivers with valid variants themselves (the reference drivers, a public one with a mode of its
-    own), as valid cases."""
+    """The reference drivers themselves, as valid cases: those with valid variants."""
     return [Case(REFERENCE, driver, VALID) for driver in sorted({c.driver for c in cases() if c.kind == VALID})]
 
 

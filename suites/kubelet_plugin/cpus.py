@@ -1,5 +1,5 @@
-"""KP-13 as a predicate: a container using a claim of a CPU driver's devices runs on CPUs of those
-devices only, as many as its allocation consumed of their CPU capacity (all of a device's without
+"""KP-13 as a predicate: a container using a CPU driver's devices runs on CPUs of the devices
+allocated for the claims and requests it uses only, as many as its allocation consumed of their CPU capacity (all of a device's without
 one), and on none that a container of another claim running beside it on the node holds. Which
 CPUs a device stands for is what its attribute names (the profile's cpuDevices) as the node's
 topology lists them; what a container runs on is the Cpus_allowed_list it printed at its start."""
@@ -135,8 +135,8 @@ def problems(containers: list[Judged]) -> list[str]:
         where = f"container {j.record['namespace']}/{j.record['pod']}/{j.record['container']} on {j.record['node']}"
         if extra := j.seen - j.allowed:
             out.append(
-                f"{where} runs on CPUs {cpu_list(sorted(extra))}, which are not of the devices its claims are "
-                f"allocated ({cpu_list(sorted(j.allowed)) or 'none'})"
+                f"{where} runs on CPUs {cpu_list(sorted(extra))}, which are not of the devices allocated for the "
+                f"claims and requests it uses ({cpu_list(sorted(j.allowed)) or 'none'})"
             )
         elif len(j.seen) != j.count:
             out.append(f"{where} runs on {len(j.seen)} CPU(s) ({cpu_list(sorted(j.seen))}); its allocation gives it {j.count}")

@@ -70,7 +70,19 @@ def test_containers_on_their_devices_cpus_as_many_as_consumed_pass() -> None:
 
 def test_a_cpu_outside_the_devices_fails_naming_it() -> None:
     _, problems = judge([record("p1", "a", [1, 2])], {"a": claim("a", result("numa0", "2"))})
-    assert problems == ["container ns/p1/main on node-1 runs on CPUs 2, which are not of the devices its claims are allocated (0-1)"]
+    assert problems == [
+        "container ns/p1/main on node-1 runs on CPUs 2, which are not of the devices allocated for the claims and requests it uses (0-1)"
+    ]
+
+
+def test_a_container_using_one_request_of_a_claim_gets_that_requests_cpus_alone() -> None:
+    """dra-driver-cpu v0.2.0's finding: one cpuset for the whole claim, whichever request a container uses."""
+    allocated = {"a": claim("a", result("numa0", "1", request="r0"), result("numa1", "1", request="r1"))}
+    one_request = {**record("p1", "a", [1, 2]), "uses": [{"name": "c", "request": "r1"}]}
+    _, problems = judge([one_request], allocated)
+    assert problems == [
+        "container ns/p1/main on node-1 runs on CPUs 1, which are not of the devices allocated for the claims and requests it uses (2-3)"
+    ]
 
 
 def test_fewer_or_more_cpus_than_consumed_fail() -> None:
