@@ -51,6 +51,12 @@ class Requirement(BaseModel):
     no_broken_variant: str | None = None
     # What a driver that fails the ID has to fix, in a line: the report shows it under each FAIL.
     remedy: str | None = None
+    # For a driver-checked ID, the observable predicate its checks evaluate today: what is computed
+    # as expected (from which objects), what observed record is compared with it, how, over which
+    # subjects (a fixed scenario's objects, or every pod, claim or call of the run).
+    oracle: str | None = None
+    # Where those checks judge less than the text says, one concrete sentence each.
+    gaps: tuple[str, ...] = ()
     # The upstream issue about the ID's behaviour, where the source names one.
     upstream_issue: str | None = None
     # The Kubernetes minor version the ID's behaviour shipped in (v1.37), and the feature gates it
@@ -64,6 +70,13 @@ class Requirement(BaseModel):
     def _known_capability(cls, value: str | None) -> str | None:
         if value is not None and value not in APPLIES:
             raise ValueError(f"{value!r} is none of {', '.join(sorted(APPLIES))}")
+        return value
+
+    @field_validator("gaps")
+    @classmethod
+    def _gaps_are_sentences(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not isinstance(g, str) or not g.strip() for g in value):
+            raise ValueError("every gap is a non-empty sentence")
         return value
 
     @field_validator("since")
