@@ -144,3 +144,22 @@ def test_upstream_issues_are_ones_the_source_names() -> None:
     assert catalogue.issue_url("kubernetes/kubernetes#141433") == "https://github.com/kubernetes/kubernetes/issues/141433"
     with pytest.raises(ValueError, match="owner/repository#number"):
         Requirement(id="MD-99", text="t", level="MUST", source="s", applies=None, checks="driver", upstream_issue="#1")
+
+
+def test_every_driver_requirement_states_the_oracle_its_checks_evaluate() -> None:
+    # Issue 52: what each driver check computes as expected and compares, in the catalogue.
+    lacking = [r.id for r in catalogue.load().values() if r.checks is Checks.DRIVER and not (r.oracle or "").strip()]
+    assert not lacking, f"driver requirements without an oracle: {lacking}"
+    assert all(r.oracle is None or "\n" not in r.oracle for r in catalogue.load().values())
+
+
+def test_gaps_are_non_empty_sentences_of_driver_requirements() -> None:
+    for r in catalogue.load().values():
+        assert all(isinstance(g, str) and g.strip() and "\n" not in g for g in r.gaps), r.id
+        assert not r.gaps or r.checks is Checks.DRIVER, f"{r.id} has gaps but is not a driver requirement"
+        assert not r.gaps or r.oracle, f"{r.id} has gaps but no oracle they fall short of"
+
+
+def test_an_empty_gap_is_refused() -> None:
+    with pytest.raises(ValueError, match="non-empty sentence"):
+        Requirement(id="X-01", text="t", level=Level.MUST, source="s", applies=None, checks=Checks.DRIVER, gaps=("  ",))
