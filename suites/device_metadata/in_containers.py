@@ -19,10 +19,9 @@ from suites.framework.metadata_file import MetadataError, parse_stream
 from suites.resource_claim_status import network_data
 
 ATTRIBUTE_TYPES = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
-Published = dict[tuple[str, str], dict[str, Any]]  # (pool, device): its attributes in the driver's slices
 
 
-def attribute_problems(device: dict[str, Any], published: Published, driver: str) -> list[str]:
+def attribute_problems(device: dict[str, Any], published: slices.Published, driver: str) -> list[str]:
     """How a device of a metadata file breaks MD-03: an attribute that is not one typed value, or
     whose value differs from its device's in the slices (`published`; both sides qualified:
     "index" in one and "<driver>/index" in the other are one attribute)."""
@@ -90,7 +89,7 @@ def problems(
     allocated: dict[str, dict[str, Any]],
     driver: str,
     deferred: bool = False,
-    published: Published | None = None,
+    published: slices.Published | None = None,
 ) -> dict[str, list[str]]:
     """Each violation of MD-01, MD-02, MD-04, MD-08, MD-19, MD-03 (with the slices' attributes,
     `published`) and, for a driver of deferred metadata, MD-16 over `records`, by requirement; a

@@ -36,7 +36,7 @@ def _judge(
     evidence: Evidence,
     subject: str | None = None,
     rules: tuple[str, ...] = (),
-    published: in_containers.Published | None = None,
+    published: slices.Published | None = None,
 ) -> None:
     """`requirement` (by the rules of in_containers.problems it names, or `rules`) over the
     containers the run saw using requests of the driver (the subject, before its properties;

@@ -25,6 +25,10 @@ class Device:
     attributes: dict[str, Any]
 
 
+# (pool, device): its attributes in the driver's slices, as the checks over the run look them up.
+Published = dict[tuple[str, str], dict[str, Any]]
+
+
 def published(api: client.ApiClient, driver: str) -> list[Device]:
     items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]
     return [

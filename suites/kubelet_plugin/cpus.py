@@ -48,9 +48,6 @@ class Topology:
         return {c for c, v in (self.numa if scope is CpuScope.NUMA_NODE else self.socket).items() if v == value}
 
 
-Published = dict[tuple[str, str], dict[str, Any]]  # (pool, device): its attributes, qualified names
-
-
 def device_cpus(attributes: dict[str, Any], declared: CpuDevices, topology: Topology, driver: str) -> tuple[str, set[int]] | None:
     """The declared attribute a device of `driver` publishes first (`attributes` by qualified
     name) and the CPUs it names; None for none."""
@@ -90,7 +87,7 @@ class Judged:
 def judged(
     records: list[dict[str, Any]],
     allocated: dict[str, dict[str, Any]],
-    published: Published,
+    published: slices.Published,  # qualified names
     declared: CpuDevices,
     topology: Callable[[str], Topology],
     driver: str,
@@ -153,5 +150,5 @@ def problems(containers: list[Judged]) -> list[str]:
     return out
 
 
-def published_attributes(devices: list[slices.Device]) -> Published:
+def published_attributes(devices: list[slices.Device]) -> slices.Published:
     return {(d.pool, d.name): slices.qualified(d.attributes, d.driver) for d in devices}
