@@ -1,6 +1,7 @@
-"""KP-13 as a predicate: a container using a CPU driver's devices runs on CPUs of the devices
-allocated for the claims and requests it uses only, as many as its allocation consumed of their CPU capacity (all of a device's without
-one), and on none that a container of another claim running beside it on the node holds. Which
+"""KP-13 as a predicate: a container using a CPU driver's devices runs only on CPUs of the devices
+allocated for the claims and requests it uses, as many as its allocation consumed of their CPU
+capacity (all of a device's without one), and on none that a container of another claim running
+beside it on the node holds. Which
 CPUs a device stands for is what its attribute names (the profile's cpuDevices) as the node's
 topology lists them; what a container runs on is the Cpus_allowed_list it printed at its start."""
 
@@ -48,14 +49,18 @@ class Topology:
         return {c for c, v in (self.numa if scope is CpuScope.NUMA_NODE else self.socket).items() if v == value}
 
 
-def device_cpus(attributes: dict[str, Any], declared: CpuDevices, topology: Topology, driver: str) -> tuple[str, set[int]] | None:
-    """The declared attribute a device of `driver` publishes first (`attributes` by qualified
-    name) and the CPUs it names; None for none."""
+def device_cpus(attributes: dict[str, Any], declared: CpuDevices, topology: Topology, driver: str) -> set[int] | None:
+    """The CPUs that the first declared attribute a device of `driver` publishes (`attributes` by
+    qualified name) names; None for none."""
     for name, scope in declared.attributes.items():
         value = attributes.get(slices.qualified_name(name, driver))
         if value is not None and isinstance(value.get("int"), int):
-            return name, topology.of(scope, value["int"])
+            return topology.of(scope, value["int"])
     return None
+
+
+def _container(record: dict[str, Any]) -> str:
+    return f"{record['namespace']}/{record['pod']}/{record['container']}"
 
 
 def _consumed(result: dict[str, Any], capacity: str | None) -> int | None:
@@ -74,10 +79,9 @@ class Judged:
     uids: frozenset[str]  # its claims of the driver
 
     def shown(self) -> dict[str, Any]:
-        r = self.record
         return {
-            "container": f"{r['namespace']}/{r['pod']}/{r['container']}",
-            "node": r["node"],
+            "container": _container(self.record),
+            "node": self.record["node"],
             "runs on": cpu_list(sorted(self.seen)),
             "its devices' CPUs": cpu_list(sorted(self.allowed)),
             "CPUs its allocation gives": self.count,
@@ -105,16 +109,15 @@ def judged(
         for ref, result in used:
             attributes = published.get((result["pool"], result["device"]))
             if attributes is None:
-                unknown.append(f"{r['namespace']}/{r['pod']}/{r['container']} (device {result['pool']}/{result['device']})")
+                unknown.append(f"{_container(r)} (device {result['pool']}/{result['device']})")
                 break
-            named = device_cpus(attributes, declared, topology(r["node"]), driver)
-            if named is None:
+            cpus = device_cpus(attributes, declared, topology(r["node"]), driver)
+            if cpus is None:
                 problems.append(
                     f"device {result['pool']}/{result['device']} of claim {ref['claim']} publishes none of "
                     f"{', '.join(declared.attributes)}, which tell the CPUs a device of {driver} stands for (the profile's cpuDevices)"
                 )
                 break
-            cpus = named[1]
             allowed |= cpus
             consumed = _consumed(result, declared.capacity)
             count += len(cpus) if consumed is None else consumed
@@ -129,7 +132,7 @@ def problems(containers: list[Judged]) -> list[str]:
     batch, init containers aside: they had ended) sharing CPUs."""
     out = []
     for j in containers:
-        where = f"container {j.record['namespace']}/{j.record['pod']}/{j.record['container']} on {j.record['node']}"
+        where = f"container {_container(j.record)} on {j.record['node']}"
         if extra := j.seen - j.allowed:
             out.append(
                 f"{where} runs on CPUs {cpu_list(sorted(extra))}, which are not of the devices allocated for the "
@@ -143,7 +146,7 @@ def problems(containers: list[Judged]) -> list[str]:
             continue
         if shared := a.seen & b.seen:
             out.append(
-                f"containers {a.record['namespace']}/{a.record['pod']}/{a.record['container']} and "
+                f"containers {_container(a.record)} and "
                 f"{b.record['pod']}/{b.record['container']}, of different claims, ran side by side on {a.record['node']} "
                 f"sharing CPUs {cpu_list(sorted(shared))}"
             )
