@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import sys
 import time
@@ -25,6 +26,7 @@ from basics.errors import BadInput
 from basics.junit_properties import Verdict
 from basics.progress import console
 from clusters.config import DNS_LABEL, saved_config
+from basics import shards
 from drivers_under_test.profile import METADATA_DISABLED, load_profile, shipped_profiles
 from reports.certify import NoResults, SuiteRun, certifiable, lab_names, selection
 from reports.report import CERTIFIED, INCOMPLETE, first_message
@@ -218,8 +220,10 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
 def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None = None, lab_prefix: str = LAB_PREFIX) -> list[Observed]:
     """Certify each case on shared labs (named after `lab_prefix`); the labs go at the end whatever
     happens. With `seeds`, each run draws its generated workloads with seeds 1 to `seeds` (the
-    same for every case)."""
-    results = []
+    same for every case). The report is written again after each case, so a run stopped halfway
+    keeps what it judged (for --merge)."""
+    results: list[Observed] = []
+    started_all = time.monotonic()
     try:
         for n, case in enumerate(selected, 1):
             console.print(
@@ -246,6 +250,7 @@ def run(selected: list[Case], out_dir: Path, only: str | None, seeds: int | None
                 report = {"requirements": [], "summary": {"outcome": INCOMPLETE}}
             result = judge(case, report, time.monotonic() - started, suite_run.out_dir / "report.html", checked.split(","))
             results.append(result)
+            write(results, out_dir, time.monotonic() - started_all)
             console.print(
                 f"  {'[green]match[/green]' if result.match else '[red]MISMATCH[/red]'} in "
                 f"{result.seconds:.0f}s: {result.why or _short(result.observed)}"
@@ -274,15 +279,46 @@ def remove_labs(lab_prefix: str) -> None:
                 console.print(f"[red]left behind (LAB-05): {left}[/red]")
 
 
-def write(results: list[Observed], out_dir: Path, wall_seconds: float) -> tuple[Path, Path]:
+def shard_of(selected: list[Case], shard: tuple[int, int]) -> list[Case]:
+    """The cases part K of N takes (--shard K/N): one case each in turn by name, as basics.shards
+    places tests (a variant's certification takes about as long as another's), so every part of
+    a split computes the same split."""
+    k, n = shard
+    placed = shards.assign((c.name for c in selected), n)
+    return [c for c in selected if placed[c.name] == k]
+
+
+def merged(parts: tuple[Path, ...], wanted: list[Case]) -> tuple[list[Observed], list[str], float]:
+    """The variants judged in earlier runs' out directories (shards of one selfcheck, or a run
+    stopped halfway and its rest), of those `wanted`: a variant judged in two parts counts as the
+    later part says (a re-run). Also the wanted variants no part judged, and the longest part's
+    wall time (parts run side by side)."""
+    by_name: dict[str, Observed] = {}
+    wall = 0.0
+    for part in parts:
+        path = part / "selfcheck.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise BadInput(f"--merge {part}: no selfcheck report to read ({path}: {e}); give a selfcheck's --out directory") from e
+        wall = max(wall, data["summary"]["wall_seconds"])
+        for v in data["variants"]:
+            by_name[f"{v['driver']}:{v['variant']}"] = Observed(**v)
+    names = [c.name for c in wanted]
+    return [by_name[n] for n in names if n in by_name], [n for n in names if n not in by_name], wall
+
+
+def write(results: list[Observed], out_dir: Path, wall_seconds: float, not_run: list[str] | None = None) -> tuple[Path, Path]:
     matched = sum(r.match for r in results)
     data = {
         "summary": {
             "variants": len(results),
             "matched": matched,
             "wall_seconds": round(wall_seconds, 1),
+            "certification_seconds": round(sum(r.seconds for r in results), 1),
             "valid": sum(r.kind == VALID for r in results),
             "broken": sum(r.kind == BROKEN for r in results),
+            "not_run": not_run or [],
         },
         "variants": [asdict(r) for r in results],
     }
@@ -302,17 +338,18 @@ def render_html(data: dict[str, Any], out_dir: Path) -> str:
         f"<tr class='{Verdict.PASS if v['match'] else Verdict.FAIL}'><td>{e(v['driver'])}</td><td>{e(v['variant'])}</td>"
         f"<td>{e(v['kind'])}</td><td>{cell(v['expected'])}</td><td>{cell(v['observed'])}</td>"
         f"<td>{'match' if v['match'] else 'MISMATCH: ' + e(v['why'])}</td><td>{v['seconds']:.0f}s</td>"
-        f"<td><a href='{e(Path(v['report']).relative_to(out_dir).as_posix())}'>report</a></td></tr>"
+        f"<td><a href='{e(Path(os.path.relpath(v['report'], out_dir)).as_posix())}'>report</a></td></tr>"
         for v in data["variants"]
     )
     s = data["summary"]
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab selfcheck</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;width:100%}}
 td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top;text-align:left}}
-tr.PASS td:nth-child(6){{color:#070}}tr.FAIL td:nth-child(6){{color:#b00;font-weight:bold}}</style></head><body>
+tr.PASS td:nth-child(6){{color:#070}}.notrun{{color:#b00}}tr.FAIL td:nth-child(6){{color:#b00;font-weight:bold}}</style></head><body>
 <h1>dralab selfcheck: {s["matched"]} of {s["variants"]} variants as expected</h1>
 <p>{s["broken"]} broken variants (MUT-01: each must FAIL what it breaks, naming the violation), {s["valid"]} valid
 variants (MUT-02: each must be CERTIFIED); {s["wall_seconds"]}s.</p>
+{f"<p class='notrun'>Not run: {e(', '.join(s['not_run']))}</p>" if s.get("not_run") else ""}
 <table><tr><th>driver</th><th>variant</th><th>kind</th><th>expected</th><th>observed</th><th>match</th>
 <th>time</th><th>its report</th></tr>{rows}</table></body></html>
 """
@@ -356,6 +393,21 @@ def _lab_prefix(prefix: str) -> str:
     callback=lambda _c, _p, v: _lab_prefix(v),
     help="Name the labs after this (two selfchecks side by side each need their own).",
 )
+@click.option(
+    "--shard",
+    "shard",
+    default=None,
+    callback=lambda _c, _p, v: v and shards.parse(v),
+    help="Part K of N (K/N): the variants this process takes, as every part computes them; join the parts with --merge.",
+)
+@click.option(
+    "--merge",
+    "parts",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="An earlier run's --out directory (repeatable): join their verdicts into one report in --out, "
+    "naming the selected variants none of them ran; certifies nothing.",
+)
 def selfcheck(
     out_dir: Path,
     only: str | None,
@@ -365,6 +417,8 @@ def selfcheck(
     kind: str | None,
     seeds: int | None,
     lab_prefix: str,
+    shard: tuple[int, int] | None,
+    parts: tuple[Path, ...],
 ) -> None:
     """Certify the reference drivers' variants and check dralab's verdicts on them (MUT-01, MUT-02):
     broken ones must FAIL what they break, valid ones must be CERTIFIED (exit 0 all as expected,
@@ -372,6 +426,10 @@ def selfcheck(
     selected = [c for c in chosen((references() if seeds else []) + cases(), only, variants) if kind in (None, c.kind)]
     if seeds:
         selected = [c for c in selected if c.kind == VALID and _named(certifiable(load_profile(c.driver)), SWEPT)]
+    if shard:
+        if parts:
+            raise BadInput("--shard and --merge: a part is run with --shard, the parts joined with --merge alone")
+        selected = shard_of(selected, shard)
     if list_only:
         listing = [
             {
@@ -400,11 +458,17 @@ def selfcheck(
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    results = run(selected, out_dir, only, seeds, lab_prefix)
-    as_json_path, as_html = write(results, out_dir, time.monotonic() - started)
+    not_run: list[str] = []
+    if parts:
+        results, not_run, wall = merged(parts, selected)
+    else:
+        results = run(selected, out_dir, only, seeds, lab_prefix)
+        wall = time.monotonic() - started
+    as_json_path, as_html = write(results, out_dir, wall, not_run)
     matched = sum(r.match for r in results)
     console.print(
-        f"selfcheck: {matched} of {len(results)} variants as expected in {time.monotonic() - started:.0f}s; {as_html}, {as_json_path}",
+        f"selfcheck: {matched} of {len(results)} variants as expected in {wall:.0f}s"
+        f"{f'; {len(not_run)} not run: ' + ', '.join(not_run) if not_run else ''}; {as_html}, {as_json_path}",
         markup=False,
     )
-    sys.exit(0 if matched == len(results) else 1)
+    sys.exit(0 if matched == len(results) and not not_run else 1)

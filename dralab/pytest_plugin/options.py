@@ -12,7 +12,7 @@ from basics.errors import BadInput
 from clusters.lab_configurations import PREFIX, SESSION_LAB
 from clusters.provider_registry import DEFAULT, PROVIDERS
 from dralab.progress_lines import PLUGIN_NAME, Progress
-from dralab.shards import parse as parse_shard
+from basics.shards import parse as parse_shard
 from drivers_under_test.profile import NO_HARDWARE
 
 

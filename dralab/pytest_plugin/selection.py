@@ -10,9 +10,9 @@ import pytest
 
 from basics.junit_properties import REQUIREMENT
 from clusters.providers import Capability
-from dralab import shards as shards_of_run
+from basics import shards as shards_of_run
 from dralab.pytest_plugin import labs
-from dralab.shards import parse as parse_shard
+from basics.shards import parse as parse_shard
 from suites import catalogue
 
 
@@ -58,7 +58,7 @@ def _run_order(item: pytest.Item) -> tuple[bool, bool]:
 
 
 def _shard_group(item: pytest.Item) -> str:
-    """What a test's shard goes by: its driver, else its suite (dralab.shards)."""
+    """What a test's shard goes by: its driver, else its suite (basics.shards)."""
     callspec = getattr(item, "callspec", None)  # a parametrized test's
     return shards_of_run.group_of(callspec.params if callspec is not None else {}, item.nodeid.split("::")[0].rsplit("/", 1)[0])
 

@@ -1,4 +1,4 @@
-"""certify --shards: how the tests split over runs side by side (dralab/shards.py), how the runs'
+"""certify --shards: how the tests split over runs side by side (basics/shards.py), how the runs'
 JUnit XML and allure results come together, and that side-by-side children are all waited for."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from basics.children import run_all_to_completion
 from basics.errors import BadInput
-from dralab.shards import CLUSTER, assign, group_of, parse
+from basics.shards import CLUSTER, assign, group_of, parse
 from reports.certify import _merge_dirs, _merge_junit, lab_names
 from reports.report import read_junit
 
