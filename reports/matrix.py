@@ -37,8 +37,10 @@ from basics.progress import console
 from clusters import versions
 from drivers_under_test import candidates
 from drivers_under_test.profile import DriverProfile, load_profile, shipped_profiles
+from reports import page_style
 from reports.certify import NoResults, SuiteRun, selection
 from reports.report import CERTIFIED, INCOMPLETE, first_message
+from reports.run_history import RunHistory
 
 LAB_PREFIX = "matrix"
 HISTORY = "history.json"
@@ -169,9 +171,8 @@ def write(
 ) -> dict[str, Any]:
     """matrix.json, matrix.html and the run appended to history.json; with `unshipped`, what the
     Go module proxy answered today for the public drivers not shipped (drivers_under_test.candidates)."""
-    history_path = out_dir / HISTORY
-    history = json.loads(history_path.read_text()) if history_path.exists() else []
-    cells = compared(cells, history[-1] if history else None)
+    history = RunHistory(out_dir / HISTORY)
+    cells = compared(cells, history.runs[-1] if history.runs else None)
     data = {
         "started": started,
         "wall_seconds": round(wall_seconds, 1),
@@ -183,10 +184,13 @@ def write(
         "unshipped": unshipped or {},
     }
     history.append({k: data[k] for k in ("started", "cells")})
-    history_path.write_text(json.dumps(history, indent=2))
     (out_dir / "matrix.json").write_text(json.dumps(data, indent=2))
     (out_dir / "matrix.html").write_text(render_html(data))
     return data
+
+
+# After page_style's rules: a changed cell outlined.
+STYLE = ".changed{outline:3px solid #c0c}b.changed{color:#c0c;outline:none}pre{white-space:pre-wrap}"
 
 
 def render_html(data: dict[str, Any]) -> str:
@@ -234,12 +238,7 @@ def render_html(data: dict[str, Any]) -> str:
         "".join(f"<li><b>{e(v)}</b>: {e(q)}</li>" for v, q in data.get("qualifications", {}).items())
         or "<li>not run (dralab matrix --qualify)</li>"
     )
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab matrix</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:.3em;text-align:left}}.CERTIFIED,.PASS{{background:#dfd}}
-.NOT-CERTIFIED,.FAIL{{background:#fdd}}.INCOMPLETE,.ERROR,.BLOCKED{{background:#fec}}.WARNING{{background:#ffd}}
-.SKIP{{background:#eee}}
-.changed{{outline:3px solid #c0c}}b.changed{{color:#c0c;outline:none}}pre{{white-space:pre-wrap}}</style></head><body>
+    return f"""{page_style.head("dralab matrix", page_style.VERDICTS + STYLE)}
 <h1>dralab matrix: {len(data["drivers"])} driver(s) x {len(data["versions"])} Kubernetes version(s)</h1>
 <p>Run {e(data["started"])}, {data["wall_seconds"]}s. A cell outlined changed since the previous run; a SKIP cell's
 version is not one its driver's own project supports.</p>

@@ -15,7 +15,9 @@ from typing import Any
 import yaml
 
 from basics.junit_properties import Verdict
+from reports import page_style
 from reports.mutant_listing import Mutant
+from reports.run_history import RunHistory
 
 KILLED, SURVIVED, EQUIVALENT, BUILD_FAILED, INCOMPLETE = "killed", "survived", "equivalent", "build-failed", "incomplete"
 STATUSES = (KILLED, SURVIVED, EQUIVALENT, BUILD_FAILED, INCOMPLETE)
@@ -92,9 +94,8 @@ def with_history(outcomes: list[Outcome], history: list[dict[str, Any]]) -> list
 
 def write(out_dir: Path, outcomes: list[Outcome], generated: int, started: str, wall_seconds: float, seed: int) -> dict[str, Any]:
     """mutants.json, mutants.html and this run appended to history.json."""
-    history_path = out_dir / HISTORY
-    history = json.loads(history_path.read_text()) if history_path.exists() else []
-    outcomes = with_history(outcomes, history)
+    history = RunHistory(out_dir / HISTORY)
+    outcomes = with_history(outcomes, history.runs)
     data = {
         "started": started,
         "seed": seed,
@@ -103,10 +104,14 @@ def write(out_dir: Path, outcomes: list[Outcome], generated: int, started: str, 
         "mutants": [asdict(o) for o in outcomes],
     }
     history.append({"started": started, "summary": data["summary"], "mutants": {o.id: o.status for o in outcomes}})
-    history_path.write_text(json.dumps(history, indent=2))
     (out_dir / "mutants.json").write_text(json.dumps(data, indent=2))
-    (out_dir / "mutants.html").write_text(render_html(data, history))
+    (out_dir / "mutants.html").write_text(render_html(data, history.runs))
     return data
+
+
+# After page_style's rules.
+STYLE = """table{width:100%}pre{margin:0;font-size:85%}
+tr.killed td:nth-child(3){color:#070}tr.survived td:nth-child(3){color:#b00;font-weight:bold}"""
 
 
 def render_html(data: dict[str, Any], history: list[dict[str, Any]]) -> str:
@@ -133,10 +138,7 @@ def render_html(data: dict[str, Any], history: list[dict[str, Any]]) -> str:
         for h in history
     )
     s = data["summary"]
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab mutants</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;width:100%}}
-td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top;text-align:left}}pre{{margin:0;font-size:85%}}
-tr.killed td:nth-child(3){{color:#070}}tr.survived td:nth-child(3){{color:#b00;font-weight:bold}}</style></head><body>
+    return f"""{page_style.head("dralab mutants", STYLE)}
 <h1>dralab mutants: {s[KILLED]} killed, {s[SURVIVED]} survived of {s["run"]} run ({s["generated"]} generated)</h1>
 <p>Score on the non-equivalent mutants judged: {s["score"]}; {s[EQUIVALENT]} equivalent, {s[BUILD_FAILED]} did not build,
 {s[INCOMPLETE]} incomplete; seed {data["seed"]}, {data["wall_seconds"]}s.</p>

@@ -16,6 +16,7 @@ from clusters.config import labs_root
 from clusters.provider_registry import provider
 from clusters.providers import Capability
 from basics.junit_properties import Verdict
+from reports import page_style
 from suites.upstream_dra.run import FAILED, PASSED, SKIPPED, Outcome
 
 QUALIFIED, NOT_QUALIFIED, INCOMPLETE = "QUALIFIED", "NOT QUALIFIED", "INCOMPLETE"
@@ -92,21 +93,14 @@ def render_section(q: dict[str, Any]) -> str:
     )
 
 
-STYLE = (
-    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-    "padding:4px;text-align:left;vertical-align:top}.PASS{background:#e8f5e9}.FAIL{background:#ffebee}"
-    ".SKIP{background:#f5f5f5}pre{white-space:pre-wrap;max-width:110em}"
-)
+STYLE = "pre{white-space:pre-wrap;max-width:110em}"  # after page_style's rules
 
 
 def write(q: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     as_json, as_html = out_dir / "qualification.json", out_dir / "qualification.html"
     as_json.write_text(json.dumps(q, indent=2) + "\n")
-    as_html.write_text(
-        f"<!doctype html><html><head><meta charset='utf-8'><title>dralab qualify: {_e(q['outcome'])}"
-        f"</title><style>{STYLE}</style></head><body><h1>dralab qualify</h1>{render_section(q)}"
-        f"</body></html>\n"
-    )
+    head = page_style.head(f"dralab qualify: {q['outcome']}", page_style.VERDICTS + STYLE)
+    as_html.write_text(f"{head}<h1>dralab qualify</h1>{render_section(q)}</body></html>\n")
     return as_json, as_html
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from basics.junit_properties import BLOCKED_BY, DIAGNOSIS, EVIDENCE, OBSERVED, REQUIREMENT, WARNING, WORST_FIRST, Verdict, final_verdict
 from clusters.config import labs_root
+from reports import page_style
 from suites import catalogue
 from suites.catalogue import Checks
 from suites.framework.spec_drift import PROPERTY as SPEC_DRIFT
@@ -262,10 +263,8 @@ def write(report: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     return as_json, as_html
 
 
-STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;width:100%}
-td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere}th{white-space:nowrap}
-.PASS{background:#dfd}.FAIL{background:#fdd}.ERROR{background:#fcb}.SKIP{background:#eee}
-.WARNING{background:#ffc}.BLOCKED{background:#edc}
+# After page_style's rules.
+STYLE = """body{max-width:80em}table{width:100%}td,th{padding:.3em .5em;overflow-wrap:anywhere}th{white-space:nowrap}
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:30em;overflow:auto}
 .verdict{font-size:1.4em;font-weight:bold}.text{color:#444;font-size:.9em}
 .requirements td:nth-child(-n+5):not([colspan]),.requirements th:nth-child(-n+5){white-space:nowrap;width:1%}"""
@@ -452,8 +451,7 @@ def render_html(report: dict[str, Any], out_dir: Path | None = None) -> str:
         f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(v))}</td></tr>" for k, v in report["environment"].items()
     )
     paths = "<p>Paths are relative to the directory of this report, the run's output.</p>" if out_dir else ""
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab: {_e(title)}</title>
-<style>{STYLE}</style></head><body>
+    return f"""{page_style.head(f"dralab: {title}", page_style.VERDICTS + STYLE)}
 <h1>dralab certification</h1>
 <p class="verdict {Verdict.PASS if title == CERTIFIED else Verdict.FAIL}">{_e(last_line(report))}</p>
 <p>tests: {_e(", ".join(f"{n} {v}" for v, n in summary["tests"].items() if n))}; {summary["wall_seconds"]}s</p>{paths}

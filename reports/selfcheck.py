@@ -28,6 +28,7 @@ from basics.progress import console
 from clusters.config import DNS_LABEL, saved_config
 from basics import shards
 from drivers_under_test.profile import METADATA_DISABLED, load_profile, shipped_profiles
+from reports import page_style
 from reports.certify import NoResults, SuiteRun, certifiable, lab_names, selection
 from reports.report import CERTIFIED, INCOMPLETE, first_message
 
@@ -53,6 +54,7 @@ SWEPT = [
     "MD-10",
     "MD-16",
     "MD-19",
+    "ST-01",
     "ST-02",
     "ST-07",
     "ST-08",
@@ -184,6 +186,7 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
         for r in report["requirements"]
         if r["verdict"] in (Verdict.FAIL, Verdict.ERROR, Verdict.BLOCKED, Verdict.WARNING)
     }
+    said = {r["id"]: _failures(r) for r in report["requirements"]}
     expected = case.expected(checked)
     outcome = report["summary"]["outcome"]
     observed = {"outcome": outcome, **verdicts} if case.kind == VALID else verdicts
@@ -192,7 +195,7 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
         got = observed.get(rid, "not run")
         if got != want:
             problems.append(f"{rid}: {got}, expected {want}" + (f" ({messages[rid][:160]})" if rid in messages else ""))
-        elif want == Verdict.FAIL and not re.search(case.violations.get(rid, r"(?!)"), messages.get(rid, "")):
+        elif want == Verdict.FAIL and not re.search(case.violations.get(rid, r"(?!)"), said.get(rid, "")):
             problems.append(
                 f"{rid} FAILed without naming the violation /{case.violations.get(rid, '(none declared)')}/: {messages.get(rid, '')[:200]}"
             )
@@ -214,6 +217,18 @@ def judge(case: Case, report: dict[str, Any], seconds: float, report_path: Path,
         "; ".join(problems),
         round(seconds, 1),
         str(report_path),
+    )
+
+
+def _failures(requirement: dict[str, Any]) -> str:
+    """All that a requirement's FAILed tests said: each message and the failure's own lines of its
+    traceback (pytest's "E" lines; the message is cut to its first lines, and the violation a check
+    names is often on a later one, under a header). Not the traceback's source lines, which quote
+    the check's wording whether or not it was said."""
+    failed = [t for t in requirement["tests"] if t["verdict"] == Verdict.FAIL]
+    return "\n".join(
+        [t.get("message") or "" for t in failed]
+        + [line[1:].strip() for t in failed for line in (t.get("traceback") or "").splitlines() if line.startswith("E ")]
     )
 
 
@@ -328,6 +343,11 @@ def write(results: list[Observed], out_dir: Path, wall_seconds: float, not_run: 
     return as_json, as_html
 
 
+# After page_style's rules.
+STYLE = """table{width:100%}
+tr.PASS td:nth-child(6){color:#070}.notrun{color:#b00}tr.FAIL td:nth-child(6){color:#b00;font-weight:bold}"""
+
+
 def render_html(data: dict[str, Any], out_dir: Path) -> str:
     e = html.escape
 
@@ -342,10 +362,7 @@ def render_html(data: dict[str, Any], out_dir: Path) -> str:
         for v in data["variants"]
     )
     s = data["summary"]
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab selfcheck</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;width:100%}}
-td,th{{border:1px solid #ccc;padding:.3em;vertical-align:top;text-align:left}}
-tr.PASS td:nth-child(6){{color:#070}}.notrun{{color:#b00}}tr.FAIL td:nth-child(6){{color:#b00;font-weight:bold}}</style></head><body>
+    return f"""{page_style.head("dralab selfcheck", STYLE)}
 <h1>dralab selfcheck: {s["matched"]} of {s["variants"]} variants as expected</h1>
 <p>{s["broken"]} broken variants (MUT-01: each must FAIL what it breaks, naming the violation), {s["valid"]} valid
 variants (MUT-02: each must be CERTIFIED); {s["wall_seconds"]}s.</p>

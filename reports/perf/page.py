@@ -14,12 +14,13 @@ matplotlib.use("Agg")  # no display: render to PNG in memory
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from reports import page_style  # noqa: E402
 from reports.perf.figures import FIGURES  # noqa: E402
 from reports.perf.history import Comparison  # noqa: E402
 from reports.perf.prepare_split import PHASES  # noqa: E402
 
-STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.regressed{background:#fdd}.missing{color:#888}
+# After page_style's rules.
+STYLE = """body{max-width:80em}td,th{padding:.3em .6em}.regressed{background:#fdd}.missing{color:#888}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}"""
 
 
@@ -151,8 +152,7 @@ def render(
     problems = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in run.get("errors", {}).items())
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in run.get("notes", []))
     named = ": " + html.escape(", ".join(regressed)) if regressed else ""
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dralab performance {html.escape(run["finished"])}</title>
-<style>{STYLE}</style></head><body>
+    return f"""{page_style.head(f"dralab performance {run['finished']}", STYLE)}
 <h1>dralab performance report</h1>
 <p>{html.escape(run["finished"])}, commit {html.escape(run.get("commit", "?"))}, {run["wall_seconds"]:.0f}s;
 {len(regressed)} figure(s) regressed by more than {threshold:.0%} against the median of the previous runs{named}.</p>

@@ -11,7 +11,21 @@ from click.testing import CliRunner
 
 from dralab.cli import main
 from basics.errors import BadInput
-from reports.selfcheck import BROKEN, VALID, Case, _lab_prefix, _suites_of, cases, chosen, judge, render_html
+from reports.selfcheck import (
+    BROKEN,
+    VALID,
+    Case,
+    Observed,
+    _lab_prefix,
+    _suites_of,
+    cases,
+    chosen,
+    judge,
+    merged,
+    render_html,
+    shard_of,
+    write,
+)
 from suites import catalogue
 from suites.catalogue import Checks, Level
 
@@ -119,6 +133,7 @@ def test_a_seed_sweep_checks_every_valid_variant_of_a_dra_driver_on_the_generate
         "MD-08",
         "MD-10",
         "MD-19",
+        "ST-01",
         "ST-07",
         "ST-08",
     ]
@@ -229,3 +244,81 @@ def test_a_lab_that_broke_under_a_variant_is_removed_before_the_next(monkeypatch
     results = selfcheck.run([LEAVE, LEAVE, LEAVE], tmp_path, None, lab_prefix="t")
     assert [r.match for r in results] == [False, True, True]
     assert removed == ["t", "t"], "after the variant the lab broke under, then at the end; not after the others"
+
+
+def _cases(n: int) -> list[Case]:
+    return [Case(f"v{i:02}", "gpu", BROKEN, ["MD-14"], [], {"MD-14": "still there"}) for i in range(n)]
+
+
+@pytest.mark.parametrize("n,parts", [(7, 3), (86, 3), (2, 4)])
+def test_the_shards_of_a_selfcheck_take_every_variant_once_and_in_even_parts(n: int, parts: int) -> None:
+    selected = _cases(n)
+    taken = [shard_of(selected, (k, parts)) for k in range(1, parts + 1)]
+    names = [c.name for part in taken for c in part]
+    assert sorted(names) == sorted(c.name for c in selected) and len(names) == len(set(names))
+    assert max(map(len, taken)) - min(map(len, taken)) <= 1
+    # Every process of a split computes the same split, whatever order it listed the variants in.
+    assert [c.name for c in shard_of(list(reversed(selected)), (1, parts))] == [c.name for c in reversed(taken[0])]
+
+
+def _part(tmp_path: Path, name: str, results: list[Observed], wall: float) -> Path:
+    out = tmp_path / name
+    out.mkdir()
+    write(results, out, wall)
+    return out
+
+
+def _observed(case: Case, tmp_path: Path, part: str, verdict: str = "FAIL") -> Observed:
+    report = _report("NOT CERTIFIED", MD_14=(verdict, "metadata dir still there after unprepare: /x"))
+    return judge(case, report, 5.0, tmp_path / part / "variants" / f"gpu-{case.variant}" / "report.html")
+
+
+def test_merged_parts_give_every_wanted_variant_a_later_part_overriding_and_the_longest_wall(tmp_path: Path) -> None:
+    a, b, c = _cases(3)
+    one = _part(tmp_path, "one", [_observed(a, tmp_path, "one"), _observed(b, tmp_path, "one", "PASS")], 100.0)
+    two = _part(tmp_path, "two", [_observed(b, tmp_path, "two"), _observed(c, tmp_path, "two")], 250.0)
+    results, not_run, wall = merged((one, two), [a, b, c])
+    assert [r.variant for r in results] == ["v00", "v01", "v02"] and not not_run and wall == 250.0
+    assert all(r.match for r in results), "the re-run of v01 in the later part counts, not its earlier PASS"
+
+
+def test_a_merge_of_a_directory_without_a_selfcheck_report_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="--merge .*empty.*selfcheck's --out directory"):
+        merged(((tmp_path / "empty"),), _cases(1))
+
+
+def test_a_merged_report_that_left_variants_unrun_exits_1_naming_them_and_links_each_part(tmp_path: Path) -> None:
+    leave = next(c for c in cases() if c.name == "gpu:leave-files")
+    part = _part(tmp_path, "part1", [_observed(leave, tmp_path, "part1")], 42.0)
+    out = tmp_path / "all"
+    result = CliRunner().invoke(
+        main, ["selfcheck", "--variant", "gpu:leave-files", "--variant", "gpu:wrong-path", "--merge", str(part), "--out", str(out)]
+    )
+    assert result.exit_code == 1, result.output
+    assert "not run: gpu:wrong-path" in " ".join(result.output.split())
+    data = json.loads((out / "selfcheck.json").read_text())
+    assert data["summary"]["not_run"] == ["gpu:wrong-path"] and data["summary"]["wall_seconds"] == 42.0
+    page = (out / "selfcheck.html").read_text()
+    assert "Not run: gpu:wrong-path" in page and "href='../part1/variants/gpu-leave-files/report.html'" in page
+
+
+def test_shard_and_merge_together_are_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["selfcheck", "--shard", "1/2", "--merge", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "--shard and --merge" in result.output, result.output
+
+
+def test_the_violation_may_be_named_under_a_header_in_any_failed_test_but_not_in_quoted_source() -> None:
+    case = Case("stale", "gpu", BROKEN, ["ST-01"], [], {"ST-01": r"sent an entry of gpu\.dralab\.dev for \S+"})
+    header = "AssertionError: gpu.dralab.dev wrote entries its claims do not give it:\n[+1 more lines]"
+    said = (
+        "E       AssertionError: gpu.dralab.dev wrote entries its claims do not give it:\n"
+        "E         claim a/b: sent an entry of gpu.dralab.dev for node-1/gpu-3"
+    )
+    quoted = '    f"sent an entry of gpu.dralab.dev for {entry}"\nE       AssertionError: gpu.dralab.dev wrote entries'
+
+    def report(traceback: str) -> dict:
+        tests = [{"verdict": "PASS", "message": ""}, {"verdict": "FAIL", "message": header, "traceback": traceback}]
+        return {"summary": {"outcome": "NOT CERTIFIED"}, "requirements": [{"id": "ST-01", "verdict": "FAIL", "tests": tests}]}
+
+    assert judge(case, report(said), 1.0, Path("r")).match
+    assert "without naming the violation" in judge(case, report(quoted), 1.0, Path("r")).why
