@@ -1,9 +1,10 @@
 """The calls between the kubelet and a device plugin as the recording proxy (dp-probe
 --proxy-resource) printed them, one JSON line each: {"method", "request", "response", "error"},
 requests and answers in protojson with the v1beta1 proto's field names. And DP-07 judged from
-them: the kubelet's Allocate takes the plugin's preference when the plugin advertises
-GetPreferredAllocation, and PreStartContainer is called for the allocated devices when the
-plugin asks for it. Pure: probe.py starts the proxy and reads its log."""
+them for every container the kubelet granted devices while the proxy recorded, each matched to its
+own Allocate: the kubelet takes the plugin's preference when the plugin advertises
+GetPreferredAllocation, and calls PreStartContainer for the allocated devices when the plugin
+asks for it. Pure: probe.py starts the proxy and reads its log."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from suites.device_plugin.checkpoint import AllocateAnswer, allocate_answer_json
 from suites.framework.pods import ObservationFailed
 
 # The proxy's own steps, before it forwards anything.
@@ -85,28 +87,62 @@ def _ids(ids: list[str] | None) -> list[str]:
     return sorted(ids or [])
 
 
-def _allocation(calls: list[Call], allocated: list[str]) -> int | None:
-    """The index of the kubelet's Allocate call for exactly `allocated`, if the proxy saw it."""
-    want = _ids(allocated)
+@dataclass(frozen=True)
+class Granted:
+    """One container's devices of the resource as the kubelet's checkpoint holds them, with the
+    plugin's answer it recorded for them. A list of them is in the order the kubelet admitted the
+    containers, one pod after the other, its init containers first: the order of its Allocates."""
+
+    container: str  # as the messages name it
+    pod: str  # the pod's UID
+    init: bool
+    ids: tuple[str, ...]  # sorted
+    answer: AllocateAnswer
+
+
+def _reused(granted: list[Granted]) -> list[bool]:
+    """Whether the kubelet took each container's devices all from those its pod's init containers
+    had (the device manager's devicesToReuse): it asks no preference for them. An init container's
+    devices may be reused after it, a container's are taken out of the pool."""
+    pools: dict[str, set[str]] = {}
+    found = []
+    for g in granted:
+        pool = pools.setdefault(g.pod, set())
+        found.append(bool(g.ids) and set(g.ids) <= pool)
+        if g.init:
+            pool.update(g.ids)
+        else:
+            pool.difference_update(g.ids)
+    return found
+
+
+def _requests(calls: list[Call]) -> list[tuple[int, list[str], AllocateAnswer]]:
+    """Each container request of each answered Allocate: the call's index, the devices asked for
+    and the plugin's answer to it."""
+    found = []
     for i, call in enumerate(calls):
-        if call.method == ALLOCATE and any(
-            _ids(r.get("devices_ids")) == want for r in (call.request or {}).get("container_requests") or []
-        ):
-            return i
-    return None
+        if call.method == ALLOCATE and call.response:
+            asked = (call.request or {}).get("container_requests") or []
+            answered = call.response.get("container_responses") or []
+            found += [(i, _ids(r.get("devices_ids")), allocate_answer_json(a)) for r, a in zip(asked, answered)]
+    return found
 
 
-def _pre_starts(calls: list[Call], after: int) -> list[list[str]]:
-    return [_ids((c.request or {}).get("devices_ids")) for c in calls[after:] if c.method == PRE_START]
-
-
-def awaited(calls: list[Call], allocated: list[str]) -> bool:
-    """Everything DP-07 looks for has passed: the Allocate of `allocated` and, when the plugin
-    asks for it, a PreStartContainer of them (so a wait can end before its timeout)."""
-    at = _allocation(calls, allocated)
-    if at is None:
-        return False
-    return not options(calls)[PRE_START_OPTION] or _ids(allocated) in _pre_starts(calls, at)
+def _placed(calls: list[Call], granted: list[Granted]) -> list[int]:
+    """The index of each container's Allocate in `calls`: the first container request after the
+    previous container's that asks for its devices and was answered as the kubelet holds. Raises
+    ObservationFailed for a container the proxy saw no such Allocate of: nothing to judge it by."""
+    requests, at, found = _requests(calls), 0, []
+    for g in granted:
+        k = next((k for k in range(at, len(requests)) if requests[k][1:] == (list(g.ids), g.answer)), None)
+        if k is None:
+            raise ObservationFailed(
+                f"no {ALLOCATE} through the proxy asked for the devices of {g.container}, {list(g.ids)}, and was answered as the "
+                f"kubelet holds (checkpoint); {ALLOCATE} requests seen: {[ids for _, ids, _ in requests]}"
+            )
+        found.append(requests[k][0])
+        at = k + 1
+    return found
 
 
 @dataclass
@@ -116,51 +152,65 @@ class Verdict:
     seen: dict[str, Any] = field(default_factory=dict)  # the calls judged, for the evidence
 
 
-def judge(calls: list[Call], allocated: list[str]) -> Verdict:
-    """DP-07 for the container the kubelet granted `allocated` (its checkpoint's record). Raises
-    ObservationFailed when the proxy did not see the kubelet's options or its Allocate of them:
+def judge(calls: list[Call], granted: list[Granted]) -> Verdict:
+    """DP-07 for every container of `granted` (the kubelet's checkpoint, in admission order),
+    each matched to its own Allocate among the calls a proxy recorded on their node: when the
+    plugin advertises GetPreferredAllocation, the kubelet's call of it since the previous Allocate
+    was answered without error with exactly the devices allocated (none is asked when they all
+    were the pod's init containers'); when it asks for PreStartContainer, one of exactly those
+    devices follows the Allocate (each such call counted for one container only). Raises
+    ObservationFailed when the proxy did not see the kubelet's options or a container's Allocate:
     nothing to judge, not the plugin's FAIL."""
     opts = options(calls)
-    at = _allocation(calls, allocated)
-    if at is None:
-        raise ObservationFailed(
-            f"the kubelet's {ALLOCATE} of {_ids(allocated)} did not pass through the proxy; "
-            f"{ALLOCATE} calls seen: {[c.request for c in calls if c.method == ALLOCATE]}"
-        )
-    ids = _ids(allocated)
-    verdict = Verdict(seen={"options": opts, "allocated": ids})
-    if opts[PREFERRED_OPTION]:
-        _judge_preference(verdict, [c for c in calls[:at] if c.method == PREFERRED], ids)
-    else:
+    verdict = Verdict(seen={"options": opts, "containers": []})
+    allocates = [i for i, c in enumerate(calls) if c.method == ALLOCATE]
+    pre_starts = [i for i, c in enumerate(calls) if c.method == PRE_START]
+    for g, at, reused in zip(granted, _placed(calls, granted), _reused(granted)):
+        shown: dict[str, Any] = {"container": g.container, "allocated": list(g.ids)}
+        verdict.seen["containers"].append(shown)
+        if opts[PREFERRED_OPTION]:
+            since = max((i for i in allocates if i < at), default=-1)
+            asked = [c for c in calls[since + 1 : at] if c.method == PREFERRED]
+            _judge_preference(verdict, g, asked[-1] if asked else None, reused, shown)
+        if opts[PRE_START_OPTION]:
+            k = next((k for k in pre_starts if k > at and _ids((calls[k].request or {}).get("devices_ids")) == list(g.ids)), None)
+            shown["pre-start"] = k is not None
+            if k is None:
+                called = [_ids((calls[k].request or {}).get("devices_ids")) for k in pre_starts if k > at]
+                verdict.violations.append(
+                    f"the plugin asks for {PRE_START} ({PRE_START_OPTION}), yet the kubelet did not call it for the devices "
+                    f"allocated to {g.container}, {list(g.ids)}; after their {ALLOCATE} it called it for {called}"
+                )
+            else:
+                pre_starts.remove(k)
+    if not opts[PREFERRED_OPTION]:
         verdict.notes.append(f"the plugin does not advertise {PREFERRED_OPTION}: no preference to honour")
-    if opts[PRE_START_OPTION]:
-        pre_starts = _pre_starts(calls, at)
-        verdict.seen["pre-start"] = pre_starts
-        if ids not in pre_starts:
-            verdict.violations.append(
-                f"the plugin asks for {PRE_START} ({PRE_START_OPTION}), yet the kubelet did "
-                f"not call it for the allocated {ids}; it called it for {pre_starts}"
-            )
-    else:
+    if not opts[PRE_START_OPTION]:
         verdict.notes.append(f"the plugin does not ask for {PRE_START} ({PRE_START_OPTION} false)")
     return verdict
 
 
-def _judge_preference(verdict: Verdict, asked: list[Call], ids: list[str]) -> None:
-    """The kubelet's last GetPreferredAllocation before its Allocate was answered and taken."""
-    if not asked:
-        verdict.violations.append(f"the plugin advertises {PREFERRED_OPTION}, yet the kubelet allocated {ids} without calling {PREFERRED}")
+def _judge_preference(verdict: Verdict, g: Granted, call: Call | None, reused: bool, shown: dict[str, Any]) -> None:
+    """The kubelet's last GetPreferredAllocation before a container's Allocate was answered and taken."""
+    ids = list(g.ids)
+    if call is None:
+        if reused:
+            shown["preference"] = "none asked: the devices were its pod's init containers'"
+        else:
+            verdict.violations.append(
+                f"the plugin advertises {PREFERRED_OPTION}, yet the kubelet allocated {ids} to {g.container} without calling {PREFERRED}"
+            )
         return
-    call = asked[-1]
     request = ((call.request or {}).get("container_requests") or [{}])[0]
     answers = (call.response or {}).get("container_responses") or [{}]
     preferred = _ids(answers[0].get("deviceIDs"))
-    verdict.seen["preference"] = {"asked": request, "answered": preferred, "error": call.error}
+    shown["preference"] = {"asked": request, "answered": preferred, "error": call.error}
     if call.error:
-        verdict.violations.append(f"the plugin answered the kubelet's {PREFERRED} with an error: {call.error}")
+        verdict.violations.append(f"{g.container}: the plugin answered the kubelet's {PREFERRED} with an error: {call.error}")
     elif preferred != ids:
         verdict.violations.append(
-            f"the kubelet allocated {ids}, the plugin preferred {preferred}" + "".join(f"; {p}" for p in _invalid(request, preferred))
+            f"{g.container}: the kubelet allocated {ids}, the plugin preferred {preferred}"
+            + "".join(f"; {p}" for p in _invalid(request, preferred))
         )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 # The device manager keeps its checkpoint beside kubelet.sock, at pluginapi.DevicePluginPath
 # whatever the kubelet's --root-dir (manager.go: checkpointdir from the socket path).
@@ -115,6 +115,20 @@ def allocate_answer(wire: bytes) -> AllocateAnswer:
         elif number == 5:
             answer.cdi_devices.append(_strings(value).get(1, ""))
     return answer
+
+
+def allocate_answer_json(message: dict[str, Any]) -> AllocateAnswer:
+    """A ContainerAllocateResponse in protojson with the proto's field names, as the recording
+    proxy prints it (calls.py)."""
+    return AllocateAnswer(
+        envs=dict(message.get("envs") or {}),
+        mounts=[Mount(m.get("container_path", ""), m.get("host_path", ""), bool(m.get("read_only"))) for m in message.get("mounts") or []],
+        devices=[
+            DeviceSpec(d.get("container_path", ""), d.get("host_path", ""), d.get("permissions", "")) for d in message.get("devices") or []
+        ],
+        annotations=dict(message.get("annotations") or {}),
+        cdi_devices=[c.get("name", "") for c in message.get("cdi_devices") or []],
+    )
 
 
 def _fields(wire: bytes) -> Iterator[tuple[int, int | bytes]]:

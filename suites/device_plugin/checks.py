@@ -5,18 +5,22 @@ node runs it: its pod and log on a node (evidence), the GPUs the emulated hardwa
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 from basics.errors import HarnessError
 from clusters.providers import Lab
 from fake_hardware.lab import HardwareLab
-from suites.device_plugin import allocation, checkpoint, observations
+from suites.device_plugin import allocation, calls, checkpoint, devices, observations, probe
 from suites.device_plugin.checkpoint import Entry
+from suites.device_plugin.devices import NodeGpus
 from suites.device_plugin.node_resources import allocatable, capacity, wait_allocatable
-from suites.framework import cdi_specs, pods
+from suites.framework import pods
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.evidence import Evidence
 from suites.framework.node_files import NodeFiles
 from suites.framework.pods import PodBuilder
-from suites.framework.waits import DriverTimedOut
+from suites.framework.waits import DriverTimedOut, driver_must, wait_for
 
 # Measured on the lab (v1.37.1): allocatable follows a health change 9.6 to 10.1 s later. The
 # plugin sees it within its 1 s sysfs poll; kubelet publishes allocatable with its next node
@@ -24,10 +28,15 @@ from suites.framework.waits import DriverTimedOut
 HEALTH_TIMEOUT = 30
 
 
+def node_gpus(lab: Lab, plugin: DriverUnderTest, node: str) -> NodeGpus:
+    """The node's emulated GPUs (their IDs and device nodes): what the plugin must advertise and hand out."""
+    plugin.requires_hardware("this check matches the plugin's devices to the GPUs dralab's emulated hardware gives each node")
+    return devices.of_plan(HardwareLab(lab.hardware_site("reading the emulated GPUs")).node(node).plan)
+
+
 def gpus(lab: Lab, plugin: DriverUnderTest, node: str) -> list[str]:
-    """The node's emulated GPUs by profile name (gpu0, gpu1, ...): what the plugin must advertise."""
-    plugin.requires_hardware("this check counts the GPUs dralab's emulated hardware gives each node")
-    return [f.name for f in HardwareLab(lab.hardware_site("counting the emulated GPUs")).node(node).plan.functions if f.kind == "gpu"]
+    """The node's emulated GPUs by profile name (gpu0, gpu1, ...)."""
+    return [g.name for g in node_gpus(lab, plugin, node).gpus]
 
 
 def plugin_pod(api, plugin: DriverUnderTest, node: str) -> str:
@@ -48,35 +57,20 @@ def device_pod(name: str, plugin: DriverUnderTest, count: int, node: str) -> Pod
 
 
 def holds_its_allocation(
-    lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, namespace: str, pod: str, count: int, ev: Evidence
+    lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, namespace: str, pod: str, ev: Evidence
 ) -> Entry:  # DP-04
-    """Once pod `pod` (a device_pod) runs: the kubelet's record of its allocation, after checking
-    that it was granted `count` distinct devices, that the plugin's Allocate answer for them names
-    none of the resource's other devices, and that its container holds everything the answer
-    gave (env, mounts, device nodes, CDI devices' edits)."""
+    """Once pod `pod` (a device_pod) runs: the kubelet's record of its allocation, after judging
+    it (allocation.judge): as many distinct devices as it asked for, an Allocate answer naming
+    none of the resource's others, everything it gave held by the container, and the device
+    nodes those of the granted GPUs."""
     running = pods.wait_phase(api, namespace, pod)
     node: str = running.spec.node_name  # type: ignore[assignment]  # a Running pod's, Optional in the client
-    held = observations.kubelet_checkpoint(files, node)
-    entry = observations.entry_of(held, running, plugin.resource)
-    ev.add(f"pod {pod}: the kubelet's record of its allocation (checkpoint)", entry.as_evidence())
-    ids = entry.device_ids
-    ev.observe(f"pod {pod}: devices granted", ids)
-    assert len(set(ids)) == len(ids) == count, f"pod {pod} asked for {count} {plugin.resource}, the kubelet granted {len(ids)}: {ids}"
-    specs = list(cdi_specs.on_node(files, node).values()) if entry.answer.cdi_devices else []
-    # The container gets whatever the answer names: naming another device hands that one out.
-    others = sorted(set(held.registered.get(plugin.resource, [])) - set(ids))
-    foreign = allocation.foreign_devices(entry.answer, specs, others)
-    assert not foreign, (
-        f"pod {pod} was granted {ids}, yet the plugin's Allocate answer for them names devices the "
-        f"kubelet did not grant: " + "; ".join(foreign)
-    )
-    expected, wrong = allocation.promises(entry.answer, specs)
-    nodes = [p for p in expected if p.what == "device node"]
-    view = observations.container_view(lab, namespace, pod, [p.target for p in nodes], [p.target for p in expected if p.what == "mount"])
-    ev.add(f"pod {pod}: what its container holds", view.as_evidence())
-    wrong += allocation.violations(expected, view, {p.host_path: observations.file_kind(files, node, p.host_path) for p in nodes})
-    assert not wrong, f"pod {pod}'s container lacks what the plugin answered to Allocate for {ids}: " + "; ".join(wrong)
-    return entry
+    seen = observations.observe(lab, files, observations.kubelet_checkpoint(files, node), running, "main", plugin.resource)
+    ev.add(f"pod {pod}: its allocation, as the kubelet holds it and the container has it", seen.as_evidence())
+    ev.observe(f"pod {pod}: devices granted", seen.entry.device_ids)
+    problems = allocation.judge(seen, node_gpus(lab, plugin, node))
+    assert not problems, f"{seen.name} was granted {seen.entry.device_ids}: " + "; ".join(problems)
+    return seen.entry
 
 
 def healthy_devices(files: NodeFiles, node: str, resource: str) -> list[str]:
@@ -130,3 +124,31 @@ def health_follows_the_hardware(lab: Lab, api, files: NodeFiles, plugin: DriverU
         f"{total} -> {total - 1} {dropped:.1f}s after {gpu} went unhealthy ({left} left the "
         f"kubelet's healthy devices) -> {total} {restored:.1f}s after it recovered",
     )
+
+
+@contextlib.contextmanager
+def recording(lab: Lab, api, files: NodeFiles, plugin: DriverUnderTest, namespace: str, proxy: str, node: str) -> Iterator[None]:
+    """The recording proxy (pod `proxy`) between the node's kubelet and the plugin, in use.
+    Afterwards the plugin alone again: the proxy gone and the plugin's pod restarted, so that it
+    registers anew and later checks talk to it and to nothing else."""
+    healthy = healthy_devices(files, node, plugin.resource)
+    try:
+        probe.proxy(lab, api, namespace, proxy, node, plugin.resource, healthy)
+        # The kubelet talks to a resource's newest registration: the proxy's, once it listed through it.
+        wait_for(
+            f"the kubelet to take {plugin.resource}'s devices through the proxy on {node}",
+            lambda: calls.listed(probe.recorded(api, namespace, proxy)),
+            30,
+        )
+        wait_allocatable(api, node, plugin.resource, len(healthy), wait=wait_for)  # the proxy's
+        yield
+    finally:
+        probe.delete(api, namespace, proxy)
+        written = files.version(node, checkpoint.PATH)
+        plugin.restart_on(api, node)
+        driver_must(
+            f"the restarted plugin to register and list its {len(healthy)} devices on {node}",
+            lambda: lists_again(files, node, plugin.resource, written, len(healthy)),
+            60,
+        )
+        wait_allocatable(api, node, plugin.resource, len(healthy))

@@ -69,6 +69,19 @@ def proxy(lab: Lab, api, namespace: str, pod: str, node: str, resource: str, hea
     return seen
 
 
+def delete(api, namespace: str, pod: str, timeout: float = 60) -> None:
+    """The probe's pod gone (if it was ever created)."""
+    core = client.CoreV1Api(api)
+    try:
+        core.delete_namespaced_pod(pod, namespace)
+    except ApiException as e:
+        if e.status != 404:  # never created
+            raise
+    wait_for(
+        f"pod {namespace}/{pod} gone", lambda: pod not in {p.metadata.name for p in core.list_namespaced_pod(namespace).items}, timeout
+    )
+
+
 def recorded(api, namespace: str, pod: str) -> list[Call]:
     """The calls proxy `pod` has recorded so far."""
     return calls.parse(_log(api, namespace, pod))

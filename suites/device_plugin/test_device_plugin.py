@@ -6,24 +6,29 @@ death and return) are kept as `observed` properties; the timeouts are generous b
 from __future__ import annotations
 
 import contextlib
+import random
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
-from clusters.providers import Lab
+from clusters.providers import Capability as LabCapability, Lab
 from suites.framework.evidence import Evidence
 from drivers_under_test.deploy import PROFILE_LABEL
 from drivers_under_test.profile import Capability
-from suites.device_plugin import calls, checkpoint, checks, observations, probe
+from suites.device_plugin import allocation, calls, checkpoint, checks, devices, observations, probe
+from suites.device_plugin import generated_run as generated_run_of
+from suites.device_plugin.generated_run import Run
 from suites.device_plugin.node_resources import allocatable, capacity, wait_allocatable
 from suites.framework import pods, spec_drift, verdicts
 from suites.framework.drivers import DriverUnderTest
 from suites.framework.node_files import NodeFiles
 from suites.framework.spec_drift import Drift
+from suites.framework.pods import ObservationFailed
+from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import DriverTimedOut, driver_must, wait_for
+from suites.kubelet_plugin import generated
 
 pytestmark = pytest.mark.e2e
 
@@ -44,14 +49,20 @@ def node(lab: Lab) -> str:
 
 
 @pytest.mark.requirement("DP-01")
-def test_registration_advertises_every_device(host_access: Lab, api, plugin: DriverUnderTest, evidence: Evidence) -> None:
+def test_registration_advertises_every_device(
+    host_access: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, evidence: Evidence
+) -> None:
+    problems = []
     for n in host_access.nodes:
-        want = len(checks.gpus(host_access, plugin, n.name))
+        gpus = checks.node_gpus(host_access, plugin, n.name)
         with contextlib.suppress(DriverTimedOut):  # judged below, on the counts the node shows
-            wait_allocatable(api, n.name, plugin.resource, want)
-        got = (capacity(api, n.name, plugin.resource), allocatable(api, n.name, plugin.resource))
-        evidence.observe(f"{n.name} capacity, allocatable", got)
-        assert got == (want, want), f"{n.name} has {want} GPUs; capacity, allocatable of {plugin.resource}: {got}"
+            wait_allocatable(api, n.name, plugin.resource, len(gpus.gpus))
+        counts = (capacity(api, n.name, plugin.resource), allocatable(api, n.name, plugin.resource))
+        # Every GPU is healthy here, and the kubelet's checkpoint holds the healthy devices ListAndWatch listed.
+        listed = checks.healthy_devices(node_files, n.name, plugin.resource)
+        evidence.observe(f"{n.name} capacity, allocatable; device IDs listed (checkpoint)", {"counts": counts, "listed": listed})
+        problems.append(devices.registration_problem(gpus, plugin.resource, counts, listed))
+    assert not any(problems), "\n".join(p for p in problems if p)
 
 
 @pytest.mark.requirement("DP-02")
@@ -106,7 +117,7 @@ def test_allocate_results_reach_the_container(
     lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, namespace: str, node: str, evidence: Evidence
 ) -> None:
     pods.create(api, namespace, checks.device_pod("two", plugin, 2, node))
-    checks.holds_its_allocation(lab, api, node_files, plugin, namespace, "two", 2, evidence)
+    checks.holds_its_allocation(lab, api, node_files, plugin, namespace, "two", evidence)
 
 
 @pytest.mark.requirement("DP-04")
@@ -116,7 +127,7 @@ def test_concurrent_pods_get_disjoint_devices(
     names = [f"pod-{i}" for i in range(3)]
     for name in names:
         pods.create(api, namespace, checks.device_pod(name, plugin, 2, node))
-    given = {n: checks.holds_its_allocation(lab, api, node_files, plugin, namespace, n, 2, evidence).device_ids for n in names}
+    given = {n: checks.holds_its_allocation(lab, api, node_files, plugin, namespace, n, evidence).device_ids for n in names}
     evidence.observe("devices per pod", given)
     everything = [d for ids in given.values() for d in ids]
     assert len(set(everything)) == 6, f"3 pods x 2 devices overlap: {given}"
@@ -134,7 +145,7 @@ def test_kubelet_restart_keeps_running_pods_devices(
 ) -> None:
     total = len(checks.gpus(host_access, plugin, node))
     pods.create(api, namespace, checks.device_pod("running", plugin, 2, node))
-    held = checks.holds_its_allocation(host_access, api, node_files, plugin, namespace, "running", 2, evidence)
+    held = checks.holds_its_allocation(host_access, api, node_files, plugin, namespace, "running", evidence)
     before = _container(api, namespace, "running")
     written = node_files.version(node, checkpoint.PATH)
     start = time.monotonic()
@@ -156,7 +167,7 @@ def test_kubelet_restart_keeps_running_pods_devices(
     )
     # Every other device goes to a new pod: kubelet still knows (checkpoint) which two are taken.
     pods.create(api, namespace, checks.device_pod("rest", plugin, total - 2, node))
-    rest = checks.holds_its_allocation(host_access, api, node_files, plugin, namespace, "rest", total - 2, evidence)
+    rest = checks.holds_its_allocation(host_access, api, node_files, plugin, namespace, "rest", evidence)
     evidence.observe("devices", {"running pod": held.device_ids, "new pod": rest.device_ids})
     assert not set(rest.device_ids) & set(held.device_ids), (
         f"after the kubelet restart a new pod got {rest.device_ids}, overlapping the running pod's {held.device_ids}"
@@ -210,79 +221,93 @@ def test_plugin_death_and_return(host_access: Lab, api, plugin: DriverUnderTest,
     assert client.CoreV1Api(api).read_namespaced_pod("survivor", namespace).status.phase == "Running"
 
 
-PROXY = "recording-proxy"
-
-
-def _delete_pod(api, namespace: str, name: str, timeout: float = 60) -> None:
-    core = client.CoreV1Api(api)
-    try:
-        core.delete_namespaced_pod(name, namespace)
-    except ApiException as e:
-        if e.status != 404:  # never created
-            raise
-    wait_for(
-        f"pod {namespace}/{name} gone", lambda: name not in {p.metadata.name for p in core.list_namespaced_pod(namespace).items}, timeout
+@pytest.fixture(scope="module")
+def generated_run(request: pytest.FixtureRequest, lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest) -> Run:
+    """The plugin's generated workloads (generated_run.py), drawn once a module by the first check
+    that asks for them (`--seed`, `--seeds` and `--budget` as the DRA drivers'); kept where the
+    FAIL attachments find the case a message names."""
+    lab.require(LabCapability.HOST_ACCESS, "the generated pods")  # as host_access does; that fixture is per test
+    config = request.config
+    chosen = config.getoption("--seed")
+    run = generated_run_of.draw(
+        lab,
+        api,
+        node_files,
+        plugin,
+        chosen if chosen is not None else random.randrange(2**32),
+        config.getoption("--budget"),
+        config.getoption("--seeds"),
     )
+    config.stash.setdefault(generated.RUNS, {})[plugin.resource] = run  # keyed as the DRA drivers are by driver name; a plugin has none
+    return run
 
 
-@pytest.fixture
-def recording(lab: Lab, api, node_files: NodeFiles, plugin: DriverUnderTest, namespace: str, node: str) -> Iterator[str]:
-    """The recording proxy (its pod) between the node's kubelet and the plugin, in use. Afterwards
-    the plugin alone again: the proxy gone and the plugin's pod restarted, so that it registers
-    anew and later checks talk to it and to nothing else."""
-    healthy = checks.healthy_devices(node_files, node, plugin.resource)
-    verdicts.require(
-        len(healthy) >= 2,
-        f"{node} has {len(healthy)} healthy {plugin.resource} (kubelet's checkpoint: {healthy}), DP-07's pod asks for 2",
-        "run on a node where the plugin lists at least 2 devices",
+def _drawn(run: Run, evidence: Evidence) -> None:
+    """The run's seeds and shapes in the evidence; SKIP when nothing could be drawn."""
+    evidence.observe(
+        "generated workloads", f"seed {run.seed} ({run.seeds} seed(s)), budget {run.budget} shape(s), up to {run.capacity} device(s) a pod"
     )
-    try:
-        probe.proxy(lab, api, namespace, PROXY, node, plugin.resource, healthy)
-        # The kubelet talks to a resource's newest registration: the proxy's, once it listed through it.
-        wait_for(
-            f"the kubelet to take {plugin.resource}'s devices through the proxy",
-            lambda: calls.listed(probe.recorded(api, namespace, PROXY)),
-            30,
-        )
-        wait_allocatable(api, node, plugin.resource, len(healthy), wait=wait_for)  # the proxy's
-        yield PROXY
-    finally:
-        _delete_pod(api, namespace, PROXY)
-        written = node_files.version(node, checkpoint.PATH)
-        plugin.restart_on(api, node)
-        driver_must(
-            f"the restarted plugin to register and list its {len(healthy)} devices",
-            lambda: checks.lists_again(node_files, node, plugin.resource, written, len(healthy)),
-            60,
-        )
-        wait_allocatable(api, node, plugin.resource, len(healthy))
+    evidence.add("shapes tried", run.tried)
+    if run.skipped:
+        pytest.skip(run.skipped)
+
+
+@pytest.mark.requirement("DP-04")
+def test_every_container_of_the_generated_pods_holds_its_allocation(
+    generated_run: Run, host_access: Lab, plugin: DriverUnderTest, evidence: Evidence
+) -> None:
+    """Every container of the generated pods that asked for devices (init containers and several
+    containers a pod among them), judged as the fixed pods are, against its node's GPUs."""
+    _drawn(generated_run, evidence)
+    gpus = {n.name: checks.node_gpus(host_access, plugin, n.name) for n in host_access.nodes}
+    judged = {seen.name: allocation.judge(seen, gpus[seen.node]) for seen in generated_run.containers}
+    evidence.observe("containers judged", f"{len(judged)}: {sorted(judged)}")
+    wrong = [seen for seen in generated_run.containers if judged[seen.name]]
+    evidence.add("the containers that break it", [seen.as_evidence() for seen in wrong][:10])
+    problems = [f"{seen.name} was granted {seen.entry.device_ids}: " + "; ".join(judged[seen.name]) for seen in wrong]
+    if generated_run.failure:
+        raise DriverFailure("\n".join([str(generated_run.failure), *problems]))
+    if not judged:
+        raise ObservationFailed(f"no generated container asking for {plugin.resource} was looked into; shapes tried: {generated_run.tried}")
+    assert not problems, "\n".join(problems)
+
+
+def _granted(run: Run, node: str) -> list[calls.Granted]:
+    """The containers of the run on `node` with their devices, in the order the kubelet admitted them."""
+    return [
+        calls.Granted(seen.name, seen.entry.pod_uid, seen.init, tuple(seen.entry.device_ids), seen.entry.answer)
+        for seen in run.containers
+        if seen.node == node
+    ]
 
 
 @pytest.mark.requirement("DP-07")
-def test_preferred_allocation_is_honoured_and_prestart_runs(
-    api, node_files: NodeFiles, plugin: DriverUnderTest, namespace: str, node: str, recording: str, evidence: Evidence
-) -> None:
+def test_every_allocate_of_the_run_honours_the_preference_and_gets_its_pre_start(generated_run: Run, evidence: Evidence) -> None:
     # DevicePluginOptions (deviceplugin/v1beta1 api.proto): GetPreferredAllocationAvailable "indicates
     # if GetPreferredAllocation is implemented and available for calling"; PreStartRequired "indicates
     # if PreStartContainer call is required before each container start". Judged from the calls
-    # the kubelet and the plugin exchanged through the proxy, whichever plugin it is.
-    pod = pods.run(api, namespace, checks.device_pod("preferred", plugin, 2, node))
-    allocated = observations.allocation_of(node_files, pod, plugin.resource).device_ids
-
-    def complete() -> list[calls.Call] | None:
-        seen = probe.recorded(api, namespace, recording)
-        return seen if calls.awaited(seen, allocated) else None
-
-    try:
-        seen = driver_must(f"the calls for {allocated} in the proxy's record", complete, 15)
-    except DriverTimedOut:  # judged on what did pass
-        seen = probe.recorded(api, namespace, recording)
-    assert seen is not None  # wait_for returns the first truthy answer
-    evidence.observe("calls through the proxy", [c.as_evidence() for c in seen if c.method != "ListAndWatch"])
-    verdict = calls.judge(seen, allocated)
-    evidence.observe("judged", verdict.seen)
-    if len(verdict.notes) == 2:
-        verdicts.skip("; ".join(verdict.notes), "DP-07 applies to a plugin that offers either")
-    for note in verdict.notes:
+    # the kubelet and the plugin exchanged through the proxies, whichever plugin it is, for every
+    # container of the generated pods, each matched to its own Allocate.
+    _drawn(generated_run, evidence)
+    for node, why in generated_run.unrecorded.items():
+        evidence.observe(f"no calls recorded on {node}", why)
+    if not generated_run.calls:
+        raise ObservationFailed(f"no proxy recorded the calls on any node: {generated_run.unrecorded}")
+    if not generated_run.containers and generated_run.failure:
+        raise Blocked("DP-04", f"no generated pod started: {generated_run.failure}")
+    violations, notes, judged = [], set(), 0
+    for node, seen in sorted(generated_run.calls.items()):
+        evidence.add(f"calls through the proxy on {node}", [c.as_evidence() for c in seen if c.method != "ListAndWatch"][:200])
+        granted = _granted(generated_run, node)
+        verdict = calls.judge(seen, granted)
+        evidence.observe(f"judged on {node}", verdict.seen)
+        violations += [f"on {node}: {v}" for v in verdict.violations]
+        notes |= set(verdict.notes)
+        judged += len(granted)
+    if not judged:
+        raise ObservationFailed(f"no generated container ran on a node whose calls a proxy recorded ({sorted(generated_run.calls)})")
+    if len(notes) == 2:
+        verdicts.skip("; ".join(sorted(notes)), "DP-07 applies to a plugin that offers either")
+    for note in sorted(notes):
         evidence.observe("not applicable", note)
-    assert not verdict.violations, "; ".join(verdict.violations)
+    assert not violations, "\n".join(violations)

@@ -56,6 +56,29 @@ def test_the_allocate_answer_is_decoded_whole() -> None:
     )
 
 
+# The same answer as the recording proxy prints it (protojson, the proto's field names, unpopulated fields too).
+PRINTED = {
+    "envs": {"VENDOR_MODE": "exclusive", "VENDOR_VISIBLE_DEVICES": "GPU-aaaa,GPU-bbbb"},
+    "mounts": [
+        {"container_path": "/run/vendor/GPU-aaaa", "host_path": "/sys/devices/pci0000:00/0000:01:00.0", "read_only": True},
+        {"container_path": "/opt/vendor/lib", "host_path": "/usr/lib/vendor", "read_only": False},
+    ],
+    "devices": [
+        {"container_path": "/dev/vendor0", "host_path": "/dev/null", "permissions": "rw"},
+        {"container_path": "/dev/vendor1", "host_path": "/dev/zero", "permissions": "r"},
+    ],
+    "annotations": {"vendor.example/allocated": "GPU-aaaa,GPU-bbbb"},
+    "cdi_devices": [{"name": "vendor.example/gpu=GPU-aaaa"}],
+}
+
+
+def test_the_answer_the_proxy_printed_is_the_one_the_kubelet_recorded() -> None:
+    entry = checkpoint.parse(RECORDED).entry(POD, "main", "vendor.example/gpu")
+    assert entry is not None and checkpoint.allocate_answer_json(PRINTED) == entry.answer
+    empty = {"envs": {}, "mounts": [], "devices": [], "annotations": {}, "cdi_devices": []}
+    assert checkpoint.allocate_answer_json(empty) == AllocateAnswer() == checkpoint.allocate_answer_json({})
+
+
 def test_an_empty_answer_and_devices_without_numa_node() -> None:
     entry = checkpoint.parse(RECORDED).entry(POD, "sidecar", "vendor.example/nic")
     assert entry is not None and entry.answer == AllocateAnswer() and entry.devices_per_numa == {-1: ["nic-3"]}

@@ -20,6 +20,7 @@ func main() {
 	klog.InitFlags(nil)
 	sysfsRoot := flag.String("sysfs-root", "/sys", "sysfs tree to discover GPUs in")
 	hostSysfsRoot := flag.String("host-sysfs-root", "", "where the node has --sysfs-root, for the mounts handed to containers (default: --sysfs-root)")
+	hostDevRoot := flag.String("host-dev-root", "/dev", "where the node has the GPUs' device nodes (nvidia<index>), for the device nodes handed to containers")
 	pluginDir := flag.String("device-plugin-dir", "/var/lib/kubelet/device-plugins", "kubelet's device plugin directory, holding kubelet.sock and this plugin's socket")
 	cdiDir := flag.String("cdi-dir", "/var/run/cdi", "directory for the CDI spec of the GPUs")
 	resource := flag.String("resource-name", "dralab.dev/fake-gpu", "extended resource to advertise")
@@ -33,6 +34,7 @@ func main() {
 	p := &plugin{
 		sysfsRoot:     *sysfsRoot,
 		hostSysfsRoot: *hostSysfsRoot,
+		hostDevRoot:   *hostDevRoot,
 		pluginDir:     *pluginDir,
 		cdiDir:        *cdiDir,
 		resource:      *resource,

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -35,6 +36,11 @@ const (
 	noReregister        = "no-reregister"
 	staleSocket         = "stale-socket"
 	oversizedPreference = "oversized-preference"
+	allocateOtherDevice = "allocate-other-device"
+	listPhantomDevice   = "list-phantom-device"
+
+	// phantomID is the device ID the list-phantom-device variant lists: no GPU has it.
+	phantomID = "GPU-ffffffff-ffff-ffff-ffff-ffffffffffff"
 )
 
 var variants = map[string]string{
@@ -44,6 +50,8 @@ var variants = map[string]string{
 	noReregister:        "never registers again after kubelet restarts (breaks DP-05)",
 	staleSocket:         "leaves its socket at exit and cannot listen where one was left, so it never comes back (breaks DP-06)",
 	oversizedPreference: "GetPreferredAllocation prefers one device more than the allocation size (breaks DP-07)",
+	allocateOtherDevice: "every second container request answered gets the device nodes of the GPU after each one asked for (breaks DP-04)",
+	listPhantomDevice:   "ListAndWatch lists one device ID more, which no GPU has (breaks DP-01)",
 }
 
 // plugin serves the device plugin API for the GPUs under sysfsRoot. The GPUs are read from
@@ -53,12 +61,15 @@ type plugin struct {
 
 	sysfsRoot     string
 	hostSysfsRoot string // where the node has sysfsRoot, for mount host paths
+	hostDevRoot   string // where the node has the GPUs' device nodes, nvidia<index>
 	pluginDir     string
 	cdiDir        string
 	resource      string
 	poll          time.Duration // sysfs health poll
 	watch         time.Duration // check for a kubelet restart
 	variant       *variant.Selected
+
+	answered atomic.Int64 // container requests Allocate answered: the allocate-other-device variant counts them
 }
 
 func options() *pluginapi.DevicePluginOptions {
@@ -200,6 +211,9 @@ func (p *plugin) devices(gpus []sysfs.GPU) []*pluginapi.Device {
 		}
 		devices = append(devices, d)
 	}
+	if p.variant.Is(listPhantomDevice) {
+		devices = append(devices, &pluginapi.Device{ID: phantomID, Health: pluginapi.Healthy}) // a stale entry of a table
+	}
 	return devices
 }
 
@@ -239,7 +253,7 @@ func (p *plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.Prefer
 }
 
 // Allocate hands each container its GPUs every way the API allows, so the suite can check
-// each path: env vars, a sysfs mount and a device node per GPU, and its CDI device.
+// each path: env vars, a sysfs mount and the device node of each GPU, and its CDI device.
 func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	// GPU.Dir has its symlinks resolved, so it is relative to the resolved root.
 	root, err := filepath.EvalSymlinks(p.sysfsRoot)
@@ -256,10 +270,17 @@ func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*p
 		if err != nil {
 			return nil, err
 		}
+		nodes := gpus
+		if p.answered.Add(1)%2 == 0 && p.variant.Is(allocateOtherDevice) {
+			// An off-by-one in a second loop: each device node is that of the GPU after the one asked for.
+			if nodes, err = p.lookup(creq.DevicesIds, 1); err != nil {
+				return nil, err
+			}
+		}
 		c := &pluginapi.ContainerAllocateResponse{
 			Envs: map[string]string{"DRALAB_FAKE_GPU_UUIDS": strings.Join(creq.DevicesIds, ",")},
 		}
-		for _, g := range gpus {
+		for i, g := range gpus {
 			rel, err := filepath.Rel(root, g.Dir)
 			if err != nil || !filepath.IsLocal(rel) {
 				return nil, status.Errorf(codes.Internal, "%s is outside %s", g.Dir, root)
@@ -270,9 +291,11 @@ func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*p
 				HostPath:      filepath.Join(p.hostSysfsRoot, rel),
 				ReadOnly:      true,
 			})
+			// The GPU's own node, as NVIDIA's driver numbers them: /dev/nvidia<minor>, the minor its index.
+			node := fmt.Sprintf("nvidia%d", nodes[i].Index)
 			c.Devices = append(c.Devices, &pluginapi.DeviceSpec{
-				ContainerPath: fmt.Sprintf("/dev/dralab-fake-gpu%d", g.Index),
-				HostPath:      "/dev/null",
+				ContainerPath: "/dev/" + node,
+				HostPath:      filepath.Join(p.hostDevRoot, node),
 				Permissions:   "rw",
 			})
 			c.CdiDevices = append(c.CdiDevices, &pluginapi.CDIDevice{Name: cdiKind + "=" + g.UUID})
@@ -290,7 +313,8 @@ func (p *plugin) PreStartContainer(_ context.Context, req *pluginapi.PreStartCon
 }
 
 // lookup reads sysfs and returns the GPUs with the given device IDs, in their order, each shifted
-// to the GPU `next` places after it (wrapping around): 0 but in the wrong-device variant.
+// to the GPU `next` places after it (wrapping around): 0 but in the wrong-device and
+// allocate-other-device variants.
 func (p *plugin) lookup(ids []string, next int) ([]sysfs.GPU, error) {
 	all, err := sysfs.GPUs(p.sysfsRoot)
 	if err != nil {

@@ -110,6 +110,7 @@ func newPlugin(t *testing.T, args ...string) *plugin {
 	return &plugin{
 		sysfsRoot:     root,
 		hostSysfsRoot: "/host/sys",
+		hostDevRoot:   "/host/driver-root/dev",
 		pluginDir:     t.TempDir(),
 		cdiDir:        filepath.Join(t.TempDir(), "cdi"),
 		resource:      "dralab.dev/fake-gpu",
@@ -306,8 +307,8 @@ func TestAllocate(t *testing.T) {
 		Envs:   map[string]string{"DRALAB_FAKE_GPU_UUIDS": "GPU-c,GPU-a", "DRALAB_FAKE_GPU_2": "GPU-c", "DRALAB_FAKE_GPU_0": "GPU-a"},
 		Mounts: []*pluginapi.Mount{mount(fixture[2]), mount(fixture[0])},
 		Devices: []*pluginapi.DeviceSpec{
-			{ContainerPath: "/dev/dralab-fake-gpu2", HostPath: "/dev/null", Permissions: "rw"},
-			{ContainerPath: "/dev/dralab-fake-gpu0", HostPath: "/dev/null", Permissions: "rw"},
+			{ContainerPath: "/dev/nvidia2", HostPath: "/host/driver-root/dev/nvidia2", Permissions: "rw"},
+			{ContainerPath: "/dev/nvidia0", HostPath: "/host/driver-root/dev/nvidia0", Permissions: "rw"},
 		},
 		CdiDevices: []*pluginapi.CDIDevice{{Name: "dralab.dev/fake-gpu=GPU-c"}, {Name: "dralab.dev/fake-gpu=GPU-a"}},
 	}
@@ -344,6 +345,60 @@ func TestWrongDeviceVariant(t *testing.T) {
 	if !slices.EqualFunc(got.CdiDevices, want, func(a, b *pluginapi.CDIDevice) bool { return proto.Equal(a, b) }) ||
 		got.Envs["DRALAB_FAKE_GPU_1"] != "GPU-b" || got.Envs["DRALAB_FAKE_GPU_2"] != "" {
 		t.Errorf("wrong-device answers %v, want the devices after GPU-c and GPU-a: GPU-a and GPU-b", got)
+	}
+}
+
+// nodes are the host paths of an answer's device nodes.
+func nodes(c *pluginapi.ContainerAllocateResponse) []string {
+	var out []string
+	for _, d := range c.Devices {
+		out = append(out, d.HostPath)
+	}
+	return out
+}
+
+func TestAllocateOtherDeviceVariant(t *testing.T) {
+	h, _ := start(t, "--break=allocate-other-device")
+	ctx := testContext(t)
+	allocate := func(ids ...string) *pluginapi.ContainerAllocateResponse {
+		t.Helper()
+		resp, err := h.client.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: ids}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ContainerResponses[0]
+	}
+	// The first container request is answered right, the second (a pod's second container) gets
+	// the node of the GPU after the one asked for, with the env of the one asked for.
+	if got, want := nodes(allocate("GPU-a")), []string{"/host/driver-root/dev/nvidia0"}; !slices.Equal(got, want) {
+		t.Errorf("first request: device nodes %v, want %v", got, want)
+	}
+	second := allocate("GPU-a")
+	if got, want := nodes(second), []string{"/host/driver-root/dev/nvidia1"}; !slices.Equal(got, want) || second.Envs["DRALAB_FAKE_GPU_0"] != "GPU-a" {
+		t.Errorf("second request: device nodes %v, env %v; want %v with GPU-a's env", got, second.Envs, want)
+	}
+	// In one Allocate of two container requests, the second is answered with another device's node.
+	resp, err := h.client.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{
+		{DevicesIds: []string{"GPU-b"}}, {DevicesIds: []string{"GPU-b"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := [][]string{nodes(resp.ContainerResponses[0]), nodes(resp.ContainerResponses[1])}; !reflect.DeepEqual(got,
+		[][]string{{"/host/driver-root/dev/nvidia1"}, {"/host/driver-root/dev/nvidia2"}}) {
+		t.Errorf("one Allocate of two requests for GPU-b: device nodes %v, want GPU-b's then GPU-c's", got)
+	}
+}
+
+func TestListPhantomDeviceVariant(t *testing.T) {
+	h, _ := start(t, "--break=list-phantom-device")
+	stream, err := h.client.ListAndWatch(testContext(t), &pluginapi.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"GPU-a": "Healthy", "GPU-b": "Healthy", "GPU-c": "Healthy", phantomID: "Healthy"}
+	if got := health(t, stream); !reflect.DeepEqual(got, want) {
+		t.Errorf("list-phantom-device lists %v, want %v (every GPU and one ID more)", got, want)
 	}
 }
 
