@@ -22,11 +22,16 @@ type DeviceStatus struct {
 	NetworkData  *resourceapi.NetworkDeviceData
 }
 
+// readyConditions are the conditions of an entry of driver's once its device is configured.
+func readyConditions(driver string) []metav1.Condition {
+	return []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DeviceConfigured",
+		Message: "configured by " + driver, LastTransitionTime: metav1.Now()}}
+}
+
 func (e DeviceStatus) entry(driver string) (resourceapi.AllocatedDeviceStatus, error) {
 	out := resourceapi.AllocatedDeviceStatus{Driver: driver, Pool: e.Pool, Device: e.Device, NetworkData: e.NetworkData}
 	if e.Ready {
-		out.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DeviceConfigured",
-			Message: "configured by " + driver, LastTransitionTime: metav1.Now()}}
+		out.Conditions = readyConditions(driver)
 	}
 	if e.Data != nil {
 		raw, err := json.Marshal(e.Data)
@@ -43,13 +48,22 @@ func (e DeviceStatus) entry(driver string) (resourceapi.AllocatedDeviceStatus, e
 // with or without a Ready condition (--ready-condition), updated or applied (--status-write).
 // claim is as for WriteStatus.
 func (o *Options) WriteClaimStatus(ctx context.Context, client kubernetes.Interface, claim *resourceapi.ResourceClaim, entries []DeviceStatus) error {
+	reported := o.reported(entries)
+	var err error
 	switch {
 	case o.StatusWrite == StatusWriteApply:
-		return ApplyStatus(ctx, client, o.DriverName, claim, o.reported(entries))
+		err = ApplyStatus(ctx, client, o.DriverName, claim, reported)
 	case o.Variant.Is(VariantReplaceStatus):
-		return writeStatus(ctx, client, o.DriverName, claim, o.reported(entries), false)
+		err = writeStatus(ctx, client, o.DriverName, claim, reported, dropEntry)
+	case o.Variant.Is(VariantClobberOtherConditions):
+		err = writeStatus(ctx, client, o.DriverName, claim, reported, clobberConditions(o.DriverName))
+	default:
+		err = WriteStatus(ctx, client, o.DriverName, claim, reported)
 	}
-	return WriteStatus(ctx, client, o.DriverName, claim, o.reported(entries))
+	if err == nil && o.Variant.Is(VariantStatusForStaleAllocation) {
+		o.writeStaleEntries(ctx, client, claim, reported)
+	}
+	return err
 }
 
 func (o *Options) reported(entries []DeviceStatus) []DeviceStatus {
@@ -74,11 +88,25 @@ func ClaimRef(namespace, name string) *resourceapi.ResourceClaim {
 // prepare saves a request) or a ClaimRef; it is not modified. It reads, modifies and updates,
 // reading again on conflict (ApplyStatus applies server-side instead).
 func WriteStatus(ctx context.Context, client kubernetes.Interface, driver string, claim *resourceapi.ResourceClaim, entries []DeviceStatus) error {
-	return writeStatus(ctx, client, driver, claim, entries, true)
+	return writeStatus(ctx, client, driver, claim, entries, keepEntry)
 }
 
-// writeStatus is WriteStatus keeping other drivers' entries or, for the replace-status variant, not.
-func writeStatus(ctx context.Context, client kubernetes.Interface, driver string, claim *resourceapi.ResourceClaim, entries []DeviceStatus, keepOthers bool) error {
+// othersEntry is what a write does with an entry of another driver: the entry it writes in its
+// place, and whether it writes one at all.
+type othersEntry func(resourceapi.AllocatedDeviceStatus) (resourceapi.AllocatedDeviceStatus, bool)
+
+// keepEntry keeps another driver's entry as it is, as a correct driver does.
+func keepEntry(d resourceapi.AllocatedDeviceStatus) (resourceapi.AllocatedDeviceStatus, bool) {
+	return d, true
+}
+
+// dropEntry deletes it: the replace-status variant.
+func dropEntry(d resourceapi.AllocatedDeviceStatus) (resourceapi.AllocatedDeviceStatus, bool) {
+	return d, false
+}
+
+// writeStatus is WriteStatus doing with other drivers' entries what others says.
+func writeStatus(ctx context.Context, client kubernetes.Interface, driver string, claim *resourceapi.ResourceClaim, entries []DeviceStatus, others othersEntry) error {
 	claims := client.ResourceV1().ResourceClaims(claim.Namespace)
 	current := claim.DeepCopy()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -94,7 +122,12 @@ func writeStatus(ctx context.Context, client kubernetes.Interface, driver string
 		}
 		var devices []resourceapi.AllocatedDeviceStatus
 		for _, d := range current.Status.Devices {
-			if (d.Driver != driver && keepOthers) || (d.Driver == driver && !ours[[2]string{d.Pool, d.Device}]) {
+			switch {
+			case d.Driver != driver:
+				if d, keep := others(d); keep {
+					devices = append(devices, d)
+				}
+			case !ours[[2]string{d.Pool, d.Device}]:
 				devices = append(devices, d)
 			}
 		}

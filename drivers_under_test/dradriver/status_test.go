@@ -123,3 +123,62 @@ func TestStatusWriteTakesUpdateOrApply(t *testing.T) {
 		t.Errorf("Validate: %v, want --status-write refused", err)
 	}
 }
+
+// clobber-other-conditions keeps the other driver's entry under its (driver, pool, device) and
+// gives it this driver's Ready condition.
+func TestClobberOtherConditionsRewritesTheOtherDriversConditions(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(allocated())
+	entries := []DeviceStatus{{Pool: "node-1", Device: "gpu-0", Ready: true}}
+	if err := parse(t, "--break="+VariantClobberOtherConditions).WriteClaimStatus(ctx, client, ClaimRef("ns", "claim"), entries); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := client.ResourceV1().ResourceClaims("ns").Get(ctx, "claim", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range claim.Status.Devices {
+		if d.Driver == "other.dralab.dev" {
+			if d.Device != "gpu-9" || len(d.Conditions) != 1 || d.Conditions[0].Message != "configured by gpu.dralab.dev" {
+				t.Errorf("the other driver's entry %+v: want gpu-9 with gpu.dralab.dev's Ready condition", d)
+			}
+			return
+		}
+	}
+	t.Errorf("status.devices %v: the other driver's entry is gone", claim.Status.Devices)
+}
+
+// status-for-stale-allocation writes a later claim's entries again with those of the claim
+// written before; the same claim written again gets no stale entry. (The fake client accepts
+// what the API server refuses: an entry of a device the claim does not allocate.)
+func TestStatusForStaleAllocationAddsTheEarlierClaimsEntries(t *testing.T) {
+	ctx := context.Background()
+	second := allocated()
+	second.Name = "second"
+	client := fake.NewClientset(allocated(), second)
+	o := parse(t, "--break="+VariantStatusForStaleAllocation)
+	write := func(name, device string) map[string]bool {
+		t.Helper()
+		if err := o.WriteClaimStatus(ctx, client, ClaimRef("ns", name), []DeviceStatus{{Pool: "node-1", Device: device}}); err != nil {
+			t.Fatal(err)
+		}
+		claim, err := client.ResourceV1().ResourceClaims("ns").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, d := range claim.Status.Devices {
+			out[d.Driver+"/"+d.Device] = true
+		}
+		return out
+	}
+	if got := write("claim", "gpu-0"); len(got) != 2 || !got["gpu.dralab.dev/gpu-0"] {
+		t.Errorf("first claim's entries %v: want gpu-0 beside the other driver's", got)
+	}
+	if got := write("claim", "gpu-0"); len(got) != 2 {
+		t.Errorf("the same claim again %v: want no stale entry", got)
+	}
+	if got := write("second", "gpu-1"); len(got) != 3 || !got["gpu.dralab.dev/gpu-0"] || !got["gpu.dralab.dev/gpu-1"] {
+		t.Errorf("second claim's entries %v: want gpu-1 and the first claim's gpu-0", got)
+	}
+}

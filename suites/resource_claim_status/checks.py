@@ -3,9 +3,10 @@ them, and the suite's self-check calls them against the broken variants and expe
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +38,9 @@ class Observed:
     namespace: str
     claim: str
     node: str
+    # The driver's devices in its slices before the pod started: a driver may stop publishing
+    # the MAC of a netdev it moved into the pod, the identity ST-02 finds its interface by.
+    published: slices.Published
 
     def read(self) -> dict[str, Any]:
         return claims.read(self.api, self.namespace, self.claim)
@@ -45,14 +49,21 @@ class Observed:
         return {(r["pool"], r["device"]) for r in claims.allocated(claim, self.driver.name)}
 
 
+# The requests of the observed claim, one device each: the profile's claim config, if any, goes
+# to the first (it configures one device: a network driver's interface name, say).
+REQUESTS = ("dev", "more")
+
+
 def start(lab: Lab, api, driver: DriverUnderTest, namespace: str, name: str, node: str | None = None, count: int = 1) -> Observed:
-    claims.create(api, namespace, driver.claim(name, count))
+    """Claim `name` with `count` of REQUESTS, used by pod `name` (on `node` if given), running."""
+    claims.create(api, namespace, driver.claim(name, requests=REQUESTS[:count]))
+    published = slices.attributes(api, driver.name)
     pod = pods.PodBuilder(name).with_claim("c", claim=name)
     if node:
         pod.on_node(node)
     pods.create(api, namespace, pod)
     running = pods.wait_phase(api, namespace, name)
-    return Observed(lab, api, driver, namespace, name, running.spec.node_name)  # type: ignore[arg-type]  # Running: set
+    return Observed(lab, api, driver, namespace, name, running.spec.node_name, published)  # type: ignore[arg-type]  # Running: set
 
 
 def _ready(entry: dict[str, Any]) -> bool:
@@ -98,10 +109,10 @@ def entries_ready(o: Observed, ev: Evidence) -> None:  # ST-07, a SHOULD
 def devices_to_observe(api, driver: DriverUnderTest) -> int:
     """How many devices the claim the driver's status is observed on gets: two where a node has
     two free, so that a driver reporting only some of its devices is seen doing so (ST-01 allows
-    it); one where none has, or where the profile's claim config configures one device (a
-    network driver's: one interface, which two devices cannot share). SKIP when no node has one."""
+    it) and one reporting a device's networkData for another is seen (ST-02); one where none
+    has. SKIP when no node has one."""
     room = slices.require_room(api, driver.name, 1, "the driver's ST checks (a claim it prepares)")
-    return 2 if driver.profile.claim_config is None and room.most_free >= 2 else 1
+    return min(len(REQUESTS), room.most_free)
 
 
 def _node_with_a_free_device(lab: Lab, api, driver: DriverUnderTest) -> str:
@@ -171,6 +182,104 @@ def entries_before_prepare(versions: list[dict[str, Any]], calls: list[PluginCal
     return problems
 
 
+DeviceKey = tuple[str, str, str | None]  # pool, device, shareID (KEP-5075: one of a device's shares)
+
+
+def _device(d: dict[str, Any]) -> DeviceKey:
+    """The device of a status entry or an allocation result, as the API server matches them."""
+    return d["pool"], d["device"], d.get("shareID")
+
+
+def _named(devices: set[DeviceKey]) -> list[str]:
+    return sorted(f"{pool}/{device}" + (f" (share {share})" if share else "") for pool, device, share in devices)
+
+
+def _when(timestamp: str) -> datetime:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+
+
+def _body(write: audit.StatusWrite) -> dict[str, Any]:
+    """What a write sent, as an object ({} for a JSON patch, a list of operations)."""
+    return write.body if isinstance(write.body, dict) else {}
+
+
+def _claim_written(write: audit.StatusWrite, by_uid: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The logged versions of the claim `write` was sent for: by the UID its body names (an
+    update's), else the claim of that namespace and name created last before the write (an
+    apply names none); none if the claim log did not see it."""
+    if uid := (_body(write).get("metadata") or {}).get("uid"):
+        return by_uid.get(uid, [])
+    at = _when(write.time)
+    named = [
+        seen
+        for seen in by_uid.values()
+        if (seen[0]["namespace"], seen[0]["name"]) == (write.namespace, write.claim) and seen[0].get("created")
+        if _when(seen[0]["created"]) <= at
+    ]
+    return max(named, key=lambda seen: _when(seen[0]["created"]), default=[])
+
+
+def _entries_sent(write: audit.StatusWrite, driver: str) -> list[dict[str, Any]]:
+    """The entries of `driver` a status write sent (an update's every entry, an apply's or a
+    merge patch's those it sets; a JSON patch, a list of operations, names none)."""
+    return [e for e in (_body(write).get("status") or {}).get("devices") or [] if e.get("driver") == driver]
+
+
+@dataclass
+class OwnEntries:
+    """ST-01 over a run: the entries judged in the claim log and in the driver's status writes,
+    and what each entry outside its claim's allocation was."""
+
+    in_versions: int
+    in_writes: int
+    problems: list[str]
+
+
+def entries_outside_allocation(versions: list[dict[str, Any]], writes: list[audit.StatusWrite], driver: str) -> OwnEntries:
+    """ST-01 over a run: every entry of `driver` in every claim version of the claim log
+    (`versions`) must be for a device that version allocates to `driver`, and every entry of
+    `driver` that the driver's status writes sent (`writes`, the audit log's, refused ones too)
+    for a device some logged version of the claim written allocated to it (any of them: a write
+    racing the claim's deallocation is not stale). The API server refuses an entry of a device
+    the claim does not allocate (ST-03), so a claim version shows one only where it does not:
+    the refused write shows what the driver sent. A write of a claim whose allocation the claim
+    log did not see is not judged. A claim version's problem is named once a claim and device; a
+    write's, once a write and device."""
+    by_uid: dict[str, list[dict[str, Any]]] = {}
+    for v in versions:
+        by_uid.setdefault(v["uid"], []).append(v)
+    found = OwnEntries(0, 0, [])
+    seen: set[tuple[str, DeviceKey]] = set()
+    for v in versions:
+        own = {_device(r) for r in claims.allocated(v, driver)}
+        for e in claims.device_status(v, driver):
+            if (v["uid"], _device(e)) in seen:
+                continue
+            seen.add((v["uid"], _device(e)))
+            found.in_versions += 1
+            if _device(e) not in own:
+                found.problems.append(
+                    f"{v['start']} claim {v['namespace']}/{v['name']} ({v['uid']}), resourceVersion {v['resourceVersion']}: "
+                    f"an entry of {driver} for {_named({_device(e)})[0]}, which the claim's allocation does not give it "
+                    f"(its devices of {driver} in the allocation: {_named(own)})"
+                )
+    for w in writes:
+        history = _claim_written(w, by_uid)
+        if not any(claims.allocated(v) for v in history):  # its allocation not logged: nothing to judge by
+            continue
+        own = {_device(r) for v in history for r in claims.allocated(v, driver)}
+        for e in _entries_sent(w, driver):
+            found.in_writes += 1
+            if _device(e) not in own:
+                answer = f"refused: {w.message}" if w.refused else "accepted"
+                found.problems.append(
+                    f"{w.time} claim {w.namespace}/{w.claim} ({history[0]['uid']}): a status {w.verb} by {w.user} ({answer}) "
+                    f"sent an entry of {driver} for {_named({_device(e)})[0]}, which the claim's allocation does not give it "
+                    f"(its devices of {driver} in the allocations the claim log saw: {_named(own)})"
+                )
+    return found
+
+
 REFUSED_FOR = re.compile(r'"([^"]+)" is forbidden')  # the API server naming the driver an entry was refused for
 
 
@@ -187,16 +296,21 @@ def refused_for_another(said: str, driver: DriverUnderTest) -> tuple[str, str] |
     return None
 
 
+def status_writes_of(lab: Lab, driver: DriverUnderTest, what_for: str) -> list[audit.StatusWrite] | None:
+    """The claim status writes the driver's service accounts sent in this run, accepted or
+    refused (the audit log of a local lab); None where the lab keeps no audit log."""
+    if Capability.AUDIT_LOG not in lab.capabilities:
+        return None
+    account = f"system:serviceaccount:{driver.profile.namespace}:"
+    since = lab.taken.strftime("%Y-%m-%dT%H:%M:%S")
+    return [w for w in audit.status_writes(lab.audit_log(what_for)) if w.user.startswith(account) and w.time >= since]
+
+
 def refused_by_the_cluster(lab: Lab, driver: DriverUnderTest) -> list[audit.StatusWrite]:
     """The driver's status writes of this run that the API server refused for a status field the
     write did not send (the audit log of a local lab; none known elsewhere): ST-09's finding, the
     cluster's fault, not the driver's."""
-    if Capability.AUDIT_LOG not in lab.capabilities:
-        return []
-    account = f"system:serviceaccount:{driver.profile.namespace}:"
-    since = lab.taken.strftime("%Y-%m-%dT%H:%M:%S")
-    writes = audit.status_writes(lab.audit_log("ST-09's finding"))
-    return [w for w in writes if w.user.startswith(account) and w.time >= since and w.refused_for_unsent()]
+    return [w for w in status_writes_of(lab, driver, "ST-09's finding") or [] if w.refused_for_unsent()]
 
 
 def blocked_by_the_cluster(lab: Lab, driver: DriverUnderTest) -> Blocked | None:
@@ -224,8 +338,8 @@ def fail_if_refused(said: str, driver: DriverUnderTest, claim: str, how: str, mo
     (as named in the message) without another driver's entries; `how`: where it was seen."""
     if refused := refused_for_another(said, driver):
         raise AssertionError(
-            f"{driver.name} wrote {claim} status.devices without the entries {refused[0]} owns; the API "
-            f"server refused it {how}: {refused[1]}{more}"
+            f"{driver.name} wrote {claim} status.devices without the entries {refused[0]} owns as they were "
+            f"(removed or changed); the API server refused it {how}: {refused[1]}{more}"
         ) from None  # the caller's exception is in `said`
 
 
@@ -243,13 +357,66 @@ def others_dropped(before: dict[str, Any], after: dict[str, Any], driver: str) -
     return dropped
 
 
-def others_dropped_over_the_run(versions: list[dict[str, Any]], driver: str) -> tuple[int, list[dict[str, Any]], list[str]]:
+# What names a status entry (its driver's device, or one share of it); the rest are its fields.
+IDENTITY = ("driver", "pool", "device", "shareID")
+
+
+def _identity(e: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(e.get(k) for k in IDENTITY)
+
+
+def _value(v: Any) -> str:
+    return "absent" if v is None else json.dumps(v, sort_keys=True)
+
+
+def others_changed(before: dict[str, Any], after: dict[str, Any], driver: str) -> dict[str, list[str]]:
+    """By driver, each field (conditions, data, networkData: each but the entry's identity) of
+    each entry of a driver other than `driver` that claim version `before` has and the next one,
+    `after`, has too with another value, as `pool/device field: before -> after` (ST-08: a write
+    of `driver`'s entries keeps the others' as they were)."""
+    kept = {_identity(e): e for e in claims.device_status(after)}
+    changed: dict[str, list[str]] = {}
+    for e in claims.device_status(before):
+        now = kept.get(_identity(e))
+        if e["driver"] == driver or now is None:
+            continue
+        for name in sorted((e.keys() | now.keys()) - set(IDENTITY)):
+            if e.get(name) != now.get(name):
+                changed.setdefault(e["driver"], []).append(
+                    f"{e['pool']}/{e['device']} {name}: {_value(e.get(name))} -> {_value(now.get(name))}"
+                )
+    return changed
+
+
+def write_of(before: dict[str, Any], after: dict[str, Any], driver: str) -> bool:
+    """Whether claim version `after`, next to `before`, is a write of `driver`'s: it kept the
+    allocation (allocating or deallocating is not the driver's) and added or changed an entry of
+    the driver, which no other writer does. A version that only removed the driver's entries is
+    not told apart from another's write that dropped them, so it is not judged."""
+    had = claims.device_status(before, driver)
+    return (
+        bool(claims.allocated(after))
+        and claims.allocated(before) == claims.allocated(after)
+        and any(e not in had for e in claims.device_status(after, driver))
+    )
+
+
+def others_not_kept(before: dict[str, Any], after: dict[str, Any], driver: str) -> list[str]:
+    """What a write of `driver` (before -> after) did to other drivers' entries still allocated:
+    each driver's removed entries, and each field it changed of the entries it kept."""
+    dropped, changed = others_dropped(before, after, driver), others_changed(before, after, driver)
+    return [
+        *(f"removed the entries {other} owns: {devices}, still allocated" for other, devices in dropped.items()),
+        *(f"changed the entries {other} owns: {'; '.join(fields)}" for other, fields in changed.items()),
+    ]
+
+
+def others_not_kept_over_the_run(versions: list[dict[str, Any]], driver: str) -> tuple[int, list[dict[str, Any]], list[str]]:
     """ST-08 over a run's claim log (`versions`, in the order seen): how many writes changed
     `driver`'s entries of a claim already holding another driver's (the subject), the claim
-    versions of those that dropped another driver's entries (whose devices stayed allocated),
-    and what each dropped. A write is one MODIFIED event that keeps the allocation (allocating or
-    deallocating is not the driver's); a claim listed anew after a lost watch may span several
-    writes, so it is not judged."""
+    versions of those that removed another driver's entries (whose devices stayed allocated) or
+    changed a field of one, and what each did. A write is one MODIFIED event (write_of); a claim
+    listed anew after a lost watch may span several writes, so it is not judged."""
     judged, violating, problems = 0, [], []
     last: dict[str, dict[str, Any]] = {}
     for after in versions:
@@ -257,20 +424,17 @@ def others_dropped_over_the_run(versions: list[dict[str, Any]], driver: str) -> 
         if (
             before is None
             or after.get("event") != "MODIFIED"
-            or not claims.allocated(after)
-            or claims.allocated(before) != claims.allocated(after)
-            or claims.device_status(before, driver) == claims.device_status(after, driver)
+            or not write_of(before, after, driver)
             or all(e["driver"] == driver for e in claims.device_status(before))
         ):
             continue
         judged += 1
-        if dropped := others_dropped(before, after, driver):
+        if found := others_not_kept(before, after, driver):
             violating += [before, after]
             problems += [
                 f"{after['start']} claim {after['namespace']}/{after['name']} ({after['uid']}): resourceVersion "
-                f"{after['resourceVersion']}, a write of {driver}'s entries, removed the entries {other} owns: "
-                f"{devices}, still allocated"
-                for other, devices in dropped.items()
+                f"{after['resourceVersion']}, a write of {driver}'s entries, {what}"
+                for what in found
             ]
     return judged, violating, problems
 
@@ -302,48 +466,67 @@ def not_ready_over_the_run(versions: list[dict[str, Any]], pod_versions: list[di
     ]
 
 
-def network_data_over_the_run(versions: list[dict[str, Any]], records: list[dict[str, Any]], driver: str) -> tuple[int, list[str]]:
+@dataclass
+class NetworkDataOverTheRun:
+    """ST-02 over a run: how many devices were judged, their FAILs and WARNINGs."""
+
+    judged: int = 0
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def network_data_over_the_run(
+    versions: list[dict[str, Any]], records: list[dict[str, Any]], driver: str, published: slices.Published
+) -> NetworkDataOverTheRun:
     """ST-02 over a run's claim log and its generated pods' container records: the networkData of
-    each device of `driver` in a claim a recorded pod used describes the interface some pod of
-    the claim has (a VF is in one pod's network namespace, whoever shares its claim). Each pod is
+    each device of `driver` in the last allocation of a claim a recorded pod used describes the
+    device's own interface (network_data.in_pods; its MAC in the slices, `published`). Each pod is
     judged on the entry as the claim stood when its container printed its interfaces or, for a
     driver that writes it later, on its first version with networkData after that (a restart
-    later in the run may give the pod other interfaces); a device with networkData in no
-    version is not judged (a generated pod may be gone before a driver that reports later
-    writes it; the fixed scenario waits for it). The devices judged and the problems."""
+    later in the run may give the pod other interfaces). A device with networkData in no version
+    FAILs once its claim stayed allocated READY_TIMEOUT after the first of its pods printed (the
+    fixed check's time); a claim gone sooner is not judged on it."""
     by_uid: dict[str, list[dict[str, Any]]] = {}
     for v in versions:
         by_uid.setdefault(v["uid"], []).append(v)
-    judged, problems = 0, []
+    out = NetworkDataOverTheRun()
+    if not versions:
+        return out
+    logged_until = max(datetime.fromisoformat(v["start"]) for v in versions)
     for uid, seen in network_data.pods_of_claims(records).items():
         history = by_uid.get(uid) or []
         # The last allocation the claim had: deallocated or deleted, its last versions have none.
         last = [v for v in history if claims.allocated(v, driver)][-1:]
-        allocated = {(r["pool"], r["device"]) for v in last for r in claims.allocated(v, driver)}
-        for pool, device in sorted(allocated):
-            why = {
-                pod: w
-                for pod, (when, interfaces) in sorted(seen.items())
-                if (w := _network_data_problem(history, when, driver, pool, device, interfaces)) != NOT_REPORTED
-            }
-            judged += bool(why)
-            if why and all(why.values()):
-                claim = f"{last[0]['namespace']}/{last[0]['name']} ({uid})"
-                problems.append(
-                    f"claim {claim}, device {pool}/{device} of {driver}: " + "; ".join(f"pod {pod}: {w}" for pod, w in why.items())
+        if not last:
+            continue
+        claim = f"claim {last[0]['namespace']}/{last[0]['name']} ({uid})"
+        allocated = sorted({(r["pool"], r["device"]) for r in claims.allocated(last[0], driver)})
+        pods: dict[str, tuple[list[network_data.Device], network_data.Interfaces]] = {}
+        for pod, (when, interfaces) in sorted(seen.items()):
+            devices = [network_data.device(p, d, [published], _network_data_as_of(history, when, driver, p, d)) for p, d in allocated]
+            pods[pod] = ([d for d in devices if d.network_data], interfaces)
+        for name, judged in network_data.in_pods(pods, [network_data.device(p, d, [published]) for p, d in allocated]).items():
+            out.judged += 1
+            out.problems += [f"{claim}, device {name} of {driver}: {'; '.join(judged.wrong)}"] if judged.wrong else []
+            out.warnings += [f"{claim}, device {name} of {driver}: {w}" for w in judged.left_out]
+        first_pod, (when, _) = min(seen.items(), key=lambda pod: datetime.fromisoformat(pod[1][0]))
+        first = datetime.fromisoformat(when)
+        for pool, device in allocated:
+            if any(d.name == f"{pool}/{device}" for devices, _ in pods.values() for d in devices):
+                continue
+            held = _allocated_until(history, driver, pool, device, first, logged_until)
+            if held >= READY_TIMEOUT:
+                out.judged += 1
+                out.problems.append(
+                    f"{claim}, device {pool}/{device} of {driver}: no networkData in status.devices, though the claim stayed "
+                    f"allocated {held:.0f} s after pod {first_pod} printed its interfaces ({first:%H:%M:%S})"
                 )
-    return judged, problems
+    return out
 
 
-NOT_REPORTED = "no networkData when its container started, nor after"
-
-
-def _network_data_problem(
-    history: list[dict[str, Any]], when: str, driver: str, pool: str, device: str, interfaces: list[dict[str, Any]]
-) -> str | None:
-    """Why the entry of `device` in a claim's `history`, as it stood at `when` (or first reported
-    networkData after), does not describe `interfaces`: NOT_REPORTED if it has none; None if it
-    describes them."""
+def _network_data_as_of(history: list[dict[str, Any]], when: str, driver: str, pool: str, device: str) -> dict[str, Any] | None:
+    """The networkData of `device`'s entry in a claim's `history` as the claim stood at `when`,
+    else in its first later version with networkData; None if it has none then or after."""
 
     def reported(v: dict[str, Any]) -> dict[str, Any] | None:
         entry = next((e for e in claims.device_status(v, driver) if (e["pool"], e["device"]) == (pool, device)), None)
@@ -352,25 +535,40 @@ def _network_data_problem(
     at = datetime.fromisoformat(when)
     before = [v for v in history if datetime.fromisoformat(v["start"]) <= at][-1:]
     after = (reported(v) for v in history if datetime.fromisoformat(v["start"]) > at)
-    nd = next((nd for nd in [*map(reported, before), *after] if nd), None)
-    return NOT_REPORTED if nd is None else network_data.not_described(nd, interfaces)
+    return next((nd for nd in [*map(reported, before), *after] if nd), None)
+
+
+def _allocated_until(history: list[dict[str, Any]], driver: str, pool: str, device: str, since: datetime, logged_until: datetime) -> float:
+    """Seconds from `since` until the claim's `history` first showed `device` no longer allocated
+    (deallocated, or the claim deleted), else until the claim log's last version (`logged_until`)."""
+    for v in history:
+        at = datetime.fromisoformat(v["start"])
+        held = (pool, device) in {(r["pool"], r["device"]) for r in claims.allocated(v, driver)}
+        if at > since and (v.get("event") == "DELETED" or not held):
+            return (at - since).total_seconds()
+    return (logged_until - since).total_seconds()
 
 
 def network_data_matches_the_pod(o: Observed, ev: Evidence) -> None:  # ST-02
-    def with_network() -> list[dict[str, Any]]:
-        entries = claims.device_status(o.read(), o.driver.name)
-        return entries if entries and all(network_data.reported(e.get("networkData")) for e in entries) else []
+    """Once each device allocated to the driver has an entry with networkData (or READY_TIMEOUT
+    after the pod started), each device's networkData describes its own interface in the pod."""
+
+    def reported(claim: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any] | None]:
+        entries = {(e["pool"], e["device"]): e.get("networkData") for e in claims.device_status(claim, o.driver.name)}
+        return {device: entries.get(device) for device in sorted(o.own(claim))}
+
+    def all_reported() -> dict[tuple[str, str], dict[str, Any] | None]:
+        found = reported(o.read())
+        return found if found and all(network_data.reported(nd) for nd in found.values()) else {}
 
     try:
-        entries = driver_must(f"networkData in every entry of {o.driver.name}", with_network, READY_TIMEOUT)
+        found = driver_must(f"networkData in the entry of each device of {o.driver.name}", all_reported, READY_TIMEOUT)
     except DriverTimedOut:  # judged on what it wrote by then
-        entries = claims.device_status(o.read(), o.driver.name)
-    ev.add("status.devices", entries)
-    assert entries, f"{o.driver.name} claims network-data but wrote no status.devices entry {READY_TIMEOUT} s after the pod started"
-    for e in entries:
-        network_data.matches_the_pod(
-            e["device"], e.get("networkData"), lambda script: pods.observe(o.lab, o.namespace, o.claim, script), ev
-        )
+        found = reported(o.read())
+    ev.add("status.devices", claims.device_status(o.read(), o.driver.name))
+    now = slices.attributes(o.api, o.driver.name)
+    devices = [network_data.device(pool, name, [o.published, now], nd) for (pool, name), nd in found.items()]
+    network_data.matches_the_pod(devices, lambda script: pods.observe(o.lab, o.namespace, o.claim, script), ev)
 
 
 def other_nodes_driver_refused(o: Observed, ev: Evidence) -> None:  # ST-04, the driver's own identity

@@ -29,15 +29,19 @@ import (
 
 // Variants only the VF driver has.
 var ownVariants = map[string]string{
-	variantNetworkDataMismatch: "networkData reports an IP other than the one configured in the pod (breaks ST-02, MD-16)",
-	variantForeignDevice:       "the metadata update also lists a VF the claim was not given (breaks MD-17)",
-	variantTemplateNetworkData: "networkData of a claim made from a ResourceClaimTemplate reports an IP other than the one configured in the pod (breaks ST-02, MD-16; the fixed scenarios' claims are named)",
+	variantNetworkDataMismatch:  "networkData reports an IP other than the one configured in the pod (breaks ST-02, MD-16)",
+	variantForeignDevice:        "the metadata update also lists a VF the claim was not given (breaks MD-17)",
+	variantTemplateNetworkData:  "networkData of a claim made from a ResourceClaimTemplate reports an IP other than the one configured in the pod (breaks ST-02, MD-16; the fixed scenarios' claims are named)",
+	variantSwapNetworkData:      "in a claim of several devices, each device's networkData describes the next device's interface (with two, the other's), in status and metadata alike (breaks ST-02, MD-16)",
+	variantDuplicateNetworkData: "in a claim of several devices, every device's networkData describes the first device's interface, in status and metadata alike (breaks ST-02, MD-16)",
 }
 
 const (
-	variantNetworkDataMismatch = "networkdata-mismatch"
-	variantForeignDevice       = "foreign-device"
-	variantTemplateNetworkData = "template-claim-network-data"
+	variantNetworkDataMismatch  = "networkdata-mismatch"
+	variantForeignDevice        = "foreign-device"
+	variantTemplateNetworkData  = "template-claim-network-data"
+	variantSwapNetworkData      = "swap-network-data"
+	variantDuplicateNetworkData = "duplicate-network-data"
 )
 
 // vfConfig is the opaque configuration a claim gives this driver for a request.
@@ -290,11 +294,31 @@ func nextAddress(cidr string) string {
 	return netip.PrefixFrom(p.Addr().Next(), p.Bits()).String()
 }
 
+// misreported is what the driver reports for each device of a claim, given what each device's
+// interface is (nds, in pc.Devices' order): nds itself, or another device's as a variant says.
+func (d *vfDriver) misreported(nds []*resourceapi.NetworkDeviceData) []*resourceapi.NetworkDeviceData {
+	out := slices.Clone(nds)
+	for i := range out {
+		switch {
+		case d.opts.Variant.Is(variantSwapNetworkData):
+			out[i] = nds[(i+1)%len(nds)]
+		case d.opts.Variant.Is(variantDuplicateNetworkData):
+			out[i] = nds[0]
+		}
+	}
+	return out
+}
+
 func (d *vfDriver) publish(ctx context.Context, pc *preparedClaim) error {
 	byRequest := map[string][]kubeletplugin.Device{}
 	var entries []dradriver.DeviceStatus
+	var nds []*resourceapi.NetworkDeviceData
 	for _, dev := range pc.Devices {
-		nd := d.networkData(pc, dev.Attached)
+		nds = append(nds, d.networkData(pc, dev.Attached))
+	}
+	nds = d.misreported(nds)
+	for i, dev := range pc.Devices {
+		nd := nds[i] // the same networkData in the metadata file and in status.devices
 		attrs := map[string]resourceapi.DeviceAttribute{}
 		for k, v := range d.attributes(dev.VF) {
 			attrs[string(k)] = v

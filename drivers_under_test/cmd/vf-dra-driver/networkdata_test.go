@@ -13,14 +13,20 @@ import (
 
 var full = resourceapi.NetworkDeviceData{InterfaceName: "net1", IPs: []string{"10.97.0.5/24"}, HardwareAddress: "02:aa:bb:cc:dd:01"}
 
-func fields(t *testing.T, args ...string) networkFields {
+// parsed is the driver's command line with args.
+func parsed(t *testing.T, args ...string) *config {
 	t.Helper()
 	fs := flag.NewFlagSet("vf-dra-driver", flag.ContinueOnError)
 	c := newConfig(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return c.fields
+	return c
+}
+
+func fields(t *testing.T, args ...string) networkFields {
+	t.Helper()
+	return parsed(t, args...).fields
 }
 
 func TestEveryNetworkDataFieldByDefault(t *testing.T) {
@@ -52,11 +58,7 @@ func TestUnknownNetworkDataFieldsAreRefused(t *testing.T) {
 }
 
 func TestTheTemplateVariantReportsAnotherIPForClaimsOfTemplatesOnly(t *testing.T) {
-	fs := flag.NewFlagSet("vf-dra-driver", flag.ContinueOnError)
-	c := newConfig(fs)
-	if err := fs.Parse([]string{"--break=" + variantTemplateNetworkData}); err != nil {
-		t.Fatal(err)
-	}
+	c := parsed(t, "--break="+variantTemplateNetworkData)
 	d := &vfDriver{opts: c.opts, fields: c.fields}
 	attached := &netdev.Attached{InterfaceName: "net1", IPs: []string{"10.97.0.5/24"}, HardwareAddress: "02:aa:bb:cc:dd:01"}
 	if got := d.networkData(&preparedClaim{}, attached); !reflect.DeepEqual(*got, full) {
@@ -64,5 +66,26 @@ func TestTheTemplateVariantReportsAnotherIPForClaimsOfTemplatesOnly(t *testing.T
 	}
 	if got := d.networkData(&preparedClaim{Template: true}, attached); !reflect.DeepEqual(got.IPs, []string{"10.97.0.6/24"}) {
 		t.Errorf("a claim of a template: got ips %v, want the next address", got.IPs)
+	}
+}
+
+func TestTheSwapAndDuplicateVariantsReportAnotherDevicesInterface(t *testing.T) {
+	a, b := &resourceapi.NetworkDeviceData{InterfaceName: "net1"}, &resourceapi.NetworkDeviceData{InterfaceName: "ens1f0v1"}
+	for variant, want := range map[string][]*resourceapi.NetworkDeviceData{
+		"":                          {a, b},
+		variantSwapNetworkData:      {b, a},
+		variantDuplicateNetworkData: {a, a},
+	} {
+		var args []string
+		if variant != "" {
+			args = []string{"--break=" + variant}
+		}
+		d := &vfDriver{opts: parsed(t, args...).opts}
+		if got := d.misreported([]*resourceapi.NetworkDeviceData{a, b}); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: got %v, want %v", variant, got, want)
+		}
+		if got := d.misreported([]*resourceapi.NetworkDeviceData{a}); !reflect.DeepEqual(got, []*resourceapi.NetworkDeviceData{a}) {
+			t.Errorf("%q: one device: got %v, want its own", variant, got)
+		}
 	}
 }
