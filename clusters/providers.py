@@ -219,6 +219,11 @@ class Lab:
         (clusters/watch_log.py), which a lab dralab started keeps; none for a kubeconfig cluster."""
         return watch_log.allocations(self.log_dir / watch_log.CLAIM_LOG)
 
+    def claim_history(self) -> dict[str, list[dict[str, Any]]]:
+        """Every version of each claim the run saw allocated in this lab, by UID, in the order the
+        claim log saw them; none for a kubeconfig cluster."""
+        return watch_log.allocation_history(self.log_dir / watch_log.CLAIM_LOG)
+
     def claim_versions(self) -> list[dict[str, Any]]:
         """Every version of every claim created since this run took the lab, as the claim log saw them."""
         return watch_log.versions(self.log_dir / watch_log.CLAIM_LOG, self.taken)

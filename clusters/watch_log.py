@@ -150,6 +150,20 @@ def allocations(path: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def allocation_history(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every version seen of each claim that was ever allocated, by UID, in the order seen: a
+    claim deallocated once its pods are gone may be allocated other devices for its next pod, so
+    what a call was answered against is the allocation of its time (`start` of each version)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    if not path.exists():
+        return found
+    for line in path.read_text().splitlines():
+        if line.strip():
+            raw = json.loads(line)
+            found.setdefault(raw["uid"], []).append(raw)
+    return {uid: seen for uid, seen in found.items() if any((v.get("status") or {}).get("allocation") for v in seen)}
+
+
 def versions(path: Path, since: datetime) -> list[dict[str, Any]]:
     """Every version seen of each claim created at or after `since` (the claims of one run), in
     the order seen. A claim of before is left out: the watch lists it anew when it starts, and

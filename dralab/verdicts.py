@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from basics.errors import HarnessError, LabBroken
 from basics.junit_properties import Verdict
 from drivers_under_test.deploy import DeployFailed
+from suites.framework.pods import ObservationFailed
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import TooSlowToJudge, WaitTimeout
 
@@ -38,6 +39,8 @@ def classify(when: str, error: BaseException, lab_problems: list[str], levels: l
         return Judgement(Verdict.FAIL, "")
     if isinstance(error, HarnessError):
         return Judgement(Verdict.ERROR, f"the harness could not set up what the check needs ({when}): {_first_line(error)}")
+    if isinstance(error, ObservationFailed):
+        return Judgement(Verdict.ERROR, f"the harness could not observe what the check judges ({when}): {_first_line(error)}")
     if isinstance(error, WaitTimeout):
         return Judgement(Verdict.ERROR, f"a wait of the lab or the harness ran out ({when}), not one on the driver: {_first_line(error)}")
     return Judgement(Verdict.ERROR, f"the harness could not reach a verdict ({type(error).__name__} in {when}); the lab is healthy")

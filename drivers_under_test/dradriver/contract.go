@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -42,6 +44,10 @@ func (o *Options) contractOptions() []kubeletplugin.Option {
 		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor((&preparedClaims{prepared: map[string]bool{}}).strictUnprepare)}
 	case v.Is(VariantPrepareOnce):
 		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor((&preparedClaims{prepared: map[string]bool{}}).prepareOnce)}
+	case v.Is(VariantOmitLastDevice):
+		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor(omitLastDevice)}
+	case v.Is(VariantFailRepeatUnprepare):
+		return []kubeletplugin.Option{kubeletplugin.GRPCInterceptor((&askedClaims{asked: map[string]bool{}, refused: map[string]bool{}}).failRepeatUnprepare)}
 	}
 	return nil
 }
@@ -234,4 +240,78 @@ func (p *preparedClaims) prepareOnce(ctx context.Context, req any, _ *grpc.Unary
 		}
 	}
 	return resp, err
+}
+
+// omitLastDevice leaves out of each claim's answer its last device answered for a request after
+// another device of that request. The framework wrote the metadata files from the driver's whole
+// answer and put each request's metadata CDI device on its first device, so containers still
+// get their metadata, and the claim's CDI spec still defines the device: only the answer lacks it.
+func omitLastDevice(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if answer, ok := prepareAnswer(resp, err); ok {
+		for _, claim := range answer.Claims {
+			if last := lastOfARequest(claim.Devices); last >= 0 {
+				// The framework makes the answer's list for each call: nothing else holds it.
+				claim.Devices = slices.Delete(claim.Devices, last, last+1)
+			}
+		}
+	}
+	return resp, err
+}
+
+// lastOfARequest is the index of the last device answered for the same requests as a device
+// before it; -1 if each device has requests of its own.
+func lastOfARequest(devices []*drapb.Device) int {
+	seen, last := map[string]bool{}, -1
+	for i, d := range devices {
+		requests := strings.Join(d.RequestNames, ",")
+		if seen[requests] {
+			last = i
+		}
+		seen[requests] = true
+	}
+	return last
+}
+
+// askedClaims follows which claims this process was asked to prepare, whatever it answered, and
+// has not unprepared since, and which unprepares it refused: what fail-repeat-unprepare goes by.
+type askedClaims struct {
+	mu      sync.Mutex
+	asked   map[string]bool
+	refused map[string]bool
+}
+
+// failRepeatUnprepare answers NodeUnprepareResources with an error for a claim this process has
+// no record of, where the API wants unprepare to be idempotent: once for each claim, after
+// unpreparing it as usual, so that the kubelet's retry lets its pod go and nothing but the
+// answer breaks.
+func (a *askedClaims) failRepeatUnprepare(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if prepare, ok := req.(*drapb.NodePrepareResourcesRequest); ok {
+		for _, claim := range prepare.Claims {
+			a.asked[claim.Uid] = true
+		}
+		return resp, err
+	}
+	unprepare, isUnprepare := req.(*drapb.NodeUnprepareResourcesRequest)
+	answer, ok := resp.(*drapb.NodeUnprepareResourcesResponse)
+	if !isUnprepare || !ok || err != nil {
+		return resp, err
+	}
+	for _, claim := range unprepare.Claims {
+		switch {
+		case a.asked[claim.Uid]:
+			if answer.Claims[claim.Uid].GetError() == "" {
+				delete(a.asked, claim.Uid)
+			}
+		case !a.refused[claim.Uid]:
+			a.refused[claim.Uid] = true
+			answer.Claims[claim.Uid] = &drapb.NodeUnprepareResourceResponse{Error: fmt.Sprintf(
+				"claim %s/%s (%s): no record of it to unprepare (never prepared by this process, or unprepared already)",
+				claim.Namespace, claim.Name, claim.Uid)}
+		}
+	}
+	return answer, nil
 }

@@ -251,3 +251,53 @@ func TestPrepareOnceRefusesAClaimPreparedAlready(t *testing.T) {
 		}
 	}
 }
+
+// The correct driver answers every device of a claim; the variant leaves out the last device of
+// a request with several, and only that: a claim of one device per request keeps them all.
+func TestOmitLastDeviceLeavesOutTheLastDeviceOfARequestWithSeveral(t *testing.T) {
+	twoOfOne := frameworktest.Claim("two", "5e1a-uid", "dev", "dev")
+	onePerRequest := frameworktest.Claim("pair", "5e1b-uid", "r1", "r2")
+	for variant, want := range map[string][]string{
+		"":                              {"gpu-0", "gpu-1"},
+		dradriver.VariantOmitLastDevice: {"gpu-0"},
+	} {
+		n, _ := frameworktest.StartStub(t, variant, twoOfOne, onePerRequest)
+		answered := n.Prepare(t, twoOfOne, onePerRequest)
+		var got []string
+		for _, d := range answered["5e1a-uid"] {
+			got = append(got, d.DeviceName)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("variant %q: the claim of two devices for one request answered %v, want %v", variant, got, want)
+		}
+		if pair := answered["5e1b-uid"]; len(pair) != 2 {
+			t.Errorf("variant %q: the claim of one device per request answered %v, want both", variant, pair)
+		}
+		// The request's metadata CDI device stays on its first device, which is answered.
+		if ids := answered["5e1a-uid"][0].CdiDeviceIds; !slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(id, "/metadata=") }) {
+			t.Errorf("variant %q: the first device's CDI devices %v lack the metadata's", variant, ids)
+		}
+	}
+}
+
+// Unpreparing a claim unprepared already, or one this process was never asked about (a driver
+// restarted since its prepare), succeeds; the variant answers each with an error once, and still
+// unprepares a claim it prepared, and one whose prepare failed.
+func TestFailRepeatUnprepareRefusesAClaimItHasNoRecordOfOnce(t *testing.T) {
+	bad, good, unknown := frameworktest.Claim("bad", "6-bad", "dev"), frameworktest.Claim("good", "6-good", "dev"), frameworktest.Claim("unknown", "6-unknown", "dev")
+	for variant, refused := range map[string]bool{"": false, dradriver.VariantFailRepeatUnprepare: true} {
+		n, _ := frameworktest.StartDriver(t, failing{}, variant, bad, good, unknown)
+		_, _ = n.PrepareCall(bad, good)
+		n.Unprepare(t, bad, good) // asked to prepare: its unprepare succeeds, the failed one's too
+		for _, c := range []*resourceapi.ResourceClaim{good, unknown} {
+			resp, err := n.UnprepareCall(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Claims[string(c.UID)].GetError() != ""; got != refused {
+				t.Errorf("variant %q: unprepare of claim %s with no record refused: %v, want %v", variant, c.Name, got, refused)
+			}
+			n.Unprepare(t, c) // the kubelet's retry
+		}
+	}
+}

@@ -50,6 +50,8 @@ type Options struct {
 	Variant         *variant.Selected
 	// HealthStream: the driver implements WatchHealthStatus (KEP-4680); set by the driver, not a flag.
 	HealthStream bool
+	// lastStatus: what the status-for-stale-allocation variant remembers of its last status write.
+	lastStatus *statusMemory
 }
 
 // What --status-devices takes.
@@ -96,11 +98,15 @@ var Variants = map[string]string{
 	VariantLeaveCDISpec:             "unprepare drops the claim from the checkpoint but leaves the driver's own CDI spec of the claim behind; metadata files and their specs go (breaks KP-06)",
 	VariantLeaveSocket:              "the DRA service socket dra.sock stays in the plugin data dir when the driver stops, so an uninstall leaves a socket behind (breaks KP-11)",
 	VariantReplaceStatus:            "a status write replaces status.devices with the driver's own entries, deleting those other drivers wrote for the claim (breaks ST-08)",
+	VariantClobberOtherConditions:   "a status write keeps other drivers' entries but replaces their conditions with the driver's own Ready condition; its RBAC lets it write every driver's entries (breaks ST-08)",
+	VariantStatusForStaleAllocation: "once a claim's entries are written, they are written again with the entries of the claim written before (devices of an earlier allocation); the API server refuses that write, which is logged and ignored (breaks ST-01)",
 	VariantAnyRequest:               "NodePrepareResources answers every device without its request names, which tells the kubelet that it serves all requests of the claim: a container using one request gets the CDI devices of the others (breaks KP-04, MD-04)",
 	VariantFailWholeCall:            "a NodePrepareResources call in which one claim fails is answered with an error for the whole call, not for that claim (breaks KP-09)",
 	VariantWedgeAfterError:          "once a claim has failed to prepare, every claim prepared later is answered with an error (breaks KP-09)",
 	VariantStrictUnprepare:          "NodeUnprepareResources answers an error for a claim this driver process never prepared, so a claim whose prepare failed is never unprepared (breaks KP-05)",
 	VariantPrepareOnce:              "NodePrepareResources answers an error for a claim this driver process has prepared already, so the kubelet's second call (after it restarts) fails (breaks KP-05, KP-07)",
+	VariantOmitLastDevice:           "NodePrepareResources leaves out of a claim's answer its last device of a request with two or more devices; the claim's CDI spec still defines it and the metadata still lists it, so only the answer lacks it (breaks KP-03)",
+	VariantFailRepeatUnprepare:      "NodeUnprepareResources answers an error, once, for a claim this driver process was never asked to prepare or has unprepared already (a repeated unprepare, or one after a driver restart); it unprepares it all the same, and the kubelet's retry succeeds (breaks KP-05)",
 }
 
 const (
@@ -124,15 +130,19 @@ const (
 	VariantLeaveSocket              = "leave-socket"
 	VariantAnyRequest               = "any-request"
 	VariantReplaceStatus            = "replace-status"
+	VariantClobberOtherConditions   = "clobber-other-conditions"
+	VariantStatusForStaleAllocation = "status-for-stale-allocation"
 	VariantFailWholeCall            = "fail-whole-call"
 	VariantWedgeAfterError          = "wedge-after-error"
 	VariantStrictUnprepare          = "strict-unprepare"
 	VariantPrepareOnce              = "prepare-once"
+	VariantOmitLastDevice           = "omit-last-device"
+	VariantFailRepeatUnprepare      = "fail-repeat-unprepare"
 )
 
 // RegisterFlags adds the shared flags to fs; own lists the variants only this driver has.
 func RegisterFlags(fs *flag.FlagSet, driverName string, own map[string]string) *Options {
-	o := &Options{}
+	o := &Options{lastStatus: &statusMemory{}}
 	fs.StringVar(&o.DriverName, "driver-name", driverName, "DRA driver name (a second instance uses another)")
 	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node (default $NODE_NAME)")
 	fs.StringVar(&o.KubeletRootDir, "kubelet-root-dir", "/var/lib/kubelet", "kubelet's --root-dir; mounted at the same path in the driver container")

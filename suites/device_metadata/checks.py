@@ -201,10 +201,9 @@ def deferred_network_data(s: Scenario, ev: Evidence) -> None:  # MD-16
     ev.add("metadata file when the container started", text or "(empty)")
     devices = parse_stream(text or "").first_known()["requests"][0]["devices"]
     assert devices, "the metadata file lists no device when the first container starts"
-    for device in devices:
-        network_data.matches_the_pod(
-            f"{device['name']} when the first container starts", device.get("networkData"), lambda script: s.observe("main", script), ev
-        )
+    published = [s.slice_attributes()]
+    judged = [network_data.device(d["pool"], d["name"], published, d.get("networkData")) for d in devices]
+    network_data.matches_the_pod(judged, lambda script: s.observe("main", script), ev)
 
 
 def update_generation(s: Scenario, ev: Evidence) -> None:  # MD-17

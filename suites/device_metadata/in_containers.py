@@ -18,6 +18,9 @@ from suites.framework import claims, metadata_file, metadata_paths, slices
 from suites.framework.metadata_file import MetadataError, parse_stream
 from suites.resource_claim_status import network_data
 
+RULES = ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19")
+# MD-16's WARNINGs: networkData fields a device left out though its interface has a value for them.
+NETWORK_DATA_LEFT_OUT = "MD-16 fields left out"
 ATTRIBUTE_TYPES = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 
 
@@ -92,9 +95,11 @@ def problems(
     published: slices.Published | None = None,
 ) -> dict[str, list[str]]:
     """Each violation of MD-01, MD-02, MD-04, MD-08, MD-19, MD-03 (with the slices' attributes,
-    `published`) and, for a driver of deferred metadata, MD-16 over `records`, by requirement; a
-    container whose claims' allocations are unknown is left out (see judged)."""
-    found: dict[str, list[str]] = {r: [] for r in ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19")}
+    `published`) and, for a driver of deferred metadata, MD-16 (each device's own interface found
+    by the MACs `published` gives it) over `records`, by requirement, and the networkData fields
+    left out (NETWORK_DATA_LEFT_OUT, MD-16's WARNINGs); a container whose claims' allocations are
+    unknown is left out (see judged)."""
+    found: dict[str, list[str]] = {r: [] for r in (*RULES, NETWORK_DATA_LEFT_OUT)}
     suffix = f"/{driver}-metadata.json"
     pods = network_data.pods_of_claims(records)
     for record in records:
@@ -119,8 +124,11 @@ def problems(
                 ]
                 if published is not None:
                     found["MD-03"] += [f"{where}: {path}: {p}" for d in devices for p in attribute_problems(d, published, driver)]
-                if deferred and (why := _network_problem(devices, pods.get(e.uid) or {})):
-                    found["MD-16"].append(f"{where}: {path}: {why}")
+                if deferred:
+                    claim_devices = [(r["pool"], r["device"]) for r in claims.allocated(allocated[e.uid], driver)]
+                    wrong, left_out = _network_problems(devices, pods.get(e.uid) or {}, claim_devices, published or {})
+                    found["MD-16"] += [f"{where}: {path}: {why}" for why in wrong]
+                    found[NETWORK_DATA_LEFT_OUT] += [f"{where}: {path}: {why}" for why in left_out]
         for path in sorted(set(seen) - set(want)):
             found["MD-04"].append(
                 f"{where} has {path}, a request it does not use (it uses {record['uses']}; "
@@ -154,14 +162,29 @@ def _content_problem(text: str, e: Expected, driver: str) -> str | None:
     return None
 
 
-def _network_problem(devices: list[dict[str, Any]], pods: dict[str, tuple[str, network_data.Interfaces]]) -> str | None:
-    """Why the driver's `devices` of a file (read at a container's start, its content otherwise
-    right) lack networkData, or have networkData that describes no interface of the claim's
-    `pods` (pod: when, interfaces; a VF is in one pod's namespace, whoever shares its claim)."""
-    for d in devices:
-        if not network_data.reported(d.get("networkData")):
-            return f"device {d.get('pool')}/{d.get('name')} has no networkData at the container's start"
-        why = {pod: network_data.not_described(d["networkData"], interfaces) for pod, (_, interfaces) in sorted(pods.items())}
-        if why and all(why.values()):
-            return f"device {d.get('pool')}/{d.get('name')}: " + "; ".join(f"pod {p}: {w}" for p, w in why.items())
-    return None
+def _network_problems(
+    devices: list[dict[str, Any]],
+    pods: dict[str, tuple[str, network_data.Interfaces]],
+    claim_devices: list[tuple[str, str]],
+    published: slices.Published,
+) -> tuple[list[str], list[str]]:
+    """What the driver's `devices` of a file (read at a container's start, its content otherwise
+    right) got wrong in networkData, and what they left out, against their own interfaces in
+    the claim's `pods` (pod: when, interfaces; network_data.in_pods), the claim's other devices
+    (`claim_devices`) owning theirs."""
+    wrong = [
+        f"device {d.get('pool')}/{d.get('name')} has no networkData at the container's start"
+        for d in devices
+        if not network_data.reported(d.get("networkData"))
+    ]
+    judged = [
+        network_data.device(d["pool"], d["name"], [published], d["networkData"])
+        for d in devices
+        if network_data.reported(d.get("networkData"))
+    ]
+    if not judged or not pods:
+        return wrong, []
+    others = [network_data.device(pool, name, [published]) for pool, name in claim_devices]
+    found = network_data.in_pods({pod: (judged, interfaces) for pod, (_, interfaces) in pods.items()}, others)
+    wrong += [f"device {name}: {'; '.join(j.wrong)}" for name, j in found.items() if j.wrong]
+    return wrong, [f"device {name}: {why}" for name, j in found.items() for why in j.left_out]

@@ -139,8 +139,8 @@ class Scenario:
         """Every metadata CDI spec of `driver` for this claim in `dirs`."""
         return [f for d in dirs for f in self.files.glob(self.node, f"{d}/{metadata_paths.cdi_spec_name(driver, self.uid, '*')}")]
 
-    def slice_attributes(self) -> dict[tuple[str, str], dict[str, Any]]:
-        return {(d.pool, d.name): d.attributes for d in slices.published(self.api, self.driver.name)}
+    def slice_attributes(self) -> slices.Published:
+        return slices.attributes(self.api, self.driver.name)
 
 
 # A UID starts with a digit 10 times in 16: the chance that this many claims all miss a wanted

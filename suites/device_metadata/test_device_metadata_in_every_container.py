@@ -37,11 +37,13 @@ def _judge(
     subject: str | None = None,
     rules: tuple[str, ...] = (),
     published: slices.Published | None = None,
+    warned: tuple[str, ...] = (),
 ) -> None:
     """`requirement` (by the rules of in_containers.problems it names, or `rules`) over the
     containers the run saw using requests of the driver (the subject, before its properties;
     `subject` narrows it, a key of SUBJECTS), the driver's generated workloads `run` among them;
-    `published`, the attributes of the driver's devices in its slices (MD-03)."""
+    `published`, the attributes of the driver's devices in its slices (MD-03, MD-16); what the
+    rules `warned` find, WARNINGs."""
     if run.skipped:
         pytest.skip(run.skipped)
     records, allocated = lab.container_files(), lab.claims_allocated()
@@ -57,6 +59,8 @@ def _judge(
         )
     found = in_containers.problems(judged, allocated, driver.name, driver.has(Capability.METADATA_DEFERRED), published)
     problems = [p for rule in rules or (requirement,) for p in found[rule]]
+    for warning in [w for rule in warned for w in found[rule]][:20]:
+        evidence.warn(warning)
     evidence.add(
         "what the containers with a violation found",
         [_shown(r) for r in judged if any(f"pod {r['namespace']}/{r['pod']} " in p for p in problems)][:10],
@@ -128,7 +132,7 @@ def test_every_init_container_has_the_files_of_what_it_uses_and_no_other(
 
 @pytest.mark.requirement("MD-16")
 def test_every_container_finds_network_data_that_describes_the_pods_interface(
-    lab: Lab, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
+    lab: Lab, api, metadata_driver: DriverUnderTest, workloads: generated.Run, evidence: Evidence
 ) -> None:
     metadata_driver.requires(Capability.METADATA_DEFERRED)
     _judge(
@@ -138,6 +142,8 @@ def test_every_container_finds_network_data_that_describes_the_pods_interface(
         metadata_driver,
         workloads,
         evidence,
+        published=slices.attributes(api, metadata_driver.name),
+        warned=(in_containers.NETWORK_DATA_LEFT_OUT,),
     )
 
 
@@ -151,7 +157,7 @@ def test_every_file_a_container_has_carries_the_attributes_its_slices_publish(
         pytest.skip(
             f"no device in the metadata files of {metadata_driver.name} the run's containers saw carries attributes (seed {workloads.seed})"
         )
-    published = {(d.pool, d.name): d.attributes for d in slices.published(api, metadata_driver.name)}
+    published = slices.attributes(api, metadata_driver.name)
     _judge(
         "MD-03",
         "metadata files carry attributes that are not one typed value or differ from the slices'",

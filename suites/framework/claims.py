@@ -119,8 +119,10 @@ def derived_attributes(claim: dict[str, Any]) -> dict[str, list[dict[str, str]]]
     }
 
 
-def allocated(claim: dict[str, Any], driver: str | None = None) -> list[dict[str, Any]]:
-    results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+def allocated(claim: dict[str, Any] | None, driver: str | None = None) -> list[dict[str, Any]]:
+    """A claim's (or a claim log record's) allocation results, of `driver` if given; none while it
+    is not allocated, or for no claim."""
+    results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
     return [r for r in results if driver is None or r["driver"] == driver]
 
 

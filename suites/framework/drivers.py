@@ -37,12 +37,13 @@ class DriverUnderTest:
         return self.profile.device_classes[0]
 
     def claim(self, name: str, count: int = 1, requests: tuple[str, ...] = ("dev",)) -> ClaimBuilder:
-        """A claim with requests (one `dev`) for `count` devices each, with the profile's claim config if any."""
+        """A claim with requests (one `dev`) for `count` devices each, with the profile's claim
+        config, if any, on the first request (it configures one device: an interface name, say)."""
         claim = ClaimBuilder(name)
         for request in requests:
             claim.request(request, self.device_class, count=count)
         if self.profile.claim_config is not None:
-            claim.opaque(self.name, self.profile.claim_config)
+            claim.opaque(self.name, self.profile.claim_config, requests=requests[:1])
         return claim
 
     def has(self, capability: Capability) -> bool:

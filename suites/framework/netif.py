@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
-
-from suites.framework.pods import absent_unless
+from typing import Any
 
 # The first line of an interface's block: "2: eth0@if12: <BROADCAST,...> mtu 1500 ...".
 _BLOCK = re.compile(r"^\d+: ([^:@\s]+)(@\S+)?:")
@@ -23,14 +21,6 @@ def parse(out: str) -> list[dict[str, object]]:
             elif words[0] in ("inet", "inet6") and "scope link" not in line:
                 found[-1]["ips"] = sorted([*found[-1]["ips"], words[1]])
     return found
-
-
-def interface(observe: Callable[[str], str | None], name: str) -> dict[str, object]:
-    """Name (None if absent), IPs and MAC as parse gives them, and the raw listing; `observe` runs
-    a script in the pod (pods.observe): None when the script says it is absent."""
-    out = (observe(f"{absent_unless(f'/sys/class/net/{name}')}ip addr show dev {name}") if name else None) or ""
-    seen = next(iter(parse(out)), {"ips": [], "hardwareAddress": ""})
-    return {"interfaceName": name if out else None, "ips": seen["ips"], "hardwareAddress": seen["hardwareAddress"], "ip addr": out}
 
 
 # What a container prints of its interfaces, between a header and an end line: a workload's log

@@ -3,6 +3,7 @@ mounted read-only, so the same checks work on local labs and on `kubeconfig` clu
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -24,6 +25,18 @@ HOST = "/host"
 class Entry:
     mode: str  # octal permission bits, e.g. "644"
     kind: str  # "regular file", "directory", ...
+    numbers: str = ""  # a device file's "major:minor"
+
+
+# stat's format for an Entry and its path; %t:%T are a device's numbers in hex (0:0 for other files).
+_STAT = "%a|%F|%t:%T|%n"
+
+
+def _entry(line: str) -> tuple[str, Entry]:
+    """A line stat printed in _STAT: the path and its entry."""
+    mode, kind, numbers, name = line.split("|", 3)
+    major, minor = (int(n, 16) for n in numbers.split(":"))
+    return name, Entry(mode, kind, f"{major}:{minor}" if kind.endswith("special file") else "")
 
 
 # Pod Security admission: the observer mounts the node's root (hostPath), which only the
@@ -137,12 +150,17 @@ class NodeFiles:
     def listing(self, node: str, path: str) -> dict[str, Entry]:
         """Every file and directory under `path` (itself included), by host path; empty if it does not exist."""
         host = self._host(path)
-        out = self._observe(node, f"{pods.absent_unless(host)}find {host} -exec stat -c '%a|%F|%n' {{}} +") or ""
-        entries = {}
-        for line in out.splitlines():
-            mode, kind, name = line.split("|", 2)
-            entries[path + name[len(host) :]] = Entry(mode, kind)
-        return entries
+        out = self._observe(node, f"{pods.absent_unless(host)}find {host} -exec stat -c '{_STAT}' {{}} +") or ""
+        return {path + name[len(host) :]: entry for name, entry in map(_entry, out.splitlines())}
+
+    def entries(self, node: str, paths: list[str]) -> dict[str, Entry]:
+        """Each of `paths` that exists on the node, with its entry (one look for all of them)."""
+        if not paths:
+            return {}
+        hosts = {self._host(p): p for p in paths}
+        quoted = " ".join(shlex.quote(h) for h in hosts)
+        out = self._observe(node, f'for p in {quoted}; do [ -e "$p" ] && stat -c \'{_STAT}\' "$p"; done; true') or ""
+        return {hosts[name]: entry for name, entry in map(_entry, out.splitlines())}
 
     def glob(self, node: str, pattern: str) -> list[str]:
         host = self._host(pattern)

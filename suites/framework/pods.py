@@ -46,6 +46,7 @@ class PodBuilder:
     sidecars: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # more containers: name -> resources.claims
     init_containers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name -> resources.claims
     init_command: list[str] = field(default_factory=lambda: ["sh", "-c", "exit 0"])
+    limits_of: dict[str, dict[str, str]] = field(default_factory=dict)  # more containers' and init containers': name -> limits
 
     def on_node(self, node: str) -> "PodBuilder":
         """Through the scheduler, not spec.nodeName: the scheduler is part of what is tested."""
@@ -89,15 +90,20 @@ class PodBuilder:
         self.claims.append({"name": name, "resourceClaimName": claim})
         return self
 
-    def with_container(self, name: str, claims: list[dict[str, Any]]) -> "PodBuilder":
-        """Another container running the same command, using `claims` ({"name": pod claim, "request": ...})."""
+    def with_container(self, name: str, claims: list[dict[str, Any]], limits: dict[str, str] | None = None) -> "PodBuilder":
+        """Another container running the same command, using `claims` ({"name": pod claim, "request": ...})
+        and asking for `limits` (a device plugin's resources)."""
         self.sidecars[name] = claims
+        self.limits_of[name] = limits or {}
         return self
 
-    def with_init_container(self, name: str, claims: list[dict[str, Any]], *command: str) -> "PodBuilder":
-        """An init container using `claims`: it runs `command` (by default it exits at once), before
-        the pod's containers start."""
+    def with_init_container(
+        self, name: str, claims: list[dict[str, Any]], *command: str, limits: dict[str, str] | None = None
+    ) -> "PodBuilder":
+        """An init container using `claims` and asking for `limits`: it runs `command` (by default
+        it exits at once), before the pod's containers start."""
         self.init_containers[name] = claims
+        self.limits_of[name] = limits or {}
         if command:
             self.init_command = list(command)
         return self
@@ -118,7 +124,9 @@ class PodBuilder:
         }
 
         def other(name: str, command: list[str], uses: list[dict[str, Any]]) -> dict[str, Any]:
-            return {"name": name, **workload.container_image(self.image), "command": command, "resources": {"claims": uses}}
+            limits = self.limits_of.get(name)
+            resources = {"claims": uses, **({"limits": limits} if limits else {})}
+            return {"name": name, **workload.container_image(self.image), "command": command, "resources": resources}
 
         others = [other(name, self.command, uses) for name, uses in self.sidecars.items()]
         spec: dict[str, Any] = {

@@ -39,6 +39,11 @@ def published(api: client.ApiClient, driver: str) -> list[Device]:
     ]
 
 
+def attributes(api: client.ApiClient, driver: str) -> Published:
+    """(pool, device): its attributes, of every device the driver's slices publish now."""
+    return {(d.pool, d.name): d.attributes for d in published(api, driver)}
+
+
 def taken(api: client.ApiClient) -> set[tuple[str, str, str]]:
     """(driver, pool, device) of every device allocated to a claim in any namespace."""
     items = client.CustomObjectsApi(api).list_cluster_custom_object("resource.k8s.io", "v1", "resourceclaims")["items"]

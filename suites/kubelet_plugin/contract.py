@@ -5,13 +5,14 @@ the violations it found, so a check states every one at once, with what it saw."
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from clusters.plugin_calls import CDISpec, PluginCall
-from suites.framework import cdi_specs
+from suites.framework import cdi_specs, claims
 from suites.framework.dra_checkpoint import PreparedClaim
 
 
@@ -61,28 +62,69 @@ def slice_problems(slices: list[dict[str, Any]], nodes: set[str]) -> list[str]:
     return problems
 
 
-def allocated(claim: dict[str, Any], driver: str) -> set[tuple[str, str]]:
-    """(pool, device) of each device allocated to `driver` in the claim."""
-    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-    return {(r["pool"], r["device"]) for r in results if r["driver"] == driver}
+DeviceKey = tuple[str, str]  # (pool, device): what identifies a device of a driver in a claim
+Result = tuple[str, str, str]  # (request, pool, device) of an allocation result, as a message lists it
 
 
-def prepare_problems(prepared: PreparedClaim, claim: dict[str, Any] | None, driver: str, specs: dict[str, dict[str, Any]]) -> list[str]:
-    """KP-03 for one claim the kubelet holds as prepared by `driver` on a node: every device the
-    driver answered with is one allocated to it in the claim (as the API server has it), and each
-    CDI device ID it answered resolves in a CDI spec on that node. An allocated device left out
-    of the answer is allowed: the gRPC API lets a claim have zero or more devices per request."""
-    answer = prepared.of(driver) or ()
-    where = f"claim {prepared.namespace}/{prepared.name} ({prepared.uid})"
+def _mismatch(
+    answered: Counter[DeviceKey], results: list[dict[str, Any]], driver: str
+) -> tuple[list[Result], list[DeviceKey], list[DeviceKey]]:
+    """KP-03's "exactly the devices allocated to this driver": the answer's devices, counted,
+    against the claim's allocation results of `driver`. Returns the results left out ((request,
+    pool, device) of each, the last ones of a device allocated several times, as shares), the
+    devices answered that the allocation does not give the driver, and those answered more often
+    than allocated (more than once where the allocation is not known). The request names a
+    device is answered with are KP-04's: the request here names the result, it does not match it."""
+    mine = [r for r in results if r.get("driver") == driver]
+    allocated = Counter((r["pool"], r["device"]) for r in mine)
+    left: list[Result] = []
+    for key, n in allocated.items():
+        if (short := n - answered[key]) > 0:
+            left += [(r["request"], r["pool"], r["device"]) for r in mine if (r["pool"], r["device"]) == key][-short:]
+    foreign = sorted(k for k in answered if results and not allocated[k])
+    twice = sorted(k for k, n in answered.items() if n > max(allocated[k], 1))
+    return sorted(left), foreign, twice
+
+
+def mismatch_problems(
+    where: str, answered: Counter[DeviceKey], results: list[dict[str, Any]], driver: str, left_out: bool = True
+) -> list[str]:
+    """_mismatch's findings as violations, each naming `where` (the claim and its answer); devices
+    left out only with `left_out`."""
+    left, foreign, twice = _mismatch(answered, results, driver)
+    gives = sorted({(r["pool"], r["device"]) for r in results if r.get("driver") == driver})
     problems = []
-    if claim is not None:
-        foreign = {(d.pool, d.device) for d in answer} - allocated(claim, driver)
-        if foreign:
-            problems.append(
-                f"{where}: NodePrepareResources answered device(s) {sorted(foreign)}, which the claim's "
-                f"allocation does not give {driver} (it gives {sorted(allocated(claim, driver))})"
-            )
-    for d in answer:
+    if foreign:
+        problems.append(f"{where}: answered device(s) {foreign}, which its allocation does not give {driver} (it gives {gives})")
+    if twice:
+        problems.append(f"{where}: answered device(s) {twice} more than once, more often than its allocation gives them")
+    if left and left_out:
+        problems.append(
+            f"{where}: left out device(s) {left} (request, pool, device) that its allocation gives {driver} "
+            f"(it answered {sorted(answered)})"
+        )
+    return problems
+
+
+def prepare_problems(
+    prepared: PreparedClaim, results: list[dict[str, Any]], driver: str, specs: dict[str, dict[str, Any]], complete: bool
+) -> list[str]:
+    """KP-03 for one claim the kubelet holds as prepared by `driver` on a node: the devices the
+    driver answered with are those allocated to it in the claim (`results`, none if not known),
+    and each CDI device ID it answered resolves in a CDI spec on that node. The kubelet's record
+    is a set: it records the claim before the call (with no device), and adds the answer's devices
+    again when it prepares the claim again after a restart; so each device is judged answered or
+    not, a device left out only where the record is `complete` (a running pod uses the claim:
+    its prepare succeeded), and devices answered twice over the run (wrong_devices). CDI devices
+    are resolved only where `complete` too: a claim no running pod uses may be in its unprepare,
+    its spec gone before the kubelet drops its record (wrong_devices resolves every answer
+    against the specs as it went back)."""
+    answer = prepared.of(driver) or ()
+    where = f"claim {prepared.namespace}/{prepared.name} ({prepared.uid}), as the kubelet holds its NodePrepareResources answer"
+    answered = Counter({(d.pool, d.device) for d in answer})
+    once = list({(r.get("driver"), r["pool"], r["device"]): r for r in results}.values())  # each device once, as the record
+    problems = mismatch_problems(where, answered, once, driver, left_out=complete)
+    for d in answer if complete else ():
         for cdi_id in d.cdi_ids:
             if cdi_specs.defining(specs, cdi_id) is None:
                 problems.append(
@@ -136,11 +178,12 @@ def _device_key(d: dict[str, Any]) -> tuple[str, str, tuple[str, ...], tuple[str
     )
 
 
+def _named(claim: dict[str, Any]) -> str:
+    return f"{claim.get('namespace')}/{claim.get('name')} ({claim.get('uid')})"
+
+
 def _where(c: PluginCall, claim: dict[str, Any]) -> str:
-    return (
-        f"on {c.node} at {c.start:%H:%M:%S.%f}: NodePrepareResources of claim "
-        f"{claim.get('namespace')}/{claim.get('name')} ({claim.get('uid')})"
-    )
+    return f"on {c.node} at {c.start:%H:%M:%S.%f}: {c.name} of claim {_named(claim)}"
 
 
 def unanswered_claims(calls: list[PluginCall]) -> list[str]:
@@ -168,15 +211,15 @@ def changed_answers(calls: list[PluginCall]) -> list[str]:
     for c in calls:
         if c.stream or c.error:
             continue
-        claims = (c.request or {}).get("claims") or []
+        asked = (c.request or {}).get("claims") or []
         if c.name == "NodeUnprepareResources":
-            for claim in claims:
+            for claim in asked:
                 prepared.pop((c.node, claim.get("uid")), None)
             continue
         if c.name != "NodePrepareResources":
             continue
         answers = (c.response or {}).get("claims") or {}
-        for claim in claims:
+        for claim in asked:
             answer, key = answers.get(claim.get("uid")), (c.node, claim.get("uid"))
             if answer is None or answer.get("error"):
                 continue
@@ -189,7 +232,40 @@ def changed_answers(calls: list[PluginCall]) -> list[str]:
     return problems
 
 
-def _prepared_devices(calls: list[PluginCall]):
+# The gRPC codes of a call that ended before the driver answered it: its socket gone (a restart,
+# an uninstall), the kubelet gone or giving up (a restart, a lab too slow). The lab's, not the driver's.
+NOT_ANSWERED = ("Unavailable", "Canceled", "DeadlineExceeded")
+
+
+def failed_unprepares(calls: list[PluginCall]) -> list[str]:
+    """KP-05 over every NodeUnprepareResources of the run, the kubelets' and dra-probe's: each claim
+    it was given is answered, without an error (unpreparing a claim the driver holds nothing for,
+    or has unprepared already, succeeds), and the call itself succeeds unless it ended before the
+    driver answered (NOT_ANSWERED; the recorder's own errors have no gRPC code)."""
+    problems = []
+    for c in calls:
+        if c.name != "NodeUnprepareResources" or c.stream:
+            continue
+        asked = (c.request or {}).get("claims") or []
+        if c.error:
+            code = re.search(r"code = (\w+)", c.error)
+            if code and code.group(1) not in NOT_ANSWERED:
+                problems.append(
+                    f"on {c.node} at {c.start:%H:%M:%S.%f}: NodeUnprepareResources of claim(s) "
+                    f"{', '.join(_named(claim) for claim in asked)} failed as a whole: {c.error!r}"
+                )
+            continue
+        answers = (c.response or {}).get("claims") or {}
+        for claim in asked:
+            answer = answers.get(claim.get("uid"))
+            if answer is None:
+                problems.append(f"{_where(c, claim)}: the answer has no entry for it, which the kubelet takes as not unprepared")
+            elif answer.get("error"):
+                problems.append(f"{_where(c, claim)} answered the error {answer['error']!r}")
+    return problems
+
+
+def _prepared_devices(calls: list[PluginCall]) -> Iterator[tuple[PluginCall, dict[str, Any], list[dict[str, Any]]]]:
     """(call, claim as asked, its answered devices) of every claim a successful
     NodePrepareResources answered without an error."""
     for c in calls:
@@ -202,31 +278,40 @@ def _prepared_devices(calls: list[PluginCall]):
                 yield c, claim, answer.get("devices") or []
 
 
-def _results(seen: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """A claim log record's allocation results."""
-    return ((((seen or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+def _seen_at(version: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(version["start"])
 
 
-def wrong_devices(calls: list[PluginCall], claims_seen: dict[str, dict[str, Any]], driver: str) -> list[str]:
-    """KP-03 over every claim the driver prepared in the run: each device it answered is allocated
-    to it in that claim (as the claim log saw the allocation), answered once, and each of its CDI
-    device IDs is defined by a CDI spec on the node when the answer went back (the recorder's
-    snapshot of the runtime's CDI directories)."""
-    problems = []
+def results_at(versions: list[dict[str, Any]], when: datetime) -> list[dict[str, Any]]:
+    """A claim's allocation results at `when`, from its versions in the claim log (in the order
+    seen): those of the last version seen by then or, where it has none (the log's watch saw the
+    allocation a moment after the kubelet called, or the claim deallocated and allocated anew),
+    those of the next version seen with an allocation; none if the log saw none."""
+    before = [v for v in versions if _seen_at(v) <= when]
+    if before and (results := claims.allocated(before[-1])):
+        return results
+    return next((found for v in versions if _seen_at(v) > when and (found := claims.allocated(v))), [])
+
+
+def _prepared_against_allocation(
+    calls: list[PluginCall], history: dict[str, list[dict[str, Any]]]
+) -> Iterator[tuple[PluginCall, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]]:
+    """_prepared_devices with the claim's allocation results at the call (none if the claim log
+    did not see it allocated)."""
     for c, claim, devices in _prepared_devices(calls):
+        yield c, claim, devices, results_at(history.get(claim.get("uid", ""), []), c.start)
+
+
+def wrong_devices(calls: list[PluginCall], history: dict[str, list[dict[str, Any]]], driver: str) -> list[str]:
+    """KP-03 over every answer the driver gave to a prepare in the run, re-prepares included: its
+    devices are exactly those allocated to it in that claim (`history`: the claim log's versions
+    of each claim by UID, read at the call), each as often as allocated, and each of its CDI device
+    IDs is defined by a CDI spec on the node when the answer went back (the recorder's snapshot
+    of the runtime's CDI directories)."""
+    problems = []
+    for c, claim, devices, results in _prepared_against_allocation(calls, history):
         where = _where(c, claim)
-        keys = Counter((d.get("pool_name", ""), d.get("device_name", "")) for d in devices)
-        twice = sorted(k for k, n in keys.items() if n > 1)
-        if twice:
-            problems.append(f"{where}: answered device(s) {twice} more than once")
-        results = _results(claims_seen.get(claim.get("uid", "")))
-        if results:
-            mine = {(r["pool"], r["device"]) for r in results if r.get("driver") == driver}
-            foreign = sorted(set(keys) - mine)
-            if foreign:
-                problems.append(
-                    f"{where}: answered device(s) {foreign}, which its allocation does not give {driver} (it gives {sorted(mine)})"
-                )
+        problems += mismatch_problems(where, Counter((d.get("pool_name", ""), d.get("device_name", "")) for d in devices), results, driver)
         if c.cdi is None:
             continue
         for d in devices:
@@ -245,15 +330,14 @@ def _base(request: str) -> str:
     return request.split("/", 1)[0]
 
 
-def wrong_requests(calls: list[PluginCall], claims_seen: dict[str, dict[str, Any]], driver: str) -> list[str]:
+def wrong_requests(calls: list[PluginCall], history: dict[str, list[dict[str, Any]]], driver: str) -> list[str]:
     """KP-04 over every claim the driver prepared in the run: the kubelet gives a container that
     references a request the CDI devices answered with that request's name, and those answered
     with no name to every container of the claim. So each name a device is answered with is a
-    request (or its base request) the allocation gives that device, and a device answered with no
-    name is allocated to every request of the claim."""
+    request (or its base request) the allocation (at the call, from `history`) gives that device,
+    and a device answered with no name is allocated to every request of the claim."""
     problems = []
-    for c, claim, devices in _prepared_devices(calls):
-        results = _results(claims_seen.get(claim.get("uid", "")))
+    for c, claim, devices, results in _prepared_against_allocation(calls, history):
         if not results:
             continue
         requests = {_base(r["request"]) for r in results}

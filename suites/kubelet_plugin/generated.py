@@ -15,7 +15,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Hashable, Iterable, TypeVar
 
 import hypothesis
 import pytest
@@ -55,6 +55,7 @@ INIT_COMMAND = ["sh", "-c", DUMP]  # an init container prints them and ends
 DUMP_SECONDS = 30
 
 F = TypeVar("F")
+S = TypeVar("S", bound=Hashable)  # a shape: this module's, or another suite's
 
 
 @dataclass
@@ -149,8 +150,9 @@ class PodShape:
                     claim.request(f"r{j}", driver.device_class, count=count)
                 if i in self.others:
                     claim.request("other", other.device_class)
-                if driver.profile.claim_config is not None:
-                    claim.opaque(driver.name, driver.profile.claim_config)
+                if i == 0 and driver.profile.claim_config is not None:
+                    # It configures one device of a pod (an interface name, say): r0 of the first claim, one device.
+                    claim.opaque(driver.name, driver.profile.claim_config, requests=("r0",))
                 built = claim.build()
                 if i in self.templated:
                     built = {
@@ -200,28 +202,25 @@ class _Plain(yaml.SafeDumper):
 def pod_shapes(
     draw: st.DrawFn,
     max_devices: int,
-    one_device: bool = False,
+    configured: bool = False,
     shared: bool = True,
     restarted: tuple[str, ...] = RESTARTED,
     other_devices: int = 0,
     one_container: bool = False,
 ) -> PodShape:
     """Shapes needing at most `max_devices` devices of the driver (what one node has free); with
-    `one_device`, one claim of one device a pod (a profile's claimConfig configures one device
-    of a pod: its interface name, say) and no sharers; without `shared`, no sharers (the profile
+    `configured`, request r0 of the first claim for one device (the one a profile's claimConfig
+    configures in a pod: its interface name, say) and no sharers; without `shared`, no sharers (the profile
     declares that a claim serves one pod); with `one_container`, each claim used by one container
     at most and no sharers (the profile declares that a claim serves one container); `restarted`, what may restart (the
     driver alone where dralab cannot reach the nodes); at most `other_devices` of a second
     driver (free on that node). Each dimension shrinks to the plainest case (named claims, no
     init container, no sharer, one copy, no restart, then the driver's, no second driver)."""
-    if one_device:
-        counts: list[tuple[int, ...]] = [(1,)]
-    else:
-        counts = draw(
-            st.lists(st.lists(st.integers(1, 2), min_size=1, max_size=2).map(tuple), min_size=1, max_size=3).filter(
-                lambda cs: sum(map(sum, cs)) <= max_devices
-            )
-        )
+    counts: list[tuple[int, ...]] = draw(
+        st.lists(st.lists(st.integers(1, 2), min_size=1, max_size=2).map(tuple), min_size=1, max_size=3)
+        .map(lambda cs: [(1, *cs[0][1:]), *cs[1:]] if configured else cs)
+        .filter(lambda cs: sum(map(sum, cs)) <= max_devices)
+    )
 
     # Each container takes of each claim nothing, the whole claim, one request (twice as likely:
     # MD-04's subject, which a list drawn from all the uses made rare) or each request by name;
@@ -243,7 +242,7 @@ def pod_shapes(
         containers = draw(st.lists(container, min_size=1, max_size=3).map(tuple))
     templated = frozenset(draw(st.sets(st.sampled_from(range(len(counts))))))
     init = len(containers) > 1 and draw(st.booleans())
-    alone = one_device or one_container or not shared
+    alone = configured or one_container or not shared
     sharers = 0 if alone or len(templated) == len(counts) else draw(st.integers(0, 1))
     copies = draw(st.integers(1, max(1, min(MAX_COPIES, max_devices // sum(map(sum, counts))))))
     # Restarts take 4 to 25 s (a node reboot the most): one shape in four.
@@ -264,7 +263,8 @@ def pod_shapes(
 @dataclass(frozen=True)
 class Failure:
     """Why the smallest failing shape failed, and the requirement it breaks: KP-03 for pods that
-    did not start, KP-07 for pods that did not run again after a restart."""
+    did not start, KP-07 for pods that did not run again after a restart (DP-04 for the device
+    plugin's generated pods that did not start)."""
 
     text: str
     requirement: str = "KP-03"
@@ -273,7 +273,7 @@ class Failure:
         return self.text
 
 
-def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int, attempt: Callable[[PodShape], F | None]) -> F | None:
+def explore(shapes: st.SearchStrategy[S], seed: int, budget: int, attempt: Callable[[S], F | None]) -> F | None:
     """Try `budget` shapes drawn with `seed`; `attempt` starts one and says why it failed, if it
     did. Returns the failure of the smallest failing shape hypothesis shrank to within
     SHRINK_SECONDS of the first failure, None if every shape passed. A shape is attempted once:
@@ -281,7 +281,7 @@ def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int, attempt
     (the lab broke, say) ends the exploration: hypothesis would replay the shape on the broken
     lab (a second node reboot) and bury the cause in a FlakyFailure. It is raised as it is,
     unless a shape failed before it, on a lab that still worked: that failure is returned."""
-    failed: dict[PodShape, F] = {}
+    failed: dict[S, F] = {}
     shrinking_since: list[float] = []
     aborted: list[Exception] = []
 
@@ -290,7 +290,7 @@ def explore(shapes: st.SearchStrategy[PodShape], seed: int, budget: int, attempt
     )
     @hypothesis.seed(seed)
     @hypothesis.given(shapes)
-    def one(shape: PodShape) -> None:
+    def one(shape: S) -> None:
         if shape not in failed:
             if aborted:  # no shape is tried on a broken lab; those that failed before still fail
                 return

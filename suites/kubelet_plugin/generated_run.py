@@ -104,7 +104,7 @@ def draw(lab: Lab, api: Any, dra_driver: DriverUnderTest, seed: int, budget: int
 
         shapes = generated.pod_shapes(
             run.capacity,
-            one_device=dra_driver.profile.claim_config is not None,
+            configured=dra_driver.profile.claim_config is not None,
             shared=not dra_driver.profile.claims_serve_one_pod,
             one_container=dra_driver.profile.claims_serve_one_container,
             restarted=("driver", *lab.restartable),

@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from suites.framework import cdi_specs
+from suites.framework import cdi_specs, claims
 from suites.framework.dra_checkpoint import PreparedClaim
 
 
@@ -40,7 +40,7 @@ class Edits:
 def ids_by_request(prepared: PreparedClaim, claim: dict[str, Any], driver: str) -> dict[str, set[str]]:
     """The CDI device IDs the driver answered for each request of the claim (by base request
     name), each device's IDs going to the request(s) the allocation gave that device."""
-    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    results = claims.allocated(claim)
     requests: dict[tuple[str, str], set[str]] = defaultdict(set)
     for r in results:
         if r["driver"] == driver:

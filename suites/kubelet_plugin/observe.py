@@ -10,7 +10,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from clusters.providers import Lab
-from suites.framework import cdi_specs, dra_checkpoint
+from suites.framework import cdi_specs, claims, dra_checkpoint
 from suites.framework.dra_checkpoint import PreparedClaim
 from suites.framework.node_files import NodeFiles
 from suites.framework.pods import ObservationFailed
@@ -69,18 +69,33 @@ def node_names(api: client.ApiClient) -> set[str]:
 
 @dataclass
 class NodeState:
-    """A node's prepared claims (as the kubelet holds them) and CDI specs, read together."""
+    """A node's prepared claims (as the kubelet holds them in its checkpoint) and CDI specs, read together."""
 
     node: str
+    checkpoint: str  # the kubelet's DRA checkpoint file on the node
     prepared: list[PreparedClaim]
     specs: dict[str, dict[str, Any]]
 
-    def claim(self, uid: str) -> PreparedClaim | None:
-        return next((c for c in self.prepared if c.uid == uid), None)
+    def running_claim(self, uid: str, namespace: str, claim: str, pod: str) -> PreparedClaim:
+        """Claim `namespace/claim` (`uid`) of running pod `namespace/pod` as the kubelet holds it.
+        The kubelet writes its checkpoint, not the driver: a running pod's claim missing from it
+        is nothing the driver did, and leaves the check nothing to judge (ObservationFailed, an
+        ERROR, never the driver's FAIL)."""
+        found = next((c for c in self.prepared if c.uid == uid), None)
+        if found is None:
+            raise ObservationFailed(
+                f"claim {namespace}/{claim} ({uid}) of running pod {namespace}/{pod} is not in {self.node}'s "
+                f"kubelet DRA checkpoint {self.checkpoint}"
+            )
+        return found
+
+
+def _checkpoint(lab: Lab, node: str) -> str:
+    return dra_checkpoint.path(lab.node(node).kubelet_root_dir)
 
 
 def prepared_claims(files: NodeFiles, lab: Lab, node: str) -> list[PreparedClaim]:
-    where = dra_checkpoint.path(lab.node(node).kubelet_root_dir)
+    where = _checkpoint(lab, node)
     text = files.read(node, where)
     if text is None:
         raise ObservationFailed(f"{node} has no kubelet DRA checkpoint at {where}")
@@ -93,10 +108,10 @@ def node_state(files: NodeFiles, lab: Lab, node: str) -> NodeState:
     missing from the read of the specs."""
     before = {c.uid for c in prepared_claims(files, lab, node)}
     specs = cdi_specs.on_node(files, node)
-    return NodeState(node, [c for c in prepared_claims(files, lab, node) if c.uid in before], specs)
+    return NodeState(node, _checkpoint(lab, node), [c for c in prepared_claims(files, lab, node) if c.uid in before], specs)
 
 
-def claim_of(api: client.ApiClient, prepared: PreparedClaim) -> dict[str, Any] | None:
+def _claim_of(api: client.ApiClient, prepared: PreparedClaim) -> dict[str, Any] | None:
     """The claim as the API server has it now; None if it is gone or is another object by now."""
     try:
         claim = client.CustomObjectsApi(api).get_namespaced_custom_object(
@@ -107,3 +122,13 @@ def claim_of(api: client.ApiClient, prepared: PreparedClaim) -> dict[str, Any] |
             return None
         raise
     return claim if claim["metadata"]["uid"] == prepared.uid else None
+
+
+def allocation_of(api: client.ApiClient, lab: Lab, prepared: PreparedClaim) -> list[dict[str, Any]]:
+    """The allocation results of a claim the kubelet holds as prepared: as the API server has
+    them, the same as at its prepare while a pod uses it; once the claim is gone or deallocated
+    (its last pod deleting), as the claim log last saw them; none where neither knows them."""
+    if results := claims.allocated(_claim_of(api, prepared)):
+        return results
+    versions = lab.claim_history().get(prepared.uid, [])
+    return next((found for v in reversed(versions) if (found := claims.allocated(v))), [])

@@ -1,11 +1,11 @@
 """KP: what every DRA driver owes the kubelet and the workloads, checked from outside as csi-test's
-sanity suite checks a CSI driver: consistent slices (KP-02), prepare answers that name the
-claim's devices and resolvable CDI devices (KP-03), still after restarts and a reboot (KP-07),
+sanity suite checks a CSI driver: consistent slices (KP-02), prepare answers that name exactly
+the claim's devices and resolvable CDI devices (KP-03), still after restarts and a reboot (KP-07),
 per-claim CDI specs gone after unprepare (KP-06), registration again after a kubelet restart
 (KP-01), and the driver's answers to a claim it cannot prepare, one allocated by dralab to a
-device its pool lacks (KP-09, and unprepare of it: KP-05). The prepare and slice rules hold over
-everything the run sees (every claim prepared on every node, every pool of the driver), not only
-over the claims these tests create."""
+device its pool lacks (KP-09, and unprepare of it: KP-05, with an unprepare repeated by dralab's
+probe). The prepare, unprepare and slice rules hold over everything the run sees (every claim
+prepared on every node, every pool of the driver), not only over the claims these tests create."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from suites.framework.node_files import NodeFiles
 from suites.framework.pods import POD_TIMEOUT, ObservationFailed, PrepareRefused
 from suites.framework.verdicts import Blocked, DriverFailure
 from suites.framework.waits import DriverTimedOut, WaitTimeout, driver_must, wait_for
-from suites.kubelet_plugin import contract, cpus, emulated, generated, health, hotplug, isolation, observe, prepare_again
+from suites.kubelet_plugin import contract, cpus, emulated, generated, health, hotplug, isolation, observe, probe_calls
 
 pytestmark = pytest.mark.e2e
 
@@ -47,10 +47,18 @@ def dra_driver(driver: DriverUnderTest) -> DriverUnderTest:
     return driver
 
 
-def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str, node: str | None = None) -> str:
-    """The node of a pod with a claim of the driver, once it runs. A driver that will not prepare the
-    claim breaks KP-03, which judges that: the check needing the pod is BLOCKED by it, not failed for it."""
-    pods.create_with_claim(api, namespace, driver.claim(name), name, node)
+def _devices_for(api, driver: DriverUnderTest) -> int:
+    """Two devices where a node has them free (one where a claimConfig configures one): what a
+    driver does to one device of several (leaves it out, does not restore it) shows only in a claim
+    of several."""
+    return 2 if driver.profile.claim_config is None and slices.room(api, driver.name).most_free >= 2 else 1
+
+
+def _running_with_claim(api, driver: DriverUnderTest, namespace: str, name: str, node: str | None = None, count: int = 1) -> str:
+    """The node of a pod with a claim of the driver (`count` devices), once it runs. A driver that will
+    not prepare the claim breaks KP-03, which judges that: the check needing the pod is BLOCKED by
+    it, not failed for it."""
+    pods.create_with_claim(api, namespace, driver.claim(name, count=count), name, node)
     try:
         pod: Any = pods.wait_phase(api, namespace, name)  # running, so scheduled: its node_name is set
     except PrepareRefused as e:
@@ -201,7 +209,9 @@ def test_slices_follow_a_device_removed_from_the_node_and_restored(
 def test_every_prepared_claim_is_answered_with_its_devices_and_resolvable_cdi_devices(
     lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
 ) -> None:
-    pods.create_with_claim(api, namespace, dra_driver.claim("prepared"), "prepared")
+    count = _devices_for(api, dra_driver)
+    evidence.observe("this check's claim", f"claim {namespace}/prepared: request dev for {count} device(s)")
+    pods.create_with_claim(api, namespace, dra_driver.claim("prepared", count=count), "prepared")
     try:
         pods.wait_phase(api, namespace, "prepared")
         not_started = None
@@ -210,18 +220,25 @@ def test_every_prepared_claim_is_answered_with_its_devices_and_resolvable_cdi_de
     own = _uid(api, namespace, "prepared")
     problems, seen = [], []
     for node in [n.name for n in lab.nodes]:
+        running = _in_use(api, node)  # before the checkpoint: these pods' claims were prepared when it is read
         state = observe.node_state(node_files, lab, node)
         for prepared in state.prepared:
             if prepared.of(dra_driver.name) is None:
                 continue
             seen.append(prepared.uid)
+            results = observe.allocation_of(api, lab, prepared)
             evidence.add(
                 f"on {node}: the kubelet's record of claim {prepared.namespace}/{prepared.name}",
-                {"answer": [asdict(d) for d in prepared.of(dra_driver.name) or ()], "pods": sorted(prepared.pod_uids)},
+                {
+                    "answer": [asdict(d) for d in prepared.of(dra_driver.name) or ()],
+                    "allocated": [r for r in results if r.get("driver") == dra_driver.name],
+                    "pods": sorted(prepared.pod_uids),
+                    "a running pod uses it": bool(prepared.pod_uids & running),
+                },
             )
             problems += [
                 f"on {node}: {p}"
-                for p in contract.prepare_problems(prepared, observe.claim_of(api, prepared), dra_driver.name, state.specs)
+                for p in contract.prepare_problems(prepared, results, dra_driver.name, state.specs, bool(prepared.pod_uids & running))
             ]
     evidence.observe("claims judged", f"{len(seen)} claim(s) prepared by {dra_driver.name} on the lab's nodes")
     assert not problems, "\n".join(problems)
@@ -239,8 +256,7 @@ def test_an_unprepared_claims_own_cdi_specs_are_gone(
     node = _running_with_claim(api, dra_driver, namespace, "cleanup")
     uid = _uid(api, namespace, "cleanup")
     state = observe.node_state(node_files, lab, node)
-    prepared = state.claim(uid)
-    assert prepared is not None, f"claim {namespace}/cleanup ({uid}) of a running pod is not in {node}'s DRA checkpoint"
+    prepared = state.running_claim(uid, namespace, "cleanup", "cleanup")
     own = contract.per_claim_specs(prepared, dra_driver.name, state.specs)
     evidence.add("the driver's answer for the claim", [asdict(d) for d in prepared.of(dra_driver.name) or ()])
     evidence.observe("its own CDI spec files (define its CDI devices and name its UID)", own)
@@ -395,7 +411,7 @@ def test_a_prepared_claim_prepared_again_gets_the_same_answer(
         held = [c for c in observe.prepared_claims(node_files, lab, node) if c.of(dra_driver.name) is not None and c.pod_uids & running]
         if not held:
             continue
-        answer = prepare_again.call(lab, api, namespace, f"again-{node}", node, dra_driver.name, held)
+        answer = probe_calls.call(lab, api, namespace, f"again-{node}", node, dra_driver.name, held)
         evidence.add(
             f"on {node}: the second NodePrepareResources of {len(held)} claim(s) and the kubelet's record of the first",
             {"second": answer, "first": {c.uid: [asdict(d) for d in c.of(dra_driver.name) or ()] for c in held}},
@@ -403,7 +419,7 @@ def test_a_prepared_claim_prepared_again_gets_the_same_answer(
         if answer.get("error"):
             raise ObservationFailed(f"dralab's probe on {node} could not call {dra_driver.name}: {answer['error']}")
         asked += len(held)
-        problems += [f"on {node}: {p}" for p in prepare_again.problems(held, dra_driver.name, answer)]
+        problems += [f"on {node}: {p}" for p in probe_calls.prepare_problems(held, dra_driver.name, answer)]
     assert asked, f"no node's kubelet holds a claim of {dra_driver.name} prepared for a running pod, pod again's included"
     evidence.observe("prepared again", f"{asked} claim(s)")
     assert not problems, "NodePrepareResources is not idempotent, a prepared claim asked for again: " + "\n".join(problems)
@@ -439,6 +455,30 @@ def test_a_claim_whose_prepare_failed_is_unprepared(
             f"{namespace}/unprepared ({uid}), whose prepare had failed: the driver's "
             "NodeUnprepareResources did not succeed for a claim it had not prepared"
         ) from None
+
+
+@pytest.mark.requirement("KP-05")
+def test_a_claim_unprepared_already_is_unprepared_again_without_error(
+    lab: Lab, api, node_files: NodeFiles, dra_driver: DriverUnderTest, namespace: str, evidence: Evidence
+) -> None:
+    # The kubelet unprepares a claim once its last pod is gone; asked again (a kubelet that
+    # restarted before its checkpoint recorded the first), the driver must succeed: dralab's probe
+    # asks it again itself.
+    node = _running_with_claim(api, dra_driver, namespace, "twice")
+    uid = _uid(api, namespace, "twice")
+    prepared = observe.node_state(node_files, lab, node).running_claim(uid, namespace, "twice", "twice")
+    pods.delete(api, namespace, ["twice"], UNPREPARE_TIMEOUT)
+    driver_must(
+        f"the kubelet on {node} to unprepare claim {namespace}/twice once its pod is gone",
+        lambda: all(c.uid != uid for c in observe.prepared_claims(node_files, lab, node)),
+        UNPREPARE_TIMEOUT,
+    )
+    answer = probe_calls.call(lab, api, namespace, "unprepare-again", node, dra_driver.name, [prepared], method="unprepare")
+    evidence.observe(f"on {node}: NodeUnprepareResources of claim {namespace}/twice again, once the kubelet had unprepared it", answer)
+    if answer.get("error"):
+        raise ObservationFailed(f"dralab's probe on {node} could not call {dra_driver.name}: {answer['error']}")
+    problems = probe_calls.unprepare_problems([prepared], answer)
+    assert not problems, f"on {node}: " + "\n".join(problems)
 
 
 def _isolation_pod(api, driver: DriverUnderTest, namespace: str, node: str, devices: int) -> dict[str, list[tuple[str, str | None]]]:
@@ -485,9 +525,7 @@ def test_each_container_gets_the_cdi_edits_of_what_it_uses_and_of_nothing_else(
     state = observe.node_state(node_files, lab, room.node)
     answered: dict[tuple[str, str], set[str]] = {}  # (claim, request) -> CDI device IDs
     for name in {claim for refs in uses.values() for claim, _ in refs}:
-        prepared = state.claim(_uid(api, namespace, name))
-        if prepared is None:
-            raise ObservationFailed(f"claim {namespace}/{name} of running pod isolation is not in {room.node}'s kubelet DRA checkpoint")
+        prepared = state.running_claim(_uid(api, namespace, name), namespace, name, "isolation")
         for request, ids in isolation.ids_by_request(prepared, claims.read(api, namespace, name), dra_driver.name).items():
             answered[(name, request)] = ids
     evidence.observe(
@@ -522,16 +560,19 @@ def test_each_container_gets_the_cdi_edits_of_what_it_uses_and_of_nothing_else(
 
 
 def _claim_problems(
-    lab: Lab, api, files: NodeFiles, driver: DriverUnderTest, node: str, uid: str, evidence: Evidence, when: str
+    lab: Lab, api, files: NodeFiles, driver: DriverUnderTest, node: str, namespace: str, name: str, evidence: Evidence, when: str
 ) -> list[str]:
-    """KP-03's rule on one claim as the node holds it `when`: its answer names its devices and
-    every CDI device of it resolves on the node."""
+    """KP-03's rule on claim `name` of running pod `name` as the node holds it `when`: its answer
+    names its devices and every CDI device of it resolves on the node."""
+    running = _in_use(api, node)  # before the checkpoint, as in KP-03's check
     state = observe.node_state(files, lab, node)
-    prepared = state.claim(uid)
-    if prepared is None:
-        raise ObservationFailed(f"{when}, claim {uid} of a running pod is not in {node}'s kubelet DRA checkpoint")
+    try:
+        prepared = state.running_claim(_uid(api, namespace, name), namespace, name, name)
+    except ObservationFailed as e:
+        raise type(e)(f"{when}, {e}") from None
     evidence.add(f"{when}: the kubelet's record of the driver's answer", [asdict(d) for d in prepared.of(driver.name) or ()])
-    return contract.prepare_problems(prepared, observe.claim_of(api, prepared), driver.name, state.specs)
+    complete = bool(prepared.pod_uids & running)
+    return contract.prepare_problems(prepared, observe.allocation_of(api, lab, prepared), driver.name, state.specs, complete)
 
 
 @pytest.mark.requirement("KP-07")
@@ -549,9 +590,10 @@ def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
     # Restarting the node's kubelet or containerd needs a lab dralab runs (host_access SKIPs otherwise).
     host: Lab = lab if component == "driver" else request.getfixturevalue("host_access")
     event = generated.RESTART_EVENTS[component]
-    node = _running_with_claim(api, dra_driver, namespace, "restart")
-    uid = _uid(api, namespace, "restart")
-    if problems := _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"before the {event}"):
+    count = _devices_for(api, dra_driver)
+    evidence.observe("this check's claim", f"claim {namespace}/restart: request dev for {count} device(s)")
+    node = _running_with_claim(api, dra_driver, namespace, "restart", count=count)
+    if problems := _claim_problems(host, api, node_files, dra_driver, node, namespace, "restart", evidence, f"before the {event}"):
         raise Blocked("KP-03", "\n".join(problems))
     if component == "driver":
         # The kubelet does not prepare the claim again: the specs the driver keeps must still
@@ -569,7 +611,7 @@ def test_a_claim_prepared_again_after_a_restart_resolves_its_cdi_devices(
             raise restarts.why_not_started(api, namespace, "restart", event) or type(e)(
                 f"{e}\nevents of restart:\n{pods.events(api, namespace, 'restart')}"
             ) from None
-    problems = _claim_problems(host, api, node_files, dra_driver, node, uid, evidence, f"after the {event}")
+    problems = _claim_problems(host, api, node_files, dra_driver, node, namespace, "restart", evidence, f"after the {event}")
     assert not problems, "\n".join(f"after the {event}: {p}" for p in problems)
 
 
@@ -606,7 +648,6 @@ def test_a_rolling_update_loses_no_prepared_claim_and_fails_no_pod_start(
     if not sets:
         pytest.skip(f"driver profile {dra_driver.profile.name} deploys no DaemonSet for dralab to roll out")
     node = _running_with_claim(api, dra_driver, namespace, "before")
-    uid = _uid(api, namespace, "before")
     restarts_before = restarts.container_status(api, namespace, "before", "main").restart_count
     stamp = str(int(time.time()))
     for ds in sets:  # as `kubectl rollout restart` does, with each DaemonSet's own update strategy
@@ -625,7 +666,7 @@ def test_a_rolling_update_loses_no_prepared_claim_and_fails_no_pod_start(
         evidence.warn(
             f"container main of pod before, prepared on {node} before the rolling update, did not keep running across it: {after}"
         )
-    for problem in _claim_problems(lab, api, node_files, dra_driver, node, uid, evidence, "after the rolling update"):
+    for problem in _claim_problems(lab, api, node_files, dra_driver, node, namespace, "before", evidence, "after the rolling update"):
         evidence.warn(f"after the rolling update, the claim prepared before it: {problem}")
 
 
@@ -802,10 +843,35 @@ def test_every_claim_prepared_again_in_the_run_got_the_same_devices(
     )
 
 
-def _claims_seen(lab: Lab, run: generated.Run, evidence: Evidence) -> dict[str, dict]:
-    """The allocation of every claim the run saw, from the claim log; the generated pods' claims
-    among them (what the answers are judged against, seen before them)."""
-    seen = lab.claims_allocated()
+@pytest.mark.requirement("KP-05")
+def test_every_unprepare_call_of_the_run_succeeded_for_each_claim(
+    generated_run: generated.Run, lab: Lab, dra_driver: DriverUnderTest, evidence: Evidence
+) -> None:
+    def failed(calls: list[PluginCall]) -> list[str]:
+        unprepares = [c for c in calls if c.name == "NodeUnprepareResources"]
+        evidence.observe("unprepare calls recorded", f"{len(unprepares)} NodeUnprepareResources to {dra_driver.name}")
+        if not unprepares:  # the generated pods were deleted: their claims were unprepared
+            raise ObservationFailed(
+                f"the plugin recorder has no NodeUnprepareResources; see the nodes' plugin-recorder logs under {lab.log_dir}"
+            )
+        return contract.failed_unprepares(calls)
+
+    _judge_recorded_calls(
+        failed,
+        "that did not unprepare a claim",
+        "NodeUnprepareResources did not succeed for claims over the run",
+        lab,
+        dra_driver,
+        generated_run,
+        evidence,
+    )
+
+
+def _claims_seen(lab: Lab, run: generated.Run, evidence: Evidence) -> dict[str, list[dict]]:
+    """Every version of every claim the run saw allocated, from the claim log, by UID (each call
+    is judged against the allocation of its time); the generated pods' claims among them (what
+    the answers are judged against, seen before them)."""
+    seen = lab.claim_history()
     evidence.observe("claims seen allocated", f"{len(seen)} claim(s) in the claim log")
     if unseen := [f"{name} ({uid})" for uid, name in run.started.items() if uid not in seen]:
         raise ObservationFailed(
@@ -816,7 +882,7 @@ def _claims_seen(lab: Lab, run: generated.Run, evidence: Evidence) -> dict[str, 
 
 
 def _judge_against_allocations(
-    rule: Callable[[list[PluginCall], dict[str, dict], str], list[str]],
+    rule: Callable[[list[PluginCall], dict[str, list[dict]], str], list[str]],
     what: str,
     verdict: str,
     lab: Lab,
@@ -837,7 +903,8 @@ def test_every_device_prepared_in_the_run_is_allocated_and_resolves(
     _judge_against_allocations(
         contract.wrong_devices,
         "that answered a device wrongly",
-        "NodePrepareResources answered devices the claims do not have, twice, or with CDI devices no spec defined",
+        "NodePrepareResources answered devices the claims do not have, left out some they have, answered some twice, "
+        "or with CDI devices no spec defined",
         lab,
         dra_driver,
         generated_run,

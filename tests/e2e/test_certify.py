@@ -21,7 +21,7 @@ from tests.headless_chromium import dom, screenshot
 
 pytestmark = pytest.mark.e2e
 
-FAIL_BACKGROUND = (255, 221, 221)  # reports/report.py STYLE .FAIL
+FAIL_BACKGROUND = (255, 221, 221)  # reports/page_style.py VERDICTS .FAIL
 
 
 @pytest.mark.requirement("RP-01")

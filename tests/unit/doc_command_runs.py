@@ -139,6 +139,10 @@ RUNS: dict[str, Run] = {
         "tests/e2e/test_selfcheck.py::test_selfcheck_judges_a_broken_and_a_valid_variant_on_one_lab",
         how="--only MD-14,ST-04,DP-03, narrowed to three --variant",
     ),
+    "dralab selfcheck --merge sc/part1 --merge sc/part2 --out sc/all": run(
+        "tests/unit/test_selfcheck.py::test_a_merged_report_that_left_variants_unrun_exits_1_naming_them_and_links_each_part",
+        how="one part, written by the test, two --variant of which it judged one",
+    ),
     # Performance.
     "dralab perf [--out perf] [--certify-report out/report.json] [--only PF-01,...,PF-08] [--bringup-rounds 3] [--no-cold] "
     "[--startup-rounds 3] [--startup-pods 16] [--profile gpu] [--scale 100x8x200] [--scale-runs 1] [--allocator-count 10] "
@@ -183,6 +187,9 @@ UNRUN: dict[str, str] = {
     "dralab selfcheck --seeds 10 [--variant ...]": "a seed sweep (hours): no test runs one",
     "dralab selfcheck --seeds N": "a seed sweep (hours): no test runs one",
     "dralab selfcheck --lab-prefix sweep2 ...": "no test runs two selfchecks side by side",
+    "dralab selfcheck --shard 1/3 --lab-prefix sa --out sc/part1": (
+        "a third of make selfcheck (an hour): no test runs a shard (test_selfcheck.py checks the split every part computes)"
+    ),
     "dralab matrix --qualify": "the nightly matrix (hours): tests/unit/test_matrix.py runs it with qualify and certify stubbed",
     "dralab matrix --qualify --out matrix": "make matrix, the nightly job (hours): test_matrix.py runs it with qualify and certify stubbed",
     "dralab matrix --cell $CELL --out cells/$CELL $CELL_ARGS": (

@@ -311,12 +311,17 @@ def test_status_is_observed_on_two_devices_where_a_node_has_them(cluster) -> Non
     assert checks.devices_to_observe(None, DriverUnderTest(load_profile("gpu"), "one-device-per-node")) == 1
 
 
-def test_a_claim_config_for_one_device_keeps_the_status_claim_at_one(cluster) -> None:
+def test_a_claim_config_for_one_device_goes_to_the_first_of_the_status_claims_two_requests(cluster) -> None:
     net = DriverUnderTest(load_profile("net"))
     cluster["resourceslices"] = [
         {**s, "spec": {**s["spec"], "driver": net.name}} for s in [resource_slice("node-1", "node-1", [gpu_device(0), gpu_device(1)])]
     ]
-    assert net.profile.claim_config is not None and checks.devices_to_observe(None, net) == 1
+    assert net.profile.claim_config is not None and checks.devices_to_observe(None, net) == 2
+    built = net.claim("status", requests=checks.REQUESTS).build()["spec"]["devices"]
+    assert [(r["name"], r["exactly"]["count"]) for r in built["requests"]] == [("dev", 1), ("more", 1)]
+    assert built["config"] == [{"opaque": {"driver": net.name, "parameters": net.profile.claim_config}, "requests": ["dev"]}], (
+        "one interface's config: for one device, so never for both (dranet refuses a second net1)"
+    )
 
 
 LAB = SimpleNamespace(nodes=[SimpleNamespace(name=n) for n in ("node-1", "node-2")])

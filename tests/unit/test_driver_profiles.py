@@ -181,11 +181,14 @@ def test_switching_variant_removes_the_other_variants_objects() -> None:
     gpu = load_profile("gpu")
     stale = _other_variants_objects(render(gpu, None, LAB), LAB)
     assert sorted((o["kind"], o["metadata"]["name"]) for o in stale) == [
+        ("ClusterRole", "gpu.dralab.dev:any-driver-status"),
         ("ClusterRole", "gpu.dralab.dev:arbitrary-node-status"),
+        ("ClusterRoleBinding", "gpu.dralab.dev:any-driver-status"),
         ("ClusterRoleBinding", "gpu.dralab.dev:arbitrary-node-status"),
         ("DeviceClass", "devices.gpu.dralab.dev"),
     ]
-    assert [o["kind"] for o in _other_variants_objects(render(gpu, "status-other-node", LAB), LAB)] == ["DeviceClass"]
+    other = _other_variants_objects(render(gpu, "status-other-node", LAB), LAB)
+    assert sorted(o["kind"] for o in other) == ["ClusterRole", "ClusterRoleBinding", "DeviceClass"]
 
 
 # MUT-02: the valid variants of the reference drivers, each another choice a correct driver may
@@ -229,9 +232,10 @@ def test_valid_variants_are_declared_break_nothing_and_render() -> None:
     for (name, v), variant in declared.items():
         # A valid variant is a correct driver's option, never one of its broken behaviours; the one
         # exception misses a SHOULD on purpose (KP-11), which it names: a WARNING, still certifiable.
+        # What else may warn: no Ready condition (ST-07), an optional networkData field left out (MD-16, ST-02).
         broken = any(a.startswith("--break") for a in variant.args)
         assert not broken or variant.warns == ["KP-11"], f"{name}:{v} runs a broken variant"
-        assert not variant.violations and set(variant.warns) <= {"ST-07", "KP-11"}, f"{name}:{v}"
+        assert not variant.violations and set(variant.warns) <= {"ST-07", "KP-11", "MD-16", "ST-02"}, f"{name}:{v}"
         (ds,) = render(load_profile(name), v, LAB).of_kind("DaemonSet")
         args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args[len(args) - len(variant.args) :] == variant.args, "the variant's args come last: they win"

@@ -61,13 +61,32 @@ def test_more_devices_than_a_node_has_are_never_drawn() -> None:
     one_device()
 
 
-def test_a_profile_with_a_claim_config_gets_one_device_a_pod() -> None:
-    @settings(max_examples=20, deadline=None, suppress_health_check=LOADED)
-    @given(pod_shapes(8, one_device=True))
+NET = DriverUnderTest(load_profile("net"))
+
+
+def test_a_profile_with_a_claim_config_configures_one_device_a_pod_and_gets_claims_of_several() -> None:
+    several = set()
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=LOADED, database=None, derandomize=True)
+    @given(pod_shapes(8, configured=True))
     def one(shape: PodShape) -> None:
-        assert shape.claims == ((1,),)
+        assert shape.claims[0][0] == 1 and shape.sharers == 0
+        several.add(max(map(sum, shape.claims)) > 1)
+        objects = list(yaml.safe_load_all(shape.manifests(NET, "gen-0")))
+        configs = [
+            (o["metadata"]["name"], c)
+            for o in objects
+            if o["kind"] != "Pod"
+            for c in (o["spec"].get("spec") or o["spec"])["devices"].get("config", [])
+        ]
+        # its interface name, say: one device of each pod (of each copy)
+        first = [o["metadata"]["name"] for o in objects if o["kind"] != "Pod" and o["metadata"]["name"].endswith(("-c0", "-t0"))]
+        assert configs == [
+            (name, {"opaque": {"driver": NET.name, "parameters": NET.profile.claim_config}, "requests": ["r0"]}) for name in first
+        ]
 
     one()
+    assert several == {False, True}, "claims of several devices of the driver too: ST-02 and MD-16 tell each device's interface apart"
 
 
 def test_a_profile_whose_claims_serve_one_pod_gets_no_shared_claim() -> None:
@@ -239,3 +258,25 @@ def test_the_suites_attach_the_named_generated_case_to_a_fail_through_the_plugin
         ("the generated case gen-2efe5def/gen-3, to apply", "kind: Pod\n")
     ]
     assert pytestconfig.pluginmanager.hook.pytest_dralab_fail_attachments.spec is not None  # the plugin declared it
+
+
+def _misreports_in_a_file(shape: PodShape) -> bool:
+    """Whether a container of `shape` has a metadata file listing a device of a claim of several
+    other than the claim's first (its whole claim, a later request, or a request of several):
+    where duplicate-network-data (every device reports the first's interface) shows, and
+    swap-network-data too."""
+    return any(
+        sum(counts) > 1 and (r is None or r > 0 or counts[0] > 1)
+        for uses in shape.containers
+        for c, r in uses
+        for counts in [shape.claims[c]]
+    )
+
+
+@pytest.mark.parametrize("seed", range(1, 6))
+def test_a_network_drivers_generated_workloads_reach_the_network_data_variants(seed: int) -> None:
+    tried: list[PodShape] = []
+    explore(
+        pod_shapes(32, configured=True, shared=False), seed=seed, budget=10, attempt=lambda shape: tried.append(shape)
+    )  # --budget's default
+    assert any(_misreports_in_a_file(s) for s in tried), "MD-16 over the run sees a device misreported in a file"

@@ -9,10 +9,12 @@ import json
 
 import pytest
 
+from basics.junit_properties import Verdict
+from dralab.verdicts import classify
 from suites.framework import dra_checkpoint
 from suites.framework.dra_checkpoint import PreparedClaim, PreparedDevice
 from suites.framework.pods import ObservationFailed
-from suites.kubelet_plugin import contract, isolation, observe
+from suites.kubelet_plugin import contract, isolation, observe, probe_calls
 from suites.kubelet_plugin.health import Seen
 
 DRIVER = "gpu.vendor.example"
@@ -53,41 +55,68 @@ def prepared(*devices: PreparedDevice) -> PreparedClaim:
     return PreparedClaim(UID, "ns", "c", frozenset({"pod-uid"}), {DRIVER: devices, "other.example": ()})
 
 
-def claim(*devices: tuple[str, str]) -> dict:
-    return {
-        "status": {
-            "allocation": {
-                "devices": {
-                    "results": [{"driver": DRIVER, "pool": p, "device": d, "request": "dev"} for p, d in devices]
-                    + [{"driver": "other.example", "pool": "x", "device": "y", "request": "dev"}]
-                }
-            }
-        }
-    }
+def results(*devices: tuple[str, str], request: str = "dev") -> list[dict]:
+    """Allocation results of DRIVER for `request` ((pool, device) each), and one of another driver."""
+    return [{"driver": DRIVER, "pool": p, "device": d, "request": request} for p, d in devices] + [
+        {"driver": "other.example", "pool": "x", "device": "y", "request": "dev"}
+    ]
 
 
 SPECS = {
-    "/var/run/cdi/vendor-claim_x.json": {"kind": "vendor.example/gpu", "devices": [{"name": f"{UID}-gpu-0"}]},
-    "/etc/cdi/vendor-base.yaml": {"kind": "vendor.example/gpu", "devices": [{"name": "gpu-0"}]},
+    "/var/run/cdi/vendor-claim_x.json": {"kind": "vendor.example/gpu", "devices": [{"name": f"{UID}-gpu-0"}, {"name": f"{UID}-gpu-1"}]},
+    "/etc/cdi/vendor-base.yaml": {"kind": "vendor.example/gpu", "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]},
 }
 
 
+def _answered(device: str, requests: tuple[str, ...] = ("dev",)) -> PreparedDevice:
+    """A device answered with two CDI IDs, the claim's own and the node's (a device may map to several)."""
+    return PreparedDevice("node-1", device, requests, (f"vendor.example/gpu={UID}-{device}", f"vendor.example/gpu={device}"))
+
+
 def test_an_answer_with_allocated_devices_and_resolvable_cdi_devices_passes() -> None:
-    answer = PreparedDevice("node-1", "gpu-0", ("dev",), (f"vendor.example/gpu={UID}-gpu-0", "vendor.example/gpu=gpu-0"))
-    assert contract.prepare_problems(prepared(answer), claim(("node-1", "gpu-0")), DRIVER, SPECS) == []
-    # Zero devices for a claim is a valid answer (the gRPC API): nothing to resolve.
-    assert contract.prepare_problems(prepared(), claim(("node-1", "gpu-0")), DRIVER, SPECS) == []
+    allocated = results(("node-1", "gpu-0"), ("node-1", "gpu-1"))
+    both = prepared(_answered("gpu-0"), _answered("gpu-1"))
+    assert contract.prepare_problems(both, allocated, DRIVER, SPECS, complete=True) == []
+    # Another correct driver: the subrequest's name ("dev/large", the allocation's form, which the
+    # framework strips to "dev"), or none (every request of the claim): request names are KP-04's.
+    sub = results(("node-1", "gpu-0"), ("node-1", "gpu-1"), request="dev/large")
+    named = prepared(_answered("gpu-0", ("dev/large",)), _answered("gpu-1", ("dev",)))
+    assert contract.prepare_problems(named, sub, DRIVER, SPECS, complete=True) == []
+    assert contract.prepare_problems(prepared(_answered("gpu-0", ()), _answered("gpu-1", ())), sub, DRIVER, SPECS, complete=True) == []
+    # The kubelet records each device again when it prepares the claim again after a restart.
+    assert contract.prepare_problems(prepared(*both.of(DRIVER) * 2), allocated, DRIVER, SPECS, complete=True) == []
+    # A device with no CDI device is a valid answer (the gRPC API): nothing to resolve.
+    bare = prepared(PreparedDevice("node-1", "gpu-0", ("dev",), ()), PreparedDevice("node-1", "gpu-1", ("dev",), ()))
+    assert contract.prepare_problems(bare, allocated, DRIVER, SPECS, complete=True) == []
+
+
+def test_a_device_left_out_is_named_where_the_claims_prepare_succeeded() -> None:
+    allocated = results(("node-1", "gpu-0"), ("node-1", "gpu-1"))
+    (problem,) = contract.prepare_problems(prepared(_answered("gpu-0")), allocated, DRIVER, SPECS, complete=True)
+    assert problem == (
+        f"claim ns/c ({UID}), as the kubelet holds its NodePrepareResources answer: left out device(s) "
+        f"[('dev', 'node-1', 'gpu-1')] (request, pool, device) that its allocation gives {DRIVER} (it answered [('node-1', 'gpu-0')])"
+    )
+    nothing = contract.prepare_problems(prepared(), allocated, DRIVER, SPECS, complete=True)
+    assert len(nothing) == 1 and "left out device(s) [('dev', 'node-1', 'gpu-0'), ('dev', 'node-1', 'gpu-1')]" in nothing[0]
+    # Recorded before its prepare, or its prepare failed: no running pod, so no device is owed yet.
+    assert contract.prepare_problems(prepared(), allocated, DRIVER, SPECS, complete=False) == []
+    # Allocated twice (shares of one device): answered at all is enough for the kubelet's record.
+    shares = results(("node-1", "gpu-0"), ("node-1", "gpu-0"))
+    assert contract.prepare_problems(prepared(_answered("gpu-0")), shares, DRIVER, SPECS, complete=True) == []
 
 
 def test_prepare_problems_name_foreign_devices_and_unresolvable_cdi_devices() -> None:
     foreign = PreparedDevice("node-1", "gpu-7", (), ("vendor.example/gpu=gpu-0",))
-    assert contract.prepare_problems(prepared(foreign), claim(("node-1", "gpu-0")), DRIVER, SPECS) == [
-        f"claim ns/c ({UID}): NodePrepareResources answered device(s) [('node-1', 'gpu-7')], which the claim's "
-        f"allocation does not give {DRIVER} (it gives [('node-1', 'gpu-0')])"
+    assert contract.prepare_problems(prepared(foreign), results(("node-1", "gpu-0")), DRIVER, SPECS, complete=False) == [
+        f"claim ns/c ({UID}), as the kubelet holds its NodePrepareResources answer: answered device(s) [('node-1', 'gpu-7')], "
+        f"which its allocation does not give {DRIVER} (it gives [('node-1', 'gpu-0')])"
     ]
     unresolvable = PreparedDevice("node-1", "gpu-0", (), ("vendor.example/gpu=gpu-0-x",))
-    problems = contract.prepare_problems(prepared(unresolvable), None, DRIVER, SPECS)
+    problems = contract.prepare_problems(prepared(unresolvable), [], DRIVER, SPECS, complete=True)
     assert len(problems) == 1 and "'vendor.example/gpu=gpu-0-x', which no CDI spec on the node defines" in problems[0]
+    # No running pod uses it: it may be in its unprepare, the spec removed before the kubelet's record.
+    assert contract.prepare_problems(prepared(unresolvable), [], DRIVER, SPECS, complete=False) == []
 
 
 def test_per_claim_specs_are_the_ones_naming_the_claim() -> None:
@@ -227,6 +256,22 @@ def test_node_pools_take_the_newest_generation_and_leave_out_pools_of_no_node() 
     ]
 
 
+# KP-04 to KP-08: a running pod's claim as the kubelet holds it -------------------------------
+
+
+def test_a_running_pods_claim_missing_from_the_checkpoint_is_the_labs_error_not_the_drivers_fail() -> None:
+    held = PreparedClaim(UID, "ns", "c", frozenset({"pod-uid"}), {DRIVER: ()})
+    state = observe.NodeState("node-1", "/var/lib/kubelet/dra_manager_state", [held], {})
+    assert state.running_claim(UID, "ns", "c", "p") is held
+    with pytest.raises(ObservationFailed) as raised:
+        state.running_claim("another-uid", "ns", "shared", "p")
+    assert str(raised.value) == (
+        "claim ns/shared (another-uid) of running pod ns/p is not in node-1's kubelet DRA checkpoint /var/lib/kubelet/dra_manager_state"
+    )
+    # The kubelet writes the checkpoint: whichever check reads it, no FAIL of the driver's.
+    assert classify("call", raised.value, [], ["MUST"]).verdict == Verdict.ERROR
+
+
 # KP-10: how a fault shows --------------------------------------------------------------------
 
 
@@ -262,8 +307,6 @@ def _second(claims: dict) -> dict:
 
 
 def test_a_second_prepare_with_the_same_devices_is_idempotent() -> None:
-    from suites.kubelet_plugin.prepare_again import problems
-
     answer = _second(
         {
             "u1": {
@@ -274,7 +317,7 @@ def test_a_second_prepare_with_the_same_devices_is_idempotent() -> None:
             }
         }
     )
-    assert problems(_held("gpu-0", "gpu-1"), "gpu.example", answer) == []
+    assert probe_calls.prepare_problems(_held("gpu-0", "gpu-1"), "gpu.example", answer) == []
 
 
 @pytest.mark.parametrize(
@@ -300,10 +343,21 @@ def test_a_second_prepare_with_the_same_devices_is_idempotent() -> None:
     ],
 )
 def test_a_second_prepare_that_differs_names_the_claim_and_the_difference(claims: dict, said: str) -> None:
-    from suites.kubelet_plugin.prepare_again import problems
-
-    found = problems(_held("gpu-0"), "gpu.example", _second(claims))
+    found = probe_calls.prepare_problems(_held("gpu-0"), "gpu.example", _second(claims))
     assert len(found) == 1 and "claim ns/c (u1)" in found[0] and said in found[0], found
+
+
+def test_an_unprepare_again_of_a_claim_unprepared_already_must_succeed() -> None:
+    held = _held("gpu-0")
+    assert probe_calls.unprepare_problems(held, _second({"u1": {}})) == []
+    assert probe_calls.unprepare_problems(held, _second({"u1": None})) == []  # an entry, nil, as the API allows
+    (refused,) = probe_calls.unprepare_problems(held, _second({"u1": {"error": "claim u1: no record of it"}}))
+    assert refused == (
+        "claim ns/c (u1), unprepared by the kubelet already: "
+        "NodeUnprepareResources of it again answered the error 'claim u1: no record of it'"
+    )
+    (unanswered,) = probe_calls.unprepare_problems(held, _second({}))
+    assert "claim ns/c (u1)" in unanswered and "left it unanswered" in unanswered
 
 
 # KP-12: standard attributes against the PCI function each device stands for.

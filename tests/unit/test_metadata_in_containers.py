@@ -75,7 +75,7 @@ def test_a_container_with_the_files_of_what_it_uses_and_no_other_passes() -> Non
         {f"{C0}/r1/{D}-metadata.json": GOOD[f"{C0}/r1/{D}-metadata.json"], f"{T1}/r0/{D}-metadata.json": _file("u2", "r0", ["gpu-3"])},
     )
     assert in_containers.problems([whole, by_request], ALLOCATED, D) == {
-        r: [] for r in ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19")
+        r: [] for r in ("MD-01", "MD-02", "MD-03", "MD-04", "MD-08", "MD-16", "MD-19", in_containers.NETWORK_DATA_LEFT_OUT)
     }
     assert in_containers.judged([whole, _record([], {})], ALLOCATED, D) == [whole], "a container using nothing is no subject"
 
@@ -130,6 +130,59 @@ def test_md16_a_deferred_drivers_file_has_network_data_of_an_interface_a_pod_of_
     assert "pod n/gen-0: the pod has no interface with networkData's interfaceName net2" in md16(seen({"interfaceName": "net2"}))[0]
     # a claim shared by two pods: the VF is in the other pod's namespace
     assert md16(seen(NET1, "gen-0", [ETH0]), seen(NET1, "gen-1")) == []
+
+
+# The VFs of claim u1 as a network driver's slices publish them: gpu-2's VF is net1 in the pod,
+# gpu-0's is ens1f0v0 (its own name and MAC), gpu-1's not in the pod.
+VF0 = {"interfaceName": "ens1f0v0", "ips": [], "hardwareAddress": "02:00:00:00:01:00"}
+PUBLISHED = {
+    ("node-1", "gpu-0"): {"macAddress": {"string": "02:00:00:00:01:00"}},
+    ("node-1", "gpu-2"): {"macAddress": {"string": "02:aa:bb:cc:dd:01"}},
+}
+
+
+def _deferred(path: str, nds: dict[str, dict]) -> dict[str, list[str]]:
+    """MD-16's FAILs and WARNINGs for container main using the request of `path` (its file's devices with networkData `nds`)."""
+    obj = json.loads(GOOD[path])
+    for d in obj["requests"][0]["devices"]:
+        d["networkData"] = nds[d["name"]]
+    request = path.split("/")[-2]
+    record = {
+        **_record([{"name": "c0", "request": request}], {path: json.dumps(obj)}),
+        "start": "2026-11-29T05:00:00+00:00",
+        "interfaces": [ETH0, NET1, VF0],
+    }
+    found = in_containers.problems([record], ALLOCATED, D, deferred=True, published=PUBLISHED)
+    return {"FAIL": found["MD-16"], "WARNING": found[in_containers.NETWORK_DATA_LEFT_OUT]}
+
+
+def test_md16_holds_each_device_to_its_own_interface_the_claims_other_files_devices_owning_theirs() -> None:
+    r0, r1 = f"{C0}/r0/{D}-metadata.json", f"{C0}/r1/{D}-metadata.json"
+    where = f"container main of pod n/gen-0 on node-1: {r1}"
+    assert _deferred(r1, {"gpu-2": NET1}) == {"FAIL": [], "WARNING": []}
+    # r1's device reports r0's gpu-0's interface: its MAC finds its own
+    assert _deferred(r1, {"gpu-2": VF0})["FAIL"] == [
+        f"{where}: device node-1/gpu-2: networkData interfaceName ens1f0v0, the pod's net1 (MAC 02:aa:bb:cc:dd:01, which its "
+        "slice publishes) has net1; networkData hardwareAddress 02:00:00:00:01:00, the pod's net1 (MAC 02:aa:bb:cc:dd:01, which "
+        "its slice publishes) has 02:aa:bb:cc:dd:01"
+    ]
+    # r0's gpu-1 (no MAC published) may not take gpu-2's interface, in r1's file, not this one
+    (why,) = _deferred(r0, {"gpu-0": VF0, "gpu-1": NET1})["FAIL"]
+    assert why.endswith(
+        "device node-1/gpu-1: pod n/gen-0: networkData's interfaceName net1 describes the pod's net1, the interface of device "
+        "node-1/gpu-2 (MAC 02:aa:bb:cc:dd:01, which node-1/gpu-2's slice publishes)"
+    )
+    # two devices of one file on one interface: the one whose MAC it shows is right
+    (why,) = _deferred(r0, {"gpu-0": VF0, "gpu-1": VF0})["FAIL"]
+    assert "device node-1/gpu-1: " in why and why.endswith("; devices node-1/gpu-0, node-1/gpu-1 all report the pod's ens1f0v0")
+    # a field left out: a WARNING, under its own key
+    assert _deferred(r1, {"gpu-2": {"interfaceName": "net1", "ips": NET1["ips"]}}) == {
+        "FAIL": [],
+        "WARNING": [
+            f"{where}: device node-1/gpu-2: networkData reports no hardwareAddress; the pod's net1 (MAC 02:aa:bb:cc:dd:01, "
+            "which its slice publishes) has 02:aa:bb:cc:dd:01"
+        ],
+    }
 
 
 def _with_attributes(text: str, attributes: dict, api_version: str | None = None) -> str:

@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 from suites.framework import pods
-from suites.framework.netif import interface
+from suites.framework.evidence import Evidence
+from suites.resource_claim_status import network_data
 
 
 def answering(monkeypatch: pytest.MonkeyPatch, rc: int, stdout: str = "", stderr: str = "") -> list[tuple]:
@@ -32,10 +33,9 @@ def test_output_absent_and_failure_are_three_different_answers(monkeypatch: pyte
         pods.observe(None, "ns", "p", "cat f", container="c0")  # type: ignore[arg-type]  # no lab: exec_in is faked
 
 
-def test_an_interface_is_absent_only_when_the_pod_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = answering(monkeypatch, pods.ABSENT)
-    seen = interface(lambda script: pods.observe(None, "ns", "p", script), "net1")  # type: ignore[arg-type]  # no lab: exec_in is faked
-    assert seen["interfaceName"] is None and "/sys/class/net/net1" in calls[0][3][-1]
-    answering(monkeypatch, 126, stderr="OCI runtime exec failed")
-    with pytest.raises(pods.ObservationFailed):
-        interface(lambda script: pods.observe(None, "ns", "p", script), "net1")  # type: ignore[arg-type]  # no lab: exec_in is faked
+def test_a_failed_look_at_the_pods_interfaces_is_no_pod_without_interfaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = answering(monkeypatch, 126, stderr="OCI runtime exec failed")
+    device = network_data.Device("node-1/ens1f0-vf0", frozenset(), {"interfaceName": "net1"})
+    with pytest.raises(pods.ObservationFailed, match="OCI runtime exec failed"):
+        network_data.matches_the_pod([device], lambda script: pods.observe(None, "ns", "p", script), Evidence())  # type: ignore[arg-type]  # no lab: exec_in is faked
+    assert calls[0][3][-1] == "ip addr"

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from clusters.watch_log import WATCHED, allocations, record, versions
+from clusters.watch_log import WATCHED, allocation_history, allocations, record, versions
 from clusters.local.node import injected
 from clusters.plugin_calls import CONTAINER_FILES_LOG, FAULT_LOG, append_to_run_trace, read
 from suites.kubelet_plugin.contract import (
     calls_to,
     changed_answers,
+    failed_unprepares,
     first_prepares,
     left_specs,
     specs_now,
@@ -27,7 +28,7 @@ from suites.resource_claim_status.checks import (
     entries_before_prepare,
     fail_if_refused,
     not_ready_over_the_run,
-    others_dropped_over_the_run,
+    others_not_kept_over_the_run,
     refused_for_another,
 )
 
@@ -186,10 +187,11 @@ def spec(*names: str, claims: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"kind": "example.com/gpu", "devices": list(names), "claims": list(claims)}
 
 
-def seen(uid: str, *results: tuple[str, str]) -> dict[str, Any]:
-    """A claim log record: (request, device) results of gpu.example.com on pool node-1."""
+def seen(uid: str, *results: tuple[str, str], at: str = "00") -> dict[str, Any]:
+    """A claim log record seen at 09:18:`at`: (request, device) results of gpu.example.com on pool node-1."""
     return {
         "uid": uid,
+        "start": f"2026-11-28T09:18:{at}+00:00",
         "status": {
             "allocation": {
                 "devices": {"results": [{"request": r, "driver": "gpu.example.com", "pool": "node-1", "device": d} for r, d in results]}
@@ -214,18 +216,128 @@ def test_a_device_not_allocated_answered_twice_or_unresolvable_is_named(tmp_path
             prepared("d", devices("gpu-0"), None),
         )
     )
-    claims_seen = {
-        "a": seen("a", ("gpu", "gpu-0"), ("gpu", "gpu-1")),
-        "b": seen("b", ("gpu", "gpu-3")),
-        "c": seen("c", ("gpu", "gpu-0")),
-        "d": seen("d", ("gpu", "gpu-5")),
+    history = {
+        "a": [seen("a", ("gpu", "gpu-0"), ("gpu", "gpu-1"))],
+        "b": [seen("b", ("gpu", "gpu-3"))],
+        "c": [seen("c", ("gpu", "gpu-0"))],
+        "d": [seen("d", ("gpu", "gpu-5"))],
     }
-    problems = wrong_devices(calls, claims_seen, "gpu.example.com")
-    assert len(problems) == 4, problems
+    problems = wrong_devices(calls, history, "gpu.example.com")
+    assert len(problems) == 6, problems
     assert "claim ns/claim-b (b)" in problems[0] and "answered device(s) [('node-1', 'gpu-2')], which its allocation" in problems[0]
-    assert "CDI device 'example.com/gpu=gpu-2', which no CDI spec" in problems[1]
-    assert "claim ns/claim-c (c)" in problems[2] and "more than once" in problems[2]
-    assert "claim ns/claim-d (d)" in problems[3] and "gpu-0" in problems[3]  # no snapshot: only the allocation judged
+    assert "claim ns/claim-b (b)" in problems[1] and "left out device(s) [('gpu', 'node-1', 'gpu-3')]" in problems[1]
+    assert "CDI device 'example.com/gpu=gpu-2', which no CDI spec" in problems[2]
+    assert "claim ns/claim-c (c)" in problems[3] and "more than once" in problems[3]
+    assert "claim ns/claim-d (d)" in problems[4] and "which its allocation does not give" in problems[4]  # no snapshot: only the allocation
+    assert "claim ns/claim-d (d)" in problems[5] and "left out device(s) [('gpu', 'node-1', 'gpu-5')]" in problems[5]
+
+
+def _answer(*devs: tuple[str, list[str], list[str]]) -> dict[str, Any]:
+    """A claim's answer: (device, request names, CDI device IDs) each, on pool node-1."""
+    return {"devices": [{"pool_name": "node-1", "device_name": d, "request_names": n, "cdi_device_ids": ids} for d, n, ids in devs]}
+
+
+def test_a_correct_answer_of_every_device_passes_whichever_request_names_and_cdi_ids(tmp_path: Path) -> None:
+    specs = {"/var/run/cdi/a.json": spec("gpu-0", "gpu-1", "base")}
+    calls = read(
+        trace(
+            tmp_path,
+            # The subrequest's name as the allocation has it ("big/large") or its request's ("big",
+            # what the framework answers); each device with two CDI devices, its own and the node's.
+            prepared(
+                "a",
+                _answer(
+                    ("gpu-0", ["big/large"], ["example.com/gpu=gpu-0", "example.com/gpu=base"]),
+                    ("gpu-1", ["big"], ["example.com/gpu=gpu-1", "example.com/gpu=base"]),
+                ),
+                specs,
+                at_second=10,
+            ),
+            # No request names (every request of the claim).
+            prepared("b", _answer(("gpu-0", [], ["example.com/gpu=base"])), specs, at_second=11),
+            prepared("a", _answer(*((f"gpu-{i}", ["big"], []) for i in "01")), specs, at_second=12),  # again, no CDI device
+            prepared("s", _answer(("gpu-0", ["gpu"], []), ("gpu-0", ["gpu"], [])), specs, at_second=13),  # two shares of a device
+        )
+    )
+    history = {
+        "a": [seen("a", ("big/large", "gpu-0"), ("big/large", "gpu-1"))],
+        "b": [seen("b", ("gpu", "gpu-0"))],
+        "s": [seen("s", ("gpu", "gpu-0"), ("gpu", "gpu-0"))],
+    }
+    assert wrong_devices(calls, history, "gpu.example.com") == []
+    assert wrong_requests(calls, history, "gpu.example.com") == []  # and KP-04 takes the same names
+
+
+def test_a_device_left_out_is_named_against_the_allocation_at_the_call(tmp_path: Path) -> None:
+    calls = read(
+        trace(
+            tmp_path,
+            prepared("a", devices("gpu-0"), at_second=10),
+            prepared("a", devices("gpu-2"), at_second=30),  # deallocated since, allocated gpu-2 anew
+            prepared("l", devices("gpu-4"), at_second=20),  # the log saw its allocation a moment after
+            prepared("s", devices("gpu-0"), at_second=21),  # one of two shares
+        )
+    )
+    history = {
+        "a": [
+            seen("a", ("gpu", "gpu-0"), ("gpu", "gpu-1"), at="05"),
+            {"uid": "a", "start": "2026-11-28T09:18:25+00:00", "status": {}},
+            seen("a", ("gpu", "gpu-2"), at="28"),
+        ],
+        "l": [{"uid": "l", "start": "2026-11-28T09:18:19+00:00", "status": {}}, seen("l", ("gpu", "gpu-4"), at="20.5")],
+        "s": [seen("s", ("gpu", "gpu-0"), ("other", "gpu-0"))],
+    }
+    problems = wrong_devices(calls, history, "gpu.example.com")
+    assert len(problems) == 2, problems
+    assert "09:18:10" in problems[0] and "claim ns/claim-a (a): left out device(s) [('gpu', 'node-1', 'gpu-1')]" in problems[0]
+    assert "that its allocation gives gpu.example.com (it answered [('node-1', 'gpu-0')])" in problems[0]
+    assert "claim ns/claim-s (s): left out device(s) [('other', 'node-1', 'gpu-0')]" in problems[1]
+
+
+def test_the_claim_history_keeps_every_version_of_each_claim_ever_allocated(tmp_path: Path) -> None:
+    log = tmp_path / "claims.jsonl"
+    allocated = {"allocation": {"devices": {"results": [{"device": "gpu-0"}]}}}
+    rows = [("a", {}), ("a", allocated), ("a", {}), ("b", {})]
+    log.write_text(
+        "".join(json.dumps({"uid": u, "status": st, "start": f"2026-11-28T09:18:0{i}+00:00"}) + "\n" for i, (u, st) in enumerate(rows))
+    )
+    history = allocation_history(log)
+    assert list(history) == ["a"] and [v["status"] for v in history["a"]] == [{}, allocated, {}]
+    assert allocation_history(tmp_path / "none.jsonl") == {}
+
+
+def test_an_unprepare_that_fails_for_a_claim_is_named_unless_it_never_reached_the_driver(tmp_path: Path) -> None:
+    calls = read(
+        trace(
+            tmp_path,
+            line(UNPREPARE, {"claims": [claim("a"), claim("b")]}, {"claims": {"a": {}, "b": {}}}, at_second=10),
+            line(UNPREPARE, {"claims": [claim("c")]}, {"claims": {"c": {"error": "claim c: no record of it"}}}, at_second=11),
+            line(UNPREPARE, {"claims": [claim("d"), claim("e")]}, {"claims": {"d": {}}}, at_second=12),
+            line(
+                UNPREPARE,
+                {"claims": [claim("f")]},
+                error="rpc error: code = Unknown desc = unprepare resource claims: disk full",
+                at_second=13,
+            ),
+            line(UNPREPARE, {"claims": [claim("g")]}, error="rpc error: code = Unavailable desc = connection refused", at_second=14),
+            line(
+                UNPREPARE,
+                {"claims": [claim("h")]},
+                error="rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+                at_second=15,
+            ),
+            line(UNPREPARE, {"claims": [claim("i")]}, error="the recorder could not decode the answer", at_second=16),
+            prepared("j", {"error": "no such device"}, at_second=17),  # a prepare's error is not unprepare's
+        )
+    )
+    problems = failed_unprepares(calls)
+    assert len(problems) == 3, problems
+    assert (
+        problems[0]
+        == "on node-1 at 09:18:11.123456: NodeUnprepareResources of claim ns/claim-c (c) answered the error 'claim c: no record of it'"
+    )
+    assert "NodeUnprepareResources of claim ns/claim-e (e): the answer has no entry for it" in problems[1]
+    assert "NodeUnprepareResources of claim(s) ns/claim-f (f) failed as a whole: 'rpc error: code = Unknown" in problems[2]
 
 
 def test_a_device_answered_for_a_request_it_is_not_allocated_for_is_named(tmp_path: Path) -> None:
@@ -241,9 +353,9 @@ def test_a_device_answered_for_a_request_it_is_not_allocated_for_is_named(tmp_pa
             prepared("d", answer(("gpu-0", ["big"]))),
         )
     )
-    claims_seen = {u: seen(u, ("r0", "gpu-0"), ("r1", "gpu-1")) for u in "ab"}
-    claims_seen |= {"c": seen("c", ("r0", "gpu-0")), "d": seen("d", ("big/large", "gpu-0"))}
-    problems = wrong_requests(calls, claims_seen, "gpu.example.com")
+    history = {u: [seen(u, ("r0", "gpu-0"), ("r1", "gpu-1"))] for u in "ab"}
+    history |= {"c": [seen("c", ("r0", "gpu-0"))], "d": [seen("d", ("big/large", "gpu-0"))]}
+    problems = wrong_requests(calls, history, "gpu.example.com")
     assert len(problems) == 2, problems
     assert "(a)" in problems[0] and "device node-1/gpu-1 was answered for request(s) ['r0'], but is allocated for ['r1']" in problems[0]
     assert "(b)" in problems[1] and "gpu-0 was answered with no request names" in problems[1] and "use ['r1']" in problems[1]
@@ -379,13 +491,13 @@ def test_a_write_of_the_drivers_status_that_drops_another_drivers_entries_is_nam
         shared(5, "ADDED", ("gpu.example.com", "3")),  # listed anew after a lost watch: several writes maybe
         shared(6, "MODIFIED", allocated=False),
     ]  # deallocated: every entry goes, not by a write of the driver
-    judged, violating, problems = others_dropped_over_the_run(versions, "gpu.example.com")
+    judged, violating, problems = others_not_kept_over_the_run(versions, "gpu.example.com")
     assert judged == 2 and [v["resourceVersion"] for v in violating] == ["2", "3"]
     assert problems == [
         "2026-11-28T09:18:03+00:00 claim ns/s (s): resourceVersion 3, a write of gpu.example.com's entries, "
         "removed the entries net.example.com owns: ['node-1/nic-0'], still allocated"
     ]
-    assert others_dropped_over_the_run(versions, "net.example.com")[2] == []  # net's writes never dropped gpu's
+    assert others_not_kept_over_the_run(versions, "net.example.com")[2] == []  # net's writes never dropped gpu's
 
 
 def test_a_refused_write_of_the_drivers_status_names_the_other_driver_only_when_the_driver_wrote_it() -> None:
@@ -406,7 +518,7 @@ def test_a_refused_write_of_the_drivers_status_names_the_other_driver_only_when_
         fail_if_refused(line, gpu, "claim shared's", "(the driver's log)")
     assert str(failed.value) == (
         f"gpu.dralab.dev wrote claim shared's status.devices without the entries gpu-b.dralab.dev "
-        f"owns; the API server refused it (the driver's log): {line}"
+        f"owns as they were (removed or changed); the API server refused it (the driver's log): {line}"
     )
     fail_if_refused("nothing refused", gpu, "claim shared's", "(the driver's log)")
 

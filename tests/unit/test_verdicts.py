@@ -257,7 +257,7 @@ def test_blocked(lab):
 def _errors() -> dict[str, BaseException]:
     from basics.errors import HarnessError, LabBroken
     from drivers_under_test.deploy import DeployFailed
-    from suites.framework.pods import PrepareRefused
+    from suites.framework.pods import ObservationFailed, PrepareRefused
     from suites.framework.verdicts import Blocked, DriverFailure
     from suites.framework.waits import DriverTimedOut, TooSlowToJudge, WaitTimeout
 
@@ -274,6 +274,7 @@ def _errors() -> dict[str, BaseException]:
         "deploy failed": DeployFailed("driver gpu: CrashLoopBackOff"),
         "assert": AssertionError("no CDI spec for the claim"),
         "harness": HarnessError("no pod of driver profile gpu on node-2 to restart"),
+        "unobserved": ObservationFailed("claim ns/c (u) of running pod ns/p is not in node-1's kubelet DRA checkpoint"),
         "wait": WaitTimeout("timed out after 30s waiting for namespace t-1 gone"),
         "bug": KeyError("x"),
     }
@@ -303,6 +304,7 @@ def _errors() -> dict[str, BaseException]:
         ("call", "assert", [], ["SHOULD", "MUST"], "FAIL", ""),
         ("teardown", "assert", [], ["MUST"], "ERROR", "AssertionError in teardown"),
         ("setup", "harness", [], ["MUST"], "ERROR", "could not set up what the check needs (setup): no pod of driver profile gpu"),
+        ("call", "unobserved", [], ["MUST"], "ERROR", "could not observe what the check judges (call): claim ns/c"),
         ("call", "wait", [], ["MUST"], "ERROR", "a wait of the lab or the harness ran out (call), not one on the driver: timed out"),
         ("call", "bug", [], ["MUST"], "ERROR", "KeyError in call"),
     ],

@@ -1,8 +1,9 @@
 // Command dra-probe calls a DRA driver's kubelet plugin service as the kubelet does, for checks
 // that need a call the kubelet does not make in their scenario (KP-05: NodePrepareResources again
-// for a claim the driver has prepared). It finds the driver's service through the registration
-// sockets in the kubelet's plugins_registry, as the kubelet's plugin watcher does, calls it and
-// prints one JSON line: the endpoint, the versions the driver registered and its answer.
+// for a claim the driver has prepared, NodeUnprepareResources again for one the kubelet has
+// unprepared). It finds the driver's service through the registration sockets in the kubelet's
+// plugins_registry, as the kubelet's plugin watcher does, calls it and prints one JSON line: the
+// endpoint, the versions the driver registered and its answer.
 package main
 
 import (
@@ -49,22 +50,25 @@ func (c *claims) Set(v string) error {
 func main() {
 	registry := flag.String("registry-dir", "", "the kubelet's plugins_registry directory")
 	driver := flag.String("driver", "", "the DRA driver's name")
-	var prepare claims
+	var prepare, unprepare claims
 	flag.Var(&prepare, "prepare", "a claim to prepare, namespace/name/uid (repeatable)")
+	flag.Var(&unprepare, "unprepare", "a claim to unprepare, namespace/name/uid (repeatable; not with --prepare)")
 	timeout := flag.Duration("timeout", 45*time.Second, "the call's deadline (the kubelet's is 45s)")
 	flag.Parse()
-	if *registry == "" || *driver == "" || len(prepare) == 0 {
-		fmt.Fprintln(os.Stderr, "dra-probe: give --registry-dir, --driver and at least one --prepare")
+	if *registry == "" || *driver == "" || (len(prepare) == 0) == (len(unprepare) == 0) {
+		fmt.Fprintln(os.Stderr, "dra-probe: give --registry-dir, --driver and at least one --prepare or --unprepare, not both")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	out := call(ctx, *registry, *driver, prepare)
+	out := call(ctx, *registry, *driver, prepare, unprepare)
 	line, _ := json.Marshal(out)
 	fmt.Println(string(line))
 }
 
-func call(ctx context.Context, registry, driver string, prepare claims) result {
+// call makes one call to the driver: NodePrepareResources of prepare, or else
+// NodeUnprepareResources of unprepare.
+func call(ctx context.Context, registry, driver string, prepare, unprepare claims) result {
 	info, err := find(ctx, registry, driver)
 	if err != nil {
 		return result{Error: err.Error()}
@@ -80,13 +84,9 @@ func call(ctx context.Context, registry, driver string, prepare claims) result {
 	// The kubelet's choice: v1 where the driver serves it, else v1beta1 (same messages).
 	switch {
 	case slices.Contains(info.SupportedVersions, drapb.DRAPluginService):
-		answer, err = drapb.NewDRAPluginClient(conn).NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: prepare})
+		answer, err = v1(ctx, drapb.NewDRAPluginClient(conn), prepare, unprepare)
 	case slices.Contains(info.SupportedVersions, drapbv1beta1.DRAPluginService):
-		beta := make([]*drapbv1beta1.Claim, len(prepare))
-		for i, c := range prepare {
-			beta[i] = &drapbv1beta1.Claim{Namespace: c.Namespace, Name: c.Name, Uid: c.Uid}
-		}
-		answer, err = drapbv1beta1.NewDRAPluginClient(conn).NodePrepareResources(ctx, &drapbv1beta1.NodePrepareResourcesRequest{Claims: beta})
+		answer, err = v1beta1(ctx, drapbv1beta1.NewDRAPluginClient(conn), prepare, unprepare)
 	default:
 		err = fmt.Errorf("the driver serves neither %s nor %s", drapb.DRAPluginService, drapbv1beta1.DRAPluginService)
 	}
@@ -95,6 +95,28 @@ func call(ctx context.Context, registry, driver string, prepare claims) result {
 		return out
 	}
 	out.Answer, _ = protojson.Marshal(answer)
+	return out
+}
+
+func v1(ctx context.Context, c drapb.DRAPluginClient, prepare, unprepare claims) (proto.Message, error) {
+	if len(prepare) > 0 {
+		return c.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: prepare})
+	}
+	return c.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: unprepare})
+}
+
+func v1beta1(ctx context.Context, c drapbv1beta1.DRAPluginClient, prepare, unprepare claims) (proto.Message, error) {
+	if len(prepare) > 0 {
+		return c.NodePrepareResources(ctx, &drapbv1beta1.NodePrepareResourcesRequest{Claims: beta(prepare)})
+	}
+	return c.NodeUnprepareResources(ctx, &drapbv1beta1.NodeUnprepareResourcesRequest{Claims: beta(unprepare)})
+}
+
+func beta(c claims) []*drapbv1beta1.Claim {
+	out := make([]*drapbv1beta1.Claim, len(c))
+	for i, claim := range c {
+		out[i] = &drapbv1beta1.Claim{Namespace: claim.Namespace, Name: claim.Name, Uid: claim.Uid}
+	}
 	return out
 }
 
