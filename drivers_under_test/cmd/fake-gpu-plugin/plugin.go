@@ -38,6 +38,7 @@ const (
 	oversizedPreference = "oversized-preference"
 	allocateOtherDevice = "allocate-other-device"
 	listPhantomDevice   = "list-phantom-device"
+	omitLastDeviceNode  = "omit-last-device-node"
 
 	// phantomID is the device ID the list-phantom-device variant lists: no GPU has it.
 	phantomID = "GPU-ffffffff-ffff-ffff-ffff-ffffffffffff"
@@ -52,6 +53,7 @@ var variants = map[string]string{
 	oversizedPreference: "GetPreferredAllocation prefers one device more than the allocation size (breaks DP-07)",
 	allocateOtherDevice: "every second container request answered gets the device nodes of the GPU after each one asked for (breaks DP-04)",
 	listPhantomDevice:   "ListAndWatch lists one device ID more, which no GPU has (breaks DP-01)",
+	omitLastDeviceNode:  "a container request of several devices is answered without the device node of its last GPU, whose env, mount and CDI device it still gets (breaks DP-04)",
 }
 
 // plugin serves the device plugin API for the GPUs under sysfsRoot. The GPUs are read from
@@ -293,11 +295,13 @@ func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*p
 			})
 			// The GPU's own node, as NVIDIA's driver numbers them: /dev/nvidia<minor>, the minor its index.
 			node := fmt.Sprintf("nvidia%d", nodes[i].Index)
-			c.Devices = append(c.Devices, &pluginapi.DeviceSpec{
-				ContainerPath: "/dev/" + node,
-				HostPath:      filepath.Join(p.hostDevRoot, node),
-				Permissions:   "rw",
-			})
+			if !p.variant.Is(omitLastDeviceNode) || i < len(gpus)-1 || len(gpus) == 1 { // the variant: a loop bound off by one
+				c.Devices = append(c.Devices, &pluginapi.DeviceSpec{
+					ContainerPath: "/dev/" + node,
+					HostPath:      filepath.Join(p.hostDevRoot, node),
+					Permissions:   "rw",
+				})
+			}
 			c.CdiDevices = append(c.CdiDevices, &pluginapi.CDIDevice{Name: cdiKind + "=" + g.UUID})
 		}
 		klog.InfoS("Allocate", "devices", creq.DevicesIds)

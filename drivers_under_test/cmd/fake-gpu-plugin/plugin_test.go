@@ -390,6 +390,23 @@ func TestAllocateOtherDeviceVariant(t *testing.T) {
 	}
 }
 
+func TestOmitLastDeviceNodeVariant(t *testing.T) {
+	h, _ := start(t, "--break=omit-last-device-node")
+	resp, err := h.client.Allocate(testContext(t), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{
+		{DevicesIds: []string{"GPU-c", "GPU-a"}}, {DevicesIds: []string{"GPU-b"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, one := resp.ContainerResponses[0], resp.ContainerResponses[1]
+	if got, want := nodes(two), []string{"/host/driver-root/dev/nvidia2"}; !slices.Equal(got, want) || len(two.CdiDevices) != 2 || two.Envs["DRALAB_FAKE_GPU_0"] != "GPU-a" {
+		t.Errorf("two devices: device nodes %v, CDI devices %v, env %v; want %v with both GPUs' CDI devices and env", got, two.CdiDevices, two.Envs, want)
+	}
+	if got, want := nodes(one), []string{"/host/driver-root/dev/nvidia1"}; !slices.Equal(got, want) {
+		t.Errorf("one device: device nodes %v, want %v", got, want)
+	}
+}
+
 func TestListPhantomDeviceVariant(t *testing.T) {
 	h, _ := start(t, "--break=list-phantom-device")
 	stream, err := h.client.ListAndWatch(testContext(t), &pluginapi.Empty{})

@@ -45,6 +45,7 @@ var ownVariants = map[string]string{
 	variantOtherDrivers:           "a request's metadata also lists the devices other drivers were allocated for it, as this driver's (breaks MD-07)",
 	variantOtherRequests:          "the devices other drivers were allocated for the claim's other requests are answered too, as this driver's (breaks KP-03; in the fixed KP scenarios no claim has another driver's request)",
 	variantPCIeRootFromBDF:        "the standard pcieRoot attribute is made from the GPU's own bus number (pci<domain>:<bus>), not read from the sysfs path of the Root Complex it sits under (breaks KP-12)",
+	variantPCIBusIDOfPort:         "the standard pciBusID attribute is the address one level up the GPU's sysfs path, the PCIe port it sits behind: a PCI function of the node, but not the GPU's own (breaks KP-12)",
 }
 
 const (
@@ -61,6 +62,7 @@ const (
 	variantOtherRequests          = "other-requests-devices"
 	variantHidesFaults            = "hides-faults"
 	variantPCIeRootFromBDF        = "pcie-root-from-bdf"
+	variantPCIBusIDOfPort         = "pci-bus-id-of-port"
 )
 
 // maxMetadataAttributes is how many attributes metadata.resource.k8s.io/v1beta1 allows a device
@@ -112,6 +114,9 @@ func (d *gpuDriver) attributes(g sysfs.GPU) map[resourceapi.QualifiedName]resour
 	}
 	if d.opts.Variant.Is(variantPCIeRootFromBDF) {
 		attrs[deviceattribute.StandardDeviceAttributePCIeRoot] = resourceapi.DeviceAttribute{StringValue: ptr.To("pci" + g.BDF[:strings.LastIndex(g.BDF, ":")])}
+	}
+	if d.opts.Variant.Is(variantPCIBusIDOfPort) {
+		attrs[deviceattribute.StandardDeviceAttributePCIBusID] = resourceapi.DeviceAttribute{StringValue: ptr.To(filepath.Base(filepath.Dir(g.Dir)))}
 	}
 	return d.opts.Attributes(attrs)
 }

@@ -210,3 +210,26 @@ func TestLeaveCDISpecLeavesOnlyTheDriversOwnSpec(t *testing.T) {
 		}
 	}
 }
+
+// pci-bus-id-of-port publishes the address of the port above each GPU, which is not the GPU's own.
+func TestPCIBusIDOfPortPublishesThePortsAddress(t *testing.T) {
+	for _, variant := range []string{"", variantPCIBusIDOfPort} {
+		args := []string{}
+		if variant != "" {
+			args = append(args, "--break="+variant)
+		}
+		d := newTestDriver(t, frameworktest.Dir(t), args...)
+		gpus, err := d.discover()
+		if err != nil || len(gpus) == 0 {
+			t.Fatalf("discovered %v, %v", gpus, err)
+		}
+		published, _ := d.Devices()
+		for i, g := range gpus {
+			want := map[string]string{"": g.BDF, variantPCIBusIDOfPort: filepath.Base(filepath.Dir(g.Dir))}[variant]
+			got := published[i].Attributes["resource.kubernetes.io/pciBusID"].StringValue
+			if got == nil || *got != want || (variant != "" && want == g.BDF) {
+				t.Errorf("variant %q: %s publishes pciBusID %v, want %s (its own address is %s)", variant, published[i].Name, got, want, g.BDF)
+			}
+		}
+	}
+}
